@@ -1,0 +1,44 @@
+// Package engine is the facade every front end (CLI, server, browser) uses:
+// it loads a model, picks a backend, and runs generation with sampling.
+// Backends implement Backend; the facade falls back to the CPU backend when a
+// device backend refuses or fails, replaying the sequence so no half-computed
+// result is ever returned.
+package engine
+
+// Backend runs the forward pass of one loaded model on one kind of device.
+type Backend interface {
+	// Name is "cpu" or "webgpu:<adapter>".
+	Name() string
+	// NewSession allocates the per-sequence state (KV cache, recurrent
+	// state) for at most maxLen positions.
+	NewSession(maxLen int) (Session, error)
+	Close() error
+}
+
+// Session is the state of one sequence.
+type Session interface {
+	// Forward consumes tokens at positions Len() .. Len()+len(tokens)-1.
+	// It returns the logits of the last position ([vocab]), or of every
+	// consumed position ([len(tokens)*vocab], row-major) when all is true.
+	// On error the session's state is undefined: the caller discards it.
+	Forward(tokens []int, all bool) ([]float32, error)
+	// Len is the number of positions consumed so far.
+	Len() int
+	// Reset forgets all positions (the allocation is kept).
+	Reset()
+	Close() error
+}
+
+// Stats are counters a backend may expose (all optional).
+type Stats struct {
+	FallbackOps      int     `json:"fallback_ops"`
+	SubmitsPerToken  float64 `json:"submits_per_token"`
+	UploadBytes      int64   `json:"upload_bytes"`
+	ResidentBytes    int64   `json:"resident_bytes"`
+	WeightBytesToken int64   `json:"weight_bytes_per_token"`
+}
+
+// StatsReporter is implemented by backends that count what they do.
+type StatsReporter interface {
+	Stats() Stats
+}

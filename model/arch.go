@@ -1,0 +1,273 @@
+// Package model is the engine's normalized description of a causal language
+// model: an Arch (what each layer computes, with every scalar the math needs)
+// plus a set of weights under canonical tensor names. Importers (Hugging Face,
+// GGUF, CMF) produce a Model; backends (cpu, webgpu) read one and never look at
+// source-format names or config keys.
+package model
+
+import (
+	"fmt"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// Mixer is a layer's token mixer.
+type Mixer string
+
+const (
+	MixerAttention  Mixer = "attention"   // softmax attention with a KV cache
+	MixerShortConv  Mixer = "short_conv"  // LFM2 gated depthwise causal conv
+	MixerGatedDelta Mixer = "gated_delta" // qwen3_next gated DeltaNet
+)
+
+// FFNKind is a layer's feed-forward block.
+type FFNKind string
+
+const (
+	FFNDense FFNKind = "dense" // act(gate(x)) * up(x) -> down
+	FFNMoE   FFNKind = "moe"   // routed experts (+ optional shared expert)
+)
+
+// Activation of the gated FFN.
+type Activation string
+
+const (
+	ActSiLU     Activation = "silu"
+	ActGELUTanh Activation = "gelu_tanh"
+)
+
+// NormKind says how RMSNorm applies its weight.
+type NormKind string
+
+const (
+	NormRMS        NormKind = "rms"          // x/rms * w
+	NormRMSPlusOne NormKind = "rms_plus_one" // x/rms * (1+w)   (Gemma)
+)
+
+// RopeStyle says which element pairs a rotary embedding rotates.
+type RopeStyle string
+
+const (
+	RopeNeoX        RopeStyle = "neox"        // (i, i+d/2) pairs: HF rotate_half
+	RopeInterleaved RopeStyle = "interleaved" // (2i, 2i+1) pairs: llama2.c / GGUF "NORM"
+)
+
+// QKNorm says whether and how q and k are RMS-normalized before RoPE.
+type QKNorm string
+
+const (
+	QKNormNone    QKNorm = ""
+	QKNormPerHead QKNorm = "per_head" // weight [head_dim], applied per head (qwen3, gemma3)
+	QKNormFull    QKNorm = "full"     // weight [heads*head_dim], over the whole projection (olmo2)
+)
+
+// RopeScaling is the frequency scaling applied to the rotary base.
+type RopeScaling struct {
+	Type            string  `json:"type,omitempty"` // "", "linear", "llama3", "yarn"
+	Factor          float64 `json:"factor,omitempty"`
+	LowFreqFactor   float64 `json:"low_freq_factor,omitempty"`
+	HighFreqFactor  float64 `json:"high_freq_factor,omitempty"`
+	OriginalContext int     `json:"original_context,omitempty"`
+	BetaFast        float64 `json:"beta_fast,omitempty"`
+	BetaSlow        float64 `json:"beta_slow,omitempty"`
+	AttnFactor      float64 `json:"attn_factor,omitempty"`
+}
+
+// Rope is the rotary embedding of one attention layer.
+type Rope struct {
+	Theta   float64     `json:"theta"`
+	Dims    int         `json:"dims"` // rotated dims per head (< head_dim for partial rotary); 0 = no RoPE (NoPE layer)
+	Style   RopeStyle   `json:"style"`
+	Scaling RopeScaling `json:"scaling,omitzero"`
+}
+
+// Attention is the spec of a softmax-attention mixer.
+type Attention struct {
+	Heads   int  `json:"heads"`
+	KVHeads int  `json:"kv_heads"`
+	HeadDim int  `json:"head_dim"`
+	Rope    Rope `json:"rope"`
+	// Scale multiplies q·k (1/sqrt(head_dim) usually; gemma2/3 use
+	// query_pre_attn_scalar, granite attention_multiplier).
+	Scale float32 `json:"scale"`
+	// Window > 0 limits attention to the last Window positions (inclusive of
+	// the current one), as HF's sliding window does.
+	Window  int     `json:"window,omitempty"`
+	Softcap float32 `json:"softcap,omitempty"` // tanh softcap on scores (gemma2), 0 = none
+	QKNorm  QKNorm  `json:"qk_norm,omitempty"`
+	Bias    bool    `json:"bias,omitempty"` // q/k/v projections have biases (qwen2)
+	OutBias bool    `json:"out_bias,omitempty"`
+	// OutputGate: q_proj is twice as wide, the second half gates the
+	// attention output through a sigmoid (qwen3_next).
+	OutputGate bool `json:"output_gate,omitempty"`
+}
+
+// ShortConv is LFM2's gated short convolution.
+type ShortConv struct {
+	Kernel int `json:"kernel"` // conv kernel length (conv_L_cache)
+}
+
+// GatedDelta is qwen3_next's gated DeltaNet.
+type GatedDelta struct {
+	KeyHeads   int `json:"key_heads"`
+	ValueHeads int `json:"value_heads"`
+	KeyDim     int `json:"key_dim"`   // per head
+	ValueDim   int `json:"value_dim"` // per head
+	ConvKernel int `json:"conv_kernel"`
+}
+
+// MoE is the spec of a routed mixture-of-experts FFN.
+type MoE struct {
+	Experts      int     `json:"experts"`
+	TopK         int     `json:"top_k"`
+	ExpertHidden int     `json:"expert_hidden"`
+	NormTopK     bool    `json:"norm_top_k"`             // renormalize the selected weights to sum 1
+	Scoring      string  `json:"scoring"`                // "softmax" or "sigmoid"
+	RoutedScale  float32 `json:"routed_scale,omitempty"` // multiplies routed output; 0 means 1
+	SelectBias   bool    `json:"select_bias,omitempty"`  // a per-expert bias added for selection only
+	// Shared expert: SharedHidden > 0 adds an always-on expert; SharedGate
+	// scales it by sigmoid(w·x) (Qwen).
+	SharedHidden int  `json:"shared_hidden,omitempty"`
+	SharedGate   bool `json:"shared_gate,omitempty"`
+}
+
+// Layer is everything one decoder layer computes.
+//
+// Residual wiring, in order:
+//
+//	h = x; if PreMixerNorm { h = norm(h) }; h = mixer(h); if PostMixerNorm { h = norm(h) }
+//	x = x + ResidualScale*h
+//	h = x; if PreFFNNorm { h = norm(h) }; h = ffn(h); if PostFFNNorm { h = norm(h) }
+//	x = x + ResidualScale*h
+//
+// Llama: pre norms only. Gemma2/3: all four (sandwich). Olmo2: post norms only.
+type Layer struct {
+	Mixer     Mixer       `json:"mixer"`
+	Attn      *Attention  `json:"attn,omitempty"`
+	Conv      *ShortConv  `json:"conv,omitempty"`
+	Delta     *GatedDelta `json:"delta,omitempty"`
+	FFN       FFNKind     `json:"ffn"`
+	FFNHidden int         `json:"ffn_hidden,omitempty"` // dense FFN width
+	MoE       *MoE        `json:"moe,omitempty"`
+
+	PreMixerNorm  bool `json:"pre_mixer_norm"`
+	PostMixerNorm bool `json:"post_mixer_norm,omitempty"`
+	PreFFNNorm    bool `json:"pre_ffn_norm"`
+	PostFFNNorm   bool `json:"post_ffn_norm,omitempty"`
+}
+
+// Arch is the normalized architecture of a model.
+type Arch struct {
+	Family         string     `json:"family"` // source model_type, informative ("llama", "gemma2", ...)
+	Vocab          int        `json:"vocab"`
+	Hidden         int        `json:"hidden"`
+	Context        int        `json:"context"` // max positions the model was configured for
+	NormEps        float32    `json:"norm_eps"`
+	Norm           NormKind   `json:"norm"`
+	Act            Activation `json:"act"`
+	EmbedScale     float32    `json:"embed_scale"`    // embeddings are multiplied by this (1 usually; sqrt(hidden) for gemma; granite embedding_multiplier)
+	ResidualScale  float32    `json:"residual_scale"` // branch outputs are multiplied by this before the residual add (granite; 1 usually)
+	LogitScale     float32    `json:"logit_scale"`    // logits are multiplied by this (1/logits_scaling for granite; 1 usually)
+	FinalSoftcap   float32    `json:"final_softcap,omitempty"`
+	TiedEmbeddings bool       `json:"tied_embeddings"` // lm_head reuses token_embd (output.weight absent)
+	BOS            int        `json:"bos"`             // -1 when none
+	EOS            []int      `json:"eos,omitempty"`
+	Layers         []Layer    `json:"layers"`
+}
+
+// Validate checks the internal consistency an engine relies on.
+func (a *Arch) Validate() error {
+	if a.Vocab <= 0 || a.Hidden <= 0 || len(a.Layers) == 0 {
+		return fmt.Errorf("model: arch %q: vocab %d, hidden %d, %d layers: all must be positive", a.Family, a.Vocab, a.Hidden, len(a.Layers))
+	}
+	for i, l := range a.Layers {
+		switch l.Mixer {
+		case MixerAttention:
+			at := l.Attn
+			if at == nil || at.Heads <= 0 || at.KVHeads <= 0 || at.HeadDim <= 0 || at.Heads%at.KVHeads != 0 {
+				return fmt.Errorf("model: layer %d: bad attention spec %+v", i, at)
+			}
+			if at.Rope.Dims < 0 || at.Rope.Dims > at.HeadDim || at.Rope.Dims%2 != 0 {
+				return fmt.Errorf("model: layer %d: rope dims %d for head_dim %d", i, at.Rope.Dims, at.HeadDim)
+			}
+		case MixerShortConv:
+			if l.Conv == nil || l.Conv.Kernel <= 0 {
+				return fmt.Errorf("model: layer %d: bad short-conv spec", i)
+			}
+		case MixerGatedDelta:
+			if l.Delta == nil || l.Delta.KeyHeads <= 0 || l.Delta.ValueHeads <= 0 {
+				return fmt.Errorf("model: layer %d: bad gated-delta spec", i)
+			}
+		default:
+			return fmt.Errorf("model: layer %d: unknown mixer %q", i, l.Mixer)
+		}
+		switch l.FFN {
+		case FFNDense:
+			if l.FFNHidden <= 0 {
+				return fmt.Errorf("model: layer %d: dense FFN width %d", i, l.FFNHidden)
+			}
+		case FFNMoE:
+			if l.MoE == nil || l.MoE.Experts <= 0 || l.MoE.TopK <= 0 || l.MoE.TopK > l.MoE.Experts {
+				return fmt.Errorf("model: layer %d: bad MoE spec", i)
+			}
+		default:
+			return fmt.Errorf("model: layer %d: unknown FFN %q", i, l.FFN)
+		}
+	}
+	return nil
+}
+
+// Weights looks tensors up by canonical name (see names.go).
+type Weights interface {
+	Tensor(name string) (*tensor.Tensor, bool)
+	Names() []string
+}
+
+// Model is an architecture with its weights and, when the source carried
+// one, its tokenizer.
+type Model struct {
+	Arch    Arch
+	Weights Weights
+	// Tokenizer holds the source's tokenizer material, kept as opaque
+	// documents for the tokenizer package: HF tokenizer.json (+ config), or
+	// a GGUF vocabulary serialized as JSON.
+	Tokenizer *TokenizerData
+	// Source describes where the model came from (paths, sha256), for CMF provenance.
+	Source Provenance
+	// Close releases the mapping or files behind Weights.
+	Close func() error
+}
+
+// TokenizerData is the tokenizer material a model carries.
+type TokenizerData struct {
+	Kind string `json:"kind"` // "hf" (tokenizer.json) or "gguf" (GGUF tokenizer.* metadata as JSON)
+	// Files maps a file name (tokenizer.json, tokenizer_config.json,
+	// generation_config.json, gguf_vocab.json) to its bytes.
+	Files map[string][]byte `json:"files"`
+}
+
+// Provenance lists the source files of an import with their digests.
+type Provenance struct {
+	Format string       `json:"format"` // "hf", "gguf", "cmf"
+	Files  []SourceFile `json:"files"`
+}
+
+// SourceFile is one input file of an import.
+type SourceFile struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// MapWeights is an in-memory Weights.
+type MapWeights map[string]*tensor.Tensor
+
+func (m MapWeights) Tensor(name string) (*tensor.Tensor, bool) { t, ok := m[name]; return t, ok }
+
+func (m MapWeights) Names() []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	return names
+}
