@@ -1,9 +1,9 @@
-// Package engine is the facade every front end (CLI, server, browser) uses:
-// it loads a model, picks a backend, and runs generation with sampling.
-// Backends implement Backend; the facade falls back to the CPU backend when a
-// device backend refuses or fails, replaying the sequence so no half-computed
-// result is ever returned.
-package engine
+// Package backend states the contract between the engine facade and the
+// devices that run a model's forward pass (cpu, webgpu). The facade (package
+// engine) picks a Backend and falls back to the CPU one when a device backend
+// refuses or fails, replaying the sequence so no half-computed result is ever
+// returned.
+package backend
 
 // Backend runs the forward pass of one loaded model on one kind of device.
 type Backend interface {
