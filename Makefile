@@ -1,0 +1,44 @@
+# cortiq — see README.md. `make run` builds and generates text with the
+# default model; `make test` runs every unit, parity and fuzz-seed test.
+
+SHARED ?= $(abspath ../shared)
+GO ?= go
+BIN := bin/cortiq
+
+# The fixture models resolve by name when ../shared is present.
+ifneq ($(wildcard $(SHARED)/fixtures/models),)
+export CORTIQ_MODEL_PATH := $(SHARED)/fixtures/models$(if $(CORTIQ_MODEL_PATH),:$(CORTIQ_MODEL_PATH))
+endif
+
+.PHONY: all build run test test-short bench fuzz wasm e2e clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/native
+
+run: build
+	./$(BIN) run -m stories260K -p "Once upon a time" -n 64 --temp 0
+
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 30m ./...
+
+test-short:
+	$(GO) test -count=1 -short ./...
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 2x ./cpu/kernel/ ./tokenizer/
+
+# Each parser's fuzz target runs for FUZZTIME; found inputs land in the
+# package's testdata/fuzz corpus, which `make test` replays.
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -rf bin web/cortiq.wasm

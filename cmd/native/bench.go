@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/cortiq/cortiq/engine"
+	"github.com/cortiq/cortiq/sample"
+)
+
+func init() {
+	register("bench", "measure prefill and decode speed", cmdBench)
+}
+
+// benchResult is one bench run; its fields are what BENCHMARKS.md records.
+type benchResult struct {
+	Model           string  `json:"model"`
+	Backend         string  `json:"backend"`
+	PromptTokens    int     `json:"prompt_tokens"`
+	GenTokens       int     `json:"gen_tokens"`
+	PrefillTokS     float64 `json:"prefill_tok_s"`
+	DecodeTokS      float64 `json:"decode_tok_s"`
+	SubmitsPerToken float64 `json:"submits_per_token,omitempty"`
+	Threads         int     `json:"threads"`
+	Reps            int     `json:"reps"`
+}
+
+func cmdBench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var mf modelFlags
+	mf.register(fs)
+	promptN := fs.Int("prompt", 128, "prompt tokens")
+	genN := fs.Int("gen", 128, "generated tokens")
+	reps := fs.Int("reps", 3, "repetitions (the best is reported)")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if mf.ctx == 0 {
+		mf.ctx = *promptN + *genN + 1
+	}
+	ctx, cancel := interruptible()
+	defer cancel()
+	e, err := mf.load(ctx)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	// A deterministic prompt of ordinary token ids: the speed of a forward
+	// pass does not depend on which ids they are.
+	vocab := e.Model.Arch.Vocab
+	prompt := make([]int, *promptN)
+	x := uint32(12345)
+	for i := range prompt {
+		x = x*1664525 + 1013904223
+		prompt[i] = 3 + int(x>>8)%(vocab-3)
+	}
+	best := benchResult{Model: mf.model, PromptTokens: *promptN, GenTokens: *genN, Threads: runtime.GOMAXPROCS(0), Reps: *reps}
+	for r := 0; r < *reps; r++ {
+		res, err := e.Generate(ctx, engine.Request{IDs: prompt, MaxTokens: *genN, Sampling: sample.Params{}, IgnoreEOS: true}, nil)
+		if err != nil {
+			return err
+		}
+		best.Backend = res.Backend
+		best.PrefillTokS = max(best.PrefillTokS, res.PrefillTokS)
+		best.DecodeTokS = max(best.DecodeTokS, res.DecodeTokS)
+		best.SubmitsPerToken = res.SubmitsPerToken
+		if !*jsonOut {
+			fmt.Fprintf(os.Stderr, "rep %d: prefill %.1f tok/s, decode %.1f tok/s\n", r+1, res.PrefillTokS, res.DecodeTokS)
+		}
+	}
+	if *jsonOut {
+		return json.NewEncoder(os.Stdout).Encode(best)
+	}
+	fmt.Printf("%s on %s (%d threads): prompt %d → prefill %.1f tok/s; gen %d → decode %.1f tok/s\n",
+		best.Model, best.Backend, best.Threads, best.PromptTokens, best.PrefillTokS, best.GenTokens, best.DecodeTokS)
+	return nil
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/cortiq/cortiq/chat"
+	"github.com/cortiq/cortiq/engine"
+)
+
+func init() {
+	register("chat", "interactive chat with streaming, history and /reset", cmdChat)
+}
+
+func renderChat(e *engine.Engine, msgs []chat.Message, system string) (string, error) {
+	if system != "" {
+		msgs = append([]chat.Message{{Role: "system", Content: system}}, msgs...)
+	}
+	return e.ChatPrompt(msgs)
+}
+
+func cmdChat(args []string) error {
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	var mf modelFlags
+	var sf samplingFlags
+	mf.register(fs)
+	sf.register(fs)
+	system := fs.String("system", "", "system message")
+	n := fs.Int("n", 512, "max tokens per reply")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, cancel := interruptible()
+	defer cancel()
+	e, err := mf.load(ctx)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	fmt.Fprintf(os.Stderr, "cortiq chat on %s — /reset clears the history, /quit or Ctrl-D ends\n", e.BackendName())
+	var history []chat.Message
+	in := bufio.NewReader(os.Stdin)
+	for {
+		fmt.Fprint(os.Stderr, "> ")
+		line, err := in.ReadString('\n')
+		if err != nil && err != io.EOF {
+			return err
+		}
+		text := strings.TrimRight(line, "\r\n")
+		switch strings.TrimSpace(text) {
+		case "/quit", "/exit":
+			return nil
+		case "/reset":
+			history = nil
+			fmt.Fprintln(os.Stderr, "(history cleared)")
+			continue
+		case "":
+			if err == io.EOF {
+				return nil
+			}
+			continue
+		}
+		history = append(history, chat.Message{Role: "user", Content: text})
+		prompt, perr := renderChat(e, history, *system)
+		if perr != nil {
+			return perr
+		}
+		ids, perr := e.EncodeTemplated(prompt)
+		if perr != nil {
+			return perr
+		}
+		res, gerr := e.Generate(ctx, engine.Request{IDs: ids, MaxTokens: *n, Sampling: sf.params()}, func(t engine.Token) error {
+			_, err := fmt.Print(t.Text)
+			return err
+		})
+		if gerr != nil {
+			return gerr
+		}
+		fmt.Println()
+		history = append(history, chat.Message{Role: "assistant", Content: strings.TrimSpace(res.Text)})
+		if err == io.EOF {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cortiq/cortiq/chat"
+	"github.com/cortiq/cortiq/engine"
+	"github.com/cortiq/cortiq/resolve"
+	"github.com/cortiq/cortiq/sample"
+)
+
+// modelFlags are the flags every command that loads a model shares.
+type modelFlags struct {
+	model      string
+	backend    string
+	ctx        int
+	gpuLayers  string
+	vramBudget string
+}
+
+func (m *modelFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&m.model, "m", "", "model: a path (HF directory, .gguf, .cmf) or a name (default "+resolve.DefaultModel+")")
+	fs.StringVar(&m.backend, "backend", "auto", "backend: auto, cpu or webgpu")
+	fs.IntVar(&m.ctx, "ctx", 0, "context length (0 = the model's, at most 4096)")
+	fs.StringVar(&m.gpuLayers, "gpu-layers", os.Getenv("CORTIQ_GPU_LAYERS"), "layer ranges on the device, e.g. 0-9,20-29")
+	fs.StringVar(&m.vramBudget, "vram-budget", os.Getenv("CORTIQ_VRAM_BUDGET"), "bytes of device memory for weights (e.g. 2GiB)")
+}
+
+func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
+	switch m.backend {
+	case "auto", "cpu", "webgpu":
+	default:
+		return nil, fmt.Errorf("--backend %q: want auto, cpu or webgpu", m.backend)
+	}
+	budget, err := parseBytes(m.vramBudget)
+	if err != nil {
+		return nil, fmt.Errorf("--vram-budget: %w", err)
+	}
+	r := resolve.Default()
+	r.Download = hubDownloader()
+	e, err := engine.Load(ctx, r, m.model, engine.Options{
+		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if m.backend == "webgpu" && e.DeviceError() != nil {
+		fmt.Fprintf(os.Stderr, "cortiq: webgpu unavailable, running on the CPU: %v\n", e.DeviceError())
+	}
+	return e, nil
+}
+
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	mult := int64(1)
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if strings.HasSuffix(s, u.suf) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suf)), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q is not a byte size", s)
+	}
+	return int64(v * float64(mult)), nil
+}
+
+func parseIDs(s string) ([]int, error) {
+	var ids []int
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '[' || r == ']' }) {
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("--ids: %q is not a token id", f)
+		}
+		ids = append(ids, v)
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("--ids: no token ids")
+	}
+	return ids, nil
+}
+
+// samplingFlags are the sampler's flags.
+type samplingFlags struct {
+	temp, topP, minP, repeat, presence, frequency float64
+	topK, repeatLastN                             int
+	seed                                          int64
+}
+
+func (s *samplingFlags) register(fs *flag.FlagSet) {
+	fs.Float64Var(&s.temp, "temp", 0.8, "temperature (0 = greedy)")
+	fs.IntVar(&s.topK, "top-k", 40, "top-k (0 = off)")
+	fs.Float64Var(&s.topP, "top-p", 0.95, "top-p (1 = off)")
+	fs.Float64Var(&s.minP, "min-p", 0.05, "min-p (0 = off)")
+	fs.Float64Var(&s.repeat, "repeat-penalty", 1.0, "repetition penalty (1 = off)")
+	fs.Float64Var(&s.presence, "presence-penalty", 0, "presence penalty")
+	fs.Float64Var(&s.frequency, "frequency-penalty", 0, "frequency penalty")
+	fs.IntVar(&s.repeatLastN, "repeat-last-n", 64, "tokens the penalties look back at (-1 = all)")
+	fs.Int64Var(&s.seed, "seed", -1, "random seed (-1 = from the clock; the seed used is reported)")
+}
+
+func (s *samplingFlags) params() sample.Params {
+	seed := uint64(s.seed)
+	if s.seed < 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	return sample.Params{
+		Temperature: float32(s.temp), TopK: s.topK, TopP: float32(s.topP), MinP: float32(s.minP),
+		RepeatPenalty: float32(s.repeat), PresencePenalty: float32(s.presence), FrequencyPenalty: float32(s.frequency),
+		RepeatLastN: s.repeatLastN, Seed: seed,
+	}
+}
+
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt)
+}
+
+func init() {
+	register("run", "generate text from a prompt or token ids", cmdRun)
+}
+
+func cmdRun(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var mf modelFlags
+	var sf samplingFlags
+	mf.register(fs)
+	sf.register(fs)
+	prompt := fs.String("p", "", "prompt text")
+	idsFlag := fs.String("ids", "", "prompt token ids, comma separated (no BOS is added)")
+	n := fs.Int("n", 128, "tokens to generate")
+	jsonOut := fs.Bool("json", false, "print JSON Lines: one object per token, then a final summary")
+	useChat := fs.Bool("chat", false, "wrap the prompt in the model's chat template as a user message")
+	system := fs.String("system", "", "system message (with --chat)")
+	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-sequence tokens")
+	var stops multiFlag
+	fs.Var(&stops, "stop", "stop string (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	ctx, cancel := interruptible()
+	defer cancel()
+	e, err := mf.load(ctx)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	req := engine.Request{MaxTokens: *n, Sampling: sf.params(), Stop: stops, IgnoreEOS: *ignoreEOS}
+	switch {
+	case *idsFlag != "":
+		if req.IDs, err = parseIDs(*idsFlag); err != nil {
+			return err
+		}
+	case *useChat:
+		text, err := renderChat(e, []chat.Message{{Role: "user", Content: *prompt}}, *system)
+		if err != nil {
+			return err
+		}
+		if req.IDs, err = e.EncodeTemplated(text); err != nil {
+			return err
+		}
+	default:
+		req.Prompt = *prompt
+		if req.Prompt == "" {
+			req.Prompt = "Once upon a time"
+		}
+	}
+	out := os.Stdout
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	if !*jsonOut && req.IDs == nil {
+		fmt.Fprint(out, req.Prompt)
+	}
+	res, err := e.Generate(ctx, req, func(t engine.Token) error {
+		if *jsonOut {
+			return enc.Encode(t)
+		}
+		_, err := fmt.Fprint(out, t.Text)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		return enc.Encode(struct {
+			Done bool `json:"done"`
+			*engine.Result
+			Seed uint64 `json:"seed"`
+		}{true, res, req.Sampling.Seed})
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintf(os.Stderr, "\n[%s] prompt %d tok, %.1f tok/s prefill, %.1f tok/s decode, %d generated (%s)\n",
+		res.Backend, res.PromptTokens, res.PrefillTokS, res.DecodeTokS, len(res.IDs), res.FinishReason)
+	return nil
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cortiq/cortiq/synth"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+func init() {
+	register("synth", "write a random-weight model of a real shape as GGUF (llama.cpp loads it)", cmdSynth)
+}
+
+func cmdSynth(args []string) error {
+	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
+	shape := fs.String("shape", "", "shape: "+strings.Join(synth.ShapeNames(), ", "))
+	quant := fs.String("quant", "q4_0", "weights: f32, f16, q8_0 or q4_0")
+	out := fs.String("o", "", "output .gguf file, or a directory (the file is named SHAPE-QUANT.gguf)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	s, err := synth.ParseShape(*shape)
+	if err != nil {
+		return err
+	}
+	q, err := tensor.ParseCodec(*quant)
+	if err != nil {
+		return err
+	}
+	path := *out
+	if path == "" {
+		return fmt.Errorf("-o OUT.gguf or -o DIR is required")
+	}
+	if st, err := os.Stat(path); (err == nil && st.IsDir()) || strings.HasSuffix(path, "/") {
+		os.MkdirAll(path, 0o755)
+		path = filepath.Join(path, fmt.Sprintf("%s-%s.gguf", s.Name, q))
+	}
+	t0 := time.Now()
+	if err := synth.Write(path, s, q); err != nil {
+		return err
+	}
+	st, _ := os.Stat(path)
+	fmt.Fprintf(os.Stderr, "wrote %s (%.1f MiB) in %.1fs\n", path, float64(st.Size())/(1<<20), time.Since(t0).Seconds())
+	return nil
+}

@@ -1,0 +1,265 @@
+package kernel
+
+import (
+	"encoding/binary"
+	"math"
+	"sync"
+	"unsafe"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// This file is the portable reference: fused decode-and-dot loops in plain
+// Go, one per codec. Faster architecture-specific kernels replace entries of
+// the dispatch tables at init and are tested against these.
+
+// rowsKernel computes y[i] = row_i · x for the len(y) consecutive encoded
+// rows in data (rb bytes each).
+type rowsKernel func(y []float32, data []byte, rb int, x []float32)
+
+var matvecKernels = [...]rowsKernel{
+	tensor.F32:  genericRows(dotF32Row),
+	tensor.F16:  genericRows(dotF16Row),
+	tensor.BF16: genericRows(dotBF16Row),
+	tensor.Q8_0: genericRows(dotQ8_0Row),
+	tensor.Q4_0: genericRows(dotQ4_0Row),
+	tensor.Q4_K: genericRows(dotQ4_KRow),
+	tensor.Q6_K: genericRows(dotQ6_KRow),
+}
+
+func matvecKernel(c tensor.Codec) rowsKernel { return matvecKernels[c] }
+
+func genericRows(dot func(row []byte, x []float32) float32) rowsKernel {
+	return func(y []float32, data []byte, rb int, x []float32) {
+		for i := range y {
+			y[i] = dot(data[i*rb:(i+1)*rb], x)
+		}
+	}
+}
+
+// f32View reinterprets little-endian float32 bytes without copying when
+// the slice is suitably aligned; ok is false otherwise.
+func f32View(b []byte) (v []float32, ok bool) {
+	if len(b) == 0 {
+		return nil, true
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	if uintptr(p)%4 != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*float32)(p), len(b)/4), true
+}
+
+// Dot is the float32 dot product of a and b[:len(a)].
+func Dot(a, b []float32) float32 {
+	return dotGeneric(a, b)
+}
+
+func dotGeneric(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+func dotF32Row(row []byte, x []float32) float32 {
+	if w, ok := f32View(row); ok {
+		return Dot(w, x)
+	}
+	var s float32
+	for i := range x {
+		s += math.Float32frombits(binary.LittleEndian.Uint32(row[4*i:])) * x[i]
+	}
+	return s
+}
+
+var f16Table = func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for i := range t {
+		t[i] = tensor.F16ToF32(uint16(i))
+	}
+	return &t
+}()
+
+func dotF16Row(row []byte, x []float32) float32 {
+	row = row[:2*len(x)]
+	var s0, s1 float32
+	i := 0
+	for ; i+2 <= len(x); i += 2 {
+		s0 += f16Table[binary.LittleEndian.Uint16(row[2*i:])] * x[i]
+		s1 += f16Table[binary.LittleEndian.Uint16(row[2*i+2:])] * x[i+1]
+	}
+	for ; i < len(x); i++ {
+		s0 += f16Table[binary.LittleEndian.Uint16(row[2*i:])] * x[i]
+	}
+	return s0 + s1
+}
+
+func dotBF16Row(row []byte, x []float32) float32 {
+	row = row[:2*len(x)]
+	var s0, s1 float32
+	i := 0
+	for ; i+2 <= len(x); i += 2 {
+		s0 += math.Float32frombits(uint32(binary.LittleEndian.Uint16(row[2*i:]))<<16) * x[i]
+		s1 += math.Float32frombits(uint32(binary.LittleEndian.Uint16(row[2*i+2:]))<<16) * x[i+1]
+	}
+	for ; i < len(x); i++ {
+		s0 += math.Float32frombits(uint32(binary.LittleEndian.Uint16(row[2*i:]))<<16) * x[i]
+	}
+	return s0 + s1
+}
+
+func dotQ8_0Row(row []byte, x []float32) float32 {
+	var s float32
+	for b := 0; b < len(x)/32; b++ {
+		blk := (*[34]byte)(row[34*b:])
+		xb := (*[32]float32)(x[32*b:])
+		var s0, s1, s2, s3 float32
+		for i := 0; i < 32; i += 4 {
+			s0 += float32(int8(blk[2+i])) * xb[i]
+			s1 += float32(int8(blk[3+i])) * xb[i+1]
+			s2 += float32(int8(blk[4+i])) * xb[i+2]
+			s3 += float32(int8(blk[5+i])) * xb[i+3]
+		}
+		s += f16Table[binary.LittleEndian.Uint16(blk[:])] * ((s0 + s1) + (s2 + s3))
+	}
+	return s
+}
+
+func dotQ4_0Row(row []byte, x []float32) float32 {
+	var s float32
+	for b := 0; b < len(x)/32; b++ {
+		blk := (*[18]byte)(row[18*b:])
+		xb := (*[32]float32)(x[32*b:])
+		var s0, s1, s2, s3 float32
+		for i := 0; i < 16; i += 2 {
+			q0, q1 := blk[2+i], blk[3+i]
+			s0 += float32(int32(q0&0xf)-8) * xb[i]
+			s1 += float32(int32(q0>>4)-8) * xb[i+16]
+			s2 += float32(int32(q1&0xf)-8) * xb[i+1]
+			s3 += float32(int32(q1>>4)-8) * xb[i+17]
+		}
+		s += f16Table[binary.LittleEndian.Uint16(blk[:])] * ((s0 + s1) + (s2 + s3))
+	}
+	return s
+}
+
+func dotQ4_KRow(row []byte, x []float32) float32 {
+	var s float32
+	for b := 0; b < len(x)/256; b++ {
+		blk := (*[144]byte)(row[144*b:])
+		xb := (*[256]float32)(x[256*b:])
+		d := f16Table[binary.LittleEndian.Uint16(blk[0:])]
+		dmin := f16Table[binary.LittleEndian.Uint16(blk[2:])]
+		scales := blk[4:16]
+		for j := 0; j < 4; j++ {
+			sc1, m1 := tensor.Q4KScaleMin(2*j, scales)
+			sc2, m2 := tensor.Q4KScaleMin(2*j+1, scales)
+			q := (*[32]byte)(blk[16+32*j:])
+			xl := (*[32]float32)(xb[64*j:])
+			xh := (*[32]float32)(xb[64*j+32:])
+			var ql, qh, xsl, xsh float32
+			for l := range 32 {
+				ql += float32(q[l]&0xf) * xl[l]
+				qh += float32(q[l]>>4) * xh[l]
+				xsl += xl[l]
+				xsh += xh[l]
+			}
+			s += d*float32(sc1)*ql - dmin*float32(m1)*xsl
+			s += d*float32(sc2)*qh - dmin*float32(m2)*xsh
+		}
+	}
+	return s
+}
+
+func dotQ6_KRow(row []byte, x []float32) float32 {
+	var s float32
+	for b := 0; b < len(x)/256; b++ {
+		blk := (*[210]byte)(row[210*b:])
+		xb := (*[256]float32)(x[256*b:])
+		d := f16Table[binary.LittleEndian.Uint16(blk[208:])]
+		for n := 0; n < 2; n++ {
+			ql := (*[64]byte)(blk[64*n:])
+			qh := (*[32]byte)(blk[128+32*n:])
+			sc := (*[8]byte)(blk[192+8*n:])
+			y := (*[128]float32)(xb[128*n:])
+			// Sub-block sums: index is / 16 + 2·k for the k-th quarter.
+			var acc [8]float32
+			for l := range 32 {
+				is := l / 16
+				q1 := float32(int32(ql[l]&0xf|(qh[l]&3)<<4) - 32)
+				q2 := float32(int32(ql[l+32]&0xf|(qh[l]>>2&3)<<4) - 32)
+				q3 := float32(int32(ql[l]>>4|(qh[l]>>4&3)<<4) - 32)
+				q4 := float32(int32(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32)
+				acc[is] += q1 * y[l]
+				acc[is+2] += q2 * y[l+32]
+				acc[is+4] += q3 * y[l+64]
+				acc[is+6] += q4 * y[l+96]
+			}
+			for k := range 8 {
+				s += d * float32(int8(sc[k])) * acc[k]
+			}
+		}
+	}
+	return s
+}
+
+// Matrix-matrix product, reference version: weight rows are decoded to
+// float32 a group at a time, then dotted with every token.
+
+const mmGroup = 8 // weight rows decoded together
+
+var scratchPool sync.Pool
+
+func getScratch(n int) *[]float32 {
+	if p, ok := scratchPool.Get().(*[]float32); ok && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	s := make([]float32, n)
+	return &s
+}
+
+func matmul(y []float32, c tensor.Codec, data []byte, rb, rows, cols int, x []float32, n int) {
+	groups := (rows + mmGroup - 1) / mmGroup
+	parallelFor(groups, 1, func(lo, hi int) {
+		sp := getScratch(mmGroup * cols)
+		defer scratchPool.Put(sp)
+		w := *sp
+		for g := lo; g < hi; g++ {
+			r0 := g * mmGroup
+			nr := min(mmGroup, rows-r0)
+			for i := range nr {
+				decodeRow(w[i*cols:(i+1)*cols], c, data[(r0+i)*rb:(r0+i+1)*rb])
+			}
+			matmulTile(y, w[:nr*cols], cols, x, n, rows, r0, nr)
+		}
+	})
+}
+
+func decodeRow(dst []float32, c tensor.Codec, row []byte) {
+	if err := tensor.Dequantize(dst, c, row); err != nil {
+		panic("kernel: " + err.Error())
+	}
+}
+
+// matmulTileGeneric: y[t*rows+r0+i] = w[i] · x[t] for nr decoded rows.
+func matmulTileGeneric(y, w []float32, cols int, x []float32, n, rows, r0, nr int) {
+	for t := range n {
+		xt := x[t*cols : (t+1)*cols]
+		for i := range nr {
+			y[t*rows+r0+i] = Dot(w[i*cols:(i+1)*cols], xt)
+		}
+	}
+}
+
+var matmulTile = matmulTileGeneric

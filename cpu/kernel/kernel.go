@@ -1,0 +1,76 @@
+// Package kernel holds the CPU engine's compute kernels: matrix-vector and
+// matrix-matrix products over weights in any tensor.Codec, and the small
+// vector operations of a transformer forward pass.
+//
+// Contract. A weight is a tensor.Tensor viewed as a [rows, cols] matrix
+// (leading dimensions fold into rows). MatVec computes y[o] = Σ_i W[o,i]·x[i]
+// in float32 with the weights decoded exactly as tensor.Dequantize decodes
+// them; the only difference from a naive "dequantize, then dot" loop is the
+// order of float32 additions (and, for block codecs, the block scale being
+// applied to a block's partial sum instead of to each weight). This is the
+// Exact mode, the numerical reference other backends compare against, and
+// the default.
+//
+// Kernels run in parallel on a persistent pool of runtime.GOMAXPROCS(0)
+// goroutines (sized when first used); small products run inline on the
+// caller. Kernels are safe for concurrent use. Length mismatches between
+// the tensor and the slices are programming errors and panic.
+package kernel
+
+import (
+	"fmt"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// MatVec computes y = W·x for a weight w of shape [rows, cols]:
+// len(x) == cols, len(y) == rows.
+func MatVec(y []float32, w *tensor.Tensor, x []float32) {
+	MatVecRows(y, w, x, 0, w.Rows())
+}
+
+// MatVecRows computes the rows [row0, row0+nrows) of W·x into y[:nrows].
+// For a stacked expert bank [E, out, in], expert e is row0 = e*out,
+// nrows = out.
+func MatVecRows(y []float32, w *tensor.Tensor, x []float32, row0, nrows int) {
+	cols := w.Cols()
+	rb := checkMat(w, cols, row0, nrows)
+	if len(x) != cols || len(y) < nrows {
+		panic(fmt.Sprintf("kernel: MatVec %s %v: len(x)=%d len(y)=%d for %d rows of %d", w.Name, w.Shape, len(x), len(y), nrows, cols))
+	}
+	data := w.Data[row0*rb : (row0+nrows)*rb]
+	k := matvecKernel(w.Codec)
+	// Split so that each chunk reads at least ~64 KiB of weights.
+	grain := max(1, (64<<10)/max(1, rb))
+	parallelFor(nrows, grain, func(lo, hi int) {
+		k(y[lo:hi], data[lo*rb:hi*rb], rb, x)
+	})
+}
+
+// MatMul computes Y = X·Wᵀ for n activation rows: x[t*cols:(t+1)*cols]
+// gives y[t*rows:(t+1)*rows]. Each weight row is decoded once per block
+// of tokens, so this is far cheaper per token than n MatVec calls.
+func MatMul(y []float32, w *tensor.Tensor, x []float32, n int) {
+	rows, cols := w.Rows(), w.Cols()
+	rb := checkMat(w, cols, 0, rows)
+	if len(x) < n*cols || len(y) < n*rows {
+		panic(fmt.Sprintf("kernel: MatMul %s %v: len(x)=%d len(y)=%d for %d tokens", w.Name, w.Shape, len(x), len(y), n))
+	}
+	if n == 1 {
+		MatVec(y[:rows], w, x[:cols])
+		return
+	}
+	matmul(y, w.Codec, w.Data[:rows*rb], rb, rows, cols, x, n)
+}
+
+func checkMat(w *tensor.Tensor, cols, row0, nrows int) int {
+	rb, err := w.Codec.RowBytes(cols)
+	if err != nil || !w.Codec.Valid() || w.Codec == tensor.I32 {
+		panic(fmt.Sprintf("kernel: weight %s %v: codec %s: %v", w.Name, w.Shape, w.Codec, err))
+	}
+	rows := w.Rows()
+	if row0 < 0 || nrows < 0 || row0+nrows > rows || len(w.Data) < rows*rb {
+		panic(fmt.Sprintf("kernel: weight %s %v (%s, %d bytes): rows [%d,%d) out of range", w.Name, w.Shape, w.Codec, len(w.Data), row0, row0+nrows))
+	}
+	return rb
+}

@@ -1,0 +1,85 @@
+package kernel
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// The pool is a fixed set of goroutines started once; a parallel call hands
+// them a job and works on it too, so a call costs a few channel operations,
+// not goroutine starts. Chunks are claimed dynamically so that a core taken
+// by someone else slows the call down instead of stalling it.
+
+type job struct {
+	fn     func(lo, hi int)
+	n      int
+	chunk  int
+	next   atomic.Int64
+	wg     sync.WaitGroup
+}
+
+var (
+	poolOnce sync.Once
+	poolJobs chan *job
+	workers  int
+)
+
+func startPool() {
+	workers = max(1, runtime.GOMAXPROCS(0))
+	poolJobs = make(chan *job, 4*workers)
+	for range workers - 1 {
+		go func() {
+			for j := range poolJobs {
+				j.run()
+				j.wg.Done()
+			}
+		}()
+	}
+}
+
+func (j *job) run() {
+	for {
+		lo := int(j.next.Add(int64(j.chunk))) - j.chunk
+		if lo >= j.n {
+			return
+		}
+		j.fn(lo, min(lo+j.chunk, j.n))
+	}
+}
+
+// Workers is the number of goroutines a parallel kernel uses
+// (runtime.GOMAXPROCS(0) when the pool started).
+func Workers() int {
+	poolOnce.Do(startPool)
+	return workers
+}
+
+// parallelFor calls fn over [0,n) split into chunks of at least grain
+// items, on up to Workers() goroutines. Work below one grain, or on a
+// single worker, runs inline on the caller.
+func parallelFor(n, grain int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	nw := Workers()
+	if nw == 1 || n <= grain {
+		fn(0, n)
+		return
+	}
+	// About 4 chunks per worker balances load without much overhead.
+	chunk := max(grain, (n+4*nw-1)/(4*nw))
+	nchunks := (n + chunk - 1) / chunk
+	if nchunks == 1 {
+		fn(0, n)
+		return
+	}
+	j := &job{fn: fn, n: n, chunk: chunk}
+	helpers := min(nw-1, nchunks-1)
+	j.wg.Add(helpers)
+	for range helpers {
+		poolJobs <- j
+	}
+	j.run()
+	j.wg.Wait()
+}

@@ -1,0 +1,33 @@
+//go:build !js
+
+package wasmtest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+)
+
+// TestProbe checks the harness end to end and logs what Chromium's OPFS does
+// (see internal/probe); run with -v to read the measurements.
+func TestProbe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("wasmtest: browser test skipped in -short mode")
+	}
+	if _, err := ChromiumPath(); errors.Is(err, ErrNoChromium) {
+		t.Skip(err)
+	}
+	code, err := Run(context.Background(), Options{
+		Package: "./internal/probe",
+		Args:    []string{"-test.v"},
+		Env:     map[string]string{"X": "y"},
+		Output:  os.Stdout,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 {
+		t.Fatalf("probe exited with code %d", code)
+	}
+}

@@ -1,0 +1,316 @@
+// Package engine is the facade every front end (CLI, server, browser) uses:
+// it loads a model from any supported source, picks a backend, and runs
+// generation with sampling and streaming detokenization.
+//
+// Backend choice: Options.Backend ("auto", "cpu", "webgpu"), overridden by
+// CORTIQ_GPU=0|1 when Backend is "auto". A device backend that refuses the
+// model, or fails mid-generation, hands over to the CPU backend, which
+// replays the sequence from the start: the tokens are those of a pure CPU
+// run and no half-computed result is ever returned.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/cpu"
+	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/sample"
+	"github.com/cortiq/cortiq/tokenizer"
+)
+
+// Options select and tune the backend.
+type Options struct {
+	Backend    string // "auto" (default), "cpu" or "webgpu"
+	MaxContext int    // positions per session; 0 = the model's context, capped at 4096
+	GPULayers  string // layer ranges for the device ("0-9,20-29"); "" = all that fit
+	VRAMBudget int64  // bytes the device may hold; 0 = the adapter's limit
+}
+
+// Engine is a loaded model with its tokenizer and backends. It is safe for
+// concurrent use: each generation gets its own session.
+type Engine struct {
+	Model     *model.Model
+	Tokenizer *tokenizer.Tokenizer // nil when the source carries none
+	opts      Options
+	cpu       backend.Backend
+	dev       backend.Backend // nil when running on the CPU only
+	devErr    error           // why the device backend is not in use
+}
+
+// NewFromModel builds an engine around an already imported model.
+func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
+	if opts.Backend == "" {
+		opts.Backend = "auto"
+	}
+	e := &Engine{Model: m, opts: opts}
+	if m.Tokenizer != nil {
+		tok, err := tokenizer.Load(m.Tokenizer)
+		if err != nil {
+			return nil, fmt.Errorf("engine: tokenizer: %w", err)
+		}
+		e.Tokenizer = tok
+	}
+	c, err := cpu.New(m, cpu.Options{})
+	if err != nil {
+		return nil, err
+	}
+	e.cpu = c
+	switch want := e.wantDevice(); want {
+	case "webgpu":
+		dev, err := newDeviceBackend(m, opts)
+		if err != nil {
+			if opts.Backend == "webgpu" {
+				// An explicit request still works, honestly, on the CPU;
+				// the reason is reported in Result.Backend and DeviceError.
+				e.devErr = err
+			} else {
+				e.devErr = err
+			}
+		} else {
+			e.dev = dev
+		}
+	}
+	return e, nil
+}
+
+func (e *Engine) wantDevice() string {
+	switch e.opts.Backend {
+	case "cpu":
+		return ""
+	case "webgpu":
+		return "webgpu"
+	}
+	switch os.Getenv("CORTIQ_GPU") {
+	case "0":
+		return ""
+	case "1":
+		return "webgpu"
+	}
+	return autoDevice
+}
+
+// DeviceError says why no device backend is in use (nil when one is, or
+// when none was asked for).
+func (e *Engine) DeviceError() error { return e.devErr }
+
+// BackendName is the backend new sessions start on.
+func (e *Engine) BackendName() string {
+	if e.dev != nil {
+		return e.dev.Name()
+	}
+	return e.cpu.Name()
+}
+
+// Close releases the backends and the model's mapping.
+func (e *Engine) Close() error {
+	var errs []error
+	if e.dev != nil {
+		errs = append(errs, e.dev.Close())
+	}
+	errs = append(errs, e.cpu.Close())
+	if e.Model.Close != nil {
+		errs = append(errs, e.Model.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Engine) maxContext() int {
+	n := e.opts.MaxContext
+	if n <= 0 {
+		n = e.Model.Arch.Context
+		if n <= 0 || n > 4096 {
+			n = 4096
+		}
+	}
+	return n
+}
+
+// Request is one generation.
+type Request struct {
+	Prompt     string // tokenized with the model's tokenizer (BOS per its rules)
+	IDs        []int  // used instead of Prompt when non-nil; no BOS is added
+	MaxTokens  int
+	Sampling   sample.Params
+	Stop       []string // stop strings (not included in the text)
+	IgnoreEOS  bool     // keep going past end-of-sequence ids
+	MaxContext int      // 0 = the engine's
+}
+
+// Token is one generated token as it streams.
+type Token struct {
+	ID   int    `json:"id"`
+	Text string `json:"text"` // the UTF-8 text this token completes (may be "")
+}
+
+// Result summarizes a finished generation.
+type Result struct {
+	IDs              []int   `json:"ids"`
+	Text             string  `json:"text"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	PrefillTokS      float64 `json:"prefill_tok_s"`
+	DecodeTokS       float64 `json:"decode_tok_s"`
+	Backend          string  `json:"backend"`
+	FinishReason     string  `json:"finish_reason"` // "length", "stop", "eos", "cancelled"
+	FallbackOps      int     `json:"fallback_ops"`
+	SubmitsPerToken  float64 `json:"submits_per_token"`
+	UploadBytesDelta int64   `json:"upload_bytes_delta"`
+	DeviceError      string  `json:"device_error,omitempty"`
+}
+
+// Encode tokenizes a prompt with the model's rules for special tokens.
+func (e *Engine) Encode(text string) ([]int, error) {
+	if e.Tokenizer == nil {
+		return nil, errors.New("engine: the model has no tokenizer: pass token ids")
+	}
+	return e.Tokenizer.Encode(text, true), nil
+}
+
+// Generate runs one generation, calling onToken for each new token.
+// Returning an error from onToken stops the generation with that error.
+func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) error) (*Result, error) {
+	prompt := req.IDs
+	if prompt == nil {
+		ids, err := e.Encode(req.Prompt)
+		if err != nil {
+			return nil, err
+		}
+		prompt = ids
+	}
+	if len(prompt) == 0 {
+		return nil, errors.New("engine: empty prompt")
+	}
+	vocab := e.Model.Arch.Vocab
+	for _, id := range prompt {
+		if id < 0 || id >= vocab {
+			return nil, fmt.Errorf("engine: token id %d outside the vocabulary (0..%d)", id, vocab-1)
+		}
+	}
+	maxCtx := req.MaxContext
+	if maxCtx <= 0 {
+		maxCtx = e.maxContext()
+	}
+	if len(prompt) >= maxCtx {
+		return nil, fmt.Errorf("engine: prompt of %d tokens does not fit the context of %d", len(prompt), maxCtx)
+	}
+	maxNew := req.MaxTokens
+	if maxNew <= 0 || len(prompt)+maxNew > maxCtx {
+		maxNew = maxCtx - len(prompt)
+	}
+	sess, err := e.newSession(maxCtx)
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	up0 := sess.uploadBytes()
+
+	res := &Result{PromptTokens: len(prompt), FinishReason: "length"}
+	if e.devErr != nil {
+		res.DeviceError = e.devErr.Error()
+	}
+	smp := sample.New(req.Sampling)
+	history := append([]int(nil), prompt...)
+	var dec *tokenizer.StreamDecoder
+	if e.Tokenizer != nil {
+		dec = e.Tokenizer.NewStreamDecoder()
+	}
+	var text strings.Builder
+	stopper := newStopMatcher(req.Stop)
+
+	t0 := time.Now()
+	logits, err := sess.Forward(prompt, false)
+	if err != nil {
+		return nil, err
+	}
+	tPrefill := time.Since(t0)
+	res.PrefillTokS = float64(len(prompt)) / tPrefill.Seconds()
+	var upAfterFirst int64
+	t1 := time.Now()
+	decoded := 0
+	for n := 0; n < maxNew; n++ {
+		if err := ctx.Err(); err != nil {
+			res.FinishReason = "cancelled"
+			break
+		}
+		id := smp.Sample(logits, history)
+		history = append(history, id)
+		res.IDs = append(res.IDs, id)
+		piece := ""
+		if dec != nil {
+			piece = dec.Next(id)
+		}
+		isEOS := !req.IgnoreEOS && e.isEOS(id)
+		emit, stopped := stopper.push(piece)
+		if isEOS {
+			emit += stopper.flush()
+		}
+		text.WriteString(emit)
+		if onToken != nil && (!isEOS || emit != "") {
+			if err := onToken(Token{ID: id, Text: emit}); err != nil {
+				return nil, err
+			}
+		}
+		if stopped {
+			res.FinishReason = "stop"
+			break
+		}
+		if isEOS {
+			res.FinishReason = "eos"
+			break
+		}
+		if n == maxNew-1 {
+			break
+		}
+		logits, err = sess.Forward([]int{id}, false)
+		if err != nil {
+			return nil, err
+		}
+		decoded++
+		if decoded == 1 {
+			upAfterFirst = sess.uploadBytes()
+		}
+	}
+	if res.FinishReason == "length" || res.FinishReason == "cancelled" {
+		text.WriteString(stopper.flush())
+	}
+	if decoded > 0 {
+		res.DecodeTokS = float64(decoded) / time.Since(t1).Seconds()
+	}
+	res.Text = text.String()
+	res.Backend = sess.name()
+	st := sess.stats()
+	res.FallbackOps = st.FallbackOps + sess.fallbacks
+	res.SubmitsPerToken = st.SubmitsPerToken
+	if decoded > 1 {
+		res.UploadBytesDelta = sess.uploadBytes() - upAfterFirst
+	}
+	_ = up0
+	return res, nil
+}
+
+func (e *Engine) isEOS(id int) bool {
+	if e.Tokenizer != nil && e.Tokenizer.IsEOS(id) {
+		return true
+	}
+	for _, x := range e.Model.Arch.EOS {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Logits returns the logits of every position of ids ([len(ids)*vocab]).
+func (e *Engine) Logits(ctx context.Context, ids []int) ([]float32, error) {
+	sess, err := e.newSession(len(ids) + 1)
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	return sess.Forward(ids, true)
+}

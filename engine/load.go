@@ -1,0 +1,33 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cortiq/cortiq/importer"
+	"github.com/cortiq/cortiq/resolve"
+)
+
+// Load resolves nameOrPath (a path, or a model name: see package resolve),
+// imports it (HF directory, GGUF or CMF) and builds an engine.
+func Load(ctx context.Context, r *resolve.Resolver, nameOrPath string, opts Options) (*Engine, error) {
+	if r == nil {
+		r = resolve.Default()
+	}
+	path, err := r.Resolve(ctx, nameOrPath)
+	if err != nil {
+		return nil, err
+	}
+	m, err := importer.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	e, err := NewFromModel(m, opts)
+	if err != nil {
+		if m.Close != nil {
+			m.Close()
+		}
+		return nil, fmt.Errorf("engine: %s: %w", path, err)
+	}
+	return e, nil
+}

@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/model"
+)
+
+// autoDevice is what Backend "auto" tries first; the device backend itself
+// declines software adapters and models it cannot hold.
+const autoDevice = "webgpu"
+
+// newDeviceBackend builds the device backend of this build; device_*.go
+// files replace it.
+var newDeviceBackend = func(m *model.Model, opts Options) (backend.Backend, error) {
+	return nil, errors.New("engine: this build has no device backend")
+}
+
+// session runs on the device while it works and moves to the CPU, for
+// good, the first time it fails: the CPU replays every position so far, so
+// the sequence continues exactly as a pure CPU run would.
+type session struct {
+	e         *Engine
+	maxLen    int
+	cur       backend.Session
+	onDevice  bool
+	history   []int
+	fallbacks int
+	devStats  backend.Stats
+}
+
+func (e *Engine) newSession(maxLen int) (*session, error) {
+	s := &session{e: e, maxLen: maxLen}
+	if e.dev != nil {
+		ds, err := e.dev.NewSession(maxLen)
+		if err == nil {
+			s.cur, s.onDevice = ds, true
+			return s, nil
+		}
+		s.fallbacks++
+	}
+	cs, err := e.cpu.NewSession(maxLen)
+	if err != nil {
+		return nil, err
+	}
+	s.cur = cs
+	return s, nil
+}
+
+// Forward runs tokens and returns logits; see backend.Session.
+func (s *session) Forward(tokens []int, all bool) ([]float32, error) {
+	if len(s.history)+len(tokens) > s.maxLen {
+		return nil, fmt.Errorf("engine: %d positions exceed the session's context of %d", len(s.history)+len(tokens), s.maxLen)
+	}
+	out, err := s.cur.Forward(tokens, all)
+	if err == nil {
+		s.history = append(s.history, tokens...)
+		return out, nil
+	}
+	if !s.onDevice {
+		return nil, err
+	}
+	// The device failed: nothing it produced is used. Replay on the CPU.
+	s.fallbacks++
+	if sr, ok := s.e.dev.(backend.StatsReporter); ok {
+		s.devStats = sr.Stats()
+	}
+	s.cur.Close()
+	s.onDevice = false
+	cs, cerr := s.e.cpu.NewSession(s.maxLen)
+	if cerr != nil {
+		return nil, errors.Join(err, cerr)
+	}
+	s.cur = cs
+	s.e.devErr = fmt.Errorf("device failed mid-generation, continued on the CPU: %w", err)
+	if len(s.history) > 0 {
+		if _, err := cs.Forward(s.history, false); err != nil {
+			return nil, err
+		}
+	}
+	out, err = cs.Forward(tokens, all)
+	if err != nil {
+		return nil, err
+	}
+	s.history = append(s.history, tokens...)
+	return out, nil
+}
+
+func (s *session) Close() error { return s.cur.Close() }
+
+func (s *session) name() string {
+	if s.onDevice {
+		return s.e.dev.Name()
+	}
+	return s.e.cpu.Name()
+}
+
+func (s *session) stats() backend.Stats {
+	if s.onDevice {
+		if sr, ok := s.e.dev.(backend.StatsReporter); ok {
+			return sr.Stats()
+		}
+	}
+	return s.devStats
+}
+
+func (s *session) uploadBytes() int64 {
+	if s.onDevice {
+		if sr, ok := s.e.dev.(backend.StatsReporter); ok {
+			return sr.Stats().UploadBytes
+		}
+	}
+	return 0
+}
+
+// stopMatcher holds back text that could be the start of a stop string, so
+// a stop string is never partly emitted.
+type stopMatcher struct {
+	stops   []string
+	pending string
+}
+
+func newStopMatcher(stops []string) *stopMatcher {
+	var s []string
+	for _, x := range stops {
+		if x != "" {
+			s = append(s, x)
+		}
+	}
+	return &stopMatcher{stops: s}
+}
+
+// push adds text and returns what may be emitted now, and whether a stop
+// string was found (the text before it is emitted, the rest dropped).
+func (m *stopMatcher) push(text string) (string, bool) {
+	if len(m.stops) == 0 {
+		return text, false
+	}
+	m.pending += text
+	for _, st := range m.stops {
+		if i := strings.Index(m.pending, st); i >= 0 {
+			out := m.pending[:i]
+			m.pending = ""
+			return out, true
+		}
+	}
+	// Keep the longest suffix that is a prefix of some stop string.
+	keep := 0
+	for _, st := range m.stops {
+		for k := min(len(st)-1, len(m.pending)); k > keep; k-- {
+			if strings.HasSuffix(m.pending, st[:k]) {
+				keep = k
+				break
+			}
+		}
+	}
+	out := m.pending[:len(m.pending)-keep]
+	m.pending = m.pending[len(m.pending)-keep:]
+	return out, false
+}
+
+func (m *stopMatcher) flush() string {
+	out := m.pending
+	m.pending = ""
+	return out
+}

@@ -1,0 +1,138 @@
+// Package resolve turns what a user typed after -m into a model on disk:
+// an existing path is used as it is; a name is looked up in the local cache,
+// then in the directories of CORTIQ_MODEL_PATH, then fetched from the
+// Hugging Face hub into the cache (resumable, verified, with progress).
+package resolve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// HubFile names one file of a Hugging Face repository.
+type HubFile struct {
+	Repo     string // "ggml-org/models"
+	File     string // "tinyllamas/stories260K.gguf"
+	Revision string // "main" when empty
+	SHA256   string // expected digest, when known
+}
+
+// Known maps the short names users type to their hub location.
+var Known = map[string]HubFile{
+	"stories260K": {Repo: "ggml-org/models", File: "tinyllamas/stories260K.gguf"},
+	"stories15M":  {Repo: "ggml-org/models", File: "tinyllamas/stories15M-q4_0.gguf"},
+}
+
+// DefaultModel is what `cortiq run` uses when -m is not given.
+const DefaultModel = "stories260K"
+
+// Downloader fetches a hub file to dst. Set by the program (the download
+// package); nil means no network access is configured.
+type Downloader func(ctx context.Context, f HubFile, dst string) error
+
+// Resolver finds models.
+type Resolver struct {
+	CacheDir string   // where downloads and conversions live
+	Path     []string // CORTIQ_MODEL_PATH directories
+	Download Downloader
+}
+
+// Default builds a resolver from the environment: CORTIQ_CACHE (else the
+// user cache dir + /cortiq) and CORTIQ_MODEL_PATH (list separated like PATH).
+func Default() *Resolver {
+	r := &Resolver{CacheDir: CacheDir()}
+	if p := os.Getenv("CORTIQ_MODEL_PATH"); p != "" {
+		for _, d := range filepath.SplitList(p) {
+			if d != "" {
+				r.Path = append(r.Path, d)
+			}
+		}
+	}
+	return r
+}
+
+// CacheDir is cortiq's cache directory.
+func CacheDir() string {
+	if d := os.Getenv("CORTIQ_CACHE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "cortiq")
+	}
+	return filepath.Join(os.TempDir(), "cortiq-cache")
+}
+
+// ErrNotFound is returned (wrapped) when a name cannot be resolved.
+var ErrNotFound = errors.New("model not found")
+
+// Resolve returns a path for nameOrPath.
+func (r *Resolver) Resolve(ctx context.Context, nameOrPath string) (string, error) {
+	if nameOrPath == "" {
+		nameOrPath = DefaultModel
+	}
+	if _, err := os.Stat(nameOrPath); err == nil {
+		return nameOrPath, nil
+	}
+	if strings.ContainsAny(nameOrPath, `/\`) && !looksLikeHubRef(nameOrPath) {
+		return "", fmt.Errorf("resolve: %s: no such file or directory", nameOrPath)
+	}
+	var tried []string
+	look := func(dir string) (string, bool) {
+		for _, cand := range candidates(dir, nameOrPath) {
+			tried = append(tried, cand)
+			if _, err := os.Stat(cand); err == nil {
+				if filepath.Base(cand) == "config.json" {
+					return filepath.Dir(cand), true
+				}
+				return cand, true
+			}
+		}
+		return "", false
+	}
+	if p, ok := look(filepath.Join(r.CacheDir, "models")); ok {
+		return p, nil
+	}
+	for _, d := range r.Path {
+		if p, ok := look(d); ok {
+			return p, nil
+		}
+	}
+	hf, known := Known[nameOrPath]
+	if !known && looksLikeHubRef(nameOrPath) {
+		// owner/repo/path/to/file.gguf
+		parts := strings.SplitN(nameOrPath, "/", 3)
+		hf = HubFile{Repo: parts[0] + "/" + parts[1], File: parts[2]}
+		known = true
+	}
+	if !known {
+		return "", fmt.Errorf("resolve: %q: %w (looked in %s; not a known hub name)", nameOrPath, ErrNotFound, strings.Join(tried, ", "))
+	}
+	dst := filepath.Join(r.CacheDir, "models", nameOrPath+filepath.Ext(hf.File))
+	if r.Download == nil {
+		return "", fmt.Errorf("resolve: %q: %w locally (looked in %s) and no downloader is configured", nameOrPath, ErrNotFound, strings.Join(tried, ", "))
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", fmt.Errorf("resolve: %w", err)
+	}
+	if err := r.Download(ctx, hf, dst); err != nil {
+		return "", fmt.Errorf("resolve: %q: no local copy (looked in %s) and the download of %s/%s failed: %w", nameOrPath, strings.Join(tried, ", "), hf.Repo, hf.File, err)
+	}
+	return dst, nil
+}
+
+func looksLikeHubRef(s string) bool {
+	if filepath.IsAbs(s) || strings.HasPrefix(s, ".") {
+		return false
+	}
+	parts := strings.Split(s, "/")
+	return len(parts) >= 3 && (strings.HasSuffix(s, ".gguf") || strings.HasSuffix(s, ".cmf"))
+}
+
+func candidates(dir, name string) []string {
+	base := filepath.Join(dir, name)
+	return []string{base + ".cmf", base + ".gguf", filepath.Join(base, "config.json"), base}
+}

@@ -1,0 +1,173 @@
+// Package sample turns logits into the next token id: greedy, temperature,
+// top-k, top-p, min-p and repetition/presence/frequency penalties, seeded
+// and deterministic (the same seed and logits give the same ids on every
+// platform, since the generator is ours and not math/rand's global state).
+package sample
+
+import (
+	"math"
+	"sort"
+)
+
+// Params are the sampling settings of one generation.
+type Params struct {
+	Temperature      float32 // <= 0 means greedy
+	TopK             int     // 0 = off
+	TopP             float32 // 0 or >= 1 = off
+	MinP             float32 // 0 = off
+	RepeatPenalty    float32 // 1 or 0 = off (llama.cpp style: divide positive logits, multiply negative)
+	PresencePenalty  float32
+	FrequencyPenalty float32
+	RepeatLastN      int // window of previous tokens the penalties look at; 0 = 64, -1 = all
+	Seed             uint64
+}
+
+// Greedy reports whether p selects the argmax.
+func (p Params) Greedy() bool { return p.Temperature <= 0 }
+
+// Sampler holds the random state of one generation.
+type Sampler struct {
+	p     Params
+	state uint64
+	cand  []candidate
+}
+
+type candidate struct {
+	id int
+	v  float32
+}
+
+// New returns a sampler seeded from p.Seed.
+func New(p Params) *Sampler {
+	return &Sampler{p: p, state: p.Seed ^ 0x9E3779B97F4A7C15}
+}
+
+// next is splitmix64: small, fast, and identical everywhere.
+func (s *Sampler) next() uint64 {
+	s.state += 0x9E3779B97F4A7C15
+	z := s.state
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	return z ^ (z >> 31)
+}
+
+func (s *Sampler) uniform() float64 { return float64(s.next()>>11) / (1 << 53) }
+
+// Argmax returns the index of the largest logit (the lowest index on ties).
+func Argmax(logits []float32) int {
+	best, bi := float32(math.Inf(-1)), 0
+	for i, v := range logits {
+		if v > best {
+			best, bi = v, i
+		}
+	}
+	return bi
+}
+
+// Penalize applies the repetition, presence and frequency penalties of p
+// to logits in place, looking at the tail of history.
+func Penalize(logits []float32, history []int, p Params) {
+	rp := p.RepeatPenalty
+	if (rp == 0 || rp == 1) && p.PresencePenalty == 0 && p.FrequencyPenalty == 0 {
+		return
+	}
+	n := p.RepeatLastN
+	if n == 0 {
+		n = 64
+	}
+	if n > 0 && len(history) > n {
+		history = history[len(history)-n:]
+	}
+	counts := make(map[int]int, len(history))
+	for _, id := range history {
+		if id >= 0 && id < len(logits) {
+			counts[id]++
+		}
+	}
+	for id, c := range counts {
+		v := logits[id]
+		if rp != 0 && rp != 1 {
+			if v > 0 {
+				v /= rp
+			} else {
+				v *= rp
+			}
+		}
+		v -= float32(c)*p.FrequencyPenalty + p.PresencePenalty
+		logits[id] = v
+	}
+}
+
+// Sample picks the next id. logits is modified (penalties, scaling).
+func (s *Sampler) Sample(logits []float32, history []int) int {
+	p := s.p
+	Penalize(logits, history, p)
+	if p.Greedy() {
+		return Argmax(logits)
+	}
+	c := s.cand[:0]
+	for i, v := range logits {
+		if !math.IsInf(float64(v), -1) && !math.IsNaN(float64(v)) {
+			c = append(c, candidate{i, v / p.Temperature})
+		}
+	}
+	if len(c) == 0 {
+		return Argmax(logits)
+	}
+	// Sort descending by logit, ties by id, so the result does not depend on
+	// sort stability.
+	sort.Slice(c, func(a, b int) bool {
+		if c[a].v != c[b].v {
+			return c[a].v > c[b].v
+		}
+		return c[a].id < c[b].id
+	})
+	if p.TopK > 0 && p.TopK < len(c) {
+		c = c[:p.TopK]
+	}
+	// Softmax over the survivors.
+	maxv := float64(c[0].v)
+	probs := make([]float64, len(c))
+	var sum float64
+	for i := range c {
+		probs[i] = math.Exp(float64(c[i].v) - maxv)
+		sum += probs[i]
+	}
+	for i := range probs {
+		probs[i] /= sum
+	}
+	keep := len(c)
+	if p.MinP > 0 {
+		th := probs[0] * float64(p.MinP)
+		for i := 1; i < keep; i++ {
+			if probs[i] < th {
+				keep = i
+				break
+			}
+		}
+	}
+	if p.TopP > 0 && p.TopP < 1 {
+		var cum float64
+		for i := 0; i < keep; i++ {
+			cum += probs[i]
+			if cum >= float64(p.TopP) {
+				keep = i + 1
+				break
+			}
+		}
+	}
+	var total float64
+	for i := 0; i < keep; i++ {
+		total += probs[i]
+	}
+	r := s.uniform() * total
+	for i := 0; i < keep; i++ {
+		r -= probs[i]
+		if r < 0 {
+			s.cand = c
+			return c[i].id
+		}
+	}
+	s.cand = c
+	return c[keep-1].id
+}

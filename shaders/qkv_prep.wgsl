@@ -1,0 +1,104 @@
+// After the q/k/v projections: per-head q/k RMSNorm (optional), rotary
+// embedding of q and k, and the KV-cache append of k and v, in one dispatch.
+// The activation row of token t is [q heads | k heads | v heads], stride
+// (heads + 2*kv_heads)*head_dim. Workgroup (h, t): h < heads is a q head
+// (rotated in place), then the k heads (rotated, written to kc at the
+// token's position), then the v heads (copied to vc).
+//
+// cs holds (cos, sin) per position and rotary pair, computed on the host in
+// float64 from the float32 angle (GPU sin/cos are not accurate enough).
+// style 0 = NeoX pairs (i, i+rot/2), 1 = interleaved pairs (2i, 2i+1).
+// Dispatch (heads + 2*kv_heads, ntok, 1).
+struct P {
+    heads: u32,
+    kv_heads: u32,
+    hd: u32,
+    rot: u32,
+    style: u32,
+    qk_norm: u32,   // 1 = per-head RMSNorm of q and k
+    eps: f32,
+    plus_one: u32,
+    kn_off: u32,    // k-norm weights start here in qkn
+    _p0: u32,
+    _p1: u32,
+    _p2: u32,
+}
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> step: array<u32>;
+@group(0) @binding(2) var<storage, read_write> qkv: array<f32>;
+@group(0) @binding(3) var<storage, read_write> kc: array<f32>;
+@group(0) @binding(4) var<storage, read_write> vc: array<f32>;
+@group(0) @binding(5) var<storage, read> cs: array<vec2<f32>>;
+@group(0) @binding(6) var<storage, read> qkn: array<f32>;
+
+var<workgroup> hv: array<f32, 256>;
+var<workgroup> red: array<f32, 64>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let h = wg.x;
+    let t = wg.y;
+    if (t >= step[1]) {
+        return;
+    }
+    let pos = step[0] + t;
+    let stride = (p.heads + 2u * p.kv_heads) * p.hd;
+    let base = t * stride + h * p.hd;
+    let is_v = h >= p.heads + p.kv_heads;
+    let is_k = h >= p.heads && !is_v;
+    for (var i = lid.x; i < p.hd; i += 64u) {
+        hv[i] = qkv[base + i];
+    }
+    workgroupBarrier();
+    if (!is_v && p.qk_norm == 1u) {
+        var ss = 0.0;
+        for (var i = lid.x; i < p.hd; i += 64u) {
+            ss += hv[i] * hv[i];
+        }
+        red[lid.x] = ss;
+        workgroupBarrier();
+        for (var s = 32u; s > 0u; s >>= 1u) {
+            if (lid.x < s) {
+                red[lid.x] += red[lid.x + s];
+            }
+            workgroupBarrier();
+        }
+        let r = 1.0 / sqrt(red[0] / f32(p.hd) + p.eps);
+        let woff = select(0u, p.kn_off, is_k);
+        for (var i = lid.x; i < p.hd; i += 64u) {
+            var g = qkn[woff + i];
+            if (p.plus_one == 1u) {
+                g += 1.0;
+            }
+            hv[i] = hv[i] * r * g;
+        }
+        workgroupBarrier();
+    }
+    if (!is_v && p.rot > 0u) {
+        let half = p.rot / 2u;
+        for (var i = lid.x; i < half; i += 64u) {
+            var a = i;
+            var b = i + half;
+            if (p.style == 1u) {
+                a = 2u * i;
+                b = 2u * i + 1u;
+            }
+            let c = cs[pos * half + i];
+            let xa = hv[a];
+            let xb = hv[b];
+            hv[a] = xa * c.x - xb * c.y;
+            hv[b] = xb * c.x + xa * c.y;
+        }
+        workgroupBarrier();
+    }
+    let kvw = p.kv_heads * p.hd;
+    for (var i = lid.x; i < p.hd; i += 64u) {
+        if (is_v) {
+            vc[pos * kvw + (h - p.heads - p.kv_heads) * p.hd + i] = hv[i];
+        } else if (is_k) {
+            kc[pos * kvw + (h - p.heads) * p.hd + i] = hv[i];
+        } else {
+            qkv[base + i] = hv[i];
+        }
+    }
+}

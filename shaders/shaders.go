@@ -1,0 +1,149 @@
+// Package shaders is cortiq's one WGSL kernel set, shared by the native
+// WebGPU backend (wgpu-native) and the browser build. It is the only WGSL in
+// the project.
+//
+// The sources keep to the subset both wgpu-native v0.19+ (as bundled by
+// github.com/cogentcore/webgpu) and browsers accept: no `enable f16`, no
+// subgroups, no `override`, no packed-dot built-ins. Half-precision data is
+// read as packed u32 and widened with unpack2x16float.
+//
+// Weight-reading kernels (embedding gather, matmul) are written once against
+// a function fetch4(e, soff) -> vec4<f32> that returns weight elements
+// e..e+3 (e a multiple of 4, counted over the whole tensor in row-major
+// order) from the storage array `w`; Module prepends the codec's definition.
+// Weight layouts on the device:
+//
+//	f32, f16  the tensor's bytes unchanged.
+//	q8_0      repacked at upload (see RepackQ8_0): a quant plane of 8 u32 per
+//	          32-element block, then a scale plane (f16 pairs) from u32 soff.
+//	q4_0      repacked the same way (see RepackQ4_0): 4 u32 of nibbles per
+//	          block, then the f16 scale plane.
+//
+// Activations are f32 throughout.
+package shaders
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+//go:embed *.wgsl
+var files embed.FS
+
+func read(name string) string {
+	b, err := files.ReadFile(name + ".wgsl")
+	if err != nil {
+		panic("shaders: missing embedded " + name + ".wgsl") // a build defect, not input
+	}
+	return string(b)
+}
+
+// Kernel names of the self-contained modules (see Module for the others).
+const (
+	QKVPrep   = "qkv_prep"
+	Attention = "attention"
+	ActMul    = "act_mul"
+	Argmax    = "argmax"
+	Advance   = "advance"
+)
+
+// Codecs lists the weight codecs the kernels read directly.
+var Codecs = []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0}
+
+// Supported reports whether the kernels read codec c directly.
+func Supported(c tensor.Codec) bool {
+	for _, s := range Codecs {
+		if s == c {
+			return true
+		}
+	}
+	return false
+}
+
+func codecPrelude(c tensor.Codec) (string, error) {
+	if !Supported(c) {
+		return "", fmt.Errorf("shaders: no kernel reads %s weights", c)
+	}
+	return read("codec_" + c.String()), nil
+}
+
+// Embed is the embedding-gather module for weights of codec c.
+func Embed(c tensor.Codec) (string, error) {
+	pre, err := codecPrelude(c)
+	if err != nil {
+		return "", err
+	}
+	return read("embed") + "\n" + pre, nil
+}
+
+// Matmul is the matmul module for weights of codec c computing tb tokens per
+// workgroup (1 for the decode matvec; 8 for prefill GEMM).
+func Matmul(c tensor.Codec, tb int) (string, error) {
+	if tb < 1 || tb > 16 {
+		return "", fmt.Errorf("shaders: matmul token block %d out of range 1..16", tb)
+	}
+	pre, err := codecPrelude(c)
+	if err != nil {
+		return "", err
+	}
+	return strings.ReplaceAll(read("matmul"), "__TB__", fmt.Sprint(tb)) + "\n" + pre, nil
+}
+
+// RMSNorm is the RMSNorm module; inPlace selects the variant that
+// normalizes a read_write buffer in place (binding 3) instead of reading
+// binding 3 and writing binding 4.
+func RMSNorm(inPlace bool) string {
+	src := read("rmsnorm")
+	if inPlace {
+		src = strings.ReplaceAll(src, "out[", "x[")
+		return strings.Replace(src, "__IO__",
+			"@group(0) @binding(3) var<storage, read_write> x: array<f32>;", 1)
+	}
+	return strings.Replace(src, "__IO__",
+		"@group(0) @binding(3) var<storage, read> x: array<f32>;\n"+
+			"@group(0) @binding(4) var<storage, read_write> out: array<f32>;", 1)
+}
+
+// Source returns a self-contained module by name (QKVPrep, Attention,
+// ActMul, Argmax, Advance).
+func Source(name string) (string, error) {
+	switch name {
+	case QKVPrep, Attention, ActMul, Argmax, Advance:
+		return read(name), nil
+	}
+	return "", fmt.Errorf("shaders: no module %q", name)
+}
+
+// RepackQ8_0 converts GGUF q8_0 bytes (34-byte blocks: f16 scale, 32 int8)
+// into the device layout: a quant plane of nblocks*32 bytes, then the scale
+// plane of the f16 scales (two per u32, padded to a whole u32). It returns
+// the layout and the scale plane's offset in u32 units.
+func RepackQ8_0(src []byte) ([]byte, uint32, error) {
+	return repack(src, 34, 32)
+}
+
+// RepackQ4_0 is RepackQ8_0 for q4_0 (18-byte blocks: f16 scale, 16 bytes
+// of nibbles).
+func RepackQ4_0(src []byte) ([]byte, uint32, error) {
+	return repack(src, 18, 16)
+}
+
+func repack(src []byte, blockBytes, qBytes int) ([]byte, uint32, error) {
+	if len(src)%blockBytes != 0 {
+		return nil, 0, fmt.Errorf("shaders: %d bytes is not a whole number of %d-byte blocks", len(src), blockBytes)
+	}
+	n := len(src) / blockBytes
+	qlen := n * qBytes // a multiple of 4: 16 or 32 per block
+	slen := (n*2 + 3) &^ 3
+	out := make([]byte, qlen+slen)
+	for b := 0; b < n; b++ {
+		blk := src[b*blockBytes : (b+1)*blockBytes]
+		copy(out[b*qBytes:(b+1)*qBytes], blk[2:])
+		out[qlen+2*b] = blk[0]
+		out[qlen+2*b+1] = blk[1]
+	}
+	return out, uint32(qlen / 4), nil
+}

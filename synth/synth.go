@@ -1,0 +1,297 @@
+// Package synth writes random-weight models of real shapes as GGUF files
+// that llama.cpp loads, so benchmarks can run the identical file in cortiq
+// and in llama.cpp. The weights are deterministic (a fixed seed per tensor)
+// and scaled like trained weights so activations stay finite; the text they
+// produce is meaningless, their speed is not.
+package synth
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/cortiq/cortiq/gguf"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// Shape is the architecture of a synthetic model.
+type Shape struct {
+	Name      string
+	Arch      string // GGUF general.architecture: "llama" or "qwen2"
+	Hidden    int
+	Layers    int
+	Heads     int
+	KVHeads   int
+	FFN       int
+	Vocab     int
+	Tied      bool
+	QKVBias   bool
+	RopeTheta float32
+	Context   int
+	// MoE (Arch "qwen2moe" style is not used: llama.cpp reads llama.expert_*).
+	Experts, ExpertsUsed int
+}
+
+// Shapes are the shapes `cortiq synth --shape` knows.
+var Shapes = map[string]Shape{
+	// Llama-3.2-1B.
+	"llama-1b": {Name: "llama-1b", Arch: "llama", Hidden: 2048, Layers: 16, Heads: 32, KVHeads: 8, FFN: 8192, Vocab: 128256, Tied: true, RopeTheta: 500000, Context: 131072},
+	// Qwen2.5-0.5B.
+	"qwen-0.5b": {Name: "qwen-0.5b", Arch: "qwen2", Hidden: 896, Layers: 24, Heads: 14, KVHeads: 2, FFN: 4864, Vocab: 151936, Tied: true, QKVBias: true, RopeTheta: 1000000, Context: 32768},
+	// A Mixtral-style MoE: 8 experts, top-2.
+	"moe-8x": {Name: "moe-8x", Arch: "llama", Hidden: 2048, Layers: 16, Heads: 32, KVHeads: 8, FFN: 2048, Vocab: 32000, RopeTheta: 1000000, Context: 32768, Experts: 8, ExpertsUsed: 2},
+	// Small shapes for tests.
+	"tiny": {Name: "tiny", Arch: "llama", Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 128, Vocab: 512, RopeTheta: 10000, Context: 256},
+	"tiny-moe": {Name: "tiny-moe", Arch: "llama", Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 64, Vocab: 512, RopeTheta: 10000, Context: 256, Experts: 4, ExpertsUsed: 2},
+}
+
+// ShapeNames lists the known shapes, sorted.
+func ShapeNames() []string {
+	var n []string
+	for k := range Shapes {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+type tensorSpec struct {
+	name  string
+	shape []int
+	codec tensor.Codec
+	std   float32
+	ones  bool
+}
+
+// Write writes the shape as GGUF with weights in quant (f32, f16, q8_0 or
+// q4_0; norms stay f32) to path.
+func Write(path string, s Shape, quant tensor.Codec) error {
+	switch quant {
+	case tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0:
+	default:
+		return fmt.Errorf("synth: quant %s: want f32, f16, q8_0 or q4_0", quant)
+	}
+	w, err := gguf.Create(path)
+	if err != nil {
+		return err
+	}
+	specs := tensorsOf(s, quant)
+	if err := addMetadata(w, s, quant); err != nil {
+		w.Close()
+		return err
+	}
+	for _, t := range specs {
+		if err := w.AddTensor(t.name, t.codec, t.shape); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	for i, t := range specs {
+		data, err := generate(t, uint64(i)+1)
+		if err != nil {
+			w.Close()
+			return fmt.Errorf("synth: %s: %w", t.name, err)
+		}
+		if err := w.WriteTensorData(t.name, data); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	return w.Close()
+}
+
+func tensorsOf(s Shape, q tensor.Codec) []tensorSpec {
+	hd := s.Hidden / s.Heads
+	std := float32(1 / math.Sqrt(float64(s.Hidden)))
+	var out []tensorSpec
+	add := func(name string, codec tensor.Codec, std float32, shape ...int) {
+		out = append(out, tensorSpec{name: name, shape: shape, codec: codec, std: std})
+	}
+	norm := func(name string, n int) {
+		out = append(out, tensorSpec{name: name, shape: []int{n}, codec: tensor.F32, ones: true})
+	}
+	add("token_embd.weight", q, 1, s.Vocab, s.Hidden)
+	norm("output_norm.weight", s.Hidden)
+	if !s.Tied {
+		add("output.weight", q, std, s.Vocab, s.Hidden)
+	}
+	for l := 0; l < s.Layers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		norm(p+"attn_norm.weight", s.Hidden)
+		add(p+"attn_q.weight", q, std, s.Heads*hd, s.Hidden)
+		add(p+"attn_k.weight", q, std, s.KVHeads*hd, s.Hidden)
+		add(p+"attn_v.weight", q, std, s.KVHeads*hd, s.Hidden)
+		if s.QKVBias {
+			add(p+"attn_q.bias", tensor.F32, 0.02, s.Heads*hd)
+			add(p+"attn_k.bias", tensor.F32, 0.02, s.KVHeads*hd)
+			add(p+"attn_v.bias", tensor.F32, 0.02, s.KVHeads*hd)
+		}
+		add(p+"attn_output.weight", q, std, s.Hidden, s.Heads*hd)
+		norm(p+"ffn_norm.weight", s.Hidden)
+		if s.Experts > 0 {
+			add(p+"ffn_gate_inp.weight", tensor.F32, std, s.Experts, s.Hidden)
+			add(p+"ffn_gate_exps.weight", q, std, s.Experts, s.FFN, s.Hidden)
+			add(p+"ffn_up_exps.weight", q, std, s.Experts, s.FFN, s.Hidden)
+			add(p+"ffn_down_exps.weight", q, float32(1/math.Sqrt(float64(s.FFN))), s.Experts, s.Hidden, s.FFN)
+		} else {
+			add(p+"ffn_gate.weight", q, std, s.FFN, s.Hidden)
+			add(p+"ffn_up.weight", q, std, s.FFN, s.Hidden)
+			add(p+"ffn_down.weight", q, float32(1/math.Sqrt(float64(s.FFN))), s.Hidden, s.FFN)
+		}
+	}
+	return out
+}
+
+func addMetadata(w *gguf.Writer, s Shape, q tensor.Codec) error {
+	a := s.Arch
+	hd := s.Hidden / s.Heads
+	fileType := map[tensor.Codec]uint32{tensor.F32: 0, tensor.F16: 1, tensor.Q4_0: 2, tensor.Q8_0: 7}[q]
+	md := []struct {
+		k string
+		v any
+	}{
+		{"general.architecture", a},
+		{"general.name", "cortiq-synth-" + s.Name},
+		{"general.file_type", fileType},
+		{a + ".context_length", uint32(s.Context)},
+		{a + ".embedding_length", uint32(s.Hidden)},
+		{a + ".block_count", uint32(s.Layers)},
+		{a + ".feed_forward_length", uint32(s.FFN)},
+		{a + ".attention.head_count", uint32(s.Heads)},
+		{a + ".attention.head_count_kv", uint32(s.KVHeads)},
+		{a + ".attention.layer_norm_rms_epsilon", float32(1e-5)},
+		{a + ".rope.freq_base", s.RopeTheta},
+		{a + ".rope.dimension_count", uint32(hd)},
+		{a + ".vocab_size", uint32(s.Vocab)},
+	}
+	if s.Experts > 0 {
+		md = append(md, struct {
+			k string
+			v any
+		}{a + ".expert_count", uint32(s.Experts)}, struct {
+			k string
+			v any
+		}{a + ".expert_used_count", uint32(s.ExpertsUsed)})
+	}
+	for _, kv := range md {
+		if err := w.AddMetadata(kv.k, kv.v); err != nil {
+			return err
+		}
+	}
+	tokens, scores, types := vocab(s.Vocab)
+	for _, kv := range []struct {
+		k string
+		v any
+	}{
+		{"tokenizer.ggml.model", "llama"},
+		{"tokenizer.ggml.tokens", tokens},
+		{"tokenizer.ggml.scores", scores},
+		{"tokenizer.ggml.token_type", types},
+		{"tokenizer.ggml.bos_token_id", uint32(1)},
+		{"tokenizer.ggml.eos_token_id", uint32(2)},
+		{"tokenizer.ggml.unknown_token_id", uint32(0)},
+		{"tokenizer.ggml.add_bos_token", true},
+	} {
+		if err := w.AddMetadata(kv.k, kv.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// vocab builds a SentencePiece-style vocabulary of n entries: the three
+// specials, the 256 byte tokens, the printable ASCII letters with and
+// without the word-start mark, then filler pieces.
+func vocab(n int) ([]string, []float32, []int32) {
+	tokens := make([]string, 0, n)
+	types := make([]int32, 0, n)
+	add := func(t string, typ int32) {
+		if len(tokens) < n {
+			tokens = append(tokens, t)
+			types = append(types, typ)
+		}
+	}
+	add("<unk>", 2)
+	add("<s>", 3)
+	add("</s>", 3)
+	for b := 0; b < 256; b++ {
+		add(fmt.Sprintf("<0x%02X>", b), 6)
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		add(string(c), 1)
+		add("▁"+string(c), 1)
+	}
+	for i := 0; len(tokens) < n; i++ {
+		add(fmt.Sprintf("▁w%d", i), 1)
+	}
+	scores := make([]float32, n)
+	for i := range scores {
+		scores[i] = -float32(i)
+	}
+	return tokens, scores, types
+}
+
+// generate makes one tensor's encoded bytes, rows in parallel.
+func generate(t tensorSpec, seed uint64) ([]byte, error) {
+	cols := t.shape[len(t.shape)-1]
+	rows := 1
+	for _, d := range t.shape[:len(t.shape)-1] {
+		rows *= d
+	}
+	rb, err := t.codec.RowBytes(cols)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, rows*rb)
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	var firstErr error
+	var mu sync.Mutex
+	chunk := (rows + workers - 1) / workers
+	for w := 0; w < workers; w++ {
+		r0, r1 := w*chunk, min((w+1)*chunk, rows)
+		if r0 >= r1 {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			row := make([]float32, cols)
+			for r := r0; r < r1; r++ {
+				rng := seed*0x9E3779B97F4A7C15 ^ uint64(r+1)*0xD1B54A32D192ED03
+				for i := range row {
+					if t.ones {
+						row[i] = 1
+						continue
+					}
+					rng ^= rng << 13
+					rng ^= rng >> 7
+					rng ^= rng << 17
+					// Uniform in [-sqrt(3), sqrt(3)]·std has the std of a normal.
+					u := float32(rng>>40)/float32(1<<24)*2 - 1
+					row[i] = u * 1.7320508 * t.std
+				}
+				if err := tensor.Quantize(out[r*rb:(r+1)*rb], t.codec, row); err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out, firstErr
+}
+
+// ParseShape finds a shape by name.
+func ParseShape(name string) (Shape, error) {
+	s, ok := Shapes[name]
+	if !ok {
+		return Shape{}, fmt.Errorf("synth: unknown shape %q (known: %s)", name, strings.Join(ShapeNames(), ", "))
+	}
+	return s, nil
+}
