@@ -197,6 +197,9 @@ func (c *hfConfig) hfRope(layerType string, headDim int) (model.Rope, error) {
 		r.Dims = int(float64(headDim) * f)
 		r.Dims -= r.Dims % 2
 	}
+	if r.Dims%2 != 0 {
+		return r, fmt.Errorf("rotary dimension %d is odd", r.Dims)
+	}
 	typ := p.RopeType
 	if typ == "" {
 		typ = p.Type

@@ -31,7 +31,7 @@ struct P {
 @group(0) @binding(5) var<storage, read> bias: array<f32>;
 
 const TB: u32 = __TB__u;
-var<workgroup> red: array<f32, 64 * __TB__>;
+var<workgroup> red: array<f32, __RED__>;
 
 fn safe_tanh(v: f32) -> f32 {
     let c = clamp(v, -15.0, 15.0);

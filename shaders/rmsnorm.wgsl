@@ -4,7 +4,7 @@
 // dispatch (sub, ntok or head rows, 1).
 // sel as in matmul (input rows); output rows are relative to the selection.
 // mode 0: out = y; mode 1: out += alpha * y (post-norm residual add).
-// __IO__ declares x/out: separate buffers, or one read_write buffer for the
+// The IO placeholder below declares x/out: separate buffers, or one read_write buffer for the
 // in-place variant.
 struct P {
     n: u32,

@@ -89,7 +89,10 @@ func Matmul(c tensor.Codec, tb int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return strings.ReplaceAll(read("matmul"), "__TB__", fmt.Sprint(tb)) + "\n" + pre, nil
+	src := strings.ReplaceAll(read("matmul"), "__TB__", fmt.Sprint(tb))
+	// Array sizes must be literals for wgpu-native's WGSL front end.
+	src = strings.ReplaceAll(src, "__RED__", fmt.Sprint(64*tb))
+	return src + "\n" + pre, nil
 }
 
 // RMSNorm is the RMSNorm module; inPlace selects the variant that

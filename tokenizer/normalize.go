@@ -73,9 +73,9 @@ func stripAccents(s string) string {
 }
 
 var (
-	nfcNormalizer  normalizer = norm.NFC.String
-	nfdNormalizer  normalizer = norm.NFD.String
-	nfkcNormalizer normalizer = norm.NFKC.String
-	nfkdNormalizer normalizer = norm.NFKD.String
+	nfcNormalizer   normalizer = norm.NFC.String
+	nfdNormalizer   normalizer = norm.NFD.String
+	nfkcNormalizer  normalizer = norm.NFKC.String
+	nfkdNormalizer  normalizer = norm.NFKD.String
 	lowerNormalizer normalizer = strings.ToLower
 )

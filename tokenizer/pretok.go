@@ -82,7 +82,7 @@ var knownScanners = map[string]*scanner{
 	qwen2Pattern:  {kind: scanLlama3, maxDigits: 1},
 	// llama.cpp spells the case-insensitive contractions out.
 	`(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`: {kind: scanLlama3, maxDigits: 3},
-	`(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`:     {kind: scanLlama3, maxDigits: 1},
+	`(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`:      {kind: scanLlama3, maxDigits: 1},
 }
 
 // disableScanners forces the regex path (tests compare both).
@@ -137,6 +137,14 @@ func toGoRegex(pat string) (string, bool) {
 				b.WriteString("[^" + ws + "]")
 			case n >= '1' && n <= '9', n == 'k', n == 'G', n == 'Z' && !inClass, n == 'h', n == 'R', n == 'X':
 				return "", false
+			case (n == 'p' || n == 'P') && i+2 < len(pat) && pat[i+2] == '{':
+				k := strings.IndexByte(pat[i:], '}')
+				if k < 0 {
+					return "", false
+				}
+				b.WriteString(pat[i : i+k+1])
+				i += k
+				continue
 			default:
 				b.WriteByte('\\')
 				b.WriteByte(n)
@@ -287,19 +295,32 @@ func splitBy(s string, m matcher, beh splitBehavior, invert bool, dst []string) 
 	return dst
 }
 
-// preTokenizer splits normalized text into words. first says words[0]
-// starts at the beginning of the input (Metaspace prepend_scheme "first").
+// preTokenizer splits normalized text into words and hands each to
+// yield, in order. first says s starts at the beginning of the input
+// (Metaspace prepend_scheme "first").
 type preTokenizer interface {
-	apply(words []string, first bool) []string
+	each(s string, first bool, yield func(w string, first bool))
+}
+
+// preTokenize collects the words of s (tests and tools; Encode streams).
+func preTokenize(p preTokenizer, s string) []string {
+	var out []string
+	p.each(s, true, func(w string, _ bool) { out = append(out, w) })
+	return out
 }
 
 type preSequence []preTokenizer
 
-func (p preSequence) apply(words []string, first bool) []string {
-	for _, q := range p {
-		words = q.apply(words, first)
+func (p preSequence) each(s string, first bool, yield func(string, bool)) {
+	switch len(p) {
+	case 0:
+		yield(s, first)
+	case 1:
+		p[0].each(s, first, yield)
+	default:
+		rest := p[1:]
+		p[0].each(s, first, func(w string, f bool) { rest.each(w, f, yield) })
 	}
-	return words
 }
 
 type preSplit struct {
@@ -308,12 +329,29 @@ type preSplit struct {
 	invert bool
 }
 
-func (p *preSplit) apply(words []string, first bool) []string {
-	out := make([]string, 0, len(words)*4)
-	for _, w := range words {
-		out = splitBy(w, p.m, p.beh, p.invert, out)
+func (p *preSplit) each(s string, first bool, yield func(string, bool)) {
+	if s == "" {
+		return
 	}
-	return out
+	if sc, ok := p.m.(*scanner); ok && p.beh == splitIsolated && !p.invert {
+		// Every position starts a match: the words are the matches.
+		for i := 0; i < len(s); {
+			j := sc.next(s, i)
+			if j <= i {
+				j = i + 1
+			}
+			yield(s[i:j], first && i == 0)
+			i = j
+		}
+		return
+	}
+	var stack [16]string
+	words := splitBy(s, p.m, p.beh, p.invert, stack[:0])
+	off := 0
+	for _, w := range words {
+		yield(w, first && off == 0)
+		off += len(w)
+	}
 }
 
 // preByteLevel is HF's ByteLevel pre-tokenizer. When it is the last step,
@@ -325,23 +363,22 @@ type preByteLevel struct {
 	mapBytes       bool      // false in raw mode
 }
 
-func (p *preByteLevel) apply(words []string, first bool) []string {
-	if p.addPrefixSpace {
-		for i, w := range words {
-			if !strings.HasPrefix(w, " ") {
-				words[i] = " " + w
-			}
-		}
+func (p *preByteLevel) each(s string, first bool, yield func(string, bool)) {
+	if s == "" {
+		return
+	}
+	if p.addPrefixSpace && s[0] != ' ' {
+		s = " " + s
+	}
+	out := yield
+	if p.mapBytes {
+		out = func(w string, f bool) { yield(byteLevelEncode(w), f) }
 	}
 	if p.split != nil {
-		words = p.split.apply(words, first)
+		p.split.each(s, first, out)
+	} else {
+		out(s, first)
 	}
-	if p.mapBytes {
-		for i, w := range words {
-			words[i] = byteLevelEncode(w)
-		}
-	}
-	return words
 }
 
 type preMetaspace struct {
@@ -350,18 +387,19 @@ type preMetaspace struct {
 	split   bool
 }
 
-func (p *preMetaspace) apply(words []string, first bool) []string {
-	out := make([]string, 0, len(words)*2)
-	for i, w := range words {
-		w = strings.ReplaceAll(w, " ", p.repl)
-		if (p.prepend == "always" || (p.prepend == "first" && i == 0 && first)) && !strings.HasPrefix(w, p.repl) {
-			w = p.repl + w
-		}
-		if p.split {
-			out = splitBy(w, literalMatcher(p.repl), splitMergedWithNext, false, out)
-		} else if w != "" {
-			out = append(out, w)
-		}
+func (p *preMetaspace) each(w string, first bool, yield func(string, bool)) {
+	w = strings.ReplaceAll(w, " ", p.repl)
+	if (p.prepend == "always" || (p.prepend == "first" && first)) && !strings.HasPrefix(w, p.repl) {
+		w = p.repl + w
 	}
-	return out
+	if !p.split {
+		if w != "" {
+			yield(w, first)
+		}
+		return
+	}
+	var stack [16]string
+	for k, piece := range splitBy(w, literalMatcher(p.repl), splitMergedWithNext, false, stack[:0]) {
+		yield(piece, first && k == 0)
+	}
 }

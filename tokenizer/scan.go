@@ -89,7 +89,7 @@ func span(s string, i int, cls uint8) int {
 	return i
 }
 
-// contraction matches 's 't 're 've 'm 'll 'd at s[i] (s[i] == '\'') and
+// contraction matches 's 't 're 've 'm 'll 'd at s[i] (s[i] == '\”) and
 // returns the match length or 0.
 func contraction(s string, i int, fold bool) int {
 	rest := s[i+1:]

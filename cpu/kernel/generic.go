@@ -14,10 +14,11 @@ import (
 // the dispatch tables at init and are tested against these.
 
 // rowsKernel computes y[i] = row_i · x for the len(y) consecutive encoded
-// rows in data (rb bytes each).
-type rowsKernel func(y []float32, data []byte, rb int, x []float32)
+// rows in data (rb bytes each). aux holds per-call precomputed data about x
+// (see prepareX).
+type rowsKernel func(y []float32, data []byte, rb int, x, aux []float32)
 
-var matvecKernels = [...]rowsKernel{
+var genericKernels = [...]rowsKernel{
 	tensor.F32:  genericRows(dotF32Row),
 	tensor.F16:  genericRows(dotF16Row),
 	tensor.BF16: genericRows(dotBF16Row),
@@ -27,10 +28,31 @@ var matvecKernels = [...]rowsKernel{
 	tensor.Q6_K: genericRows(dotQ6_KRow),
 }
 
+// matvecKernels is the dispatch table; architecture files replace entries.
+var matvecKernels = genericKernels
+
 func matvecKernel(c tensor.Codec) rowsKernel { return matvecKernels[c] }
 
+// prepareX computes what a codec's kernel wants to know about x once per
+// call: for q4_0 and q4_K, the sum of each 32-element block (for the
+// offset and min terms).
+func prepareX(c tensor.Codec, x []float32) []float32 {
+	if c != tensor.Q4_K && c != tensor.Q4_0 {
+		return nil
+	}
+	s := make([]float32, len(x)/32)
+	for j := range s {
+		var a float32
+		for _, v := range x[32*j : 32*j+32] {
+			a += v
+		}
+		s[j] = a
+	}
+	return s
+}
+
 func genericRows(dot func(row []byte, x []float32) float32) rowsKernel {
-	return func(y []float32, data []byte, rb int, x []float32) {
+	return func(y []float32, data []byte, rb int, x, _ []float32) {
 		for i := range y {
 			y[i] = dot(data[i*rb:(i+1)*rb], x)
 		}
@@ -51,9 +73,9 @@ func f32View(b []byte) (v []float32, ok bool) {
 }
 
 // Dot is the float32 dot product of a and b[:len(a)].
-func Dot(a, b []float32) float32 {
-	return dotGeneric(a, b)
-}
+func Dot(a, b []float32) float32 { return dotImpl(a, b) }
+
+var dotImpl = dotGeneric
 
 func dotGeneric(a, b []float32) float32 {
 	b = b[:len(a)]
@@ -229,8 +251,23 @@ func getScratch(n int) *[]float32 {
 	return &s
 }
 
+var matmulImpl = matmulGeneric
+
 func matmul(y []float32, c tensor.Codec, data []byte, rb, rows, cols int, x []float32, n int) {
+	if cols == 0 {
+		clear(y[:n*rows])
+		return
+	}
+	matmulImpl(y, c, data, rb, rows, cols, x, n)
+}
+
+func matmulGeneric(y []float32, c tensor.Codec, data []byte, rb, rows, cols int, x []float32, n int) {
 	groups := (rows + mmGroup - 1) / mmGroup
+	// float32 weights are used in place when aligned.
+	var direct []float32
+	if c == tensor.F32 {
+		direct, _ = f32View(data)
+	}
 	parallelFor(groups, 1, func(lo, hi int) {
 		sp := getScratch(mmGroup * cols)
 		defer scratchPool.Put(sp)
@@ -238,6 +275,10 @@ func matmul(y []float32, c tensor.Codec, data []byte, rb, rows, cols int, x []fl
 		for g := lo; g < hi; g++ {
 			r0 := g * mmGroup
 			nr := min(mmGroup, rows-r0)
+			if direct != nil {
+				matmulTile(y, direct[r0*cols:(r0+nr)*cols], cols, x, n, rows, r0, nr)
+				continue
+			}
 			for i := range nr {
 				decodeRow(w[i*cols:(i+1)*cols], c, data[(r0+i)*rb:(r0+i+1)*rb])
 			}
@@ -247,10 +288,29 @@ func matmul(y []float32, c tensor.Codec, data []byte, rb, rows, cols int, x []fl
 }
 
 func decodeRow(dst []float32, c tensor.Codec, row []byte) {
-	if err := tensor.Dequantize(dst, c, row); err != nil {
-		panic("kernel: " + err.Error())
+	decoders[c](dst, row)
+}
+
+func dequantizeRow(c tensor.Codec) func(dst []float32, row []byte) {
+	return func(dst []float32, row []byte) {
+		if err := tensor.Dequantize(dst, c, row); err != nil {
+			panic("kernel: " + err.Error())
+		}
 	}
 }
+
+var genericDecoders = [...]func(dst []float32, row []byte){
+	tensor.F32:  dequantizeRow(tensor.F32),
+	tensor.F16:  dequantizeRow(tensor.F16),
+	tensor.BF16: dequantizeRow(tensor.BF16),
+	tensor.Q8_0: dequantizeRow(tensor.Q8_0),
+	tensor.Q4_0: dequantizeRow(tensor.Q4_0),
+	tensor.Q4_K: dequantizeRow(tensor.Q4_K),
+	tensor.Q6_K: dequantizeRow(tensor.Q6_K),
+}
+
+// decoders is the row decoder dispatch table used by MatMul.
+var decoders = genericDecoders
 
 // matmulTileGeneric: y[t*rows+r0+i] = w[i] · x[t] for nr decoded rows.
 func matmulTileGeneric(y, w []float32, cols int, x []float32, n, rows, r0, nr int) {

@@ -39,11 +39,20 @@ func MatVecRows(y []float32, w *tensor.Tensor, x []float32, row0, nrows int) {
 		panic(fmt.Sprintf("kernel: MatVec %s %v: len(x)=%d len(y)=%d for %d rows of %d", w.Name, w.Shape, len(x), len(y), nrows, cols))
 	}
 	data := w.Data[row0*rb : (row0+nrows)*rb]
-	k := matvecKernel(w.Codec)
 	// Split so that each chunk reads at least ~64 KiB of weights.
 	grain := max(1, (64<<10)/max(1, rb))
+	if CurrentMode() == Int8 && int(w.Codec) < len(int8Kernels) && int8Kernels[w.Codec] != nil && cols > 0 {
+		k8 := int8Kernels[w.Codec]
+		qx := quantizeX(x)
+		parallelFor(nrows, grain, func(lo, hi int) {
+			k8(y[lo:hi], data[lo*rb:hi*rb], rb, qx)
+		})
+		return
+	}
+	k := matvecKernel(w.Codec)
+	aux := prepareX(w.Codec, x)
 	parallelFor(nrows, grain, func(lo, hi int) {
-		k(y[lo:hi], data[lo*rb:hi*rb], rb, x)
+		k(y[lo:hi], data[lo*rb:hi*rb], rb, x, aux)
 	})
 }
 

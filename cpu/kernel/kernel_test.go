@@ -61,6 +61,19 @@ func checkClose(t *testing.T, what string, got []float32, want, mag []float64) {
 	}
 }
 
+// forEachImpl runs f with the portable kernels and, where the CPU has
+// them, the SIMD kernels.
+func forEachImpl(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	defer useAVX2(hasAVX2)
+	useAVX2(false)
+	t.Run("generic", f)
+	if hasAVX2 {
+		useAVX2(true)
+		t.Run("avx2", f)
+	}
+}
+
 func randX(r *rand.Rand, n int) []float32 {
 	x := make([]float32, n)
 	for i := range x {
@@ -70,83 +83,91 @@ func randX(r *rand.Rand, n int) []float32 {
 }
 
 func TestMatVec(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 1))
-	for _, c := range allCodecs {
-		bl := max(c.BlockLen(), 1)
-		for _, sh := range [][2]int{{1, bl}, {3, bl}, {7, 2 * bl}, {33, 4 * bl}, {130, 256}, {257, 512}, {5, 2816}, {1001, bl * 3}} {
-			rows, cols := sh[0], sh[1]
-			if cols%bl != 0 {
-				continue
-			}
-			w := randWeight(t, r, c, rows, cols)
-			x := randX(r, cols)
-			y := make([]float32, rows)
-			MatVec(y, w, x)
-			want, mag := naive(w, x, 0, rows)
-			checkClose(t, fmt.Sprintf("%s %dx%d", c, rows, cols), y, want, mag)
-		}
-		// Odd, non-block-multiple columns for the plain codecs.
-		if bl == 1 {
-			for _, cols := range []int{1, 3, 17, 129} {
-				w := randWeight(t, r, c, 9, cols)
+	forEachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(1, 1))
+		for _, c := range allCodecs {
+			bl := max(c.BlockLen(), 1)
+			for _, sh := range [][2]int{{1, bl}, {3, bl}, {7, 2 * bl}, {33, 4 * bl}, {130, 256}, {257, 512}, {5, 2816}, {1001, bl * 3}} {
+				rows, cols := sh[0], sh[1]
+				if cols%bl != 0 {
+					continue
+				}
+				w := randWeight(t, r, c, rows, cols)
 				x := randX(r, cols)
-				y := make([]float32, 9)
+				y := make([]float32, rows)
 				MatVec(y, w, x)
-				want, mag := naive(w, x, 0, 9)
-				checkClose(t, fmt.Sprintf("%s 9x%d", c, cols), y, want, mag)
+				want, mag := naive(w, x, 0, rows)
+				checkClose(t, fmt.Sprintf("%s %dx%d", c, rows, cols), y, want, mag)
+			}
+			// Odd, non-block-multiple columns for the plain codecs.
+			if bl == 1 {
+				for _, cols := range []int{1, 3, 17, 129} {
+					w := randWeight(t, r, c, 9, cols)
+					x := randX(r, cols)
+					y := make([]float32, 9)
+					MatVec(y, w, x)
+					want, mag := naive(w, x, 0, 9)
+					checkClose(t, fmt.Sprintf("%s 9x%d", c, cols), y, want, mag)
+				}
 			}
 		}
-	}
+	})
 }
 
 func TestMatVecUnaligned(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 9))
-	w := randWeight(t, r, tensor.F32, 17, 33)
-	buf := make([]byte, len(w.Data)+1)
-	copy(buf[1:], w.Data)
-	wu := &tensor.Tensor{Codec: tensor.F32, Shape: w.Shape, Data: buf[1:]}
-	x := randX(r, 33)
-	y := make([]float32, 17)
-	MatVec(y, wu, x)
-	want, mag := naive(w, x, 0, 17)
-	checkClose(t, "unaligned f32", y, want, mag)
+	forEachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(9, 9))
+		w := randWeight(t, r, tensor.F32, 17, 33)
+		buf := make([]byte, len(w.Data)+1)
+		copy(buf[1:], w.Data)
+		wu := &tensor.Tensor{Codec: tensor.F32, Shape: w.Shape, Data: buf[1:]}
+		x := randX(r, 33)
+		y := make([]float32, 17)
+		MatVec(y, wu, x)
+		want, mag := naive(w, x, 0, 17)
+		checkClose(t, "unaligned f32", y, want, mag)
+	})
 }
 
 func TestMatVecRowsExperts(t *testing.T) {
-	r := rand.New(rand.NewPCG(2, 2))
-	const experts, out, in = 4, 48, 256
-	for _, c := range allCodecs {
-		w := randWeight(t, r, c, experts*out, in)
-		w.Shape = []int{experts, out, in}
-		x := randX(r, in)
-		for e := range experts {
-			y := make([]float32, out)
-			MatVecRows(y, w, x, e*out, out)
-			want, mag := naive(w, x, e*out, out)
-			checkClose(t, fmt.Sprintf("%s expert %d", c, e), y, want, mag)
+	forEachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(2, 2))
+		const experts, out, in = 4, 48, 256
+		for _, c := range allCodecs {
+			w := randWeight(t, r, c, experts*out, in)
+			w.Shape = []int{experts, out, in}
+			x := randX(r, in)
+			for e := range experts {
+				y := make([]float32, out)
+				MatVecRows(y, w, x, e*out, out)
+				want, mag := naive(w, x, e*out, out)
+				checkClose(t, fmt.Sprintf("%s expert %d", c, e), y, want, mag)
+			}
 		}
-	}
+	})
 }
 
 func TestMatMul(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 3))
-	for _, c := range allCodecs {
-		bl := max(c.BlockLen(), 1)
-		for _, sh := range [][3]int{{1, bl, 5}, {13, 2 * bl, 3}, {67, 512, 9}, {9, 256, 1}, {40, 768, 17}} {
-			rows, cols, n := sh[0], sh[1], sh[2]
-			if cols%bl != 0 {
-				continue
-			}
-			w := randWeight(t, r, c, rows, cols)
-			x := randX(r, n*cols)
-			y := make([]float32, n*rows)
-			MatMul(y, w, x, n)
-			for tk := range n {
-				want, mag := naive(w, x[tk*cols:(tk+1)*cols], 0, rows)
-				checkClose(t, fmt.Sprintf("%s %dx%d n=%d token %d", c, rows, cols, n, tk), y[tk*rows:(tk+1)*rows], want, mag)
+	forEachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(3, 3))
+		for _, c := range allCodecs {
+			bl := max(c.BlockLen(), 1)
+			for _, sh := range [][3]int{{1, bl, 5}, {13, 2 * bl, 3}, {67, 512, 9}, {9, 256, 1}, {40, 768, 17}} {
+				rows, cols, n := sh[0], sh[1], sh[2]
+				if cols%bl != 0 {
+					continue
+				}
+				w := randWeight(t, r, c, rows, cols)
+				x := randX(r, n*cols)
+				y := make([]float32, n*rows)
+				MatMul(y, w, x, n)
+				for tk := range n {
+					want, mag := naive(w, x[tk*cols:(tk+1)*cols], 0, rows)
+					checkClose(t, fmt.Sprintf("%s %dx%d n=%d token %d", c, rows, cols, n, tk), y[tk*rows:(tk+1)*rows], want, mag)
+				}
 			}
 		}
-	}
+	})
 }
 
 func TestConcurrent(t *testing.T) {
@@ -204,4 +225,46 @@ func TestVec(t *testing.T) {
 	if math.Abs(float64(g[0])-0.8411920) > 1e-6 {
 		t.Fatalf("gelu %v", g)
 	}
+}
+
+// TestDecodersExact checks that every row decoder MatMul uses gives
+// exactly tensor.Dequantize's values.
+func TestDecodersExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	forEachImpl(t, func(t *testing.T) {
+		for _, c := range allCodecs {
+			for _, cols := range []int{256, 512, 1024 + 256} {
+				w := randWeight(t, r, c, 1, cols)
+				// Random bytes too, with the scales kept finite.
+				if c.Quantized() {
+					for i := range w.Data {
+						w.Data[i] = byte(r.Uint32())
+					}
+					bb := c.BlockBytes()
+					for b := 0; b < len(w.Data); b += bb {
+						switch c {
+						case tensor.Q6_K:
+							w.Data[b+209] &= 0x3f
+						case tensor.Q4_K:
+							w.Data[b+1] &= 0x3f
+							w.Data[b+3] &= 0x3f
+						default:
+							w.Data[b+1] &= 0x3f
+						}
+					}
+				}
+				want := make([]float32, cols)
+				if err := tensor.Dequantize(want, c, w.Data); err != nil {
+					t.Fatal(err)
+				}
+				got := make([]float32, cols)
+				decodeRow(got, c, w.Data)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s cols %d: [%d] = %g, want %g", c, cols, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	})
 }

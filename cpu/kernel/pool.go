@@ -20,6 +20,8 @@ type job struct {
 }
 
 var (
+	serialForTest bool // makes every parallel call run inline (CPU-time measurements)
+
 	poolOnce sync.Once
 	poolJobs chan *job
 	workers  int
@@ -29,14 +31,37 @@ func startPool() {
 	workers = max(1, runtime.GOMAXPROCS(0))
 	poolJobs = make(chan *job, 4*workers)
 	for range workers - 1 {
-		go func() {
-			for j := range poolJobs {
-				j.run()
-				j.wg.Done()
-			}
-		}()
+		go worker()
 	}
 }
+
+// worker runs jobs forever. After a job it polls for the next one for a
+// short while before blocking: a decode step issues matrix products back to
+// back, and waking a parked goroutine costs several microseconds, a large
+// share of a small product.
+func worker() {
+	for {
+		var j *job
+		for spin := 0; spin < spinPolls && j == nil; spin++ {
+			select {
+			case j = <-poolJobs:
+			default:
+				if spin%64 == 63 {
+					runtime.Gosched()
+				}
+			}
+		}
+		if j == nil {
+			j = <-poolJobs
+		}
+		j.run()
+		j.wg.Done()
+	}
+}
+
+// spinPolls bounds the polling after a job (a poll is tens of
+// nanoseconds, so this is on the order of 50µs).
+const spinPolls = 2000
 
 func (j *job) run() {
 	for {
@@ -63,7 +88,7 @@ func parallelFor(n, grain int, fn func(lo, hi int)) {
 		return
 	}
 	nw := Workers()
-	if nw == 1 || n <= grain {
+	if nw == 1 || n <= grain || serialForTest {
 		fn(0, n)
 		return
 	}

@@ -199,7 +199,7 @@ func RunBinary(ctx context.Context, chrome, bin, profileRoot string, o Options) 
 	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
 	defer cancelBrowser()
 
-	if err := chromedp.Run(bctx, chromedp.Navigate(pageURL)); err != nil {
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(pageURL)); err != nil {
 		return -1, fmt.Errorf("wasmtest: starting %s: %w", chrome, err)
 	}
 	type state struct {
@@ -209,8 +209,8 @@ func RunBinary(ctx context.Context, chrome, bin, profileRoot string, o Options) 
 		Error string `json:"error"`
 	}
 	for {
-		var s state
-		if err := chromedp.Run(bctx, chromedp.Evaluate(`window.__wasmtestTake()`, &s)); err != nil {
+		s, err := chromedp.Run(bctx, chromedp.Evaluate[state](`window.__wasmtestTake()`))
+		if err != nil {
 			return -1, fmt.Errorf("wasmtest: polling page: %w", err)
 		}
 		io.WriteString(out, s.Out)

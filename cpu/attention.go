@@ -1,0 +1,148 @@
+package cpu
+
+import (
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/cortiq/cortiq/cpu/kernel"
+	"github.com/cortiq/cortiq/model"
+)
+
+// attention runs softmax attention for n new tokens of layer i and returns
+// the projected output [n, hidden].
+func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32 {
+	at := w.spec
+	a := s.b.arch
+	H, hd := a.Hidden, at.HeadDim
+	qDim, kvDim := at.Heads*hd, at.KVHeads*hd
+	qRows := qDim
+	if at.OutputGate {
+		qRows *= 2
+	}
+
+	q := make([]float32, n*qRows)
+	k := make([]float32, n*kvDim)
+	v := make([]float32, n*kvDim)
+	kernel.MatMul(q, w.q, h, n)
+	kernel.MatMul(k, w.k, h, n)
+	kernel.MatMul(v, w.v, h, n)
+
+	// The output gate (qwen3_next) is interleaved per head with the query:
+	// [q_h (hd), gate_h (hd)]. Separate them.
+	var gate []float32
+	if at.OutputGate {
+		qq := make([]float32, n*qDim)
+		gate = make([]float32, n*qDim)
+		for t := range n {
+			for hh := range at.Heads {
+				src := q[t*qRows+hh*2*hd:]
+				copy(qq[t*qDim+hh*hd:t*qDim+(hh+1)*hd], src[:hd])
+				copy(gate[t*qDim+hh*hd:t*qDim+(hh+1)*hd], src[hd:2*hd])
+			}
+		}
+		q = qq
+	}
+
+	plusOne := a.Norm == model.NormRMSPlusOne
+	cos := make([]float32, hd/2)
+	sin := make([]float32, hd/2)
+	cache := s.caches[i]
+	cache.ensure(s.pos + n)
+	for t := range n {
+		qt, kt, vt := q[t*qDim:(t+1)*qDim], k[t*kvDim:(t+1)*kvDim], v[t*kvDim:(t+1)*kvDim]
+		if w.qb != nil {
+			kernel.Add(qt, w.qb)
+			kernel.Add(kt, w.kb)
+			kernel.Add(vt, w.vb)
+		}
+		switch at.QKNorm {
+		case model.QKNormPerHead:
+			for hh := range at.Heads {
+				r := qt[hh*hd : (hh+1)*hd]
+				kernel.RMSNorm(r, r, w.qNorm, a.NormEps, plusOne)
+			}
+			for hh := range at.KVHeads {
+				r := kt[hh*hd : (hh+1)*hd]
+				kernel.RMSNorm(r, r, w.kNorm, a.NormEps, plusOne)
+			}
+		case model.QKNormFull:
+			kernel.RMSNorm(qt, qt, w.qNorm, a.NormEps, plusOne)
+			kernel.RMSNorm(kt, kt, w.kNorm, a.NormEps, plusOne)
+		}
+		pos := s.pos + t
+		w.rope.apply(qt, at.Heads, hd, pos, cos, sin)
+		w.rope.apply(kt, at.KVHeads, hd, pos, cos, sin)
+		copy(cache.k[pos*kvDim:(pos+1)*kvDim], kt)
+		copy(cache.v[pos*kvDim:(pos+1)*kvDim], vt)
+	}
+
+	// Scores, softmax and the weighted sum of values, one (token, head) pair
+	// per task.
+	att := make([]float32, n*qDim)
+	group := at.Heads / at.KVHeads
+	parallel(n*at.Heads, func(lo, hi int, scores []float32) {
+		for task := lo; task < hi; task++ {
+			t, hh := task/at.Heads, task%at.Heads
+			pos := s.pos + t
+			first := 0
+			if at.Window > 0 {
+				first = max(0, pos-at.Window+1)
+			}
+			qh := q[t*qDim+hh*hd : t*qDim+(hh+1)*hd]
+			kvOff := (hh / group) * hd
+			sc := scores[:pos+1-first]
+			for j := range sc {
+				kj := cache.k[(first+j)*kvDim+kvOff : (first+j)*kvDim+kvOff+hd]
+				sc[j] = kernel.Dot(qh, kj) * at.Scale
+			}
+			if c := at.Softcap; c > 0 {
+				for j, x := range sc {
+					sc[j] = float32(math.Tanh(float64(x/c))) * c
+				}
+			}
+			kernel.Softmax(sc)
+			out := att[t*qDim+hh*hd : t*qDim+(hh+1)*hd]
+			clear(out)
+			for j, p := range sc {
+				vj := cache.v[(first+j)*kvDim+kvOff : (first+j)*kvDim+kvOff+hd]
+				kernel.Axpy(out, p, vj)
+			}
+		}
+	}, s.maxLen)
+
+	if gate != nil {
+		for j, g := range gate {
+			att[j] *= float32(1 / (1 + math.Exp(-float64(g))))
+		}
+	}
+	out := make([]float32, n*H)
+	kernel.MatMul(out, w.o, att, n)
+	if w.ob != nil {
+		for t := range n {
+			kernel.Add(out[t*H:(t+1)*H], w.ob)
+		}
+	}
+	return out
+}
+
+// parallel splits [0, n) over the cores; each worker gets a scratch buffer
+// of scratchLen floats.
+func parallel(n int, fn func(lo, hi int, scratch []float32), scratchLen int) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		fn(0, n, make([]float32, scratchLen))
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(lo, hi, make([]float32, scratchLen))
+		}()
+	}
+	wg.Wait()
+}

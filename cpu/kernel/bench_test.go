@@ -1,0 +1,91 @@
+package kernel
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// benchWeight fills a [rows, cols] tensor with random bytes whose block
+// scales are small finite halves (fast to build at any size).
+func benchWeight(c tensor.Codec, rows, cols int) *tensor.Tensor {
+	rb, _ := c.RowBytes(cols)
+	data := make([]byte, rows*rb)
+	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
+	for i := 0; i+8 <= len(data); i += 8 {
+		binary.LittleEndian.PutUint64(data[i:], r.Uint64())
+	}
+	half := tensor.F32ToF16(0.01)
+	switch c {
+	case tensor.F32:
+		for i := 0; i < len(data); i += 4 {
+			binary.LittleEndian.PutUint32(data[i:], 0x3c000000|binary.LittleEndian.Uint32(data[i:])&0x807fffff)
+		}
+	case tensor.F16:
+		for i := 0; i < len(data); i += 2 {
+			binary.LittleEndian.PutUint16(data[i:], binary.LittleEndian.Uint16(data[i:])&0x83ff|0x2000)
+		}
+	case tensor.Q8_0, tensor.Q4_0, tensor.Q4_K:
+		for i := 0; i < len(data); i += c.BlockBytes() {
+			binary.LittleEndian.PutUint16(data[i:], half)
+			if c == tensor.Q4_K {
+				binary.LittleEndian.PutUint16(data[i+2:], half)
+			}
+		}
+	case tensor.Q6_K:
+		for i := 0; i < len(data); i += c.BlockBytes() {
+			binary.LittleEndian.PutUint16(data[i+208:], half)
+		}
+	}
+	return &tensor.Tensor{Name: "bench", Codec: c, Shape: []int{rows, cols}, Data: data}
+}
+
+var benchShapes = [][2]int{{896, 896}, {4864, 896}, {896, 4864}, {151936, 896}, {2048, 2048}}
+
+func BenchmarkMatVec(b *testing.B) {
+	for _, c := range allCodecs {
+		for _, sh := range benchShapes {
+			if sh[0] > 100000 && c != tensor.Q8_0 && c != tensor.Q6_K && c != tensor.Q4_0 {
+				continue
+			}
+			if sh[1]%c.BlockLen() != 0 {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s_%dx%d", c, sh[0], sh[1]), func(b *testing.B) {
+				w := benchWeight(c, sh[0], sh[1])
+				x := randX(rand.New(rand.NewPCG(1, 2)), sh[1])
+				y := make([]float32, sh[0])
+				b.SetBytes(int64(len(w.Data)))
+				for b.Loop() {
+					MatVec(y, w, x)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkMatMul reports weight bytes per second and tokens per second
+// for a 64-token prefill chunk.
+func BenchmarkMatMul(b *testing.B) {
+	const n = 64
+	for _, c := range allCodecs {
+		for _, sh := range [][2]int{{896, 896}, {4864, 896}, {896, 4864}, {2048, 2048}} {
+			if sh[1]%c.BlockLen() != 0 {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s_%dx%d_n%d", c, sh[0], sh[1], n), func(b *testing.B) {
+				w := benchWeight(c, sh[0], sh[1])
+				x := randX(rand.New(rand.NewPCG(1, 2)), n*sh[1])
+				y := make([]float32, n*sh[0])
+				b.SetBytes(int64(len(w.Data)))
+				for b.Loop() {
+					MatMul(y, w, x, n)
+				}
+				b.ReportMetric(float64(2*n*sh[0]*sh[1])*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

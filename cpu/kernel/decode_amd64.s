@@ -1,0 +1,214 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Row decoders for MatMul. Each produces exactly tensor.Dequantize's
+// values (same float32 operations in the same order).
+
+// func decodeBF16AVX2(dst *float32, w *byte, n int)
+// n is a multiple of 8.
+TEXT ·decodeBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	TESTQ CX, CX
+	JZ    dbfdone
+
+dbfloop:
+	VPMOVZXWD (SI), Y4
+	VPSLLD $16, Y4, Y4
+	VMOVUPS Y4, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  dbfloop
+
+dbfdone:
+	VZEROUPPER
+	RET
+
+// q4_K: 8 nibbles of the run at QOFF(R11): low → DLO(DI) with scale/min of
+// sub-block 2j (0(R9), 32(R9)), high → DHI(DI) with sub-block 2j+1.
+#define Q4KDGROUP(QOFF, DLO, DHI) \
+	VPMOVZXBD QOFF(R11), Y4; \
+	VPAND Y15, Y4, Y5; \
+	VPSRLD $4, Y4, Y4; \
+	VCVTDQ2PS Y5, Y5; \
+	VCVTDQ2PS Y4, Y4; \
+	VMULPS Y0, Y5, Y5; \
+	VSUBPS Y1, Y5, Y5; \
+	VMULPS Y2, Y4, Y4; \
+	VSUBPS Y3, Y4, Y4; \
+	VMOVUPS Y5, DLO(DI); \
+	VMOVUPS Y4, DHI(DI)
+
+// func decodeQ4_KAVX2(dst *float32, w *byte, nb int)
+TEXT ·decodeQ4_KAVX2(SB), NOSPLIT, $64-24
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ nb+16(FP), CX
+	MOVL $15, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	TESTQ CX, CX
+	JZ    dq4kdone
+
+dq4kblock:
+	VPBROADCASTW 0(SI), X4
+	VCVTPH2PS X4, Y4
+	VPBROADCASTW 2(SI), X5
+	VCVTPH2PS X5, Y5
+	MOVL 4(SI), AX
+	MOVL 8(SI), BX
+	MOVL 12(SI), DX
+	MOVL AX, R8
+	ANDL $0x3f3f3f3f, R8
+	MOVL AX, R9
+	SHRL $6, R9
+	ANDL $0x03030303, R9
+	SHLL $4, R9
+	MOVL DX, R12
+	ANDL $0x0f0f0f0f, R12
+	ORL  R12, R9
+	VMOVD R8, X6
+	VPINSRD $1, R9, X6, X6
+	MOVL BX, R8
+	ANDL $0x3f3f3f3f, R8
+	MOVL BX, R9
+	SHRL $6, R9
+	ANDL $0x03030303, R9
+	SHLL $4, R9
+	SHRL $4, DX
+	ANDL $0x0f0f0f0f, DX
+	ORL  DX, R9
+	VMOVD R8, X7
+	VPINSRD $1, R9, X7, X7
+	VPMOVZXBD X6, Y6
+	VPMOVZXBD X7, Y7
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VMULPS Y4, Y6, Y6
+	VMULPS Y5, Y7, Y7
+	VMOVUPS Y6, 0(SP)
+	VMOVUPS Y7, 32(SP)
+	LEAQ 16(SI), R11
+	MOVQ SP, R9
+	MOVQ $4, DX
+
+dq4kpair:
+	VBROADCASTSS 0(R9), Y0
+	VBROADCASTSS 32(R9), Y1
+	VBROADCASTSS 4(R9), Y2
+	VBROADCASTSS 36(R9), Y3
+	Q4KDGROUP(0, 0, 128)
+	Q4KDGROUP(8, 32, 160)
+	Q4KDGROUP(16, 64, 192)
+	Q4KDGROUP(24, 96, 224)
+	ADDQ $32, R11
+	ADDQ $256, DI
+	ADDQ $8, R9
+	DECQ DX
+	JNZ  dq4kpair
+
+	ADDQ $144, SI
+	DECQ CX
+	JNZ  dq4kblock
+
+dq4kdone:
+	VZEROUPPER
+	RET
+
+// q6_K decode of one 8-element group (see Q6GROUP in kquant_amd64.s);
+// quarter k is scaled by the float at SK(R9) and stored at DK(DI).
+#define Q6DGROUP(AOFF, BOFF, HOFF, D0, D1, D2, D3, S0, S1, S2, S3) \
+	VPMOVZXBD AOFF(SI), Y4; \
+	VPMOVZXBD BOFF(SI), Y5; \
+	VPMOVZXBD HOFF(R8), Y6; \
+	VPAND Y15, Y4, Y7; \
+	VPSLLD $4, Y6, Y8; \
+	VPAND Y14, Y8, Y8; \
+	VPOR Y8, Y7, Y7; \
+	VPSUBD Y13, Y7, Y7; \
+	VCVTDQ2PS Y7, Y7; \
+	VBROADCASTSS S0(R9), Y9; \
+	VMULPS Y7, Y9, Y7; \
+	VMOVUPS Y7, D0(DI); \
+	VPAND Y15, Y5, Y7; \
+	VPSLLD $2, Y6, Y8; \
+	VPAND Y14, Y8, Y8; \
+	VPOR Y8, Y7, Y7; \
+	VPSUBD Y13, Y7, Y7; \
+	VCVTDQ2PS Y7, Y7; \
+	VBROADCASTSS S1(R9), Y9; \
+	VMULPS Y7, Y9, Y7; \
+	VMOVUPS Y7, D1(DI); \
+	VPSRLD $4, Y4, Y7; \
+	VPAND Y14, Y6, Y8; \
+	VPOR Y8, Y7, Y7; \
+	VPSUBD Y13, Y7, Y7; \
+	VCVTDQ2PS Y7, Y7; \
+	VBROADCASTSS S2(R9), Y9; \
+	VMULPS Y7, Y9, Y7; \
+	VMOVUPS Y7, D2(DI); \
+	VPSRLD $4, Y5, Y7; \
+	VPSRLD $2, Y6, Y8; \
+	VPAND Y14, Y8, Y8; \
+	VPOR Y8, Y7, Y7; \
+	VPSUBD Y13, Y7, Y7; \
+	VCVTDQ2PS Y7, Y7; \
+	VBROADCASTSS S3(R9), Y9; \
+	VMULPS Y7, Y9, Y7; \
+	VMOVUPS Y7, D3(DI)
+
+// func decodeQ6_KAVX2(dst *float32, w *byte, nb int)
+TEXT ·decodeQ6_KAVX2(SB), NOSPLIT, $64-24
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ nb+16(FP), CX
+	MOVL $15, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x30, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $32, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	TESTQ CX, CX
+	JZ    dq6done
+
+dq6block:
+	VPBROADCASTW 208(SI), X4
+	VCVTPH2PS X4, Y4
+	VPMOVSXBD 192(SI), Y5
+	VPMOVSXBD 200(SI), Y6
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VMULPS Y4, Y5, Y5
+	VMULPS Y4, Y6, Y6
+	VMOVUPS Y5, 0(SP)
+	VMOVUPS Y6, 32(SP)
+	LEAQ 128(SI), R8
+	MOVQ SP, R9
+	MOVQ $2, DX
+
+dq6half:
+	Q6DGROUP(0, 32, 0, 0, 128, 256, 384, 0, 8, 16, 24)
+	Q6DGROUP(8, 40, 8, 32, 160, 288, 416, 0, 8, 16, 24)
+	Q6DGROUP(16, 48, 16, 64, 192, 320, 448, 4, 12, 20, 28)
+	Q6DGROUP(24, 56, 24, 96, 224, 352, 480, 4, 12, 20, 28)
+	ADDQ $64, SI
+	ADDQ $32, R8
+	ADDQ $512, DI
+	ADDQ $32, R9
+	DECQ DX
+	JNZ  dq6half
+
+	ADDQ $(210-128), SI
+	DECQ CX
+	JNZ  dq6block
+
+dq6done:
+	VZEROUPPER
+	RET

@@ -1,0 +1,135 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Int8-mode dots: weights against an activation quantized to int8 blocks
+// (xq, scales xd, xs = xd·Σxq). Y15 = 0x0f bytes, Y14 = int16 ones,
+// R11 = f16 → f32 table.
+
+#define Q4Q8BLOCK(ACC, CORR) \
+	MOVWLZX (SI), AX; \
+	VBROADCASTSS (R11)(AX*4), Y4; \
+	VMOVDQU 2(SI), X5; \
+	VPSRLW $4, X5, X6; \
+	VINSERTI128 $1, X6, Y5, Y5; \
+	VPAND Y15, Y5, Y5; \
+	VPMADDUBSW (DI), Y5, Y6; \
+	VPMADDWD Y14, Y6, Y6; \
+	VCVTDQ2PS Y6, Y6; \
+	VBROADCASTSS (R10), Y7; \
+	VMULPS Y7, Y4, Y7; \
+	VFMADD231PS Y6, Y7, ACC; \
+	VBROADCASTSS (R12), Y8; \
+	VFMADD231PS Y8, Y4, CORR
+
+#define INT8CONSTS \
+	MOVL $0x0f0f0f0f, AX; \
+	VMOVD AX, X15; \
+	VPBROADCASTD X15, Y15; \
+	MOVL $0x00010001, AX; \
+	VMOVD AX, X14; \
+	VPBROADCASTD X14, Y14; \
+	MOVQ ·f16Table(SB), R11
+
+#define HSUM0 \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS X1, X0, X0; \
+	VMOVHLPS X0, X0, X1; \
+	VADDPS X1, X0, X0; \
+	VMOVSHDUP X0, X1; \
+	VADDSS X1, X0, X0
+
+// func dotQ4_0Q8AVX2(w *byte, xq *int8, xd, xs *float32, nb int) float32
+TEXT ·dotQ4_0Q8AVX2(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), R10
+	MOVQ xs+24(FP), R12
+	MOVQ nb+32(FP), CX
+	INT8CONSTS
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	CMPQ CX, $2
+	JLT  q4q8tail
+
+q4q8loop:
+	Q4Q8BLOCK(Y0, Y10)
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $4, R10
+	ADDQ $4, R12
+	Q4Q8BLOCK(Y2, Y11)
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $4, R10
+	ADDQ $4, R12
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE  q4q8loop
+
+q4q8tail:
+	TESTQ CX, CX
+	JZ    q4q8done
+	Q4Q8BLOCK(Y0, Y10)
+
+q4q8done:
+	VADDPS Y2, Y0, Y0
+	VADDPS Y11, Y10, Y10
+	VSUBPS Y10, Y0, Y0
+	HSUM0
+	VZEROUPPER
+	MOVSS X0, ret+40(FP)
+	RET
+
+#define Q8Q8BLOCK(ACC) \
+	MOVWLZX (SI), AX; \
+	VBROADCASTSS (R11)(AX*4), Y4; \
+	VMOVDQU 2(SI), Y5; \
+	VMOVDQU (DI), Y6; \
+	VPSIGNB Y5, Y6, Y6; \
+	VPABSB Y5, Y5; \
+	VPMADDUBSW Y6, Y5, Y7; \
+	VPMADDWD Y14, Y7, Y7; \
+	VCVTDQ2PS Y7, Y7; \
+	VBROADCASTSS (R10), Y8; \
+	VMULPS Y8, Y4, Y8; \
+	VFMADD231PS Y7, Y8, ACC
+
+// func dotQ8_0Q8AVX2(w *byte, xq *int8, xd *float32, nb int) float32
+TEXT ·dotQ8_0Q8AVX2(SB), NOSPLIT, $0-36
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), R10
+	MOVQ nb+24(FP), CX
+	INT8CONSTS
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+	CMPQ CX, $2
+	JLT  q8q8tail
+
+q8q8loop:
+	Q8Q8BLOCK(Y0)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, R10
+	Q8Q8BLOCK(Y2)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, R10
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE  q8q8loop
+
+q8q8tail:
+	TESTQ CX, CX
+	JZ    q8q8done
+	Q8Q8BLOCK(Y0)
+
+q8q8done:
+	VADDPS Y2, Y0, Y0
+	HSUM0
+	VZEROUPPER
+	MOVSS X0, ret+32(FP)
+	RET

@@ -1,0 +1,450 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Horizontal sum of Y0 into X0 (clobbers X1).
+#define HSUM0 \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS X1, X0, X0; \
+	VMOVHLPS X0, X0, X1; \
+	VADDPS X1, X0, X0; \
+	VMOVSHDUP X0, X1; \
+	VADDSS X1, X0, X0
+
+// func dotF32AVX2(w, x *float32, n int) float32
+// n is a multiple of 8.
+TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	CMPQ CX, $32
+	JLT f32tail
+
+f32loop:
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	CMPQ CX, $32
+	JGE  f32loop
+
+f32tail:
+	CMPQ CX, $8
+	JLT  f32done
+	VMOVUPS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  f32tail
+
+f32done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotF16AVX2(w *byte, x *float32, n int) float32
+// n is a multiple of 8.
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	CMPQ CX, $32
+	JLT f16tail
+
+f16loop:
+	VCVTPH2PS (SI), Y4
+	VCVTPH2PS 16(SI), Y5
+	VCVTPH2PS 32(SI), Y6
+	VCVTPH2PS 48(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	CMPQ CX, $32
+	JGE  f16loop
+
+f16tail:
+	CMPQ CX, $8
+	JLT  f16done
+	VCVTPH2PS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  f16tail
+
+f16done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotBF16AVX2(w *byte, x *float32, n int) float32
+// n is a multiple of 8.
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	CMPQ CX, $32
+	JLT bf16tail
+
+bf16loop:
+	VPMOVZXWD (SI), Y4
+	VPMOVZXWD 16(SI), Y5
+	VPMOVZXWD 32(SI), Y6
+	VPMOVZXWD 48(SI), Y7
+	VPSLLD $16, Y4, Y4
+	VPSLLD $16, Y5, Y5
+	VPSLLD $16, Y6, Y6
+	VPSLLD $16, Y7, Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	CMPQ CX, $32
+	JGE  bf16loop
+
+bf16tail:
+	CMPQ CX, $8
+	JLT  bf16done
+	VPMOVZXWD (SI), Y4
+	VPSLLD $16, Y4, Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  bf16tail
+
+bf16done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// One q8_0 block at SI (34 bytes) against 32 floats at DI, accumulated
+// into ACC: ACC += d · Σ q·x.
+#define Q8BLOCK(ACC) \
+	MOVWLZX (SI), AX; \
+	VBROADCASTSS (R11)(AX*4), Y4; \
+	VPMOVSXBD 2(SI), Y5; \
+	VPMOVSXBD 10(SI), Y6; \
+	VPMOVSXBD 18(SI), Y7; \
+	VPMOVSXBD 26(SI), Y8; \
+	VCVTDQ2PS Y5, Y5; \
+	VCVTDQ2PS Y6, Y6; \
+	VCVTDQ2PS Y7, Y7; \
+	VCVTDQ2PS Y8, Y8; \
+	VMULPS (DI), Y5, Y5; \
+	VFMADD231PS 32(DI), Y6, Y5; \
+	VMULPS 64(DI), Y7, Y7; \
+	VFMADD231PS 96(DI), Y8, Y7; \
+	VADDPS Y7, Y5, Y5; \
+	VFMADD231PS Y5, Y4, ACC
+
+// func dotQ8_0AVX2(w *byte, x *float32, nb int) float32
+TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVQ ·f16Table(SB), R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+	CMPQ CX, $2
+	JLT  q8tail
+
+q8loop:
+	Q8BLOCK(Y0)
+	ADDQ $34, SI
+	ADDQ $128, DI
+	Q8BLOCK(Y2)
+	ADDQ $34, SI
+	ADDQ $128, DI
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE  q8loop
+
+q8tail:
+	TESTQ CX, CX
+	JZ    q8done
+	Q8BLOCK(Y0)
+
+q8done:
+	VADDPS Y2, Y0, Y0
+	HSUM0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// One q4_0 block at SI (18 bytes) against 32 floats at DI, with R10
+// pointing at Σx over the block: ACC += d·Σq·x and CORR += d·Σx, so that
+// the row's dot is Σ ACC - 8·Σx·d = hsum(ACC) - hsum(CORR) (CORR's lanes
+// are equal, so its horizontal sum is 8·Σ d·Σx). Y15 = 0x0f dwords.
+#define Q4BLOCK(ACC, CORR) \
+	MOVWLZX (SI), AX; \
+	VBROADCASTSS (R11)(AX*4), Y4; \
+	VPMOVZXBD 2(SI), Y5; \
+	VPMOVZXBD 10(SI), Y6; \
+	VPSRLD $4, Y5, Y7; \
+	VPSRLD $4, Y6, Y8; \
+	VPAND Y15, Y5, Y5; \
+	VPAND Y15, Y6, Y6; \
+	VCVTDQ2PS Y5, Y5; \
+	VCVTDQ2PS Y6, Y6; \
+	VCVTDQ2PS Y7, Y7; \
+	VCVTDQ2PS Y8, Y8; \
+	VMULPS (DI), Y5, Y5; \
+	VFMADD231PS 32(DI), Y6, Y5; \
+	VFMADD231PS 64(DI), Y7, Y5; \
+	VFMADD231PS 96(DI), Y8, Y5; \
+	VFMADD231PS Y5, Y4, ACC; \
+	VBROADCASTSS (R10), Y9; \
+	VFMADD231PS Y9, Y4, CORR
+
+// func dotQ4_0AVX2(w *byte, x *float32, xsum *float32, nb int) float32
+TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ xsum+16(FP), R10
+	MOVQ nb+24(FP), CX
+	MOVQ ·f16Table(SB), R11
+	MOVL $0x0f, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	CMPQ CX, $2
+	JLT  q4tail
+
+q4loop:
+	Q4BLOCK(Y0, Y10)
+	ADDQ $18, SI
+	ADDQ $128, DI
+	ADDQ $4, R10
+	Q4BLOCK(Y2, Y11)
+	ADDQ $18, SI
+	ADDQ $128, DI
+	ADDQ $4, R10
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE  q4loop
+
+q4tail:
+	TESTQ CX, CX
+	JZ    q4done
+	Q4BLOCK(Y0, Y10)
+
+q4done:
+	VADDPS Y2, Y0, Y0
+	VADDPS Y11, Y10, Y10
+	VSUBPS Y10, Y0, Y0
+	HSUM0
+	VZEROUPPER
+	MOVSS X0, ret+32(FP)
+	RET
+
+// func gemm4x2AVX2(w *float32, ldw int, x *float32, ldx int, n int, out *[8]float32)
+// out[2r+t] = Σ_k w[r*ldw+k]·x[t*ldx+k] for r < 4, t < 2; n is a multiple of 8.
+TEXT ·gemm4x2AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ ldw+8(FP), BX
+	SHLQ $2, BX
+	LEAQ (SI)(BX*1), R8
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R9)(BX*1), R10
+	MOVQ x+16(FP), DI
+	MOVQ ldx+24(FP), DX
+	SHLQ $2, DX
+	LEAQ (DI)(DX*1), R11
+	MOVQ n+32(FP), CX
+	SHLQ $2, CX
+	XORQ AX, AX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ CX, CX
+	JZ    g42done
+
+g42loop:
+	VMOVUPS (DI)(AX*1), Y8
+	VMOVUPS (R11)(AX*1), Y9
+	VMOVUPS (SI)(AX*1), Y10
+	VMOVUPS (R8)(AX*1), Y11
+	VMOVUPS (R9)(AX*1), Y12
+	VMOVUPS (R10)(AX*1), Y13
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y1
+	VFMADD231PS Y8, Y11, Y2
+	VFMADD231PS Y9, Y11, Y3
+	VFMADD231PS Y8, Y12, Y4
+	VFMADD231PS Y9, Y12, Y5
+	VFMADD231PS Y8, Y13, Y6
+	VFMADD231PS Y9, Y13, Y7
+	ADDQ $32, AX
+	CMPQ AX, CX
+	JLT  g42loop
+
+g42done:
+	MOVQ out+40(FP), DI
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DI)
+	VHADDPS Y5, Y4, Y4
+	VHADDPS Y7, Y6, Y6
+	VHADDPS Y6, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS X5, X4, X4
+	VMOVUPS X4, 16(DI)
+	VZEROUPPER
+	RET
+
+// func decodeQ4_0AVX2(dst *float32, w *byte, nb int)
+TEXT ·decodeQ4_0AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ nb+16(FP), CX
+	MOVL $0x0f, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $8, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	TESTQ CX, CX
+	JZ    dq4done
+
+dq4loop:
+	VPBROADCASTW (SI), X4
+	VCVTPH2PS X4, Y4
+	VPMOVZXBD 2(SI), Y5
+	VPMOVZXBD 10(SI), Y6
+	VPSRLD $4, Y5, Y7
+	VPSRLD $4, Y6, Y8
+	VPAND Y15, Y5, Y5
+	VPAND Y15, Y6, Y6
+	VPSUBD Y14, Y5, Y5
+	VPSUBD Y14, Y6, Y6
+	VPSUBD Y14, Y7, Y7
+	VPSUBD Y14, Y8, Y8
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VCVTDQ2PS Y8, Y8
+	VMULPS Y4, Y5, Y5
+	VMULPS Y4, Y6, Y6
+	VMULPS Y4, Y7, Y7
+	VMULPS Y4, Y8, Y8
+	VMOVUPS Y5, (DI)
+	VMOVUPS Y6, 32(DI)
+	VMOVUPS Y7, 64(DI)
+	VMOVUPS Y8, 96(DI)
+	ADDQ $18, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  dq4loop
+
+dq4done:
+	VZEROUPPER
+	RET
+
+// func decodeQ8_0AVX2(dst *float32, w *byte, nb int)
+TEXT ·decodeQ8_0AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ nb+16(FP), CX
+	TESTQ CX, CX
+	JZ    dq8done
+
+dq8loop:
+	VPBROADCASTW (SI), X4
+	VCVTPH2PS X4, Y4
+	VPMOVSXBD 2(SI), Y5
+	VPMOVSXBD 10(SI), Y6
+	VPMOVSXBD 18(SI), Y7
+	VPMOVSXBD 26(SI), Y8
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VCVTDQ2PS Y8, Y8
+	VMULPS Y4, Y5, Y5
+	VMULPS Y4, Y6, Y6
+	VMULPS Y4, Y7, Y7
+	VMULPS Y4, Y8, Y8
+	VMOVUPS Y5, (DI)
+	VMOVUPS Y6, 32(DI)
+	VMOVUPS Y7, 64(DI)
+	VMOVUPS Y8, 96(DI)
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  dq8loop
+
+dq8done:
+	VZEROUPPER
+	RET
+
+// func decodeF16AVX2(dst *float32, w *byte, n int)
+// n is a multiple of 8.
+TEXT ·decodeF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	TESTQ CX, CX
+	JZ    dh16done
+
+dh16loop:
+	VCVTPH2PS (SI), Y4
+	VMOVUPS Y4, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  dh16loop
+
+dh16done:
+	VZEROUPPER
+	RET

@@ -1,0 +1,130 @@
+package kernel
+
+import (
+	"math"
+	"sync/atomic"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// Mode selects the arithmetic MatVec and MatVecRows use for block-quantized
+// weights.
+type Mode int32
+
+const (
+	// Exact dots float32 activations with exactly dequantized weights
+	// (the default, and the reference other backends compare against).
+	Exact Mode = iota
+	// Int8 quantizes the activation vector to int8 in blocks of 32 (scale
+	// amax/127, as llama.cpp's q8_0 activations) and dots q8_0 and q4_0
+	// weights in integer arithmetic, one float multiply-add per block.
+	// Faster where decoding is compute bound; the result differs from
+	// Exact by the activation rounding (relative error around 1e-3 of
+	// Σ|w·x|; see TestInt8Error). Other codecs, and MatMul, stay Exact.
+	Int8
+)
+
+var mode atomic.Int32
+
+// SetMode sets the arithmetic of subsequent calls and returns the previous
+// mode. It is safe to call concurrently, but a call in flight may use
+// either mode.
+func SetMode(m Mode) Mode { return Mode(mode.Swap(int32(m))) }
+
+// CurrentMode reports the mode set by SetMode (Exact by default).
+func CurrentMode() Mode { return Mode(mode.Load()) }
+
+func (m Mode) String() string {
+	switch m {
+	case Exact:
+		return "exact"
+	case Int8:
+		return "int8"
+	}
+	return "mode(?)"
+}
+
+// q8x is an activation vector quantized for the Int8 kernels: q holds
+// round(x/d) per 32-element block, d the block scales and s = d·Σq per
+// block (for the q4_0 offset).
+type q8x struct {
+	q []int8
+	d []float32
+	s []float32
+}
+
+func quantizeX(x []float32) *q8x {
+	nb := len(x) / 32
+	qx := &q8x{q: make([]int8, len(x)), d: make([]float32, nb), s: make([]float32, nb)}
+	for b := range nb {
+		xb := x[32*b : 32*b+32]
+		var amax float32
+		for _, v := range xb {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		d := amax / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		var sum int32
+		for i, v := range xb {
+			q := int8(math.Round(float64(v * id)))
+			qx.q[32*b+i] = q
+			sum += int32(q)
+		}
+		qx.d[b] = d
+		qx.s[b] = d * float32(sum)
+	}
+	return qx
+}
+
+// int8Kernel computes y[i] = row_i · x for len(y) rows with the activation
+// quantized; nil when the codec has no Int8 kernel.
+type int8Kernel func(y []float32, data []byte, rb int, qx *q8x)
+
+var int8Kernels = genericInt8Kernels
+
+var genericInt8Kernels = [...]int8Kernel{
+	tensor.Q8_0: int8RowsGeneric(dotQ8_0Int8),
+	tensor.Q4_0: int8RowsGeneric(dotQ4_0Int8),
+	tensor.Q4_K: nil,
+	tensor.Q6_K: nil,
+}
+
+func int8RowsGeneric(dot func(row []byte, qx *q8x) float32) int8Kernel {
+	return func(y []float32, data []byte, rb int, qx *q8x) {
+		for i := range y {
+			y[i] = dot(data[i*rb:(i+1)*rb], qx)
+		}
+	}
+}
+
+func dotQ8_0Int8(row []byte, qx *q8x) float32 {
+	var s float32
+	for b := range qx.d {
+		blk := row[34*b : 34*b+34]
+		xq := qx.q[32*b : 32*b+32]
+		var isum int32
+		for i := range 32 {
+			isum += int32(int8(blk[2+i])) * int32(xq[i])
+		}
+		s += f16Table[uint16(blk[0])|uint16(blk[1])<<8] * qx.d[b] * float32(isum)
+	}
+	return s
+}
+
+func dotQ4_0Int8(row []byte, qx *q8x) float32 {
+	var s float32
+	for b := range qx.d {
+		blk := row[18*b : 18*b+18]
+		xq := qx.q[32*b : 32*b+32]
+		var isum int32
+		for i := range 16 {
+			isum += int32(blk[2+i]&0xf)*int32(xq[i]) + int32(blk[2+i]>>4)*int32(xq[i+16])
+		}
+		dw := f16Table[uint16(blk[0])|uint16(blk[1])<<8]
+		s += dw * (qx.d[b]*float32(isum) - 8*qx.s[b])
+	}
+	return s
+}

@@ -1,0 +1,95 @@
+package kernel
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// TestInt8 checks the Int8 kernels against a float64 evaluation of the
+// same quantized arithmetic (tight), and against the exact product (loose,
+// the activation rounding).
+func TestInt8(t *testing.T) {
+	defer SetMode(SetMode(Int8))
+	r := rand.New(rand.NewPCG(6, 6))
+	forEachImpl(t, func(t *testing.T) {
+		for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0} {
+			for _, sh := range [][2]int{{1, 32}, {3, 64}, {37, 96}, {130, 896}, {64, 4864}} {
+				rows, cols := sh[0], sh[1]
+				w := randWeight(t, r, c, rows, cols)
+				x := randX(r, cols)
+				y := make([]float32, rows)
+				MatVec(y, w, x)
+				wf := make([]float32, rows*cols)
+				if err := tensor.Dequantize(wf, c, w.Data); err != nil {
+					t.Fatal(err)
+				}
+				qx := quantizeX(x)
+				for o := range rows {
+					var want, mag float64
+					for i := range cols {
+						xv := float64(qx.d[i/32]) * float64(qx.q[i])
+						want += float64(wf[o*cols+i]) * xv
+						mag += math.Abs(float64(wf[o*cols+i]) * xv)
+					}
+					if d := math.Abs(float64(y[o]) - want); d > 4e-6*mag+1e-30 {
+						t.Fatalf("%s %dx%d row %d: %g, want %g (diff %g)", c, rows, cols, o, y[o], want, d)
+					}
+				}
+				exact, emag := naive(w, x, 0, rows)
+				for o := range rows {
+					if d := math.Abs(float64(y[o]) - exact[o]); d > 0.02*emag[o] {
+						t.Fatalf("%s %dx%d row %d: int8 %g vs exact %g: off by %g of Σ|wx|", c, rows, cols, o, y[o], exact[o], d/emag[o])
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestInt8Error reports the error of Int8 mode against Exact on random
+// Gaussian data (the numbers quoted in the package documentation).
+func TestInt8Error(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0} {
+		const rows, cols = 512, 896
+		w := randWeight(t, r, c, rows, cols)
+		x := randX(r, cols)
+		y := make([]float32, rows)
+		prev := SetMode(Int8)
+		MatVec(y, w, x)
+		SetMode(prev)
+		exact, mag := naive(w, x, 0, rows)
+		var maxRel, sumSq, refSq float64
+		for o := range rows {
+			d := float64(y[o]) - exact[o]
+			maxRel = max(maxRel, math.Abs(d)/mag[o])
+			sumSq += d * d
+			refSq += exact[o] * exact[o]
+		}
+		t.Logf("%s %dx%d: int8 vs exact: max |Δ|/Σ|w·x| = %.2e, rms(Δ)/rms(y) = %.2e", c, rows, cols, maxRel, math.Sqrt(sumSq/refSq))
+		if maxRel > 0.01 {
+			t.Errorf("%s: int8 error %g", c, maxRel)
+		}
+	}
+}
+
+func BenchmarkMatVecInt8(b *testing.B) {
+	defer SetMode(SetMode(Int8))
+	for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0} {
+		for _, sh := range benchShapes {
+			b.Run(fmt.Sprintf("%s_%dx%d", c, sh[0], sh[1]), func(b *testing.B) {
+				w := benchWeight(c, sh[0], sh[1])
+				x := randX(rand.New(rand.NewPCG(1, 2)), sh[1])
+				y := make([]float32, sh[0])
+				b.SetBytes(int64(len(w.Data)))
+				for b.Loop() {
+					MatVec(y, w, x)
+				}
+			})
+		}
+	}
+}

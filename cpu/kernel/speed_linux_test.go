@@ -1,0 +1,84 @@
+package kernel
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// threadCPU is the CPU time the calling OS thread has used: timing
+// against it instead of the wall clock keeps measurements usable on a
+// machine shared with other jobs.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return time.Duration(ts.Nano())
+}
+
+// cpuTime reports the best CPU time per call of f over several rounds.
+func cpuTime(calls int, f func()) time.Duration {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	best := time.Duration(1 << 62)
+	for range 5 {
+		t0 := threadCPU()
+		for range calls {
+			f()
+		}
+		best = min(best, (threadCPU()-t0)/time.Duration(calls))
+	}
+	return best
+}
+
+// TestKernelSpeed prints single-thread kernel throughput measured in
+// thread CPU time. Run with CORTIQ_KSPEED=1 go test -run KernelSpeed -v.
+func TestKernelSpeed(t *testing.T) {
+	if os.Getenv("CORTIQ_KSPEED") == "" {
+		t.Skip("set CORTIQ_KSPEED=1 to measure")
+	}
+	for _, c := range allCodecs {
+		for _, sh := range [][2]int{{256, 2048}, {2048, 2048}} {
+			w := benchWeight(c, sh[0], sh[1])
+			x := make([]float32, sh[1])
+			for i := range x {
+				x[i] = float32(i%7) - 3
+			}
+			y := make([]float32, sh[0])
+			k := matvecKernel(c)
+			aux := prepareX(c, x)
+			rb := len(w.Data) / sh[0]
+			d := cpuTime(max(3, 50000000/len(w.Data)), func() { k(y, w.Data, rb, x, aux) })
+			fmt.Printf("%-5s %5dx%-5d %8.1f us  %6.2f GB/s (1 thread, CPU time)\n", c, sh[0], sh[1], float64(d)/1e3, float64(len(w.Data))/float64(d))
+			if k8 := int8Kernels[c]; k8 != nil {
+				qx := quantizeX(x)
+				d := cpuTime(max(3, 50000000/len(w.Data)), func() { k8(y, w.Data, rb, qx) })
+				fmt.Printf("%-5s %5dx%-5d %8.1f us  %6.2f GB/s (1 thread, CPU time, int8 mode)\n", c, sh[0], sh[1], float64(d)/1e3, float64(len(w.Data))/float64(d))
+			}
+		}
+	}
+}
+
+func TestMatMulSpeed(t *testing.T) {
+	if os.Getenv("CORTIQ_KSPEED") == "" {
+		t.Skip("set CORTIQ_KSPEED=1 to measure")
+	}
+	serialForTest = true
+	defer func() { serialForTest = false }()
+	const n = 64
+	for _, c := range allCodecs {
+		for _, sh := range [][2]int{{1024, 1024}, {4864, 1024}, {1024, 4864}} {
+			w := benchWeight(c, sh[0], sh[1])
+			x := make([]float32, n*sh[1])
+			for i := range x {
+				x[i] = float32(i%7) - 3
+			}
+			y := make([]float32, n*sh[0])
+			d := cpuTime(1, func() { MatMul(y, w, x, n) })
+			fmt.Printf("%-5s %5dx%-5d n=%d %8.1f us  %6.2f GFLOP/s (1 thread, CPU time)\n", c, sh[0], sh[1], n, float64(d)/1e3, float64(2*n*sh[0]*sh[1])/float64(d))
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/cpu/kernel"
+	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// Session is one sequence: its position and per-layer caches.
+type Session struct {
+	b      *Backend
+	maxLen int
+	pos    int
+	caches []*kvCache  // per layer; nil for non-attention layers
+	conv   [][]float32 // per short-conv layer: the last Kernel-1 gated inputs
+	delta  []*deltaState
+
+	// hook, when set (tests), sees the residual stream after the embedding
+	// (layer -1) and after every layer: n rows of Hidden values.
+	hook func(layer int, x []float32, n int)
+}
+
+// kvCache holds the rotated keys and the values of every past position.
+// It grows on demand (doubling, up to the session length), so that a session
+// sized for a long context costs nothing until it is used.
+type kvCache struct {
+	k, v  []float32 // [positions, width]
+	width int       // kvHeads*headDim
+	limit int       // the session length
+}
+
+// ensure makes room for positions [0, n).
+func (c *kvCache) ensure(n int) {
+	if n*c.width <= len(c.k) {
+		return
+	}
+	size := max(n, min(c.limit, max(256, 2*len(c.k)/c.width)))
+	k := make([]float32, size*c.width)
+	v := make([]float32, size*c.width)
+	copy(k, c.k)
+	copy(v, c.v)
+	c.k, c.v = k, v
+}
+
+func (b *Backend) newSession(maxLen int) (*Session, error) {
+	if maxLen <= 0 {
+		return nil, fmt.Errorf("cpu: session length %d", maxLen)
+	}
+	s := &Session{b: b, maxLen: maxLen, caches: make([]*kvCache, len(b.layers)), conv: make([][]float32, len(b.layers)), delta: make([]*deltaState, len(b.layers))}
+	for i, l := range b.layers {
+		if l.delta != nil {
+			s.delta[i] = newDeltaState(l.delta)
+		}
+		if l.conv != nil {
+			s.conv[i] = make([]float32, (l.conv.spec.Kernel-1)*b.arch.Hidden)
+		}
+		if l.attn != nil {
+			at := l.attn.spec
+			kv := at.KVHeads * at.HeadDim
+			if int64(maxLen)*int64(kv) > 1<<34 {
+				return nil, fmt.Errorf("cpu: session of %d positions is too large", maxLen)
+			}
+			s.caches[i] = &kvCache{width: kv, limit: maxLen}
+		}
+	}
+	return s, nil
+}
+
+// Len is the number of positions consumed.
+func (s *Session) Len() int { return s.pos }
+
+// Reset forgets every position; the caches are reused.
+func (s *Session) Reset() {
+	s.pos = 0
+	for _, c := range s.conv {
+		clear(c)
+	}
+	for _, d := range s.delta {
+		if d != nil {
+			d.reset()
+		}
+	}
+}
+
+// Close drops the caches.
+func (s *Session) Close() error {
+	s.caches = nil
+	return nil
+}
+
+var _ backend.Session = (*Session)(nil)
+
+// Forward runs tokens through the model at positions Len()...; it returns the
+// logits of the last token, or of every token when all is true.
+func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
+	b, a := s.b, s.b.arch
+	n := len(tokens)
+	if n == 0 {
+		return nil, fmt.Errorf("cpu: forward of no tokens")
+	}
+	if s.caches == nil {
+		return nil, fmt.Errorf("cpu: session is closed")
+	}
+	if s.pos+n > s.maxLen {
+		return nil, fmt.Errorf("cpu: %d positions + %d tokens exceed the session length %d", s.pos, n, s.maxLen)
+	}
+	H := a.Hidden
+
+	// Embeddings.
+	x := make([]float32, n*H)
+	for t, tok := range tokens {
+		if tok < 0 || tok >= a.Vocab {
+			return nil, fmt.Errorf("cpu: token %d outside the vocabulary of %d", tok, a.Vocab)
+		}
+		row := x[t*H : (t+1)*H]
+		if err := tensor.Dequantize(row, b.embd.Codec, b.embd.Row(tok)); err != nil {
+			return nil, fmt.Errorf("cpu: embedding: %w", err)
+		}
+		if a.EmbedScale != 1 && a.EmbedScale != 0 {
+			kernel.Scale(row, a.EmbedScale)
+		}
+	}
+	if s.hook != nil {
+		s.hook(-1, x, n)
+	}
+
+	h := make([]float32, n*H)
+	for i, l := range b.layers {
+		// Token mixer with its residual.
+		s.norm(h, x, l.attnNorm, n)
+		var out []float32
+		switch l.spec.Mixer {
+		case model.MixerAttention:
+			out = s.attention(i, l.attn, h, n)
+		case model.MixerShortConv:
+			out = s.shortConv(l.conv, s.conv[i], h, n)
+		case model.MixerGatedDelta:
+			out = s.gatedDelta(l.delta, s.delta[i], h, n)
+		}
+		s.residual(x, out, l.postAttnNorm, n)
+
+		// Feed-forward with its residual.
+		s.norm(h, x, l.ffnNorm, n)
+		switch l.spec.FFN {
+		case model.FFNDense:
+			out = s.denseFFN(l.ffn, h, n, l.spec.FFNHidden)
+		case model.FFNMoE:
+			out = s.moeFFN(l.moe, h, n)
+		}
+		s.residual(x, out, l.postFFNNorm, n)
+		if s.hook != nil {
+			s.hook(i, x, n)
+		}
+	}
+	s.pos += n
+
+	// Final norm and logits, for the rows the caller wants.
+	rows := x
+	if !all {
+		rows = x[(n-1)*H:]
+		n = 1
+	}
+	s.norm(rows, rows, b.outNorm, n)
+	if s.hook != nil {
+		s.hook(len(b.layers), rows, n)
+	}
+	logits := make([]float32, n*a.Vocab)
+	kernel.MatMul(logits, b.output, rows, n)
+	if a.LogitScale != 1 && a.LogitScale != 0 {
+		kernel.Scale(logits, a.LogitScale)
+	}
+	if c := a.FinalSoftcap; c > 0 {
+		for i, v := range logits {
+			logits[i] = float32(math.Tanh(float64(v/c))) * c
+		}
+	}
+	return logits, nil
+}
+
+// norm writes the RMS-normalized rows of x into dst, or copies them when the
+// layer has no such norm.
+func (s *Session) norm(dst, x, w []float32, n int) {
+	if w == nil {
+		copy(dst, x)
+		return
+	}
+	a := s.b.arch
+	H := a.Hidden
+	for t := range n {
+		kernel.RMSNorm(dst[t*H:(t+1)*H], x[t*H:(t+1)*H], w, a.NormEps, a.Norm == model.NormRMSPlusOne)
+	}
+}
+
+// residual adds a branch output (optionally post-normed, then scaled) to x.
+func (s *Session) residual(x, out, postNorm []float32, n int) {
+	a := s.b.arch
+	if postNorm != nil {
+		s.norm(out, out, postNorm, n)
+	}
+	if a.ResidualScale != 1 && a.ResidualScale != 0 {
+		kernel.Axpy(x, a.ResidualScale, out)
+		return
+	}
+	kernel.Add(x, out)
+}
+
+// denseFFN is down(act(gate(h)) * up(h)).
+func (s *Session) denseFFN(f *ffnWeights, h []float32, n, ff int) []float32 {
+	a := s.b.arch
+	g := make([]float32, n*ff)
+	u := make([]float32, n*ff)
+	kernel.MatMul(g, f.gate, h, n)
+	kernel.MatMul(u, f.up, h, n)
+	activate(a.Act, g)
+	kernel.Mul(g, u)
+	out := make([]float32, n*a.Hidden)
+	kernel.MatMul(out, f.down, g, n)
+	return out
+}
+
+func activate(act model.Activation, x []float32) {
+	switch act {
+	case model.ActGELUTanh:
+		kernel.GELUTanh(x)
+	default:
+		kernel.SiLU(x)
+	}
+}

@@ -1,0 +1,465 @@
+// Package importer turns model files (a Hugging Face checkpoint directory, a
+// GGUF file, a CMF file) into a model.Model: a normalized Arch plus weights
+// under canonical tensor names (model/names.go).
+package importer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/safetensors"
+)
+
+// hfTokenizerFiles are copied into Model.Tokenizer when present.
+var hfTokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "generation_config.json", "special_tokens_map.json"}
+
+// FromHF imports a Hugging Face checkpoint directory: config.json plus
+// model.safetensors (or sharded model-*.safetensors with
+// model.safetensors.index.json), and the tokenizer files when present.
+// Weights keep their dtype (F32, F16 or BF16) and alias the memory-mapped
+// files, except fused tensors that are split (views) and MoE experts that are
+// packed into one bank per layer (copies). Model.Close releases the mapping.
+func FromHF(dir string) (*model.Model, error) {
+	cfgPath := filepath.Join(dir, "config.json")
+	cfgBytes, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return nil, fmt.Errorf("hf: %w", err)
+	}
+	var cfg hfConfig
+	if err := json.Unmarshal(cfgBytes, &cfg); err != nil {
+		return nil, fmt.Errorf("hf: %s: %w", cfgPath, err)
+	}
+	arch, err := hfArch(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("hf: %s: %w", cfgPath, err)
+	}
+	gen, _ := os.ReadFile(filepath.Join(dir, "generation_config.json"))
+	if err := hfSpecialTokens(&arch, &cfg, gen); err != nil {
+		return nil, fmt.Errorf("hf: %s: %w", dir, err)
+	}
+
+	set, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("hf: %w", err)
+	}
+	w, err := hfWeights(&cfg, &arch, set)
+	if err != nil {
+		set.Close()
+		return nil, fmt.Errorf("hf: %s: %w", dir, err)
+	}
+	if err := arch.Validate(); err != nil {
+		set.Close()
+		return nil, fmt.Errorf("hf: %s: %w", dir, err)
+	}
+
+	m := &model.Model{Arch: arch, Weights: w, Close: set.Close}
+	tok := &model.TokenizerData{Kind: "hf", Files: map[string][]byte{}}
+	for _, name := range hfTokenizerFiles {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			tok.Files[name] = b
+		}
+	}
+	if _, ok := tok.Files["tokenizer.json"]; ok {
+		m.Tokenizer = tok
+	}
+	prov := model.Provenance{Format: "hf"}
+	files := []string{cfgPath}
+	files = append(files, set.Paths()...)
+	if _, err := os.Stat(filepath.Join(dir, safetensors.IndexFile)); err == nil {
+		files = append(files, filepath.Join(dir, safetensors.IndexFile))
+	}
+	for _, name := range hfTokenizerFiles {
+		if _, ok := tok.Files[name]; ok {
+			files = append(files, filepath.Join(dir, name))
+		}
+	}
+	for _, p := range files {
+		sf, err := hfDigest(p)
+		if err != nil {
+			set.Close()
+			return nil, fmt.Errorf("hf: %w", err)
+		}
+		prov.Files = append(prov.Files, sf)
+	}
+	m.Source = prov
+	return m, nil
+}
+
+func hfDigest(path string) (model.SourceFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return model.SourceFile{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return model.SourceFile{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return model.SourceFile{Name: filepath.Base(path), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// hfSpecialTokens sets BOS and EOS: generation_config.json's eos_token_id
+// wins over config.json's, as in transformers' generate.
+func hfSpecialTokens(a *model.Arch, c *hfConfig, gen []byte) error {
+	a.BOS = -1
+	var g struct {
+		Bos json.RawMessage `json:"bos_token_id"`
+		Eos json.RawMessage `json:"eos_token_id"`
+	}
+	if len(gen) > 0 {
+		if err := json.Unmarshal(gen, &g); err != nil {
+			return fmt.Errorf("generation_config.json: %w", err)
+		}
+	}
+	bos, err := hfTokenIDs(c.BosTokenID)
+	if err != nil {
+		return fmt.Errorf("bos_token_id: %w", err)
+	}
+	if len(bos) == 0 {
+		if bos, err = hfTokenIDs(g.Bos); err != nil {
+			return fmt.Errorf("generation_config.json: bos_token_id: %w", err)
+		}
+	}
+	if len(bos) > 0 {
+		a.BOS = bos[0]
+	}
+	eos, err := hfTokenIDs(g.Eos)
+	if err != nil {
+		return fmt.Errorf("generation_config.json: eos_token_id: %w", err)
+	}
+	if len(eos) == 0 {
+		if eos, err = hfTokenIDs(c.EosTokenID); err != nil {
+			return fmt.Errorf("eos_token_id: %w", err)
+		}
+	}
+	for _, id := range append(eos, a.BOS) {
+		if id < -1 || id >= a.Vocab {
+			return fmt.Errorf("special token id %d outside the vocabulary of %d", id, a.Vocab)
+		}
+	}
+	a.EOS = eos
+	return nil
+}
+
+// hfLayerTypes returns each layer's type as transformers names it
+// ("full_attention", "sliding_attention", "conv", "linear_attention").
+func hfLayerTypes(c *hfConfig) ([]string, error) {
+	n := c.NumHiddenLayers
+	if len(c.LayerTypes) > 0 {
+		if len(c.LayerTypes) != n {
+			return nil, fmt.Errorf("layer_types has %d entries for %d layers", len(c.LayerTypes), n)
+		}
+		return c.LayerTypes, nil
+	}
+	t := make([]string, n)
+	for i := range t {
+		t[i] = "full_attention"
+	}
+	switch c.ModelType {
+	case "gemma2":
+		for i := range t {
+			if (i+1)%2 != 0 {
+				t[i] = "sliding_attention"
+			}
+		}
+	case "gemma3_text":
+		pat := deref(c.SlidingWindowPattern, deref(c.SlidingWindowPattern5, 6))
+		for i := range t {
+			if pat > 0 && (i+1)%pat != 0 {
+				t[i] = "sliding_attention"
+			}
+		}
+	case "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "smollm3":
+		if deref(c.UseSlidingWindow, false) && deref(c.SlidingWindow, 0) > 0 {
+			for i := range t {
+				if i >= deref(c.MaxWindowLayers, 0) {
+					t[i] = "sliding_attention"
+				}
+			}
+		}
+	case "mistral", "mixtral", "phi3":
+		if deref(c.SlidingWindow, 0) > 0 {
+			for i := range t {
+				t[i] = "sliding_attention"
+			}
+		}
+	case "lfm2":
+		for i := range t {
+			t[i] = "conv"
+		}
+		if len(c.FullAttnIdxs) == 0 {
+			return nil, errors.New("lfm2: neither layer_types nor full_attn_idxs is set")
+		}
+		for _, i := range c.FullAttnIdxs {
+			if i < 0 || i >= n {
+				return nil, fmt.Errorf("full_attn_idxs entry %d out of range", i)
+			}
+			t[i] = "full_attention"
+		}
+	case "qwen3_next":
+		iv := deref(c.FullAttentionInterval, 4)
+		for i := range t {
+			if iv <= 0 || (i+1)%iv != 0 {
+				t[i] = "linear_attention"
+			}
+		}
+	}
+	return t, nil
+}
+
+// hfFamilies lists the model_types FromHF understands.
+var hfFamilies = []string{
+	"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
+	"granite", "olmo2", "smollm3", "qwen2_moe", "qwen3_moe", "mixtral", "lfm2", "qwen3_next",
+}
+
+func hfArch(c *hfConfig) (model.Arch, error) {
+	var a model.Arch
+	fam := c.ModelType
+	if fam == "gemma3" {
+		return a, errors.New(`model_type "gemma3" is the multimodal checkpoint; only the text model (gemma3_text) is supported`)
+	}
+	if !slices.Contains(hfFamilies, fam) {
+		return a, fmt.Errorf("model_type %q is not supported (supported: %s)", fam, strings.Join(hfFamilies, ", "))
+	}
+	if c.HiddenSize <= 0 || c.VocabSize <= 0 || c.NumHiddenLayers <= 0 || c.NumAttentionHeads <= 0 {
+		return a, fmt.Errorf("hidden_size %d, vocab_size %d, num_hidden_layers %d, num_attention_heads %d: all must be positive",
+			c.HiddenSize, c.VocabSize, c.NumHiddenLayers, c.NumAttentionHeads)
+	}
+	const maxDim = 1 << 20
+	if c.HiddenSize > maxDim || c.VocabSize > 1<<24 || c.NumHiddenLayers > 4096 || c.NumAttentionHeads > 4096 || c.IntermediateSize > 1<<22 {
+		return a, errors.New("config dimensions are implausibly large")
+	}
+	gemma := fam == "gemma" || fam == "gemma2" || fam == "gemma3_text"
+	a.Family = fam
+	a.Vocab = c.VocabSize
+	a.Hidden = c.HiddenSize
+	a.Context = c.MaxPositionEmbeddings
+	a.NormEps = float32(deref(c.RMSNormEps, deref(c.NormEps, 1e-6)))
+	a.Norm = model.NormRMS
+	if gemma || fam == "qwen3_next" {
+		a.Norm = model.NormRMSPlusOne
+	}
+	act := c.HiddenAct
+	if gemma {
+		// Gemma's MLP uses hidden_activation; old configs said "gelu" but
+		// transformers runs the tanh approximation regardless.
+		act = c.HiddenActivation
+		if act == "" || act == "gelu" {
+			act = "gelu_pytorch_tanh"
+		}
+	}
+	switch act {
+	case "silu", "swish", "":
+		a.Act = model.ActSiLU
+	case "gelu_pytorch_tanh", "gelu_tanh", "gelu_new", "gelu_fast":
+		a.Act = model.ActGELUTanh
+	default:
+		return a, fmt.Errorf("activation %q is not supported", act)
+	}
+	a.EmbedScale = 1
+	if gemma {
+		// transformers multiplies by sqrt(hidden) cast to the model dtype.
+		a.EmbedScale = float32(math.Sqrt(float64(c.HiddenSize)))
+	}
+	a.ResidualScale = 1
+	a.LogitScale = 1
+	if fam == "granite" {
+		a.EmbedScale = float32(deref(c.EmbeddingMultiplier, 1))
+		a.ResidualScale = float32(deref(c.ResidualMultiplier, 1))
+		ls := deref(c.LogitsScaling, 1)
+		if ls == 0 {
+			return a, errors.New("logits_scaling is 0")
+		}
+		a.LogitScale = float32(1 / ls)
+	}
+	if fam == "gemma2" {
+		a.FinalSoftcap = float32(deref(c.FinalLogitSoftcapping, 0))
+	}
+	if fam == "gemma3_text" {
+		a.FinalSoftcap = float32(deref(c.FinalLogitSoftcapping, 0))
+	}
+	// transformers defaults tie_word_embeddings to true for most families
+	// (PreTrainedConfig), the weights decide in the end (see hfWeights).
+	a.TiedEmbeddings = deref(c.TieWordEmbeddings, true)
+
+	heads := c.NumAttentionHeads
+	kvHeads := deref(c.NumKeyValueHeads, heads)
+	headDim := deref(c.HeadDim, 0)
+	if headDim <= 0 {
+		headDim = c.HiddenSize / heads
+	}
+	if kvHeads <= 0 || heads%kvHeads != 0 || headDim <= 0 || headDim > 4096 {
+		return a, fmt.Errorf("num_attention_heads %d, num_key_value_heads %d, head_dim %d are inconsistent", heads, kvHeads, headDim)
+	}
+	types, err := hfLayerTypes(c)
+	if err != nil {
+		return a, err
+	}
+	if fam == "smollm3" && c.NoRopeLayers == nil {
+		iv := deref(c.NoRopeLayerInterval, 4)
+		for i := range c.NumHiddenLayers {
+			if iv > 0 && (i+1)%iv == 0 {
+				c.NoRopeLayers = append(c.NoRopeLayers, 0)
+			} else {
+				c.NoRopeLayers = append(c.NoRopeLayers, 1)
+			}
+		}
+	}
+	if c.NoRopeLayers != nil && len(c.NoRopeLayers) != c.NumHiddenLayers {
+		return a, fmt.Errorf("no_rope_layers has %d entries for %d layers", len(c.NoRopeLayers), c.NumHiddenLayers)
+	}
+
+	ffnHidden := c.IntermediateSize
+	if fam == "lfm2" {
+		ffnHidden = hfLFM2FFDim(c)
+	}
+	expertCount := deref(c.NumExperts, deref(c.NumLocalExperts, 0))
+	if expertCount > 1<<16 || deref(c.MoeIntermediateSize, 0) > 1<<22 || deref(c.SharedExpertIntermediateSize, 0) > 1<<22 {
+		return a, errors.New("MoE dimensions are implausibly large")
+	}
+	sparseStep := deref(c.DecoderSparseStep, 1)
+
+	a.Layers = make([]model.Layer, c.NumHiddenLayers)
+	for i := range a.Layers {
+		l := &a.Layers[i]
+		switch types[i] {
+		case "full_attention", "sliding_attention":
+			at := &model.Attention{
+				Heads:   heads,
+				KVHeads: kvHeads,
+				HeadDim: headDim,
+				Scale:   float32(1 / math.Sqrt(float64(headDim))),
+			}
+			at.Rope, err = c.hfRope(types[i], headDim)
+			if err != nil {
+				return a, fmt.Errorf("layer %d: %w", i, err)
+			}
+			if c.NoRopeLayers != nil && c.NoRopeLayers[i] == 0 {
+				at.Rope.Dims = 0
+			}
+			if types[i] == "sliding_attention" {
+				at.Window = deref(c.SlidingWindow, 0)
+			}
+			if q := c.QueryPreAttnScalar; q != nil && *q <= 0 {
+				return a, fmt.Errorf("query_pre_attn_scalar %v must be positive", *q)
+			}
+			switch fam {
+			case "gemma2", "gemma3_text":
+				at.Scale = float32(1 / math.Sqrt(deref(c.QueryPreAttnScalar, float64(headDim))))
+			case "granite":
+				at.Scale = float32(deref(c.AttentionMultiplier, 1/math.Sqrt(float64(headDim))))
+			}
+			if fam == "gemma2" {
+				at.Softcap = float32(deref(c.AttnLogitSoftcapping, 0))
+			}
+			switch fam {
+			case "qwen3", "qwen3_moe", "gemma3_text", "lfm2", "qwen3_next":
+				at.QKNorm = model.QKNormPerHead
+			case "olmo2":
+				at.QKNorm = model.QKNormFull
+			}
+			switch fam {
+			case "qwen2", "qwen2_moe":
+				at.Bias = true
+			case "llama", "qwen3", "qwen3_moe", "granite", "olmo2", "smollm3", "gemma", "gemma2", "gemma3_text", "qwen3_next":
+				at.Bias = deref(c.AttentionBias, false)
+				at.OutBias = at.Bias && fam != "qwen3" && fam != "qwen3_moe" && fam != "qwen3_next" && fam != "gemma3_text"
+			}
+			if fam == "qwen3_next" {
+				at.OutputGate = true
+			}
+			l.Mixer = model.MixerAttention
+			l.Attn = at
+		case "conv":
+			l.Mixer = model.MixerShortConv
+			l.Conv = &model.ShortConv{Kernel: deref(c.ConvLCache, 3)}
+		case "linear_attention":
+			l.Mixer = model.MixerGatedDelta
+			l.Delta = &model.GatedDelta{
+				KeyHeads:   deref(c.LinearNumKeyHeads, 16),
+				ValueHeads: deref(c.LinearNumValueHeads, 32),
+				KeyDim:     deref(c.LinearKeyHeadDim, 128),
+				ValueDim:   deref(c.LinearValueHeadDim, 128),
+				ConvKernel: deref(c.LinearConvKernelDim, 4),
+			}
+			if d := l.Delta; d.KeyHeads <= 0 || d.ValueHeads <= 0 || d.ValueHeads%d.KeyHeads != 0 || d.KeyDim <= 0 || d.ValueDim <= 0 || d.ConvKernel <= 0 {
+				return a, fmt.Errorf("layer %d: bad linear-attention dimensions %+v", i, *d)
+			}
+		default:
+			return a, fmt.Errorf("layer %d: layer type %q is not supported", i, types[i])
+		}
+
+		l.FFN = model.FFNDense
+		l.FFNHidden = ffnHidden
+		moeLayer := expertCount > 0 && !slices.Contains(c.MLPOnlyLayers, i) && sparseStep > 0 && (i+1)%sparseStep == 0
+		if moeLayer {
+			m := &model.MoE{
+				Experts:  expertCount,
+				TopK:     deref(c.NumExpertsPerTok, 2),
+				NormTopK: true,
+				Scoring:  "softmax",
+			}
+			switch fam {
+			case "mixtral":
+				m.ExpertHidden = c.IntermediateSize
+			case "qwen2_moe", "qwen3_moe", "qwen3_next":
+				m.ExpertHidden = deref(c.MoeIntermediateSize, 0)
+				def := fam != "qwen2_moe"
+				m.NormTopK = deref(c.NormTopkProb, def)
+			default:
+				return a, fmt.Errorf("layer %d: %d experts in a %s model", i, expertCount, fam)
+			}
+			if fam == "qwen2_moe" || fam == "qwen3_next" {
+				m.SharedHidden = deref(c.SharedExpertIntermediateSize, 0)
+				m.SharedGate = m.SharedHidden > 0
+			}
+			if m.ExpertHidden <= 0 || m.TopK <= 0 || m.TopK > m.Experts {
+				return a, fmt.Errorf("layer %d: bad MoE configuration: %d experts, top %d, width %d", i, m.Experts, m.TopK, m.ExpertHidden)
+			}
+			l.FFN = model.FFNMoE
+			l.FFNHidden = 0
+			l.MoE = m
+		}
+
+		switch fam {
+		case "gemma2", "gemma3_text":
+			l.PreMixerNorm, l.PostMixerNorm, l.PreFFNNorm, l.PostFFNNorm = true, true, true, true
+		case "olmo2":
+			l.PostMixerNorm, l.PostFFNNorm = true, true
+		default:
+			l.PreMixerNorm, l.PreFFNNorm = true, true
+		}
+	}
+	return a, a.Validate()
+}
+
+// hfLFM2FFDim reproduces transformers' Lfm2MLP width adjustment.
+func hfLFM2FFDim(c *hfConfig) int {
+	ff := c.IntermediateSize
+	if c.BlockFFDim != nil && *c.BlockFFDim > 0 && c.IntermediateSize == 0 {
+		ff = *c.BlockFFDim
+	}
+	if deref(c.BlockAutoAdjustFFDim, false) {
+		ff = int(float64(2*ff) / 3)
+		if c.BlockFFNDimMultiplier != nil {
+			ff = int(*c.BlockFFNDimMultiplier * float64(ff))
+		}
+		m := deref(c.BlockMultipleOf, 256)
+		if m > 0 {
+			ff = m * ((ff + m - 1) / m)
+		}
+	}
+	return ff
+}

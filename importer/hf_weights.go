@@ -1,0 +1,501 @@
+package importer
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/safetensors"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// Canonical names of the hybrid mixers' tensors (per layer, after "blk.N.").
+// They follow llama.cpp's GGUF names where one exists.
+const (
+	// LFM2 short convolution.
+	HFShortConvWeight = "shortconv.conv.weight"     // [hidden, kernel] depthwise taps
+	HFShortConvBias   = "shortconv.conv.bias"       // [hidden] (conv_bias only)
+	HFShortConvIn     = "shortconv.in_proj.weight"  // [3*hidden, hidden]: B, C, x
+	HFShortConvInBias = "shortconv.in_proj.bias"    // (conv_bias only)
+	HFShortConvOut    = "shortconv.out_proj.weight" // [hidden, hidden]
+	HFShortConvOutB   = "shortconv.out_proj.bias"   // (conv_bias only)
+
+	// qwen3_next gated DeltaNet, kept in transformers' layout.
+	HFDeltaQKVZ   = "ssm_in.weight"     // in_proj_qkvz [2*kh*kd + 2*vh*vd, hidden], grouped per key head
+	HFDeltaBA     = "ssm_ba.weight"     // in_proj_ba [2*vh, hidden], grouped per key head
+	HFDeltaConv   = "ssm_conv1d.weight" // [2*kh*kd + vh*vd, kernel]
+	HFDeltaDTBias = "ssm_dt.bias"       // [vh]
+	HFDeltaALog   = "ssm_a_log"         // [vh] A_log (A = -exp(A_log))
+	HFDeltaNorm   = "ssm_norm.weight"   // [vd] gated RMSNorm weight (plain w)
+	HFDeltaOut    = "ssm_out.weight"    // [hidden, vh*vd]
+)
+
+type hfLoader struct {
+	set    *safetensors.Set
+	prefix string // "model." usually
+	used   map[string]bool
+	out    model.MapWeights
+}
+
+func (h *hfLoader) fileOf(name string) string {
+	if f, ok := h.set.File(name); ok {
+		return f.Name()
+	}
+	return "checkpoint"
+}
+
+func (h *hfLoader) has(name string) bool { return h.set.Has(name) }
+
+// get fetches a source tensor and checks its shape.
+func (h *hfLoader) get(name string, shape ...int) (*tensor.Tensor, error) {
+	if !h.set.Has(name) {
+		return nil, fmt.Errorf("missing tensor %q (%s)", name, strings.Join(h.set.Paths(), ", "))
+	}
+	t, err := h.set.Tensor(name)
+	if err != nil {
+		return nil, err
+	}
+	if t.Codec == tensor.I32 {
+		return nil, fmt.Errorf("%s: tensor %q: integer dtype is not a weight", h.fileOf(name), name)
+	}
+	if !slices.Equal(t.Shape, shape) {
+		return nil, fmt.Errorf("%s: tensor %q has shape %v, config implies %v", h.fileOf(name), name, t.Shape, shape)
+	}
+	h.used[name] = true
+	return t, nil
+}
+
+// take maps a required source tensor to a canonical name.
+func (h *hfLoader) take(src, canon string, shape ...int) error {
+	t, err := h.get(src, shape...)
+	if err != nil {
+		return err
+	}
+	t.Name = canon
+	h.out[canon] = t
+	return nil
+}
+
+// takeOpt maps a source tensor when present.
+func (h *hfLoader) takeOpt(src, canon string, shape ...int) (bool, error) {
+	if !h.has(src) {
+		return false, nil
+	}
+	return true, h.take(src, canon, shape...)
+}
+
+// reshape gives a kept tensor a new shape with the same element count.
+func (h *hfLoader) reshape(canon string, shape ...int) {
+	t := h.out[canon]
+	t.Shape = shape
+}
+
+// split maps consecutive row ranges of a fused [sum(rows), cols] tensor to
+// canonical names. The parts alias the source bytes.
+func (h *hfLoader) split(src string, cols int, canon []string, rows []int) error {
+	total := 0
+	for _, r := range rows {
+		total += r
+	}
+	t, err := h.get(src, total, cols)
+	if err != nil {
+		return err
+	}
+	rb, err := t.Codec.RowBytes(cols)
+	if err != nil {
+		return fmt.Errorf("%s: tensor %q: %w", h.fileOf(src), src, err)
+	}
+	r0 := 0
+	for i, name := range canon {
+		h.out[name] = &tensor.Tensor{Name: name, Codec: t.Codec, Shape: []int{rows[i], cols}, Data: t.Data[r0*rb : (r0+rows[i])*rb]}
+		r0 += rows[i]
+	}
+	return nil
+}
+
+// bank packs per-expert [out, in] matrices into one [E, out, in] tensor.
+func (h *hfLoader) bank(srcs []string, canon string, out, in int) error {
+	var parts []*tensor.Tensor
+	for _, s := range srcs {
+		t, err := h.get(s, out, in)
+		if err != nil {
+			return err
+		}
+		if len(parts) > 0 && t.Codec != parts[0].Codec {
+			return fmt.Errorf("%s: tensor %q is %s, expert 0 is %s", h.fileOf(s), s, t.Codec, parts[0].Codec)
+		}
+		parts = append(parts, t)
+	}
+	n := len(parts[0].Data)
+	data := make([]byte, 0, n*len(parts))
+	for _, p := range parts {
+		data = append(data, p.Data...)
+	}
+	h.out[canon] = &tensor.Tensor{Name: canon, Codec: parts[0].Codec, Shape: []int{len(parts), out, in}, Data: data}
+	return nil
+}
+
+// bankFused splits transformers-5 fused expert tensors gate_up_proj
+// [E, 2*I, H] into gate and up banks.
+func (h *hfLoader) bankFused(src string, gateCanon, upCanon string, experts, inter, hidden int) error {
+	t, err := h.get(src, experts, 2*inter, hidden)
+	if err != nil {
+		return err
+	}
+	rb, err := t.Codec.RowBytes(hidden)
+	if err != nil {
+		return fmt.Errorf("%s: tensor %q: %w", h.fileOf(src), src, err)
+	}
+	half := inter * rb
+	gate := make([]byte, 0, experts*half)
+	up := make([]byte, 0, experts*half)
+	for e := range experts {
+		base := e * 2 * half
+		gate = append(gate, t.Data[base:base+half]...)
+		up = append(up, t.Data[base+half:base+2*half]...)
+	}
+	h.out[gateCanon] = &tensor.Tensor{Name: gateCanon, Codec: t.Codec, Shape: []int{experts, inter, hidden}, Data: gate}
+	h.out[upCanon] = &tensor.Tensor{Name: upCanon, Codec: t.Codec, Shape: []int{experts, inter, hidden}, Data: up}
+	return nil
+}
+
+// hfWeights maps the checkpoint's tensors to canonical names, checking every
+// shape against the architecture. It also settles the choices only the
+// weights can make: tied embeddings and which optional biases exist.
+func hfWeights(c *hfConfig, a *model.Arch, set *safetensors.Set) (model.MapWeights, error) {
+	h := &hfLoader{set: set, used: map[string]bool{}, out: model.MapWeights{}}
+	for _, p := range []string{"model.", "model.language_model.", "language_model.model.", ""} {
+		if set.Has(p + "embed_tokens.weight") {
+			h.prefix = p
+			break
+		}
+	}
+	if h.prefix == "" && !set.Has("embed_tokens.weight") {
+		return nil, fmt.Errorf("missing tensor \"model.embed_tokens.weight\" (%s)", strings.Join(set.Paths(), ", "))
+	}
+	P := h.prefix
+	H := a.Hidden
+	fam := a.Family
+	if err := h.take(P+"embed_tokens.weight", model.TokenEmbd, a.Vocab, H); err != nil {
+		return nil, err
+	}
+	finalNorm := P + "norm.weight"
+	if fam == "lfm2" {
+		finalNorm = P + "embedding_norm.weight"
+	}
+	if err := h.take(finalNorm, model.OutputNorm, H); err != nil {
+		return nil, err
+	}
+	head := "lm_head.weight"
+	if !set.Has(head) && P != "model." && set.Has(strings.TrimSuffix(P, "model.")+"lm_head.weight") {
+		head = strings.TrimSuffix(P, "model.") + "lm_head.weight"
+	}
+	if !set.Has(head) {
+		a.TiedEmbeddings = true
+	} else if a.TiedEmbeddings {
+		h.used[head] = true // transformers ties and ignores the stored copy
+	} else if err := h.take(head, model.Output, a.Vocab, H); err != nil {
+		return nil, err
+	}
+
+	for i := range a.Layers {
+		l := &a.Layers[i]
+		src := fmt.Sprintf("%slayers.%d.", P, i)
+		dst := func(s string) string { return model.LayerTensor(i, s) }
+		wrap := func(err error) error { return fmt.Errorf("layer %d: %w", i, err) }
+
+		// Norms.
+		attnNorm, ffnNorm := src+"input_layernorm.weight", src+"post_attention_layernorm.weight"
+		switch fam {
+		case "gemma2", "gemma3_text":
+			ffnNorm = src + "pre_feedforward_layernorm.weight"
+		case "lfm2":
+			attnNorm, ffnNorm = src+"operator_norm.weight", src+"ffn_norm.weight"
+		}
+		if l.PreMixerNorm {
+			if err := h.take(attnNorm, dst(model.AttnNorm), H); err != nil {
+				return nil, wrap(err)
+			}
+		}
+		if l.PostMixerNorm {
+			if err := h.take(src+"post_attention_layernorm.weight", dst(model.PostAttnNorm), H); err != nil {
+				return nil, wrap(err)
+			}
+		}
+		if l.PreFFNNorm {
+			if err := h.take(ffnNorm, dst(model.FFNNorm), H); err != nil {
+				return nil, wrap(err)
+			}
+		}
+		if l.PostFFNNorm {
+			if err := h.take(src+"post_feedforward_layernorm.weight", dst(model.PostFFNNorm), H); err != nil {
+				return nil, wrap(err)
+			}
+		}
+
+		// Mixer.
+		var err error
+		switch l.Mixer {
+		case model.MixerAttention:
+			err = h.attention(fam, src, i, l.Attn, H)
+		case model.MixerShortConv:
+			err = h.shortConv(src, i, l.Conv, H)
+		case model.MixerGatedDelta:
+			err = h.gatedDelta(src, i, l.Delta, H)
+		}
+		if err != nil {
+			return nil, wrap(err)
+		}
+
+		// FFN.
+		switch l.FFN {
+		case model.FFNDense:
+			err = h.dense(fam, src, i, l.FFNHidden, H)
+		case model.FFNMoE:
+			err = h.moe(fam, src, i, l.MoE, H)
+		}
+		if err != nil {
+			return nil, wrap(err)
+		}
+	}
+
+	// A tensor under a layer that nothing consumed means a config option
+	// this importer does not model (a bias, a norm): refuse rather than run
+	// a different network.
+	var unused []string
+	for _, n := range set.Names() {
+		if h.used[n] || strings.HasSuffix(n, "rotary_emb.inv_freq") {
+			continue
+		}
+		if strings.HasPrefix(n, P+"layers.") || n == P+"norm.weight" || n == P+"embedding_norm.weight" {
+			unused = append(unused, n)
+		}
+	}
+	if len(unused) > 0 {
+		sort.Strings(unused)
+		if len(unused) > 5 {
+			unused = append(unused[:5], fmt.Sprintf("... (%d in all)", len(unused)))
+		}
+		return nil, fmt.Errorf("tensors not understood for %s: %s", fam, strings.Join(unused, ", "))
+	}
+	return h.out, nil
+}
+
+func (h *hfLoader) attention(fam, src string, i int, at *model.Attention, H int) error {
+	dst := func(s string) string { return model.LayerTensor(i, s) }
+	qRows := at.Heads * at.HeadDim
+	if at.OutputGate {
+		qRows *= 2
+	}
+	kvRows := at.KVHeads * at.HeadDim
+	sa := src + "self_attn."
+	if fam == "phi3" {
+		if err := h.split(sa+"qkv_proj.weight", H, []string{dst(model.AttnQ), dst(model.AttnK), dst(model.AttnV)}, []int{qRows, kvRows, kvRows}); err != nil {
+			return err
+		}
+	} else {
+		if err := h.take(sa+"q_proj.weight", dst(model.AttnQ), qRows, H); err != nil {
+			return err
+		}
+		if err := h.take(sa+"k_proj.weight", dst(model.AttnK), kvRows, H); err != nil {
+			return err
+		}
+		if err := h.take(sa+"v_proj.weight", dst(model.AttnV), kvRows, H); err != nil {
+			return err
+		}
+	}
+	outName := sa + "o_proj.weight"
+	if fam == "lfm2" {
+		outName = sa + "out_proj.weight"
+	}
+	if err := h.take(outName, dst(model.AttnOut), H, at.Heads*at.HeadDim); err != nil {
+		return err
+	}
+	// Biases: required where the family always has them, else whatever
+	// the checkpoint holds (attention_bias).
+	need := at.Bias
+	at.Bias = false
+	nb := 0
+	for _, b := range []struct {
+		src, dst string
+		n        int
+	}{{"q_proj.bias", model.AttnQBias, qRows}, {"k_proj.bias", model.AttnKBias, kvRows}, {"v_proj.bias", model.AttnVBias, kvRows}} {
+		ok, err := h.takeOpt(sa+b.src, dst(b.dst), b.n)
+		if err != nil {
+			return err
+		}
+		if !ok && need {
+			return fmt.Errorf("missing tensor %q (%s requires q/k/v biases)", sa+b.src, fam)
+		}
+		if ok {
+			nb++
+		}
+	}
+	if nb != 0 && nb != 3 {
+		return fmt.Errorf("%s: only some of q/k/v have biases", sa)
+	}
+	at.Bias = nb == 3
+	outBias := strings.TrimSuffix(outName, ".weight") + ".bias"
+	ok, err := h.takeOpt(outBias, dst(model.AttnOutBias), H)
+	if err != nil {
+		return err
+	}
+	at.OutBias = ok
+
+	qn, kn := sa+"q_norm.weight", sa+"k_norm.weight"
+	if fam == "lfm2" {
+		qn, kn = sa+"q_layernorm.weight", sa+"k_layernorm.weight"
+	}
+	switch at.QKNorm {
+	case model.QKNormPerHead:
+		if err := h.take(qn, dst(model.AttnQNorm), at.HeadDim); err != nil {
+			return err
+		}
+		if err := h.take(kn, dst(model.AttnKNorm), at.HeadDim); err != nil {
+			return err
+		}
+	case model.QKNormFull:
+		if err := h.take(qn, dst(model.AttnQNorm), at.Heads*at.HeadDim); err != nil {
+			return err
+		}
+		if err := h.take(kn, dst(model.AttnKNorm), kvRows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *hfLoader) dense(fam, src string, i, ff, H int) error {
+	dst := func(s string) string { return model.LayerTensor(i, s) }
+	switch fam {
+	case "phi3":
+		if err := h.split(src+"mlp.gate_up_proj.weight", H, []string{dst(model.FFNGate), dst(model.FFNUp)}, []int{ff, ff}); err != nil {
+			return err
+		}
+		return h.take(src+"mlp.down_proj.weight", dst(model.FFNDown), H, ff)
+	case "lfm2":
+		if err := h.take(src+"feed_forward.w1.weight", dst(model.FFNGate), ff, H); err != nil {
+			return err
+		}
+		if err := h.take(src+"feed_forward.w3.weight", dst(model.FFNUp), ff, H); err != nil {
+			return err
+		}
+		return h.take(src+"feed_forward.w2.weight", dst(model.FFNDown), H, ff)
+	}
+	if err := h.take(src+"mlp.gate_proj.weight", dst(model.FFNGate), ff, H); err != nil {
+		return err
+	}
+	if err := h.take(src+"mlp.up_proj.weight", dst(model.FFNUp), ff, H); err != nil {
+		return err
+	}
+	return h.take(src+"mlp.down_proj.weight", dst(model.FFNDown), H, ff)
+}
+
+func (h *hfLoader) moe(fam, src string, i int, m *model.MoE, H int) error {
+	dst := func(s string) string { return model.LayerTensor(i, s) }
+	E, I := m.Experts, m.ExpertHidden
+	block := src + "mlp."
+	gateN, upN, downN := "gate_proj", "up_proj", "down_proj"
+	if fam == "mixtral" {
+		block = src + "block_sparse_moe."
+		gateN, upN, downN = "w1", "w3", "w2"
+	}
+	if err := h.take(block+"gate.weight", dst(model.FFNRouter), E, H); err != nil {
+		return err
+	}
+	if h.has(block + "experts.gate_up_proj") {
+		if err := h.bankFused(block+"experts.gate_up_proj", dst(model.FFNGateExps), dst(model.FFNUpExps), E, I, H); err != nil {
+			return err
+		}
+		if err := h.take(block+"experts.down_proj", dst(model.FFNDownExps), E, H, I); err != nil {
+			return err
+		}
+	} else {
+		names := func(w string) []string {
+			s := make([]string, E)
+			for e := range s {
+				s[e] = fmt.Sprintf("%sexperts.%d.%s.weight", block, e, w)
+			}
+			return s
+		}
+		if err := h.bank(names(gateN), dst(model.FFNGateExps), I, H); err != nil {
+			return err
+		}
+		if err := h.bank(names(upN), dst(model.FFNUpExps), I, H); err != nil {
+			return err
+		}
+		if err := h.bank(names(downN), dst(model.FFNDownExps), H, I); err != nil {
+			return err
+		}
+	}
+	if m.SharedHidden > 0 {
+		S := m.SharedHidden
+		if err := h.take(block+"shared_expert.gate_proj.weight", dst(model.FFNGateShexp), S, H); err != nil {
+			return err
+		}
+		if err := h.take(block+"shared_expert.up_proj.weight", dst(model.FFNUpShexp), S, H); err != nil {
+			return err
+		}
+		if err := h.take(block+"shared_expert.down_proj.weight", dst(model.FFNDownShexp), H, S); err != nil {
+			return err
+		}
+		if m.SharedGate {
+			if err := h.take(block+"shared_expert_gate.weight", dst(model.FFNShexpGate), 1, H); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (h *hfLoader) shortConv(src string, i int, sc *model.ShortConv, H int) error {
+	dst := func(s string) string { return model.LayerTensor(i, s) }
+	if err := h.take(src+"conv.conv.weight", dst(HFShortConvWeight), H, 1, sc.Kernel); err != nil {
+		return err
+	}
+	h.reshape(dst(HFShortConvWeight), H, sc.Kernel)
+	if err := h.take(src+"conv.in_proj.weight", dst(HFShortConvIn), 3*H, H); err != nil {
+		return err
+	}
+	if err := h.take(src+"conv.out_proj.weight", dst(HFShortConvOut), H, H); err != nil {
+		return err
+	}
+	for _, b := range []struct {
+		src, dst string
+		n        int
+	}{{"conv.conv.bias", HFShortConvBias, H}, {"conv.in_proj.bias", HFShortConvInBias, 3 * H}, {"conv.out_proj.bias", HFShortConvOutB, H}} {
+		if _, err := h.takeOpt(src+b.src, dst(b.dst), b.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *hfLoader) gatedDelta(src string, i int, d *model.GatedDelta, H int) error {
+	dst := func(s string) string { return model.LayerTensor(i, s) }
+	la := src + "linear_attn."
+	kd, vd := d.KeyHeads*d.KeyDim, d.ValueHeads*d.ValueDim
+	conv := 2*kd + vd
+	if err := h.take(la+"in_proj_qkvz.weight", dst(HFDeltaQKVZ), 2*kd+2*vd, H); err != nil {
+		return err
+	}
+	if err := h.take(la+"in_proj_ba.weight", dst(HFDeltaBA), 2*d.ValueHeads, H); err != nil {
+		return err
+	}
+	if err := h.take(la+"conv1d.weight", dst(HFDeltaConv), conv, 1, d.ConvKernel); err != nil {
+		return err
+	}
+	h.reshape(dst(HFDeltaConv), conv, d.ConvKernel)
+	if err := h.take(la+"dt_bias", dst(HFDeltaDTBias), d.ValueHeads); err != nil {
+		return err
+	}
+	if err := h.take(la+"A_log", dst(HFDeltaALog), d.ValueHeads); err != nil {
+		return err
+	}
+	if err := h.take(la+"norm.weight", dst(HFDeltaNorm), d.ValueDim); err != nil {
+		return err
+	}
+	return h.take(la+"out_proj.weight", dst(HFDeltaOut), H, vd)
+}

@@ -1,0 +1,36 @@
+package shaders_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cortiq/cortiq/shaders"
+	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/webgpu"
+)
+
+// TestCompile builds every module on the local adapter (skips without one):
+// a WGSL the wgpu-native front end rejects fails here, not at model load.
+func TestCompile(t *testing.T) {
+	d, err := webgpu.Open()
+	if err != nil {
+		t.Skipf("no WebGPU adapter: %v", err)
+	}
+	defer d.Close()
+	U, R, W := webgpu.Uniform, webgpu.ReadOnly, webgpu.ReadWrite
+	check := func(key, src string, kinds ...webgpu.BindKind) {
+		if _, err := d.Pipeline(key, src, kinds); err != nil {
+			t.Errorf("%s: %v", key, err)
+		}
+	}
+	for _, c := range []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0} {
+		src, _ := shaders.Embed(c)
+		check("embed/"+c.String(), src, U, R, R, R, W)
+		for _, tb := range []int{1, 4, 8, 16} {
+			src, _ := shaders.Matmul(c, tb)
+			check(fmt.Sprintf("matmul/%s/tb%d", c, tb), src, U, R, R, R, W, R)
+		}
+	}
+	check("rmsnorm", shaders.RMSNorm(false), U, R, R, R, W)
+	check("rmsnorm/ip", shaders.RMSNorm(true), U, R, R, W)
+}

@@ -1,0 +1,115 @@
+package shaders
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// allModules lists every module variant the backend can ask for.
+func allModules(t *testing.T) map[string]string {
+	mods := map[string]string{"rmsnorm": RMSNorm(false), "rmsnorm/ip": RMSNorm(true)}
+	for _, c := range Codecs {
+		src, err := Embed(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods["embed/"+c.String()] = src
+		for _, tb := range []int{1, 8} {
+			src, err := Matmul(c, tb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mods["matmul/"+c.String()+"/"+string(rune('0'+tb))] = src
+		}
+	}
+	for _, n := range []string{QKVPrep, Attention, ActMul, Argmax, Advance} {
+		src, err := Source(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods[n] = src
+	}
+	return mods
+}
+
+// The browser and wgpu-native subset: these never appear.
+func TestSubset(t *testing.T) {
+	for name, src := range allModules(t) {
+		for _, bad := range []string{"__", "enable f16", "override ", "subgroup", "dot4I8Packed", "f16>", ": f16", "<f16"} {
+			if strings.Contains(src, bad) {
+				t.Errorf("%s contains %q", name, bad)
+			}
+		}
+		if !strings.Contains(src, "@compute") {
+			t.Errorf("%s has no entry point", name)
+		}
+	}
+	if _, err := Matmul(tensor.Q4_K, 1); err == nil {
+		t.Error("q4_K matmul module produced (K-quants are converted at load)")
+	}
+	if _, err := Matmul(tensor.F32, 0); err == nil {
+		t.Error("token block 0 accepted")
+	}
+	if _, err := Source("nope"); err == nil {
+		t.Error("unknown module accepted")
+	}
+}
+
+func TestRepack(t *testing.T) {
+	// Two q8_0 blocks: scales 0x3c00 (1.0) and 0x4000 (2.0).
+	src := make([]byte, 68)
+	src[0], src[1] = 0x00, 0x3c
+	src[34], src[35] = 0x00, 0x40
+	for i := 0; i < 32; i++ {
+		src[2+i] = byte(i)
+		src[36+i] = byte(100 + i)
+	}
+	out, soff, err := RepackQ8_0(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if soff != 16 || len(out) != 64+4 {
+		t.Fatalf("soff %d len %d", soff, len(out))
+	}
+	if out[0] != 0 || out[31] != 31 || out[32] != 100 || !bytes.Equal(out[64:], []byte{0x00, 0x3c, 0x00, 0x40}) {
+		t.Fatalf("layout % x", out)
+	}
+	if _, _, err := RepackQ4_0(make([]byte, 19)); err == nil {
+		t.Error("partial q4_0 block accepted")
+	}
+}
+
+func FuzzRepack(f *testing.F) {
+	f.Add(make([]byte, 34), true)
+	f.Add(make([]byte, 36), false)
+	f.Add([]byte{1, 2, 3}, true)
+	f.Fuzz(func(t *testing.T, src []byte, q8 bool) {
+		bb, qb := 18, 16
+		rep := RepackQ4_0
+		if q8 {
+			bb, qb, rep = 34, 32, RepackQ8_0
+		}
+		out, soff, err := rep(src)
+		if len(src)%bb != 0 {
+			if err == nil {
+				t.Fatal("accepted a partial block")
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(src) / bb
+		if int(soff)*4 != n*qb || len(out)%4 != 0 || len(out) < n*(qb+2) {
+			t.Fatalf("soff %d len %d for %d blocks", soff, len(out), n)
+		}
+		for b := 0; b < n; b++ {
+			if !bytes.Equal(out[b*qb:(b+1)*qb], src[b*bb+2:(b+1)*bb]) || out[n*qb+2*b] != src[b*bb] || out[n*qb+2*b+1] != src[b*bb+1] {
+				t.Fatalf("block %d misplaced", b)
+			}
+		}
+	})
+}

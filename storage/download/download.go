@@ -1,0 +1,695 @@
+// Package download fetches files over HTTP(S) into a hackpadfs file system
+// (natively the cache directory, in the browser OPFS) with resume and
+// verification, so the same code serves both worlds.
+//
+// Contract of Fetch(ctx, fsys, url, dst, opt):
+//
+//   - Bytes go to <dst>.part; <dst>.part.json (the sidecar) records the URL,
+//     expected size, validator (strong ETag or Last-Modified) and the number
+//     of bytes synced so far.
+//   - An interrupted download resumes from the recorded offset with
+//     "Range: bytes=N-" and "If-Range: <validator>". It starts over from 0
+//     when the server ignores the range (200), the validator or the server's
+//     digest changed, the sidecar is unreadable, or no validator is known.
+//     The part's existing bytes are re-hashed on resume, never trusted.
+//   - Verification, strongest available: the caller's SHA256; else the
+//     server's sha256 (Hugging Face sends the LFS oid as X-Linked-Etag on the
+//     resolve redirect, or a 64-hex strong ETag); else the size. Result
+//     .Verified says which happened.
+//   - Only a verified download is renamed to dst, so an existing dst is
+//     always trusted: Fetch returns it as Cached without network access
+//     (re-hashing it only when Options.VerifyCached is set).
+//   - A wrong length, wrong digest or corrupted bytes give an error naming
+//     the URL and expected vs got, and remove the part and sidecar so no
+//     later call trusts them. Network errors leave them for a later resume.
+//
+// In the browser (GOOS=js) net/http uses fetch(): redirects are followed by
+// the browser, so X-Linked-Etag of a cross-origin redirect is not visible
+// and Hugging Face downloads fall back to size verification unless the
+// caller passes SHA256; cross-origin servers must allow and expose the Range,
+// If-Range, ETag and Content-Range headers through CORS.
+package download
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	gofs "io/fs"
+	"net/http"
+	"path"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hack-pad/hackpadfs"
+)
+
+// Verification says how a download was checked before it was trusted.
+type Verification int
+
+const (
+	// VerifiedNone: neither a digest nor a size was known.
+	VerifiedNone Verification = iota
+	// VerifiedSize: only the length matched the expected size.
+	VerifiedSize
+	// VerifiedETag: the sha256 the server advertised (X-Linked-Etag or a
+	// strong sha256 ETag) matched, as did the size.
+	VerifiedETag
+	// VerifiedSHA256: the caller's sha256 matched.
+	VerifiedSHA256
+)
+
+func (v Verification) String() string {
+	switch v {
+	case VerifiedSize:
+		return "size"
+	case VerifiedETag:
+		return "server-sha256"
+	case VerifiedSHA256:
+		return "sha256"
+	}
+	return "none"
+}
+
+// Progress reports a running download.
+type Progress struct {
+	Done    int64   // bytes in the part file, including resumed ones
+	Total   int64   // expected size, -1 when unknown
+	Rate    float64 // bytes per second transferred by this call
+	Resumed int64   // bytes reused from an earlier attempt
+}
+
+// Options tunes Fetch. The zero value works.
+type Options struct {
+	// Client is the HTTP client; nil means http.DefaultClient.
+	Client *http.Client
+	// Header is added to every request (e.g. Authorization; see HFHeader).
+	Header http.Header
+	// SHA256 is the expected hex digest; "" trusts the server's or the size.
+	SHA256 string
+	// Size is the expected length in bytes; 0 means unknown.
+	Size int64
+	// VerifyCached re-hashes an existing dst against SHA256 (when given)
+	// instead of trusting it.
+	VerifyCached bool
+	// Progress, if set, is called at most every ProgressInterval (default
+	// 100ms) and once when the download completes. Done only goes down when
+	// the server forces a restart from zero.
+	Progress         func(Progress)
+	ProgressInterval time.Duration
+	// Quota, if set, is called with the bytes still to be written once the
+	// size is known and before any is written; an error (see QuotaError and
+	// CheckSpace) aborts the download.
+	Quota func(needed int64) error
+	// Retries is how many times a transient failure (network error, 5xx,
+	// truncated body) is resumed automatically; 0 means none.
+	Retries int
+	// RetryDelay is the first retry's back-off, doubled each time; 0 means
+	// one second.
+	RetryDelay time.Duration
+	// CheckpointBytes is how often (in bytes) the part is synced and the
+	// sidecar updated; 0 means 16 MiB.
+	CheckpointBytes int64
+}
+
+// Result describes a completed Fetch.
+type Result struct {
+	Path     string       // dst
+	Size     int64        // bytes in dst
+	SHA256   string       // hex digest of dst; "" when Cached and not re-hashed
+	Verified Verification // how the bytes were checked
+	Resumed  int64        // bytes reused from an earlier, interrupted attempt
+	Cached   bool         // dst already existed; nothing was downloaded
+}
+
+var (
+	// ErrChecksum: the downloaded bytes do not hash to the expected sha256.
+	ErrChecksum = errors.New("checksum mismatch")
+	// ErrLength: the server sent or announced a different number of bytes.
+	ErrLength = errors.New("wrong length")
+	// ErrQuota: not enough storage for the download (see QuotaError).
+	ErrQuota = errors.New("not enough storage")
+)
+
+// QuotaError reports a failed quota pre-check.
+type QuotaError struct {
+	Needed, Available int64
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("not enough storage: need %d bytes, %d available", e.Needed, e.Available)
+}
+
+func (e *QuotaError) Is(target error) bool { return target == ErrQuota }
+
+// CheckSpace builds an Options.Quota from a function reporting available
+// bytes, such as storage.FreeSpace natively or an OPFS estimate() in the
+// browser (quota - usage).
+func CheckSpace(available func() (int64, error)) func(needed int64) error {
+	return func(needed int64) error {
+		avail, err := available()
+		if err != nil {
+			return fmt.Errorf("checking available storage: %w", err)
+		}
+		if needed > avail {
+			return &QuotaError{Needed: needed, Available: avail}
+		}
+		return nil
+	}
+}
+
+// retryable marks failures that a later attempt may get past.
+type retryable struct{ err error }
+
+func (r *retryable) Error() string { return r.err.Error() }
+func (r *retryable) Unwrap() error { return r.err }
+
+func isRetryable(err error) bool {
+	var r *retryable
+	return errors.As(err, &r)
+}
+
+// inflight serializes Fetch calls for the same dst in this process; two
+// writers on one part file would corrupt it.
+var inflight sync.Map // dst -> *sync.Mutex
+
+// PartSuffix and SidecarSuffix name the files of an unfinished download.
+const (
+	PartSuffix    = ".part"
+	SidecarSuffix = ".part.json"
+)
+
+// Fetch downloads url into fsys at dst (a slash path, see package doc).
+func Fetch(ctx context.Context, fsys hackpadfs.FS, url, dst string, opt Options) (Result, error) {
+	res, err := fetch(ctx, fsys, url, dst, opt)
+	if err != nil {
+		return res, fmt.Errorf("download %s -> %s: %w", url, dst, err)
+	}
+	return res, nil
+}
+
+func fetch(ctx context.Context, fsys hackpadfs.FS, url, dst string, opt Options) (Result, error) {
+	if !gofs.ValidPath(dst) || dst == "." {
+		return Result{}, fmt.Errorf("invalid destination path %q", dst)
+	}
+	if opt.SHA256 != "" {
+		opt.SHA256 = strings.ToLower(opt.SHA256)
+		if !isSHA256Hex(opt.SHA256) {
+			return Result{}, fmt.Errorf("expected sha256 %q is not 64 hex digits", opt.SHA256)
+		}
+	}
+	if opt.Size < 0 {
+		return Result{}, fmt.Errorf("expected size %d is negative", opt.Size)
+	}
+	m, _ := inflight.LoadOrStore(dst, new(sync.Mutex))
+	m.(*sync.Mutex).Lock()
+	defer m.(*sync.Mutex).Unlock()
+
+	if res, ok, err := cached(fsys, dst, opt); ok || err != nil {
+		return res, err
+	}
+	if dir := path.Dir(dst); dir != "." {
+		if err := hackpadfs.MkdirAll(fsys, dir, 0o755); err != nil {
+			return Result{}, err
+		}
+	}
+	d := &downloader{
+		fsys: fsys, url: url, dst: dst, opt: opt,
+		part: dst + PartSuffix, side: dst + SidecarSuffix,
+		start: time.Now(),
+	}
+	if d.opt.Client == nil {
+		d.opt.Client = http.DefaultClient
+	}
+	if d.opt.ProgressInterval <= 0 {
+		d.opt.ProgressInterval = 100 * time.Millisecond
+	}
+	if d.opt.CheckpointBytes <= 0 {
+		d.opt.CheckpointBytes = 16 << 20
+	}
+	delay := opt.RetryDelay
+	if delay <= 0 {
+		delay = time.Second
+	}
+	for attempt := 0; ; attempt++ {
+		res, err := d.attempt(ctx)
+		if err == nil {
+			return res, nil
+		}
+		if !isRetryable(err) || attempt >= opt.Retries || ctx.Err() != nil {
+			return Result{}, err
+		}
+		select {
+		case <-ctx.Done():
+			return Result{}, err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 30*time.Second)
+	}
+}
+
+// cached reports an existing, previously verified dst.
+func cached(fsys hackpadfs.FS, dst string, opt Options) (Result, bool, error) {
+	fi, err := hackpadfs.Stat(fsys, dst)
+	if err != nil || fi.IsDir() {
+		return Result{}, false, nil
+	}
+	if opt.Size > 0 && fi.Size() != opt.Size {
+		return Result{}, false, nil // a different version: download again
+	}
+	res := Result{Path: dst, Size: fi.Size(), Cached: true, Verified: VerifiedNone}
+	if opt.VerifyCached && opt.SHA256 != "" {
+		f, err := fsys.Open(dst)
+		if err != nil {
+			return Result{}, false, err
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return Result{}, false, err
+		}
+		res.SHA256 = hex.EncodeToString(h.Sum(nil))
+		if res.SHA256 != opt.SHA256 {
+			return Result{}, false, nil
+		}
+		res.Verified = VerifiedSHA256
+	}
+	return res, true, nil
+}
+
+type downloader struct {
+	fsys       hackpadfs.FS
+	url, dst   string
+	part, side string
+	opt        Options
+	start      time.Time
+
+	// Per attempt.
+	sc      *sidecar
+	off     int64 // bytes of the part already hashed
+	h       hash.Hash
+	resumed int64
+	fresh   int64 // bytes transferred by this Fetch call
+	last    time.Time
+}
+
+// discard forgets any partial download.
+func (d *downloader) discard() {
+	hackpadfs.Remove(d.fsys, d.part)
+	hackpadfs.Remove(d.fsys, d.side)
+	d.sc, d.off, d.h = nil, 0, sha256.New()
+}
+
+// load restores the partial download, if any and usable: it checks the
+// sidecar and re-hashes the part's first sc.Done bytes.
+func (d *downloader) load() {
+	d.sc, d.off, d.h = nil, 0, sha256.New()
+	b, err := hackpadfs.ReadFile(d.fsys, d.side)
+	if err != nil {
+		hackpadfs.Remove(d.fsys, d.part)
+		return
+	}
+	sc, err := parseSidecar(b)
+	switch {
+	case err != nil, sc.URL != d.url,
+		d.opt.SHA256 != "" && sc.SHA256 != "" && sc.SHA256 != d.opt.SHA256,
+		d.opt.Size > 0 && sc.Size >= 0 && sc.Size != d.opt.Size:
+		d.discard()
+		return
+	}
+	fi, err := hackpadfs.Stat(d.fsys, d.part)
+	if err != nil {
+		d.discard()
+		return
+	}
+	off := min(fi.Size(), sc.Done)
+	if off > 0 {
+		f, err := d.fsys.Open(d.part)
+		if err != nil {
+			d.discard()
+			return
+		}
+		n, err := io.Copy(d.h, io.LimitReader(f, off))
+		f.Close()
+		if err != nil || n != off {
+			d.discard()
+			return
+		}
+	}
+	d.sc, d.off = sc, off
+}
+
+// response is what attempt learned from the server.
+type response struct {
+	resp      *http.Response
+	linkedSHA string // X-Linked-Etag seen anywhere on the redirect chain
+	linkedLen int64  // X-Linked-Size, -1 if absent
+}
+
+func (d *downloader) get(ctx context.Context, from int64, validator string) (*response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range d.opt.Header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	if runtime.GOOS != "js" {
+		// Transparent gzip would hide the real length and break ranges.
+		req.Header.Set("Accept-Encoding", "identity")
+	}
+	if from > 0 {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", from))
+		req.Header.Set("If-Range", validator)
+	}
+	r := &response{linkedLen: -1}
+	note := func(h http.Header) {
+		if s := shaFromETag(h.Get("X-Linked-Etag")); s != "" {
+			r.linkedSHA = s
+		}
+		if n, err := strconv.ParseInt(h.Get("X-Linked-Size"), 10, 64); err == nil && n >= 0 {
+			r.linkedLen = n
+		}
+	}
+	client := *d.opt.Client
+	orig := client.CheckRedirect
+	client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.Response != nil {
+			note(req.Response.Header)
+		}
+		if orig != nil {
+			return orig(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, &retryable{err}
+	}
+	note(resp.Header)
+	r.resp = resp
+	return r, nil
+}
+
+// shaFromETag returns the lowercase sha256 hex in a strong ETag, or "".
+func shaFromETag(etag string) string {
+	if strings.HasPrefix(etag, "W/") {
+		return ""
+	}
+	s := strings.ToLower(strings.Trim(etag, `"`))
+	if isSHA256Hex(s) {
+		return s
+	}
+	return ""
+}
+
+// validatorOf picks the If-Range validator: a strong ETag, else
+// Last-Modified.
+func validatorOf(h http.Header) string {
+	if et := h.Get("ETag"); et != "" && !strings.HasPrefix(et, "W/") {
+		return et
+	}
+	return h.Get("Last-Modified")
+}
+
+// parseContentRange parses "bytes start-end/total" (total may be "*").
+func parseContentRange(s string) (start, end, total int64, ok bool) {
+	rest, found := strings.CutPrefix(s, "bytes ")
+	if !found {
+		return 0, 0, 0, false
+	}
+	rng, tot, found := strings.Cut(rest, "/")
+	if !found {
+		return 0, 0, 0, false
+	}
+	a, b, found := strings.Cut(rng, "-")
+	if !found {
+		return 0, 0, 0, false
+	}
+	var err1, err2, err3 error
+	start, err1 = strconv.ParseInt(a, 10, 64)
+	end, err2 = strconv.ParseInt(b, 10, 64)
+	total = -1
+	if tot != "*" {
+		total, err3 = strconv.ParseInt(tot, 10, 64)
+	}
+	if err1 != nil || err2 != nil || err3 != nil || start < 0 || end < start || (total >= 0 && end >= total) {
+		return 0, 0, 0, false
+	}
+	return start, end, total, true
+}
+
+func (d *downloader) attempt(ctx context.Context) (Result, error) {
+	d.load()
+	if d.off > 0 && d.sc.Validator == "" {
+		d.discard() // nothing to make If-Range safe with
+	}
+	var (
+		r     *response
+		total int64 = -1
+	)
+	for tries := 0; ; tries++ {
+		if tries == 3 {
+			return Result{}, errors.New("server keeps rejecting the resume request")
+		}
+		validator := ""
+		if d.sc != nil {
+			validator = d.sc.Validator
+		}
+		var err error
+		r, err = d.get(ctx, d.off, validator)
+		if err != nil {
+			return Result{}, err
+		}
+		resp := r.resp
+		restart := func() {
+			resp.Body.Close()
+			d.discard()
+		}
+		switch code := resp.StatusCode; {
+		case code == http.StatusPartialContent:
+			start, _, tot, ok := parseContentRange(resp.Header.Get("Content-Range"))
+			if d.off == 0 || !ok || start != d.off {
+				restart()
+				continue
+			}
+			if (d.sc.Size >= 0 && tot >= 0 && tot != d.sc.Size) ||
+				(resp.Header.Get("ETag") != "" && strings.HasPrefix(d.sc.Validator, `"`) && resp.Header.Get("ETag") != d.sc.Validator) ||
+				(r.linkedSHA != "" && d.opt.SHA256 == "" && d.sc.SHA256 != "" && r.linkedSHA != d.sc.SHA256) {
+				restart() // the resource changed under us
+				continue
+			}
+			total = tot
+			if total < 0 {
+				total = d.sc.Size
+			}
+		case code == http.StatusOK:
+			if d.off > 0 {
+				// Range ignored or If-Range failed: this is the whole body.
+				hackpadfs.Remove(d.fsys, d.side)
+				d.sc, d.off, d.h = nil, 0, sha256.New()
+			}
+			if resp.ContentLength >= 0 && !resp.Uncompressed {
+				total = resp.ContentLength
+			}
+		case code == http.StatusRequestedRangeNotSatisfiable && d.off > 0 && d.sc.Size == d.off:
+			resp.Body.Close()
+			resp.Body = http.NoBody
+			total = d.off // everything is already here
+		case code == http.StatusRequestedRangeNotSatisfiable && d.off > 0:
+			restart()
+			continue
+		case code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout:
+			resp.Body.Close()
+			return Result{}, &retryable{fmt.Errorf("HTTP %s", resp.Status)}
+		default:
+			resp.Body.Close()
+			return Result{}, fmt.Errorf("HTTP %s", resp.Status)
+		}
+		break
+	}
+	resp := r.resp
+	defer resp.Body.Close()
+
+	// Reconcile every size claim before writing a byte.
+	if r.linkedLen >= 0 {
+		if total < 0 {
+			total = r.linkedLen
+		} else if total != r.linkedLen {
+			d.discard()
+			return Result{}, fmt.Errorf("%w: server sends %d bytes but X-Linked-Size says %d", ErrLength, total, r.linkedLen)
+		}
+	}
+	if d.opt.Size > 0 {
+		if total >= 0 && total != d.opt.Size {
+			d.discard()
+			return Result{}, fmt.Errorf("%w: expected %d bytes, server has %d", ErrLength, d.opt.Size, total)
+		}
+		total = d.opt.Size
+	}
+	serverSHA := r.linkedSHA
+	if serverSHA == "" {
+		serverSHA = shaFromETag(resp.Header.Get("ETag"))
+	}
+	if d.sc == nil {
+		want := d.opt.SHA256
+		if want == "" {
+			want = serverSHA
+		}
+		d.sc = &sidecar{Version: sidecarVersion, URL: d.url, Size: total, Validator: validatorOf(resp.Header), SHA256: want}
+	}
+	if d.opt.Quota != nil && total >= 0 {
+		if err := d.opt.Quota(total - d.off); err != nil {
+			return Result{}, err
+		}
+	}
+	d.resumed = d.off
+
+	f, err := hackpadfs.OpenFile(d.fsys, d.part, hackpadfs.FlagReadWrite|hackpadfs.FlagCreate, 0o644)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	if err := hackpadfs.TruncateFile(f, d.off); err != nil {
+		return Result{}, err
+	}
+	if _, err := hackpadfs.SeekFile(f, d.off, io.SeekStart); err != nil {
+		return Result{}, err
+	}
+	if err := d.checkpoint(f, d.off); err != nil {
+		return Result{}, err
+	}
+
+	done := d.off
+	buf := make([]byte, 1<<20)
+	nextCheckpoint := done + d.opt.CheckpointBytes
+	d.report(done, total, true)
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			if total >= 0 && done+int64(n) > total {
+				f.Close()
+				f = nil
+				d.discard()
+				return Result{}, fmt.Errorf("%w: server sent more than the expected %d bytes", ErrLength, total)
+			}
+			if _, err := hackpadfs.WriteFile(f, buf[:n]); err != nil {
+				d.checkpoint(f, done)
+				return Result{}, err
+			}
+			d.h.Write(buf[:n])
+			done += int64(n)
+			d.fresh += int64(n)
+			d.report(done, total, false)
+			if done >= nextCheckpoint {
+				if err := d.checkpoint(f, done); err != nil {
+					return Result{}, err
+				}
+				nextCheckpoint = done + d.opt.CheckpointBytes
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			d.checkpoint(f, done)
+			return Result{}, &retryable{fmt.Errorf("after %d of %s bytes: %w", done, sizeString(total), rerr)}
+		}
+	}
+	if total >= 0 && done < total {
+		d.checkpoint(f, done)
+		return Result{}, &retryable{fmt.Errorf("%w: connection ended after %d of %d bytes", io.ErrUnexpectedEOF, done, total)}
+	}
+
+	// Verify, then publish.
+	got := hex.EncodeToString(d.h.Sum(nil))
+	res := Result{Path: d.dst, Size: done, SHA256: got, Resumed: d.resumed}
+	switch {
+	case d.opt.SHA256 != "":
+		if got != d.opt.SHA256 {
+			f.Close()
+			f = nil
+			d.discard()
+			return Result{}, fmt.Errorf("%w: expected sha256 %s, got %s (%d bytes)", ErrChecksum, d.opt.SHA256, got, done)
+		}
+		res.Verified = VerifiedSHA256
+	case d.sc.SHA256 != "":
+		if want := d.sc.SHA256; got != want {
+			f.Close()
+			f = nil
+			d.discard()
+			return Result{}, fmt.Errorf("%w: server advertised sha256 %s, got %s (%d bytes)", ErrChecksum, want, got, done)
+		}
+		res.Verified = VerifiedETag
+	case total >= 0:
+		res.Verified = VerifiedSize
+	}
+	if err := hackpadfs.SyncFile(f); err != nil && !errors.Is(err, hackpadfs.ErrNotImplemented) {
+		return Result{}, err
+	}
+	err = f.Close()
+	f = nil
+	if err != nil {
+		return Result{}, err
+	}
+	if err := hackpadfs.Rename(d.fsys, d.part, d.dst); err != nil {
+		return Result{}, err
+	}
+	hackpadfs.Remove(d.fsys, d.side)
+	d.report(done, total, true)
+	return res, nil
+}
+
+// checkpoint makes the first done bytes of the part durable and records
+// them in the sidecar, written via a temporary file and a rename so a crash
+// never leaves a half-written sidecar.
+func (d *downloader) checkpoint(f hackpadfs.File, done int64) error {
+	if err := hackpadfs.SyncFile(f); err != nil && !errors.Is(err, hackpadfs.ErrNotImplemented) {
+		return err
+	}
+	d.sc.Done = done
+	tmp := d.side + ".tmp"
+	if err := hackpadfs.WriteFullFile(d.fsys, tmp, d.sc.marshal(), 0o644); err != nil {
+		return err
+	}
+	return hackpadfs.Rename(d.fsys, tmp, d.side)
+}
+
+func (d *downloader) report(done, total int64, force bool) {
+	if d.opt.Progress == nil {
+		return
+	}
+	now := time.Now()
+	if !force && now.Sub(d.last) < d.opt.ProgressInterval {
+		return
+	}
+	d.last = now
+	var rate float64
+	if el := now.Sub(d.start).Seconds(); el > 0 {
+		rate = float64(d.fresh) / el
+	}
+	d.opt.Progress(Progress{Done: done, Total: total, Rate: rate, Resumed: d.resumed})
+}
+
+func sizeString(n int64) string {
+	if n < 0 {
+		return "unknown"
+	}
+	return strconv.FormatInt(n, 10)
+}

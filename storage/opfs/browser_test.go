@@ -1,0 +1,49 @@
+//go:build !js
+
+package opfs_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cortiq/cortiq/e2e/wasmtest"
+)
+
+// TestInChromium runs this package's GOOS=js tests (the hackpadfs
+// conformance suite on OPFS among them) inside a dedicated Worker of headless
+// Chromium. Set OPFS_TEST_RUN to pass a -test.run pattern through.
+func TestInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opfs: browser tests skipped in -short mode")
+	}
+	if _, err := wasmtest.ChromiumPath(); errors.Is(err, wasmtest.ErrNoChromium) {
+		t.Skipf("opfs: skipping browser tests: %v", err)
+	}
+	args := []string{"-test.v"}
+	if r := os.Getenv("OPFS_TEST_RUN"); r != "" {
+		args = append(args, "-test.run="+r)
+	}
+	// Stream the browser's output under -v; otherwise show it on failure.
+	var buf bytes.Buffer
+	var out io.Writer = &buf
+	if testing.Verbose() {
+		out = os.Stdout
+	}
+	code, err := wasmtest.Run(context.Background(), wasmtest.Options{
+		Package: ".",
+		Args:    args,
+		Timeout: 5 * time.Minute,
+		Output:  out,
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, buf.Bytes())
+	}
+	if code != 0 {
+		t.Fatalf("GOOS=js tests failed in Chromium (exit code %d):\n%s", code, buf.Bytes())
+	}
+}

@@ -1,0 +1,15 @@
+package tokenizer
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+func BenchmarkLoadLlama3(b *testing.B) {
+	path := filepath.Join(sharedDir(b), "fixtures", "tokenizers", "llama3.tokenizer.json.gz")
+	for b.Loop() {
+		if _, err := FromFile(path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,712 @@
+// Package webgpu is cortiq's native WebGPU backend: the forward pass of a
+// dense attention transformer (every model.Arch whose layers are attention
+// mixers with dense FFNs) on one GPU through wgpu-native, with the kernels
+// of package shaders.
+//
+// Contract, as the engine facade relies on it:
+//   - New refuses (an error, nothing allocated left behind) what it cannot run
+//     exactly: other mixers, MoE, unsupported codecs or shapes. Errors wrap
+//     ErrNoAdapter when there is no GPU and ErrUnsupported for the model.
+//   - Session.Forward returns the same logits as the CPU reference (to float32
+//     rounding) or an error; never partial results. After an error the session
+//     is unusable and the facade replays the sequence on the CPU.
+//   - Weights are uploaded once at New and stay resident. A session's KV
+//     cache, activations and bind groups are created once at NewSession.
+//   - One decode step is one command buffer, one submit, one readback of the
+//     logits (or of k picked ids with ForwardGreedy). A prompt runs in chunks
+//     of Options.Chunk positions, one submit per chunk.
+//   - When the model does not fit Options.VRAMBudget (or CORTIQ_GPU_LAYERS
+//     says so), the device runs a subset of layers and Options.Host runs the
+//     rest on the CPU, the hidden state crossing at each boundary.
+package webgpu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/shaders"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// ErrUnsupported is wrapped when the model needs something this backend does
+// not compute; the facade should use the CPU backend.
+var ErrUnsupported = errors.New("unsupported")
+
+// HostLayers runs decoder layers on the CPU for a device session whose
+// model does not fit on the device. x holds n hidden rows (n*hidden floats)
+// for positions pos0..pos0+n-1 and is updated in place by layers
+// [from, to). The host keeps its own KV cache for those layers.
+type HostLayers interface {
+	ForwardLayers(x []float32, n, pos0, from, to int) error
+	Reset()
+	Close() error
+}
+
+// HostFactory opens a HostLayers for one session of at most maxLen positions.
+type HostFactory func(maxLen int) (HostLayers, error)
+
+// Options configure the backend. The zero value runs everything on the
+// device with its own adapter.
+type Options struct {
+	// VRAMBudget bounds the bytes of weights kept on the device (0 = no
+	// bound but the device's). When the model does not fit, the leading
+	// layers that fit run on the device (embedding and head always do) and
+	// the rest on Host. Sessions (KV cache, activations) allocate beyond
+	// it: leave them headroom.
+	VRAMBudget int64
+	// Layers selects the device layers, CORTIQ_GPU_LAYERS syntax
+	// ("0-9,20-29"); empty reads CORTIQ_GPU_LAYERS, and when that is unset
+	// too every layer is eligible.
+	Layers string
+	// Chunk is the number of prompt positions per prefill submit (default 32).
+	Chunk int
+	// Host runs the layers the device does not. Required only then.
+	Host HostFactory
+	// Device, when set, is used instead of opening one; the backend does not
+	// close it.
+	Device *Device
+}
+
+// Backend runs one model on one device.
+type Backend struct {
+	arch    *model.Arch
+	dev     *Device
+	ownsDev bool
+	opts    Options
+
+	emb       *dweight
+	embScale  float32
+	head      *dweight
+	finalNorm *Buffer
+	layers    []*dlayer // nil where the layer runs on the host
+	host      HostFactory
+
+	zero *Buffer // bound where a kernel's optional input is absent
+
+	maxQKV, maxFFN, maxAtt int
+
+	stats struct {
+		sync.Mutex
+		resident, upload int64
+		submits, tokens  int64
+		hostLayerRuns    int64
+	}
+	tokenWeightBytes int64
+	closed           atomic.Bool
+}
+
+type dlayer struct {
+	spec                                        *model.Layer
+	at                                          *model.Attention
+	attnNorm, postAttnNorm, ffnNorm, postFFNNorm *Buffer
+	qkv                                         []*dweight // fused [q;k;v] or q, k, v
+	qkvBias                                     *Buffer    // [q|k|v] biases (fused qkv) or nil
+	biasParts                                   []*Buffer  // q, k, v biases (separate projections)
+	qNorm, kNorm                                *Buffer    // full-width q/k norm weights
+	o                                           *dweight
+	oBias                                       *Buffer
+	qkn                                         *Buffer // [q norm | k norm] or nil
+	knOff                                       int
+	gu                                          []*dweight // fused [gate;up] or gate, up
+	down                                        *dweight
+	invFreq                                     []float32
+	mscale                                      float32
+	qw, kvw, f                                  int
+}
+
+// New uploads m's weights to a device and prepares the kernels.
+func New(m *model.Model, opts Options) (*Backend, error) {
+	a := &m.Arch
+	if err := a.Validate(); err != nil {
+		return nil, fmt.Errorf("webgpu: %w", err)
+	}
+	if err := checkArch(a); err != nil {
+		return nil, err
+	}
+	if opts.Chunk <= 0 {
+		opts.Chunk = 32
+	}
+	spec := opts.Layers
+	if spec == "" {
+		spec = os.Getenv("CORTIQ_GPU_LAYERS")
+	}
+	allowed, err := ParseLayerRanges(spec, len(a.Layers))
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{arch: a, opts: opts, host: opts.Host}
+	b.dev = opts.Device
+	if b.dev == nil {
+		b.dev, err = Open()
+		if err != nil {
+			return nil, err
+		}
+		b.ownsDev = true
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			b.Close()
+		}
+	}()
+	if err := b.load(m, allowed); err != nil {
+		return nil, err
+	}
+	if err := b.buildPipelines(); err != nil {
+		return nil, err
+	}
+	ok = true
+	return b, nil
+}
+
+// checkArch refuses what the kernels do not compute.
+func checkArch(a *model.Arch) error {
+	if a.Hidden%4 != 0 {
+		return fmt.Errorf("webgpu: %w: hidden %d is not a multiple of 4", ErrUnsupported, a.Hidden)
+	}
+	for i, l := range a.Layers {
+		if l.Mixer != model.MixerAttention {
+			return fmt.Errorf("webgpu: %w: layer %d mixer %q", ErrUnsupported, i, l.Mixer)
+		}
+		if l.FFN != model.FFNDense {
+			return fmt.Errorf("webgpu: %w: layer %d FFN %q", ErrUnsupported, i, l.FFN)
+		}
+		at := l.Attn
+		if at.OutputGate {
+			return fmt.Errorf("webgpu: %w: layer %d attention output gate", ErrUnsupported, i)
+		}
+		if at.HeadDim > 256 || at.HeadDim%4 != 0 {
+			return fmt.Errorf("webgpu: %w: layer %d head_dim %d (kernels take multiples of 4 up to 256)", ErrUnsupported, i, at.HeadDim)
+		}
+		if l.FFNHidden%4 != 0 {
+			return fmt.Errorf("webgpu: %w: layer %d FFN width %d", ErrUnsupported, i, l.FFNHidden)
+		}
+	}
+	switch a.Act {
+	case model.ActSiLU, model.ActGELUTanh:
+	default:
+		return fmt.Errorf("webgpu: %w: activation %q", ErrUnsupported, a.Act)
+	}
+	return nil
+}
+
+func orOne(v float32) float32 {
+	if v == 0 {
+		return 1
+	}
+	return v
+}
+
+func (b *Backend) tensor(m *model.Model, name string) (*tensor.Tensor, error) {
+	t, ok := m.Weights.Tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("webgpu: missing tensor %q", name)
+	}
+	return t, nil
+}
+
+func (b *Backend) uploadWeight(label string, ts ...*tensor.Tensor) (*dweight, error) {
+	data, codec, rows, cols, soff, err := encodeForDevice(ts)
+	if err != nil {
+		return nil, err
+	}
+	buf, err := b.dev.upload(label, data)
+	if err != nil {
+		return nil, err
+	}
+	b.stats.resident += int64(buf.Size())
+	b.stats.upload += int64(len(data))
+	return &dweight{name: label, buf: buf, codec: codec, rows: rows, cols: cols, soff: soff, bytes: int64(len(data))}, nil
+}
+
+func (b *Backend) uploadF32(label string, v []float32) (*Buffer, error) {
+	buf, err := b.dev.upload(label, F32Bytes(v))
+	if err != nil {
+		return nil, err
+	}
+	b.stats.resident += int64(buf.Size())
+	b.stats.upload += int64(4 * len(v))
+	return buf, nil
+}
+
+func (b *Backend) uploadVec(m *model.Model, name string, n int) (*Buffer, error) {
+	t, err := b.tensor(m, name)
+	if err != nil {
+		return nil, err
+	}
+	v, err := vectorF32(t, n)
+	if err != nil {
+		return nil, err
+	}
+	return b.uploadF32(name, v)
+}
+
+// sameCodec reports whether ts can be fused into one device weight.
+func sameCodec(ts ...*tensor.Tensor) bool {
+	for _, t := range ts[1:] {
+		if t.Codec != ts[0].Codec || t.Cols() != ts[0].Cols() {
+			return false
+		}
+	}
+	return true
+}
+
+// layerBytes estimates the device bytes of layer i's weights.
+func layerBytes(m *model.Model, i int) int64 {
+	var n int64
+	for _, name := range m.Weights.Names() {
+		if len(name) > 4 && name[:4] == "blk." {
+			var li int
+			if _, err := fmt.Sscanf(name, "blk.%d.", &li); err == nil && li == i {
+				t, _ := m.Weights.Tensor(name)
+				n += deviceBytes(t.Codec, t.Rows(), t.Cols())
+			}
+		}
+	}
+	return n
+}
+
+func (b *Backend) load(m *model.Model, allowed []bool) error {
+	a := b.arch
+	embT, err := b.tensor(m, model.TokenEmbd)
+	if err != nil {
+		return err
+	}
+	if embT.Rows() != a.Vocab || embT.Cols() != a.Hidden {
+		return fmt.Errorf("webgpu: %s shape %v, want [%d %d]", model.TokenEmbd, embT.Shape, a.Vocab, a.Hidden)
+	}
+	headT := embT
+	if !a.TiedEmbeddings {
+		if headT, err = b.tensor(m, model.Output); err != nil {
+			return err
+		}
+	}
+	// Placement: embedding, head and final norm always; then the allowed
+	// layers in order while they fit the budget. The first that does not
+	// fit ends the device's share (a prefix of the allowed layers).
+	budget := b.opts.VRAMBudget
+	used := deviceBytes(embT.Codec, embT.Rows(), embT.Cols()) + int64(4*a.Hidden)
+	if !a.TiedEmbeddings {
+		used += deviceBytes(headT.Codec, headT.Rows(), headT.Cols())
+	}
+	if budget > 0 && used > budget {
+		return fmt.Errorf("webgpu: %w: embedding and head need %d bytes, budget %d", ErrUnsupported, used, budget)
+	}
+	onDev := make([]bool, len(a.Layers))
+	full := false
+	for i := range a.Layers {
+		if !allowed[i] || full {
+			continue
+		}
+		lb := layerBytes(m, i)
+		if budget > 0 && used+lb > budget {
+			full = true
+			continue
+		}
+		used += lb
+		onDev[i] = true
+	}
+	for i, on := range onDev {
+		if !on && b.host == nil {
+			return fmt.Errorf("webgpu: %w: layer %d is off the device (budget or CORTIQ_GPU_LAYERS) and no host runner is set", ErrUnsupported, i)
+		}
+	}
+
+	if b.zero, err = b.dev.NewStorage("zero", 16); err != nil {
+		return err
+	}
+	if b.emb, err = b.uploadWeight(model.TokenEmbd, embT); err != nil {
+		return err
+	}
+	b.embScale = orOne(a.EmbedScale)
+	if a.TiedEmbeddings {
+		b.head = b.emb
+	} else if b.head, err = b.uploadWeight(model.Output, headT); err != nil {
+		return err
+	}
+	if b.head.rows != a.Vocab || b.head.cols != a.Hidden {
+		return fmt.Errorf("webgpu: head shape [%d %d], want [%d %d]", b.head.rows, b.head.cols, a.Vocab, a.Hidden)
+	}
+	if b.finalNorm, err = b.uploadVec(m, model.OutputNorm, a.Hidden); err != nil {
+		return err
+	}
+	b.tokenWeightBytes = b.head.bytes
+	b.layers = make([]*dlayer, len(a.Layers))
+	for i := range a.Layers {
+		l := &a.Layers[i]
+		at := l.Attn
+		qw, kvw := at.Heads*at.HeadDim, at.KVHeads*at.HeadDim
+		b.maxQKV = max(b.maxQKV, qw+2*kvw)
+		b.maxAtt = max(b.maxAtt, qw)
+		b.maxFFN = max(b.maxFFN, l.FFNHidden)
+		if !onDev[i] {
+			continue
+		}
+		dl, err := b.loadLayer(m, i)
+		if err != nil {
+			return err
+		}
+		b.layers[i] = dl
+		for _, w := range dl.qkv {
+			b.tokenWeightBytes += w.bytes
+		}
+		for _, w := range dl.gu {
+			b.tokenWeightBytes += w.bytes
+		}
+		b.tokenWeightBytes += dl.o.bytes + dl.down.bytes
+	}
+	return nil
+}
+
+func (b *Backend) loadLayer(m *model.Model, i int) (*dlayer, error) {
+	a := b.arch
+	l := &a.Layers[i]
+	at := l.Attn
+	dl := &dlayer{spec: l, at: at, qw: at.Heads * at.HeadDim, kvw: at.KVHeads * at.HeadDim, f: l.FFNHidden}
+	name := func(s string) string { return model.LayerTensor(i, s) }
+	var err error
+	vec := func(dst **Buffer, on bool, s string, n int) {
+		if err == nil && on {
+			*dst, err = b.uploadVec(m, name(s), n)
+		}
+	}
+	vec(&dl.attnNorm, l.PreMixerNorm, model.AttnNorm, a.Hidden)
+	vec(&dl.postAttnNorm, l.PostMixerNorm, model.PostAttnNorm, a.Hidden)
+	vec(&dl.ffnNorm, l.PreFFNNorm, model.FFNNorm, a.Hidden)
+	vec(&dl.postFFNNorm, l.PostFFNNorm, model.PostFFNNorm, a.Hidden)
+	if err != nil {
+		return nil, err
+	}
+	get := func(s string, rows, cols int) (*tensor.Tensor, error) {
+		t, err := b.tensor(m, name(s))
+		if err != nil {
+			return nil, err
+		}
+		if t.Rows() != rows || t.Cols() != cols {
+			return nil, fmt.Errorf("webgpu: %s shape %v, want [%d %d]", t.Name, t.Shape, rows, cols)
+		}
+		return t, nil
+	}
+	q, err := get(model.AttnQ, dl.qw, a.Hidden)
+	if err != nil {
+		return nil, err
+	}
+	k, err := get(model.AttnK, dl.kvw, a.Hidden)
+	if err != nil {
+		return nil, err
+	}
+	v, err := get(model.AttnV, dl.kvw, a.Hidden)
+	if err != nil {
+		return nil, err
+	}
+	if sameCodec(q, k, v) {
+		w, err := b.uploadWeight(name("attn_qkv"), q, k, v)
+		if err != nil {
+			return nil, err
+		}
+		dl.qkv = []*dweight{w}
+	} else {
+		for _, t := range []*tensor.Tensor{q, k, v} {
+			w, err := b.uploadWeight(t.Name, t)
+			if err != nil {
+				return nil, err
+			}
+			dl.qkv = append(dl.qkv, w)
+		}
+	}
+	if at.Bias {
+		var bias []float32
+		for _, s := range []struct {
+			n string
+			w int
+		}{{model.AttnQBias, dl.qw}, {model.AttnKBias, dl.kvw}, {model.AttnVBias, dl.kvw}} {
+			t, err := b.tensor(m, name(s.n))
+			if err != nil {
+				return nil, err
+			}
+			vv, err := vectorF32(t, s.w)
+			if err != nil {
+				return nil, err
+			}
+			bias = append(bias, vv...)
+		}
+		if len(dl.qkv) == 1 {
+			if dl.qkvBias, err = b.uploadF32(name("attn_qkv.bias"), bias); err != nil {
+				return nil, err
+			}
+		} else {
+			// Storage bindings at an offset must be 256-byte aligned, so
+			// separate projections get separate bias buffers.
+			for _, part := range [][]float32{bias[:dl.qw], bias[dl.qw : dl.qw+dl.kvw], bias[dl.qw+dl.kvw:]} {
+				buf, err := b.uploadF32(name("attn bias"), part)
+				if err != nil {
+					return nil, err
+				}
+				dl.biasParts = append(dl.biasParts, buf)
+			}
+		}
+	}
+	o, err := get(model.AttnOut, a.Hidden, dl.qw)
+	if err != nil {
+		return nil, err
+	}
+	if dl.o, err = b.uploadWeight(o.Name, o); err != nil {
+		return nil, err
+	}
+	if at.OutBias {
+		if dl.oBias, err = b.uploadVec(m, name(model.AttnOutBias), a.Hidden); err != nil {
+			return nil, err
+		}
+	}
+	switch at.QKNorm {
+	case model.QKNormNone:
+	case model.QKNormPerHead, model.QKNormFull:
+		qn, kn := at.HeadDim, at.HeadDim
+		if at.QKNorm == model.QKNormFull {
+			qn, kn = dl.qw, dl.kvw
+		}
+		qt, err := b.tensor(m, name(model.AttnQNorm))
+		if err != nil {
+			return nil, err
+		}
+		kt, err := b.tensor(m, name(model.AttnKNorm))
+		if err != nil {
+			return nil, err
+		}
+		qv, err := vectorF32(qt, qn)
+		if err != nil {
+			return nil, err
+		}
+		kv, err := vectorF32(kt, kn)
+		if err != nil {
+			return nil, err
+		}
+		if at.QKNorm == model.QKNormFull {
+			if dl.qNorm, err = b.uploadF32(qt.Name, qv); err != nil {
+				return nil, err
+			}
+			if dl.kNorm, err = b.uploadF32(kt.Name, kv); err != nil {
+				return nil, err
+			}
+			break
+		}
+		dl.knOff = qn
+		if dl.qkn, err = b.uploadF32(name("attn_qk_norm"), append(qv, kv...)); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("webgpu: %w: q/k norm %q", ErrUnsupported, at.QKNorm)
+	}
+	gate, err := get(model.FFNGate, dl.f, a.Hidden)
+	if err != nil {
+		return nil, err
+	}
+	up, err := get(model.FFNUp, dl.f, a.Hidden)
+	if err != nil {
+		return nil, err
+	}
+	if sameCodec(gate, up) {
+		w, err := b.uploadWeight(name("ffn_gate_up"), gate, up)
+		if err != nil {
+			return nil, err
+		}
+		dl.gu = []*dweight{w}
+	} else {
+		for _, t := range []*tensor.Tensor{gate, up} {
+			w, err := b.uploadWeight(t.Name, t)
+			if err != nil {
+				return nil, err
+			}
+			dl.gu = append(dl.gu, w)
+		}
+	}
+	down, err := get(model.FFNDown, a.Hidden, dl.f)
+	if err != nil {
+		return nil, err
+	}
+	if dl.down, err = b.uploadWeight(down.Name, down); err != nil {
+		return nil, err
+	}
+	if r := at.Rope; r.Dims > 0 {
+		s := r.Scaling
+		dl.invFreq, dl.mscale, err = ropeInvFreq(r.Theta, r.Dims, s.Type, s.Factor, s.LowFreqFactor, s.HighFreqFactor, s.OriginalContext, s.BetaFast, s.BetaSlow, s.AttnFactor)
+		if err != nil {
+			return nil, fmt.Errorf("webgpu: layer %d: %w", i, err)
+		}
+		switch r.Style {
+		case model.RopeNeoX, model.RopeInterleaved:
+		default:
+			return nil, fmt.Errorf("webgpu: %w: rope style %q", ErrUnsupported, r.Style)
+		}
+	}
+	return dl, nil
+}
+
+// Kinds of the kernels' bindings.
+var (
+	kindsEmbed   = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
+	kindsMatmul  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadOnly}
+	kindsNorm    = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
+	kindsNormIP  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
+	kindsPrep    = []BindKind{Uniform, ReadOnly, ReadWrite, ReadWrite, ReadWrite, ReadOnly, ReadOnly}
+	kindsAttn    = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
+	kindsAct     = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
+	kindsArgmax  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
+	kindsAdvance = []BindKind{ReadWrite}
+)
+
+// Token block of the prefill GEMM variant.
+const gemmTB = 8
+
+func (b *Backend) embedPipe(c tensor.Codec) (*Pipeline, error) {
+	src, err := shaders.Embed(c)
+	if err != nil {
+		return nil, err
+	}
+	return b.dev.Pipeline("embed/"+c.String(), src, kindsEmbed)
+}
+
+func (b *Backend) matmulPipe(c tensor.Codec, tb int) (*Pipeline, error) {
+	src, err := shaders.Matmul(c, tb)
+	if err != nil {
+		return nil, err
+	}
+	return b.dev.Pipeline(fmt.Sprintf("matmul/%s/tb%d", c, tb), src, kindsMatmul)
+}
+
+func (b *Backend) namedPipe(name string, kinds []BindKind) (*Pipeline, error) {
+	src, err := shaders.Source(name)
+	if err != nil {
+		return nil, err
+	}
+	return b.dev.Pipeline(name, src, kinds)
+}
+
+func (b *Backend) normPipe(inPlace bool) (*Pipeline, error) {
+	if inPlace {
+		return b.dev.Pipeline("rmsnorm/ip", shaders.RMSNorm(true), kindsNormIP)
+	}
+	return b.dev.Pipeline("rmsnorm", shaders.RMSNorm(false), kindsNorm)
+}
+
+// buildPipelines compiles every kernel the model needs up front, so a
+// shader problem is an error from New, not from the first token.
+func (b *Backend) buildPipelines() error {
+	codecs := map[tensor.Codec]bool{b.emb.codec: true, b.head.codec: true}
+	for _, dl := range b.layers {
+		if dl == nil {
+			continue
+		}
+		for _, w := range append(append([]*dweight{dl.o, dl.down}, dl.qkv...), dl.gu...) {
+			codecs[w.codec] = true
+		}
+	}
+	if _, err := b.embedPipe(b.emb.codec); err != nil {
+		return err
+	}
+	for c := range codecs {
+		for _, tb := range []int{1, gemmTB} {
+			if _, err := b.matmulPipe(c, tb); err != nil {
+				return err
+			}
+		}
+	}
+	for _, ip := range []bool{false, true} {
+		if _, err := b.normPipe(ip); err != nil {
+			return err
+		}
+	}
+	for name, k := range map[string][]BindKind{shaders.QKVPrep: kindsPrep, shaders.Attention: kindsAttn,
+		shaders.ActMul: kindsAct, shaders.Argmax: kindsArgmax, shaders.Advance: kindsAdvance} {
+		if _, err := b.namedPipe(name, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Name is "webgpu:<adapter name>".
+func (b *Backend) Name() string { return "webgpu:" + b.dev.Info().Name }
+
+// Device is the device the backend runs on.
+func (b *Backend) Device() *Device { return b.dev }
+
+// DeviceLayers reports which layers run on the device.
+func (b *Backend) DeviceLayers() []bool {
+	out := make([]bool, len(b.layers))
+	for i, l := range b.layers {
+		out[i] = l != nil
+	}
+	return out
+}
+
+// Stats implements backend.StatsReporter. SubmitsPerToken counts queue
+// submits over consumed positions; WeightBytesToken is the weight bytes one
+// decode step reads on the device; FallbackOps counts layer executions on
+// the host.
+func (b *Backend) Stats() backend.Stats {
+	b.stats.Lock()
+	defer b.stats.Unlock()
+	st := backend.Stats{
+		FallbackOps:      int(b.stats.hostLayerRuns),
+		UploadBytes:      b.stats.upload,
+		ResidentBytes:    b.stats.resident,
+		WeightBytesToken: b.tokenWeightBytes,
+	}
+	if b.stats.tokens > 0 {
+		st.SubmitsPerToken = float64(b.stats.submits) / float64(b.stats.tokens)
+	}
+	return st
+}
+
+func (b *Backend) count(submits, tokens, hostRuns int64) {
+	b.stats.Lock()
+	b.stats.submits += submits
+	b.stats.tokens += tokens
+	b.stats.hostLayerRuns += hostRuns
+	b.stats.Unlock()
+}
+
+func (b *Backend) addResident(n int64) {
+	b.stats.Lock()
+	b.stats.resident += n
+	b.stats.Unlock()
+}
+
+// Close releases the weights and, when the backend opened it, the device.
+func (b *Backend) Close() error {
+	if !b.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	rel := func(w *dweight) {
+		if w != nil {
+			w.buf.Release()
+		}
+	}
+	if b.head != b.emb {
+		rel(b.head)
+	}
+	rel(b.emb)
+	b.finalNorm.Release()
+	b.zero.Release()
+	for _, dl := range b.layers {
+		if dl == nil {
+			continue
+		}
+		for _, w := range append(append([]*dweight{dl.o, dl.down}, dl.qkv...), dl.gu...) {
+			rel(w)
+		}
+		for _, x := range append([]*Buffer{dl.attnNorm, dl.postAttnNorm, dl.ffnNorm, dl.postFFNNorm, dl.qkvBias, dl.oBias, dl.qkn, dl.qNorm, dl.kNorm}, dl.biasParts...) {
+			x.Release()
+		}
+	}
+	if b.ownsDev && b.dev != nil {
+		b.dev.Close()
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+//go:build js
+
+package webgpu
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+// AcquireJS is the seam where the browser build supplies its device: it
+// returns a ready device and its queue (navigator.gpu.requestAdapter and
+// requestDevice with the adapter's limits, done by the browser host), plus a
+// description of the adapter. Until it is set, New fails with ErrNoAdapter
+// and the engine runs on the CPU.
+var AcquireJS func() (*wgpu.Device, AdapterInfo, error)
+
+var openDevice = func() (*Device, error) {
+	if AcquireJS == nil {
+		return nil, fmt.Errorf("%w: browser device acquisition not wired", ErrNoAdapter)
+	}
+	dev, info, err := AcquireJS()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoAdapter, err)
+	}
+	d := &Device{dev: dev, queue: dev.GetQueue(), info: info, limits: dev.GetLimits().Limits}
+	return d, nil
+}
+
+func (d *Device) mapRead(b *Buffer, n uint64) ([]byte, error) {
+	ok := false
+	if err := b.b.MapAsync(wgpu.MapModeRead, 0, n, func(s wgpu.BufferMapAsyncStatus) {
+		ok = s == wgpu.BufferMapAsyncStatusSuccess
+	}); err != nil {
+		return nil, fmt.Errorf("webgpu: map: %w", err)
+	}
+	if !ok {
+		return nil, errors.New("webgpu: map failed")
+	}
+	out := b.b.GetMappedRange(0, uint(n))
+	b.b.Unmap()
+	return append([]byte(nil), out...), nil
+}

@@ -1,0 +1,202 @@
+package webgpu
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+func TestForwardGreedy(t *testing.T) {
+	d := testDevice(t)
+	for _, name := range []string{"llama", "gemma3_text_sw8", "qwen2"} {
+		t.Run(name, func(t *testing.T) {
+			m, ref := loadFixture(t, name)
+			b, err := New(m, Options{Device: d, Chunk: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			s, err := b.newSession(64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			p := ref.inputIDs
+			if _, err := s.Forward(p[:len(p)-1], false); err != nil {
+				t.Fatal(err)
+			}
+			// Two submits of 12 steps each.
+			got, err := s.ForwardGreedy(p[len(p)-1], 12)
+			if err != nil {
+				t.Fatal(err)
+			}
+			more, err := s.ForwardGreedy(got[11], 12)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, more...)
+			if s.Len() != len(p)-1+24 {
+				t.Errorf("Len %d after greedy, want %d", s.Len(), len(p)-1+24)
+			}
+			// The same picks through Forward and a host argmax.
+			s.Reset()
+			l, err := s.Forward(p, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []int
+			for range 24 {
+				tok := argmaxF(l)
+				want = append(want, tok)
+				if l, err = s.Forward([]int{tok}, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("greedy on device %v\nForward+argmax    %v", got, want)
+			}
+			vocab := m.Arch.Vocab
+			for i, tok := range got {
+				if top2Margin(ref.stepLog[i*vocab:(i+1)*vocab]) <= parityTol {
+					break // later steps may follow another branch legitimately
+				}
+				if tok != ref.genIDs[i] {
+					t.Errorf("step %d: %d, reference %d", i, tok, ref.genIDs[i])
+					break
+				}
+			}
+		})
+	}
+}
+
+func TestStats(t *testing.T) {
+	d := testDevice(t)
+	m, ref := loadFixture(t, "llama")
+	b, err := New(m, Options{Device: d, Chunk: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	st0 := b.Stats()
+	if st0.ResidentBytes <= 0 || st0.UploadBytes <= 0 || st0.WeightBytesToken <= 0 {
+		t.Fatalf("stats after load: %+v", st0)
+	}
+	s, err := b.NewSession(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Forward(ref.inputIDs, false); err != nil { // 24 tokens, 3 chunks
+		t.Fatal(err)
+	}
+	for range 8 {
+		if _, err := s.Forward([]int{3}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := b.Stats()
+	if st.UploadBytes != st0.UploadBytes {
+		t.Errorf("weights re-uploaded while generating: %d -> %d", st0.UploadBytes, st.UploadBytes)
+	}
+	// 3 prefill submits + 8 decode submits for 32 positions.
+	if want := 11.0 / 32; st.SubmitsPerToken != want {
+		t.Errorf("submits per token %v, want %v", st.SubmitsPerToken, want)
+	}
+	if st.ResidentBytes <= st0.ResidentBytes {
+		t.Errorf("session memory not counted: %d -> %d", st0.ResidentBytes, st.ResidentBytes)
+	}
+	s.Close()
+	if got := b.Stats().ResidentBytes; got != st0.ResidentBytes {
+		t.Errorf("resident after session close %d, want %d", got, st0.ResidentBytes)
+	}
+}
+
+// TestFaults proves every injected failure is an error, never logits, and
+// that a failed session refuses further work.
+func TestFaults(t *testing.T) {
+	d := testDevice(t)
+	m, ref := loadFixture(t, "qwen3")
+	t.Run("pipeline", func(t *testing.T) {
+		// A device of its own: the shared one has every pipeline cached.
+		own, err := Open()
+		if err != nil {
+			t.Skip(err)
+		}
+		defer own.Close()
+		own.Faults.PipelineBuild.Store(true)
+		if _, err := New(m, Options{Device: own}); err == nil {
+			t.Fatal("New succeeded with a failing pipeline build")
+		}
+		own.Faults.PipelineBuild.Store(false)
+		b, err := New(m, Options{Device: own})
+		if err != nil {
+			t.Fatalf("New after the fault cleared: %v", err)
+		}
+		b.Close()
+	})
+	b, err := New(m, Options{Device: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, f := range []struct {
+		name string
+		arm  func()
+	}{
+		{"submit", func() { d.Faults.Submit.Store(true) }},
+		{"readback", func() { d.Faults.Readback.Store(true) }},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			s, err := b.newSession(64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Forward(ref.inputIDs[:10], false); err != nil {
+				t.Fatal(err)
+			}
+			f.arm()
+			l, err := s.Forward(ref.inputIDs[10:12], false)
+			if err == nil || l != nil {
+				t.Fatalf("faulted Forward returned %d logits, err %v", len(l), err)
+			}
+			if _, err := s.Forward([]int{1}, false); err == nil {
+				t.Fatal("session still usable after a fault")
+			}
+			if _, err := s.ForwardGreedy(1, 2); err == nil {
+				t.Fatal("greedy still usable after a fault")
+			}
+			// Reset makes it usable again (the facade may also discard it).
+			s.Reset()
+			if _, err := s.Forward(ref.inputIDs[:3], false); err != nil {
+				t.Fatalf("after Reset: %v", err)
+			}
+		})
+	}
+	t.Run("device lost mid-generation", func(t *testing.T) {
+		own, err := Open()
+		if err != nil {
+			t.Skip(err)
+		}
+		defer own.Close()
+		b, err := New(m, Options{Device: own})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		s, err := b.newSession(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ForwardGreedy(ref.inputIDs[0], 4); err != nil {
+			t.Fatal(err)
+		}
+		own.Faults.LoseDevice.Store(true)
+		ids, err := s.ForwardGreedy(ref.inputIDs[1], 4)
+		if err == nil || ids != nil || !errors.Is(err, ErrDeviceLost) {
+			t.Fatalf("after loss: ids %v err %v", ids, err)
+		}
+		if _, err := b.NewSession(8); !errors.Is(err, ErrDeviceLost) {
+			t.Fatalf("new session on a lost device: %v", err)
+		}
+	})
+}

@@ -1,0 +1,172 @@
+package webgpu
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/cortiq/cortiq/importer"
+	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/safetensors"
+)
+
+// parityTol is the absolute logit tolerance against transformers: the
+// device sums in another order (tree reductions, online softmax), which
+// costs a few float32 ulps per layer, well inside 2e-3.
+const parityTol = 2e-3
+
+var denseFixtures = []string{
+	"llama", "mistral", "mistral_sw8", "qwen2", "qwen3", "gemma", "gemma2", "gemma2_sw8",
+	"gemma3_text", "gemma3_text_sw8", "phi3", "granite", "granite_mult", "olmo2", "smollm3",
+}
+
+func sharedDir(t testing.TB) string {
+	_, file, _, _ := runtime.Caller(0)
+	d := filepath.Join(filepath.Dir(file), "..", "..", "shared")
+	if _, err := os.Stat(d); err != nil {
+		t.Skipf("shared fixtures not found at %s", d)
+	}
+	return d
+}
+
+type reference struct {
+	inputIDs []int
+	logits   []float32 // [24, vocab]
+	genIDs   []int
+	stepLog  []float32 // [24, vocab]
+}
+
+func loadFixture(t testing.TB, name string) (*model.Model, *reference) {
+	dir := filepath.Join(sharedDir(t), "fixtures", "tiny", name)
+	m, err := importer.FromHF(dir)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if m.Close != nil {
+			m.Close()
+		}
+	})
+	f, err := safetensors.Open(filepath.Join(dir, "reference.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ints := func(n string) []int {
+		v, err := f.Int64s(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]int, len(v))
+		for i, x := range v {
+			out[i] = int(x)
+		}
+		return out
+	}
+	floats := func(n string) []float32 {
+		v, err := f.Float32s(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	return m, &reference{inputIDs: ints("input_ids"), logits: floats("logits"), genIDs: ints("generated_ids"), stepLog: floats("step_logits_generate")}
+}
+
+func maxAbsDiff(a, b []float32) (float64, int) {
+	var m float64
+	at := -1
+	for i := range a {
+		d := math.Abs(float64(a[i] - b[i]))
+		if d > m || math.IsNaN(d) {
+			m, at = d, i
+		}
+	}
+	return m, at
+}
+
+func argmaxF(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+func top2Margin(x []float32) float64 {
+	a, b := math.Inf(-1), math.Inf(-1)
+	for _, v := range x {
+		f := float64(v)
+		if f > a {
+			a, b = f, a
+		} else if f > b {
+			b = f
+		}
+	}
+	return a - b
+}
+
+// checkRows compares rows of logits and the greedy picks where the
+// reference's top-2 margin exceeds the tolerance.
+func checkRows(t *testing.T, what string, got, want []float32, vocab int, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d logits, want %d", what, len(got), len(want))
+	}
+	d, at := maxAbsDiff(got, want)
+	if d > tol {
+		t.Errorf("%s: max |Δlogit| %.3g at row %d col %d (tol %.0e)", what, d, at/vocab, at%vocab, tol)
+	}
+	for r := 0; r < len(want)/vocab; r++ {
+		g, w := got[r*vocab:(r+1)*vocab], want[r*vocab:(r+1)*vocab]
+		if top2Margin(w) > tol && argmaxF(g) != argmaxF(w) {
+			t.Errorf("%s: row %d picks %d, reference %d", what, r, argmaxF(g), argmaxF(w))
+		}
+	}
+}
+
+func TestParityDense(t *testing.T) {
+	d := testDevice(t)
+	for _, name := range denseFixtures {
+		t.Run(name, func(t *testing.T) {
+			m, ref := loadFixture(t, name)
+			b, err := New(m, Options{Device: d, Chunk: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			vocab := m.Arch.Vocab
+			s, err := b.newSession(64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			// The 24-token prompt spans two prefill chunks of 16.
+			got, err := s.Forward(ref.inputIDs, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRows(t, "prompt", got, ref.logits, vocab, parityTol)
+			// Cached decode, fed the reference's greedy tokens.
+			s.Reset()
+			last, err := s.Forward(ref.inputIDs, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps := make([]float32, 0, len(ref.stepLog))
+			steps = append(steps, last...)
+			for _, tok := range ref.genIDs[:len(ref.genIDs)-1] {
+				l, err := s.Forward([]int{tok}, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				steps = append(steps, l...)
+			}
+			checkRows(t, "decode", steps, ref.stepLog, vocab, parityTol)
+		})
+	}
+}

@@ -1,0 +1,714 @@
+package webgpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cogentcore/webgpu/wgpu"
+	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/model"
+)
+
+// Which row count sizes a dispatch.
+type rowsOf uint8
+
+const (
+	rowsTok  rowsOf = iota // the step's tokens
+	rowsHead               // the head rows (last token, or all with all=true)
+	rowsOne                // a single workgroup
+)
+
+// op is one prebuilt kernel launch: pipelines, bind group and grid rule.
+type op struct {
+	mv, mm  *Pipeline // mm (token-blocked) is used when more than one row
+	g       *wgpu.BindGroup
+	rows    rowsOf
+	x, y    uint32 // workgroups per row (x, y)
+	perRow  bool   // grid z (or y) scales with rows
+	zRows   bool   // rows go to z (matmul) instead of y
+	wgBytes int64
+}
+
+func (o *op) dispatch(ntok, headRows int) Dispatch {
+	n := ntok
+	switch o.rows {
+	case rowsHead:
+		n = headRows
+	case rowsOne:
+		n = 1
+	}
+	p := o.mv
+	tb := 1
+	if n > 1 && o.mm != nil {
+		p, tb = o.mm, gemmTB
+	}
+	d := Dispatch{P: p, G: o.g, X: o.x, Y: o.y, Z: 1}
+	if o.zRows {
+		d.Z = uint32((n + tb - 1) / tb)
+	} else if o.perRow {
+		d.Y = uint32(n)
+	}
+	return d
+}
+
+// Session is one sequence on the device: KV cache, activations, prebuilt
+// bind groups. Not safe for concurrent use.
+type Session struct {
+	b      *Backend
+	maxLen int
+	chunk  int
+	pos    int
+	broken error
+
+	bufs   []*Buffer
+	resid  int64
+	params *Buffer
+	pOff   uint64
+	pData  []byte
+	slot   uint64
+
+	step, tokens, ids              *Buffer
+	x, h, qkv, att, tmp, gu, act   *Buffer
+	logits, stLogits, stX, stIDs   *Buffer
+	kc, vc                         []*Buffer
+	embed                          *op
+	layerOps                       [][]*op // per layer; nil on host layers
+	headOps                        []*op
+	argmax, advance                *op
+	host                           HostLayers
+	maxGreedy                      int
+}
+
+// maxGreedySteps bounds ForwardGreedy's k (the ids buffer).
+const maxGreedySteps = 256
+
+// NewSession allocates a sequence of at most maxLen positions.
+func (b *Backend) NewSession(maxLen int) (backend.Session, error) {
+	return b.newSession(maxLen)
+}
+
+func (b *Backend) newSession(maxLen int) (*Session, error) {
+	if b.closed.Load() {
+		return nil, errors.New("webgpu: backend closed")
+	}
+	if maxLen <= 0 {
+		return nil, fmt.Errorf("webgpu: session length %d", maxLen)
+	}
+	s := &Session{b: b, maxLen: maxLen, chunk: min(b.opts.Chunk, maxLen), maxGreedy: maxGreedySteps}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+	if err := s.alloc(); err != nil {
+		return nil, err
+	}
+	if err := s.build(); err != nil {
+		return nil, err
+	}
+	for i, dl := range b.layers {
+		if dl == nil && s.host == nil {
+			h, err := b.host(maxLen)
+			if err != nil {
+				return nil, fmt.Errorf("webgpu: host layers (layer %d): %w", i, err)
+			}
+			s.host = h
+		}
+	}
+	ok = true
+	return s, nil
+}
+
+func (s *Session) buf(label string, size int) (*Buffer, error) {
+	buf, err := s.b.dev.NewStorage(label, uint64(size))
+	if err != nil {
+		return nil, err
+	}
+	s.bufs = append(s.bufs, buf)
+	s.resid += int64(buf.Size())
+	s.b.addResident(int64(buf.Size()))
+	return buf, nil
+}
+
+func (s *Session) alloc() error {
+	a := s.b.arch
+	c := s.chunk
+	type spec struct {
+		dst  **Buffer
+		name string
+		n    int
+	}
+	specs := []spec{
+		{&s.step, "step", 8},
+		{&s.tokens, "tokens", c},
+		{&s.ids, "ids", s.maxGreedy},
+		{&s.x, "x", c * a.Hidden},
+		{&s.h, "h", c * a.Hidden},
+		{&s.tmp, "tmp", c * a.Hidden},
+		{&s.qkv, "qkv", c * s.b.maxQKV},
+		{&s.att, "att", c * s.b.maxAtt},
+		{&s.gu, "gu", c * 2 * s.b.maxFFN},
+		{&s.act, "act", c * s.b.maxFFN},
+		{&s.logits, "logits", c * a.Vocab},
+	}
+	for _, sp := range specs {
+		var err error
+		if *sp.dst, err = s.buf(sp.name, 4*sp.n); err != nil {
+			return err
+		}
+	}
+	var err error
+	for _, st := range []struct {
+		dst **Buffer
+		n   int
+	}{{&s.stLogits, c * a.Vocab}, {&s.stX, c * a.Hidden}, {&s.stIDs, s.maxGreedy}} {
+		if *st.dst, err = s.b.dev.NewStaging("staging", uint64(4*st.n)); err != nil {
+			return err
+		}
+		s.bufs = append(s.bufs, *st.dst)
+	}
+	s.kc = make([]*Buffer, len(a.Layers))
+	s.vc = make([]*Buffer, len(a.Layers))
+	for i, dl := range s.b.layers {
+		if dl == nil {
+			continue
+		}
+		if s.kc[i], err = s.buf(fmt.Sprintf("k cache %d", i), s.maxLen*dl.kvw*4); err != nil {
+			return err
+		}
+		if s.vc[i], err = s.buf(fmt.Sprintf("v cache %d", i), s.maxLen*dl.kvw*4); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// param reserves a uniform slot for one op's parameters.
+func (s *Session) param(vals ...any) Binding {
+	data := params(vals...)
+	off := uint64(len(s.pData))
+	s.pData = append(s.pData, data...)
+	for uint64(len(s.pData))%s.slot != 0 {
+		s.pData = append(s.pData, 0)
+	}
+	return Binding{Off: off, Size: uint64(len(data))} // Buf set once the buffer exists
+}
+
+type pendingOp struct {
+	o     *op
+	p     *Pipeline
+	binds []Binding
+	label string
+}
+
+// build lays out every op of the graph, then creates the parameter buffer
+// and the bind groups, once for the session's lifetime.
+func (s *Session) build() error {
+	b := s.b
+	a := b.arch
+	s.slot = uint64(max(64, int(b.dev.Limits().MinUniformBufferOffsetAlignment)))
+	var pend []pendingOp
+	add := func(label string, o *op, p *Pipeline, binds ...Binding) *op {
+		pend = append(pend, pendingOp{o: o, p: p, binds: binds, label: label})
+		return o
+	}
+	W := Whole
+	stepB := W(s.step)
+	bias := func(buf *Buffer) (Binding, bool) {
+		if buf == nil {
+			return W(b.zero), false
+		}
+		return W(buf), true
+	}
+	// matmul adds one projection: out[t*outStride+outOff+o] (=|+=) alpha*W·x.
+	matmul := func(label string, w *dweight, x, out *Buffer, biasBuf *Buffer, mode int, alpha, softcap float32, sel int, outStride, outOff int, rows rowsOf) error {
+		mv, err := b.matmulPipe(w.codec, 1)
+		if err != nil {
+			return err
+		}
+		mm, err := b.matmulPipe(w.codec, gemmTB)
+		if err != nil {
+			return err
+		}
+		bb, hasBias := bias(biasBuf)
+		gx := min(w.rows, 65535)
+		gy := (w.rows + 65534) / 65535
+		o := &op{mv: mv, mm: mm, rows: rows, x: uint32(gx), y: uint32(gy), zRows: true, wgBytes: w.bytes}
+		add(label, o, mv, s.param(w.rows, w.cols, w.soff, mode, alpha, softcap, sel, hasBias, outStride, outOff),
+			stepB, W(w.buf), W(x), W(out), bb)
+		return nil
+	}
+	norm := func(label string, wbuf *Buffer, x, out *Buffer, n, sub int, mode int, alpha float32, sel int, inStride, inOff, outStride, outOff int, rows rowsOf) error {
+		inPlace := x == out
+		p, err := b.normPipe(inPlace)
+		if err != nil {
+			return err
+		}
+		o := &op{mv: p, rows: rows, x: uint32(sub), y: 1, perRow: true}
+		pb := s.param(n, a.NormEps, a.Norm == model.NormRMSPlusOne, mode, alpha, sel, inStride, inOff, outStride, outOff)
+		if inPlace {
+			add(label, o, p, pb, stepB, W(wbuf), W(x))
+		} else {
+			add(label, o, p, pb, stepB, W(wbuf), W(x), W(out))
+		}
+		return nil
+	}
+
+	// Embedding.
+	ep, err := b.embedPipe(b.emb.codec)
+	if err != nil {
+		return err
+	}
+	s.embed = add("embed", &op{mv: ep, rows: rowsTok, x: uint32((a.Hidden/4 + 63) / 64), y: 1, perRow: true}, ep,
+		s.param(a.Hidden, b.emb.soff, b.embScale, 0), stepB, W(s.tokens), W(b.emb.buf), W(s.x))
+
+	rs := orOne(a.ResidualScale)
+	prepP, err := b.namedPipe("qkv_prep", kindsPrep)
+	if err != nil {
+		return err
+	}
+	attnP, err := b.namedPipe("attention", kindsAttn)
+	if err != nil {
+		return err
+	}
+	actP, err := b.namedPipe("act_mul", kindsAct)
+	if err != nil {
+		return err
+	}
+	s.layerOps = make([][]*op, len(a.Layers))
+	csTables := map[string]*Buffer{}
+	for i, dl := range b.layers {
+		if dl == nil {
+			continue
+		}
+		start := len(pend)
+		l, at := dl.spec, dl.at
+		lbl := func(s string) string { return fmt.Sprintf("L%d %s", i, s) }
+		in := s.x
+		if l.PreMixerNorm {
+			if err := norm(lbl("attn norm"), dl.attnNorm, s.x, s.h, a.Hidden, 1, 0, 1, 0, a.Hidden, 0, a.Hidden, 0, rowsTok); err != nil {
+				return err
+			}
+			in = s.h
+		}
+		qkvw := dl.qw + 2*dl.kvw
+		off := 0
+		for j, w := range dl.qkv {
+			bb := dl.qkvBias
+			if dl.biasParts != nil {
+				bb = dl.biasParts[j]
+			}
+			if err := matmul(lbl("qkv"), w, in, s.qkv, bb, 0, 1, 0, 0, qkvw, off, rowsTok); err != nil {
+				return err
+			}
+			off += w.rows
+		}
+		qkNormPerHead := false
+		switch at.QKNorm {
+		case model.QKNormFull:
+			if err := norm(lbl("q norm"), dl.qNorm, s.qkv, s.qkv, dl.qw, 1, 0, 1, 0, qkvw, 0, qkvw, 0, rowsTok); err != nil {
+				return err
+			}
+			if err := norm(lbl("k norm"), dl.kNorm, s.qkv, s.qkv, dl.kvw, 1, 0, 1, 0, qkvw, dl.qw, qkvw, dl.qw, rowsTok); err != nil {
+				return err
+			}
+		case model.QKNormPerHead:
+			qkNormPerHead = true
+		}
+		cs := b.zero
+		rot := at.Rope.Dims
+		if rot > 0 {
+			key := fmt.Sprint(dl.invFreq, dl.mscale)
+			if cs = csTables[key]; cs == nil {
+				if cs, err = s.buf(lbl("rope"), 4*2*(rot/2)*s.maxLen); err != nil {
+					return err
+				}
+				if err := b.dev.Write(cs, 0, F32Bytes(ropeTable(dl.invFreq, dl.mscale, s.maxLen))); err != nil {
+					return err
+				}
+				csTables[key] = cs
+			}
+		}
+		style := 0
+		if at.Rope.Style == model.RopeInterleaved {
+			style = 1
+		}
+		qkn := b.zero
+		if qkNormPerHead {
+			qkn = dl.qkn
+		}
+		add(lbl("qkv prep"), &op{mv: prepP, rows: rowsTok, x: uint32(at.Heads + 2*at.KVHeads), y: 1, perRow: true}, prepP,
+			s.param(at.Heads, at.KVHeads, at.HeadDim, rot, style, qkNormPerHead, a.NormEps, a.Norm == model.NormRMSPlusOne, dl.knOff, 0, 0, 0),
+			stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(cs), W(qkn))
+		add(lbl("attention"), &op{mv: attnP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true}, attnP,
+			s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, 0),
+			stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att))
+		if l.PostMixerNorm {
+			if err := matmul(lbl("o"), dl.o, s.att, s.tmp, dl.oBias, 0, 1, 0, 0, a.Hidden, 0, rowsTok); err != nil {
+				return err
+			}
+			if err := norm(lbl("post attn norm"), dl.postAttnNorm, s.tmp, s.x, a.Hidden, 1, 1, rs, 0, a.Hidden, 0, a.Hidden, 0, rowsTok); err != nil {
+				return err
+			}
+		} else if err := matmul(lbl("o"), dl.o, s.att, s.x, dl.oBias, 1, rs, 0, 0, a.Hidden, 0, rowsTok); err != nil {
+			return err
+		}
+		in = s.x
+		if l.PreFFNNorm {
+			if err := norm(lbl("ffn norm"), dl.ffnNorm, s.x, s.h, a.Hidden, 1, 0, 1, 0, a.Hidden, 0, a.Hidden, 0, rowsTok); err != nil {
+				return err
+			}
+			in = s.h
+		}
+		off = 0
+		for _, w := range dl.gu {
+			if err := matmul(lbl("gate/up"), w, in, s.gu, nil, 0, 1, 0, 0, 2*dl.f, off, rowsTok); err != nil {
+				return err
+			}
+			off += w.rows
+		}
+		act := 0
+		if a.Act == model.ActGELUTanh {
+			act = 1
+		}
+		add(lbl("act"), &op{mv: actP, rows: rowsTok, x: uint32((dl.f + 63) / 64), y: 1, perRow: true}, actP,
+			s.param(dl.f, act, 0, 0), stepB, W(s.gu), W(s.act))
+		if l.PostFFNNorm {
+			if err := matmul(lbl("down"), dl.down, s.act, s.tmp, nil, 0, 1, 0, 0, a.Hidden, 0, rowsTok); err != nil {
+				return err
+			}
+			if err := norm(lbl("post ffn norm"), dl.postFFNNorm, s.tmp, s.x, a.Hidden, 1, 1, rs, 0, a.Hidden, 0, a.Hidden, 0, rowsTok); err != nil {
+				return err
+			}
+		} else if err := matmul(lbl("down"), dl.down, s.act, s.x, nil, 1, rs, 0, 0, a.Hidden, 0, rowsTok); err != nil {
+			return err
+		}
+		for _, p := range pend[start:] {
+			s.layerOps[i] = append(s.layerOps[i], p.o)
+		}
+	}
+	// Head: final norm of the head rows, then the vocabulary projection.
+	start := len(pend)
+	if err := norm("final norm", b.finalNorm, s.x, s.h, a.Hidden, 1, 0, 1, 1, a.Hidden, 0, a.Hidden, 0, rowsHead); err != nil {
+		return err
+	}
+	if err := matmul("lm head", b.head, s.h, s.logits, nil, 0, orOne(a.LogitScale), a.FinalSoftcap, 2, a.Vocab, 0, rowsHead); err != nil {
+		return err
+	}
+	for _, p := range pend[start:] {
+		s.headOps = append(s.headOps, p.o)
+	}
+	amP, err := b.namedPipe("argmax", kindsArgmax)
+	if err != nil {
+		return err
+	}
+	s.argmax = add("argmax", &op{mv: amP, rows: rowsOne, x: 1, y: 1}, amP,
+		s.param(a.Vocab, 0, 0, 0), stepB, W(s.logits), W(s.tokens), W(s.ids))
+	advP, err := b.namedPipe("advance", kindsAdvance)
+	if err != nil {
+		return err
+	}
+	s.advance = add("advance", &op{mv: advP, rows: rowsOne, x: 1, y: 1}, advP, W(s.step))
+
+	// One uniform buffer holds every op's parameters.
+	pbuf, err := b.dev.newBuffer("params", uint64(len(s.pData)), wgpu.BufferUsageUniform|wgpu.BufferUsageCopyDst)
+	if err != nil {
+		return err
+	}
+	s.params = pbuf
+	s.bufs = append(s.bufs, pbuf)
+	if err := b.dev.Write(pbuf, 0, s.pData); err != nil {
+		return err
+	}
+	for _, p := range pend {
+		binds := p.binds
+		if p.p.kinds[0] == Uniform {
+			binds[0].Buf = pbuf
+		}
+		g, err := b.dev.BindGroup(p.p, p.label, binds...)
+		if err != nil {
+			return err
+		}
+		p.o.g = g
+	}
+	return nil
+}
+
+// Len is the number of positions consumed.
+func (s *Session) Len() int { return s.pos }
+
+// Reset forgets every position; buffers and bind groups are kept.
+func (s *Session) Reset() {
+	s.pos = 0
+	s.broken = nil
+	if s.host != nil {
+		s.host.Reset()
+	}
+}
+
+// Close releases the session's device memory.
+func (s *Session) Close() error {
+	for _, buf := range s.bufs {
+		buf.Release()
+	}
+	s.b.addResident(-s.resid)
+	s.resid = 0
+	s.bufs = nil
+	if s.host != nil {
+		err := s.host.Close()
+		s.host = nil
+		return err
+	}
+	return nil
+}
+
+func (s *Session) writeStep(pos0, n, headRow0, headRows int) error {
+	v := []uint32{uint32(pos0), uint32(n), uint32(headRow0), uint32(headRows), 0, 0, 0, 0}
+	return s.b.dev.Write(s.step, 0, U32Bytes(v))
+}
+
+func (s *Session) fail(err error) error {
+	s.broken = err
+	return err
+}
+
+// Forward consumes tokens and returns the logits of the last position, or
+// of every position when all is true ([len(tokens)*vocab]).
+func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
+	if s.broken != nil {
+		return nil, fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
+	}
+	if len(tokens) == 0 {
+		return nil, errors.New("webgpu: Forward with no tokens")
+	}
+	a := s.b.arch
+	if s.pos+len(tokens) > s.maxLen {
+		return nil, fmt.Errorf("webgpu: %d positions exceed the session's %d", s.pos+len(tokens), s.maxLen)
+	}
+	for _, t := range tokens {
+		if t < 0 || t >= a.Vocab {
+			return nil, fmt.Errorf("webgpu: token %d outside the vocabulary (%d)", t, a.Vocab)
+		}
+	}
+	var out []float32
+	if all {
+		out = make([]float32, 0, len(tokens)*a.Vocab)
+	}
+	for c0 := 0; c0 < len(tokens); c0 += s.chunk {
+		chunk := tokens[c0:min(c0+s.chunk, len(tokens))]
+		last := c0+len(chunk) == len(tokens)
+		logits, err := s.forwardChunk(chunk, all, last)
+		if err != nil {
+			return nil, s.fail(err)
+		}
+		if all {
+			out = append(out, logits...)
+		} else if last {
+			out = logits
+		}
+	}
+	return out, nil
+}
+
+func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) {
+	b := s.b
+	a := b.arch
+	d := b.dev
+	n := len(tokens)
+	head := all || last
+	headRow0, headRows := n-1, 1
+	if all {
+		headRow0, headRows = 0, n
+	}
+	if err := s.writeStep(s.pos, n, headRow0, headRows); err != nil {
+		return nil, err
+	}
+	ids := make([]uint32, n)
+	for i, t := range tokens {
+		ids[i] = uint32(t)
+	}
+	if err := d.Write(s.tokens, 0, U32Bytes(ids)); err != nil {
+		return nil, err
+	}
+	var submits, hostRuns int64
+	ds := []Dispatch{s.embed.dispatch(n, headRows)}
+	for i := 0; i < len(a.Layers); {
+		if s.layerOps[i] != nil {
+			for _, o := range s.layerOps[i] {
+				ds = append(ds, o.dispatch(n, headRows))
+			}
+			i++
+			continue
+		}
+		// A host segment: bring x back, run the layers there, send it out.
+		j := i
+		for j < len(a.Layers) && s.layerOps[j] == nil {
+			j++
+		}
+		bytes := uint64(4 * n * a.Hidden)
+		if err := d.Run(ds, []Copy{{Src: s.x, Dst: s.stX, Size: bytes}}); err != nil {
+			return nil, err
+		}
+		submits++
+		raw, err := d.Read(s.stX, bytes)
+		if err != nil {
+			return nil, err
+		}
+		x := BytesF32(raw)
+		if err := s.host.ForwardLayers(x, n, s.pos, i, j); err != nil {
+			return nil, fmt.Errorf("webgpu: host layers %d-%d: %w", i, j-1, err)
+		}
+		hostRuns += int64(j - i)
+		if err := d.Write(s.x, 0, F32Bytes(x)); err != nil {
+			return nil, err
+		}
+		ds = ds[:0]
+		i = j
+	}
+	var logits []float32
+	if head {
+		for _, o := range s.headOps {
+			ds = append(ds, o.dispatch(n, headRows))
+		}
+		bytes := uint64(4 * headRows * a.Vocab)
+		if err := d.Run(ds, []Copy{{Src: s.logits, Dst: s.stLogits, Size: bytes}}); err != nil {
+			return nil, err
+		}
+		submits++
+		raw, err := d.Read(s.stLogits, bytes)
+		if err != nil {
+			return nil, err
+		}
+		logits = BytesF32(raw)
+	} else {
+		if err := d.Run(ds, nil); err != nil {
+			return nil, err
+		}
+		submits++
+	}
+	s.pos += n
+	b.count(submits, int64(n), hostRuns)
+	return logits, nil
+}
+
+// ForwardGreedy consumes token first, then picks k tokens greedily on the
+// device, each pick feeding the next step's embedding, all in one submit
+// with one readback of the k ids. It consumes k positions (first and the
+// first k-1 picks); the last pick is returned but not yet consumed, as with
+// Forward followed by an argmax. The picks equal argmax of Forward's logits
+// (lowest index on ties). It needs every layer on the device; otherwise it
+// returns an error wrapping ErrUnsupported and the caller uses Forward.
+func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
+	if s.broken != nil {
+		return nil, fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
+	}
+	b := s.b
+	a := b.arch
+	if k <= 0 || k > s.maxGreedy {
+		return nil, fmt.Errorf("webgpu: greedy steps %d outside 1..%d", k, s.maxGreedy)
+	}
+	if first < 0 || first >= a.Vocab {
+		return nil, fmt.Errorf("webgpu: token %d outside the vocabulary (%d)", first, a.Vocab)
+	}
+	if s.pos+k > s.maxLen {
+		return nil, fmt.Errorf("webgpu: %d positions exceed the session's %d", s.pos+k, s.maxLen)
+	}
+	for _, ops := range s.layerOps {
+		if ops == nil {
+			return nil, fmt.Errorf("webgpu: %w: greedy steps need every layer on the device", ErrUnsupported)
+		}
+	}
+	if err := s.writeStep(s.pos, 1, 0, 1); err != nil {
+		return nil, s.fail(err)
+	}
+	if err := b.dev.Write(s.tokens, 0, U32Bytes([]uint32{uint32(first)})); err != nil {
+		return nil, s.fail(err)
+	}
+	var ds []Dispatch
+	for range k {
+		ds = append(ds, s.embed.dispatch(1, 1))
+		for _, ops := range s.layerOps {
+			for _, o := range ops {
+				ds = append(ds, o.dispatch(1, 1))
+			}
+		}
+		for _, o := range s.headOps {
+			ds = append(ds, o.dispatch(1, 1))
+		}
+		ds = append(ds, s.argmax.dispatch(1, 1), s.advance.dispatch(1, 1))
+	}
+	if err := b.dev.Run(ds, []Copy{{Src: s.ids, Dst: s.stIDs, Size: uint64(4 * k)}}); err != nil {
+		return nil, s.fail(err)
+	}
+	raw, err := b.dev.Read(s.stIDs, uint64(4*k))
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	out := make([]int, k)
+	for i := range out {
+		out[i] = int(binary.LittleEndian.Uint32(raw[4*i:]))
+		if out[i] >= a.Vocab {
+			return nil, s.fail(fmt.Errorf("webgpu: device picked token %d outside the vocabulary", out[i]))
+		}
+	}
+	s.pos += k
+	b.count(1, int64(k), 0)
+	return out, nil
+}
+
+// ForwardLayers runs decoder layers [from, to) on the device for n hidden
+// rows x (n*hidden floats, updated in place) at positions pos0..pos0+n-1,
+// writing those positions into the layers' KV caches. It is the HostLayers
+// contract, so a device session can serve as another backend's layer runner
+// (a model split across two devices). It does not move Len. Every layer in
+// the range must be on the device.
+func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
+	if s.broken != nil {
+		return fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
+	}
+	a := s.b.arch
+	if from < 0 || to > len(a.Layers) || from > to {
+		return fmt.Errorf("webgpu: layer range %d-%d of %d", from, to, len(a.Layers))
+	}
+	if n <= 0 || len(x) != n*a.Hidden {
+		return fmt.Errorf("webgpu: %d floats for %d rows of %d", len(x), n, a.Hidden)
+	}
+	if pos0 < 0 || pos0+n > s.maxLen {
+		return fmt.Errorf("webgpu: positions %d..%d exceed the session's %d", pos0, pos0+n-1, s.maxLen)
+	}
+	for i := from; i < to; i++ {
+		if s.layerOps[i] == nil {
+			return fmt.Errorf("webgpu: %w: layer %d is not on the device", ErrUnsupported, i)
+		}
+	}
+	d := s.b.dev
+	for r0 := 0; r0 < n; r0 += s.chunk {
+		m := min(s.chunk, n-r0)
+		part := x[r0*a.Hidden : (r0+m)*a.Hidden]
+		if err := s.writeStep(pos0+r0, m, m-1, 1); err != nil {
+			return s.fail(err)
+		}
+		if err := d.Write(s.x, 0, F32Bytes(part)); err != nil {
+			return s.fail(err)
+		}
+		var ds []Dispatch
+		for i := from; i < to; i++ {
+			for _, o := range s.layerOps[i] {
+				ds = append(ds, o.dispatch(m, 1))
+			}
+		}
+		bytes := uint64(4 * len(part))
+		if err := d.Run(ds, []Copy{{Src: s.x, Dst: s.stX, Size: bytes}}); err != nil {
+			return s.fail(err)
+		}
+		raw, err := d.Read(s.stX, bytes)
+		if err != nil {
+			return s.fail(err)
+		}
+		copy(part, BytesF32(raw))
+		s.b.count(1, 0, 0)
+	}
+	return nil
+}

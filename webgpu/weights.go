@@ -1,0 +1,223 @@
+package webgpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/cortiq/cortiq/shaders"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// dweight is a projection resident on the device.
+type dweight struct {
+	name       string
+	buf        *Buffer
+	codec      tensor.Codec // the device codec (after any load-time conversion)
+	rows, cols int
+	soff       uint32 // scale plane offset (u32) for q8_0/q4_0
+	bytes      int64  // device bytes, all read by one full matmul
+}
+
+// deviceCodec is the codec a weight of codec c is held in on the device.
+// q4_K and q6_K are converted at load to q8_0 (dequantize, requantize per
+// 32-block): the kernels stay simple, the result stays 8-bit (error of one
+// q8_0 rounding on top of the K-quant's, ~0.4% of a block's largest
+// magnitude) at 1.9x (q4_K) / 1.3x (q6_K) the bytes. bf16 widens to f32
+// (exact) because f16 cannot hold bf16's range.
+func deviceCodec(c tensor.Codec) (tensor.Codec, error) {
+	switch c {
+	case tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0:
+		return c, nil
+	case tensor.BF16:
+		return tensor.F32, nil
+	case tensor.Q4_K, tensor.Q6_K:
+		return tensor.Q8_0, nil
+	}
+	return 0, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, c)
+}
+
+// deviceBytes is the size of rows x cols elements of codec c on the device.
+func deviceBytes(c tensor.Codec, rows, cols int) int64 {
+	dc, err := deviceCodec(c)
+	if err != nil {
+		return 0
+	}
+	rb, err := dc.RowBytes(cols)
+	if err != nil {
+		return 0
+	}
+	n := int64(rows) * int64(rb)
+	if dc.Quantized() {
+		n += 4 // scale plane padding
+	}
+	return n
+}
+
+// encodeForDevice converts the concatenated rows of ts into the device
+// layout. All ts must share the codec and the column count.
+func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows, cols int, soff uint32, err error) {
+	if len(ts) == 0 {
+		return nil, 0, 0, 0, 0, fmt.Errorf("webgpu: no tensors")
+	}
+	c := ts[0].Codec
+	cols = ts[0].Cols()
+	var raw []byte
+	for _, t := range ts {
+		if t.Codec != c || t.Cols() != cols {
+			return nil, 0, 0, 0, 0, fmt.Errorf("webgpu: %s (%s, %d cols) cannot join %s (%s, %d cols)", t.Name, t.Codec, t.Cols(), ts[0].Name, c, cols)
+		}
+		want, err := tensor.ByteLen(t.Codec, t.Shape)
+		if err != nil || want != int64(len(t.Data)) {
+			return nil, 0, 0, 0, 0, fmt.Errorf("webgpu: %s: %d bytes for shape %v (%s)", t.Name, len(t.Data), t.Shape, t.Codec)
+		}
+		rows += t.Rows()
+		if len(ts) == 1 {
+			raw = t.Data
+		} else {
+			raw = append(raw, t.Data...)
+		}
+	}
+	if cols%4 != 0 {
+		return nil, 0, 0, 0, 0, fmt.Errorf("webgpu: %w: %s has %d columns (kernels need a multiple of 4)", ErrUnsupported, ts[0].Name, cols)
+	}
+	codec, err = deviceCodec(c)
+	if err != nil {
+		return nil, 0, 0, 0, 0, err
+	}
+	switch c {
+	case tensor.F32, tensor.F16:
+		return raw, c, rows, cols, 0, nil
+	case tensor.BF16:
+		f := make([]float32, rows*cols)
+		if err := tensor.Dequantize(f, c, raw); err != nil {
+			return nil, 0, 0, 0, 0, err
+		}
+		return F32Bytes(f), tensor.F32, rows, cols, 0, nil
+	case tensor.Q8_0:
+		data, soff, err = shaders.RepackQ8_0(raw)
+		return data, c, rows, cols, soff, err
+	case tensor.Q4_0:
+		data, soff, err = shaders.RepackQ4_0(raw)
+		return data, c, rows, cols, soff, err
+	case tensor.Q4_K, tensor.Q6_K:
+		f := make([]float32, rows*cols)
+		if err := tensor.Dequantize(f, c, raw); err != nil {
+			return nil, 0, 0, 0, 0, err
+		}
+		rb, _ := tensor.Q8_0.RowBytes(cols)
+		q := make([]byte, rows*rb)
+		if err := tensor.Quantize(q, tensor.Q8_0, f); err != nil {
+			return nil, 0, 0, 0, 0, err
+		}
+		data, soff, err = shaders.RepackQ8_0(q)
+		return data, tensor.Q8_0, rows, cols, soff, err
+	}
+	return nil, 0, 0, 0, 0, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, c)
+}
+
+// uploadChunk bounds one WriteBuffer so the driver's staging copy of a
+// multi-GiB model never needs a matching host allocation.
+const uploadChunk = 64 << 20
+
+// upload writes data into a new storage buffer.
+func (d *Device) upload(label string, data []byte) (*Buffer, error) {
+	buf, err := d.NewStorage(label, uint64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	for off := 0; off < len(data); off += uploadChunk {
+		end := min(off+uploadChunk, len(data))
+		if err := d.Write(buf, uint64(off), data[off:end]); err != nil {
+			buf.Release()
+			return nil, fmt.Errorf("webgpu: upload %s: %w", label, err)
+		}
+	}
+	return buf, nil
+}
+
+// vectorF32 decodes a 1-D tensor (norm weight, bias) to float32.
+func vectorF32(t *tensor.Tensor, n int) ([]float32, error) {
+	if t.Elements() != n {
+		return nil, fmt.Errorf("webgpu: %s has %d elements, want %d", t.Name, t.Elements(), n)
+	}
+	out := make([]float32, n)
+	if err := tensor.Dequantize(out, t.Codec, t.Data); err != nil {
+		return nil, fmt.Errorf("webgpu: %s: %w", t.Name, err)
+	}
+	return out, nil
+}
+
+// ropeInvFreq computes the inverse frequencies of a rotary embedding the way
+// transformers does (float32 powers of the base, then the scaling rule) and
+// the cos/sin multiplier (YaRN's attention factor, 1 otherwise).
+func ropeInvFreq(theta float64, dims int, typ string, factor, lowFF, highFF float64, orig int, betaFast, betaSlow, attnFactor float64) ([]float32, float32, error) {
+	if theta <= 0 {
+		return nil, 0, fmt.Errorf("webgpu: rope theta %v", theta)
+	}
+	half := dims / 2
+	inv := make([]float32, half)
+	for i := range inv {
+		e := float32(2*i) / float32(dims)
+		inv[i] = 1 / float32(math.Pow(theta, float64(e)))
+	}
+	mscale := float32(1)
+	switch typ {
+	case "", "default", "none":
+	case "linear":
+		for i := range inv {
+			inv[i] /= float32(factor)
+		}
+	case "llama3":
+		lowWl := float64(orig) / lowFF
+		highWl := float64(orig) / highFF
+		for i, f := range inv {
+			wl := 2 * math.Pi / float64(f)
+			switch {
+			case wl > lowWl:
+				inv[i] = f / float32(factor)
+			case wl < highWl:
+			default:
+				sm := (float64(orig)/wl - lowFF) / (highFF - lowFF)
+				inv[i] = float32((1-sm)*float64(f)/factor + sm*float64(f))
+			}
+		}
+	case "yarn":
+		dim := float64(dims)
+		corr := func(rot float64) float64 {
+			return dim * math.Log(float64(orig)/(rot*2*math.Pi)) / (2 * math.Log(theta))
+		}
+		lo := math.Max(math.Floor(corr(betaFast)), 0)
+		hi := math.Min(math.Ceil(corr(betaSlow)), dim-1)
+		if lo == hi {
+			hi += 0.001
+		}
+		for i, f := range inv {
+			ramp := float32((float64(i) - lo) / (hi - lo))
+			ramp = min(max(ramp, 0), 1)
+			extra := 1 - ramp
+			inv[i] = f/float32(factor)*(1-extra) + f*extra
+		}
+		if attnFactor > 0 {
+			mscale = float32(attnFactor)
+		}
+	default:
+		return nil, 0, fmt.Errorf("webgpu: %w: rope scaling %q", ErrUnsupported, typ)
+	}
+	return inv, mscale, nil
+}
+
+// ropeTable is (cos, sin)·mscale per position and rotary pair, the angle
+// float32(pos)·invFreq rounded to float32 as the reference does, the
+// trigonometry in float64 (GPU sin/cos are too coarse for parity).
+func ropeTable(inv []float32, mscale float32, maxLen int) []float32 {
+	half := len(inv)
+	out := make([]float32, 2*half*maxLen)
+	for p := 0; p < maxLen; p++ {
+		for i, f := range inv {
+			a := float64(float32(p) * f)
+			out[2*(p*half+i)] = float32(math.Cos(a)) * mscale
+			out[2*(p*half+i)+1] = float32(math.Sin(a)) * mscale
+		}
+	}
+	return out
+}
