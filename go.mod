@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/agnivade/wasmbrowsertest v0.11.0 // indirect
+	github.com/ardanlabs/jinja v1.8.0 // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/chromedp/chromedp v0.23.0 // indirect
 	github.com/cogentcore/webgpu v0.23.0 // indirect

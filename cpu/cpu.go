@@ -66,6 +66,16 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 	if err := a.Validate(); err != nil {
 		return nil, fmt.Errorf("cpu: %w", err)
 	}
+	switch a.Act {
+	case model.ActSiLU, model.ActGELUTanh:
+	default:
+		return nil, fmt.Errorf("cpu: activation %q not supported", a.Act)
+	}
+	switch a.Norm {
+	case model.NormRMS, model.NormRMSPlusOne:
+	default:
+		return nil, fmt.Errorf("cpu: norm %q not supported", a.Norm)
+	}
 	b := &Backend{m: m, arch: a}
 	w := weightGetter{w: m.Weights}
 	b.embd = w.matrix(model.TokenEmbd, a.Vocab, a.Hidden)

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/cortiq/cortiq/cpu/kernel"
@@ -35,6 +36,10 @@ type deltaWeights struct {
 
 func loadGatedDelta(w *weightGetter, i int, d *model.GatedDelta, hidden int) *deltaWeights {
 	name := func(s string) string { return model.LayerTensor(i, s) }
+	if d.KeyHeads <= 0 || d.ValueHeads%d.KeyHeads != 0 || d.KeyDim <= 0 || d.ValueDim <= 0 || d.ConvKernel <= 0 {
+		w.fail(fmt.Errorf("cpu: layer %d: bad gated-delta spec %+v", i, *d))
+		return nil
+	}
 	kd, vd := d.KeyHeads*d.KeyDim, d.ValueHeads*d.ValueDim
 	dw := &deltaWeights{
 		spec:    d,

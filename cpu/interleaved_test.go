@@ -52,3 +52,19 @@ func TestParityInterleavedRope(t *testing.T) {
 	im.Weights = w
 	checkParity(t, &im, loadReference(t, dir))
 }
+
+// stories260K.gguf keeps llama2.c's interleaved q/k layout (GGUF "NORM"
+// RoPE); through the GGUF importer it must match the HF checkpoint's logits.
+func TestStories260KGGUF(t *testing.T) {
+	shared := sharedDir(t)
+	path := filepath.Join(shared, "fixtures", "models", "stories260K.gguf")
+	m, err := importer.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if st := m.Arch.Layers[0].Attn.Rope.Style; st != model.RopeInterleaved {
+		t.Errorf("rope style %q, want interleaved", st)
+	}
+	checkParity(t, m, loadReference(t, filepath.Join(shared, "fixtures", "models", "stories260K_hf")))
+}

@@ -27,6 +27,10 @@ func loadMoE(w *weightGetter, i int, m *model.MoE, hidden int) *moeWeights {
 	name := func(s string) string { return model.LayerTensor(i, s) }
 	E, I := m.Experts, m.ExpertHidden
 	mw := &moeWeights{spec: m, router: w.matrix(name(model.FFNRouter), E, hidden)}
+	if I <= 0 || m.SharedHidden < 0 {
+		w.fail(fmt.Errorf("cpu: layer %d: MoE expert width %d, shared width %d", i, I, m.SharedHidden))
+		return mw
+	}
 	switch m.Scoring {
 	case "softmax", "":
 	case "sigmoid":

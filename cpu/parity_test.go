@@ -183,7 +183,7 @@ func checkParity(t *testing.T, m *model.Model, ref *reference) {
 		t.Fatal(err)
 	}
 	d, at := maxAbsDiff(logits, ref.logits)
-	t.Logf("prompt logits: max abs diff %.3g; hidden states %.3g", d, hiddenDiffs(b, ref))
+	t.Logf("%s: prompt logits max abs diff %.3g; hidden states %.3g", t.Name(), d, hiddenDiffs(b, ref))
 	if d > parityTol {
 		t.Errorf("prompt logits differ by %.3g at token %d id %d (tolerance %g); %s", d, at/V, at%V, parityTol, firstDivergence(b, ref))
 	}
@@ -212,7 +212,7 @@ func checkParity(t *testing.T, m *model.Model, ref *reference) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("decode step logits: max abs diff %.3g", worst)
+	t.Logf("%s: decode step logits max abs diff %.3g", t.Name(), worst)
 }
 
 func TestParityDense(t *testing.T) {

@@ -119,3 +119,15 @@ func (t *ropeTable) apply(x []float32, heads, headDim, pos int, cos, sin []float
 		}
 	}
 }
+
+// RopeFrequencies returns the inverse frequency of each rotated pair
+// (r.Dims/2 values) and the factor cos and sin are multiplied by, exactly as
+// this backend computes them, so that other backends can upload the same
+// table. A NoPE layer (Dims 0) gives no frequencies.
+func RopeFrequencies(r model.Rope, headDim int) (invFreq []float32, mscale float32, err error) {
+	t, err := newRopeTable(&r, headDim)
+	if err != nil {
+		return nil, 0, err
+	}
+	return append([]float32(nil), t.invFreq...), t.mscale, nil
+}

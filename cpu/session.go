@@ -50,7 +50,8 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 	if maxLen <= 0 {
 		return nil, fmt.Errorf("cpu: session length %d", maxLen)
 	}
-	s := &Session{b: b, maxLen: maxLen, caches: make([]*kvCache, len(b.layers)), conv: make([][]float32, len(b.layers)), delta: make([]*deltaState, len(b.layers))}
+	L := len(b.layers)
+	s := &Session{b: b, maxLen: maxLen, caches: make([]*kvCache, L), conv: make([][]float32, L), delta: make([]*deltaState, L)}
 	for i, l := range b.layers {
 		if l.delta != nil {
 			s.delta[i] = newDeltaState(l.delta)

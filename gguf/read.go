@@ -85,12 +85,22 @@ func (d *decoder) u64(what string) (uint64, error) {
 
 func (d *decoder) str(what string) (string, error) {
 	at := d.off
-	n, err := d.u64(what + " length")
+	n, err := d.u64(what)
 	if err != nil {
 		return "", err
 	}
 	if n > uint64(d.remaining()) {
 		return "", d.errorf("%s at offset %d: length %d beyond end of file (%d bytes)", what, at, n, d.size)
+	}
+	// Most strings (tokens, keys) fit the read buffer: convert them in
+	// place instead of copying through a scratch slice.
+	if n <= uint64(d.r.Size()) {
+		if p, err := d.r.Peek(int(n)); err == nil {
+			s := string(p)
+			d.r.Discard(int(n))
+			d.off += int64(n)
+			return s, nil
+		}
 	}
 	b := make([]byte, n)
 	if err := d.read(b, what); err != nil {
@@ -103,7 +113,10 @@ func parse(r io.ReaderAt, size int64, name string) (*File, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("gguf: %s: negative size %d", name, size)
 	}
-	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 1<<16), size: size, name: name}
+	// A large buffer keeps the number of ReadAt calls low when r issues
+	// HTTP range requests (the browser); small files get a small one.
+	bufSize := int(min(size, 1<<20))
+	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(r, 0, size), max(bufSize, 16)), size: size, name: name}
 	var magic [4]byte
 	if err := d.read(magic[:], "magic"); err != nil {
 		return nil, err

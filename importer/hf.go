@@ -21,7 +21,10 @@ import (
 )
 
 // hfTokenizerFiles are copied into Model.Tokenizer when present.
-var hfTokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "generation_config.json", "special_tokens_map.json"}
+// chat_template.jinja is where transformers >= 4.43 saves the chat template
+// (older checkpoints keep it in tokenizer_config.json).
+var hfTokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "generation_config.json",
+	"special_tokens_map.json", "chat_template.jinja", "chat_template.json"}
 
 // FromHF imports a Hugging Face checkpoint directory: config.json plus
 // model.safetensors (or sharded model-*.safetensors with
@@ -35,8 +38,8 @@ func FromHF(dir string) (*model.Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hf: %w", err)
 	}
-	var cfg hfConfig
-	if err := json.Unmarshal(cfgBytes, &cfg); err != nil {
+	cfg, err := hfParseConfig(cfgBytes)
+	if err != nil {
 		return nil, fmt.Errorf("hf: %s: %w", cfgPath, err)
 	}
 	arch, err := hfArch(&cfg)
@@ -107,6 +110,42 @@ func hfDigest(path string) (model.SourceFile, error) {
 		return model.SourceFile{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return model.SourceFile{Name: filepath.Base(path), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// hfParseConfig decodes config.json. A multimodal Gemma 3 checkpoint is
+// read as its language model (text_config); the vision tower is ignored.
+func hfParseConfig(b []byte) (hfConfig, error) {
+	var c hfConfig
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, err
+	}
+	if c.ModelType == "gemma3" {
+		if isNull(c.TextConfig) {
+			return c, errors.New(`model_type "gemma3" without text_config`)
+		}
+		var t hfConfig
+		if err := json.Unmarshal(c.TextConfig, &t); err != nil {
+			return c, fmt.Errorf("text_config: %w", err)
+		}
+		if t.ModelType == "" {
+			t.ModelType = "gemma3_text"
+		}
+		if t.ModelType != "gemma3_text" {
+			return c, fmt.Errorf("gemma3 text_config has model_type %q", t.ModelType)
+		}
+		// Special tokens and tying may sit at the top level.
+		if isNull(t.EosTokenID) {
+			t.EosTokenID = c.EosTokenID
+		}
+		if isNull(t.BosTokenID) {
+			t.BosTokenID = c.BosTokenID
+		}
+		if t.TieWordEmbeddings == nil {
+			t.TieWordEmbeddings = c.TieWordEmbeddings
+		}
+		c = t
+	}
+	return c, nil
 }
 
 // hfSpecialTokens sets BOS and EOS: generation_config.json's eos_token_id
@@ -195,11 +234,12 @@ func hfLayerTypes(c *hfConfig) ([]string, error) {
 			}
 		}
 	case "lfm2":
+		// transformers: without full_attn_idxs every layer is attention.
+		if c.FullAttnIdxs == nil {
+			break
+		}
 		for i := range t {
 			t[i] = "conv"
-		}
-		if len(c.FullAttnIdxs) == 0 {
-			return nil, errors.New("lfm2: neither layer_types nor full_attn_idxs is set")
 		}
 		for _, i := range c.FullAttnIdxs {
 			if i < 0 || i >= n {
@@ -227,9 +267,6 @@ var hfFamilies = []string{
 func hfArch(c *hfConfig) (model.Arch, error) {
 	var a model.Arch
 	fam := c.ModelType
-	if fam == "gemma3" {
-		return a, errors.New(`model_type "gemma3" is the multimodal checkpoint; only the text model (gemma3_text) is supported`)
-	}
 	if !slices.Contains(hfFamilies, fam) {
 		return a, fmt.Errorf("model_type %q is not supported (supported: %s)", fam, strings.Join(hfFamilies, ", "))
 	}
@@ -240,6 +277,9 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 	const maxDim = 1 << 20
 	if c.HiddenSize > maxDim || c.VocabSize > 1<<24 || c.NumHiddenLayers > 4096 || c.NumAttentionHeads > 4096 || c.IntermediateSize > 1<<22 {
 		return a, errors.New("config dimensions are implausibly large")
+	}
+	if deref(c.UseBidirectionalAttention, false) {
+		return a, errors.New("use_bidirectional_attention: encoder (embedding) models are not supported")
 	}
 	gemma := fam == "gemma" || fam == "gemma2" || fam == "gemma3_text"
 	a.Family = fam
@@ -290,9 +330,11 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 	if fam == "gemma3_text" {
 		a.FinalSoftcap = float32(deref(c.FinalLogitSoftcapping, 0))
 	}
-	// transformers defaults tie_word_embeddings to true for most families
-	// (PreTrainedConfig), the weights decide in the end (see hfWeights).
-	a.TiedEmbeddings = deref(c.TieWordEmbeddings, true)
+	// Without tie_word_embeddings the weights decide (see hfWeights).
+	a.TiedEmbeddings = deref(c.TieWordEmbeddings, false)
+	if c.TieEmbedding != nil {
+		a.TiedEmbeddings = *c.TieEmbedding
+	}
 
 	heads := c.NumAttentionHeads
 	kvHeads := deref(c.NumKeyValueHeads, heads)
@@ -359,9 +401,10 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 			case "gemma2", "gemma3_text":
 				at.Scale = float32(1 / math.Sqrt(deref(c.QueryPreAttnScalar, float64(headDim))))
 			case "granite":
-				at.Scale = float32(deref(c.AttentionMultiplier, 1/math.Sqrt(float64(headDim))))
+				// transformers' GraniteConfig defaults attention_multiplier to 1.
+				at.Scale = float32(deref(c.AttentionMultiplier, 1))
 			}
-			if fam == "gemma2" {
+			if fam == "gemma2" || fam == "gemma3_text" {
 				at.Softcap = float32(deref(c.AttnLogitSoftcapping, 0))
 			}
 			switch fam {
@@ -416,7 +459,8 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 				m.ExpertHidden = c.IntermediateSize
 			case "qwen2_moe", "qwen3_moe", "qwen3_next":
 				m.ExpertHidden = deref(c.MoeIntermediateSize, 0)
-				def := fam != "qwen2_moe"
+				// transformers' defaults: false for qwen2_moe and qwen3_moe, true for qwen3_next.
+				def := fam == "qwen3_next"
 				m.NormTopK = deref(c.NormTopkProb, def)
 			default:
 				return a, fmt.Errorf("layer %d: %d experts in a %s model", i, expertCount, fam)
@@ -448,8 +492,8 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 // hfLFM2FFDim reproduces transformers' Lfm2MLP width adjustment.
 func hfLFM2FFDim(c *hfConfig) int {
 	ff := c.IntermediateSize
-	if c.BlockFFDim != nil && *c.BlockFFDim > 0 && c.IntermediateSize == 0 {
-		ff = *c.BlockFFDim
+	if c.BlockFFDim != nil {
+		ff = *c.BlockFFDim // transformers prefers the original key
 	}
 	if deref(c.BlockAutoAdjustFFDim, false) {
 		ff = int(float64(2*ff) / 3)

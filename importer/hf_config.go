@@ -54,6 +54,8 @@ type hfConfig struct {
 	FinalLogitSoftcapping *float64 `json:"final_logit_softcapping"`
 	FullAttentionInterval *int     `json:"full_attention_interval"`
 
+	UseBidirectionalAttention *bool `json:"use_bidirectional_attention"`
+
 	// Granite.
 	EmbeddingMultiplier *float64 `json:"embedding_multiplier"`
 	ResidualMultiplier  *float64 `json:"residual_multiplier"`
@@ -78,6 +80,11 @@ type hfConfig struct {
 	BlockMultipleOf       *int     `json:"block_multiple_of"`
 	BlockFFDim            *int     `json:"block_ff_dim"`
 	FullAttnIdxs          []int    `json:"full_attn_idxs"`
+	Theta                 *float64 `json:"theta"`         // LFM2's original key for rope_theta
+	TieEmbedding          *bool    `json:"tie_embedding"` // LFM2's original key for tie_word_embeddings
+
+	// Multimodal wrappers (gemma3) keep the language model's config here.
+	TextConfig json.RawMessage `json:"text_config"`
 
 	// qwen3_next gated DeltaNet.
 	LinearConvKernelDim *int `json:"linear_conv_kernel_dim"`
@@ -170,9 +177,12 @@ func (c *hfConfig) hfRopeFor(layerType string) (hfRopeParams, error) {
 			p.RopeTheta = c.RopeTheta
 		}
 	}
+	if p.RopeTheta == nil && c.ModelType == "lfm2" {
+		p.RopeTheta = c.Theta
+	}
 	if p.RopeTheta == nil {
 		def := 10000.0
-		if c.ModelType == "gemma3_text" && layerType == "full_attention" {
+		if (c.ModelType == "gemma3_text" && layerType == "full_attention") || c.ModelType == "lfm2" {
 			def = 1e6
 		}
 		p.RopeTheta = &def

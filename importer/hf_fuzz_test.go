@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -25,8 +24,8 @@ func FuzzHFConfig(f *testing.F) {
 	f.Add([]byte(`{"model_type":"gemma3_text","vocab_size":8,"hidden_size":4,"num_hidden_layers":7,"num_attention_heads":1,"intermediate_size":4,"sliding_window_pattern":0}`), []byte(``))
 	f.Add([]byte(`{"model_type":"qwen3_next","vocab_size":8,"hidden_size":4,"num_hidden_layers":4,"num_attention_heads":1,"num_experts":3,"num_experts_per_tok":9}`), []byte(`null`))
 	f.Fuzz(func(t *testing.T, cfg, gen []byte) {
-		var c hfConfig
-		if json.Unmarshal(cfg, &c) != nil {
+		c, err := hfParseConfig(cfg)
+		if err != nil {
 			return
 		}
 		a, err := hfArch(&c)

@@ -1,7 +1,9 @@
 package importer
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -9,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/safetensors"
+	"github.com/cortiq/cortiq/tensor"
 )
 
 func hfSharedDir(t testing.TB) string {
@@ -116,9 +120,171 @@ func TestOpenDispatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Close()
+	gg := filepath.Join(hfSharedDir(t), "fixtures", "models", "stories260K.gguf")
+	if g, err := Open(gg); err != nil {
+		t.Errorf("Open(%s): %v", gg, err)
+	} else {
+		if g.Arch.Hidden != 64 || len(g.Arch.Layers) != 5 {
+			t.Errorf("stories260K.gguf: hidden %d, %d layers", g.Arch.Hidden, len(g.Arch.Layers))
+		}
+		g.Close()
+	}
 	p := filepath.Join(t.TempDir(), "junk.bin")
 	os.WriteFile(p, []byte("nothing here"), 0o644)
 	if _, err := Open(p); err == nil {
 		t.Errorf("junk accepted")
 	}
+}
+
+// A checkpoint split into shards with an index imports to the same weights.
+func TestFromHFSharded(t *testing.T) {
+	src := filepath.Join(hfSharedDir(t), "fixtures", "tiny", "qwen2_moe")
+	whole, err := FromHF(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer whole.Close()
+	f, err := safetensors.Open(filepath.Join(src, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dir := t.TempDir()
+	shards := [2][]*tensor.Tensor{}
+	index := map[string]any{"metadata": map[string]any{}, "weight_map": map[string]string{}}
+	for i, n := range f.Names() {
+		tt, err := f.Tensor(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards[i%2] = append(shards[i%2], tt)
+		index["weight_map"].(map[string]string)[n] = fmt.Sprintf("model-%05d-of-00002.safetensors", i%2+1)
+	}
+	for i, ts := range shards {
+		out, _ := os.Create(filepath.Join(dir, fmt.Sprintf("model-%05d-of-00002.safetensors", i+1)))
+		if err := safetensors.Write(out, ts); err != nil {
+			t.Fatal(err)
+		}
+		out.Close()
+	}
+	b, _ := json.Marshal(index)
+	os.WriteFile(filepath.Join(dir, safetensors.IndexFile), b, 0o644)
+	cfg, _ := os.ReadFile(filepath.Join(src, "config.json"))
+	os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644)
+	m, err := FromHF(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if len(m.Weights.Names()) != len(whole.Weights.Names()) {
+		t.Fatalf("%d weights, want %d", len(m.Weights.Names()), len(whole.Weights.Names()))
+	}
+	for _, n := range whole.Weights.Names() {
+		a, _ := whole.Weights.Tensor(n)
+		b, ok := m.Weights.Tensor(n)
+		if !ok || !bytes.Equal(a.Data, b.Data) || fmt.Sprint(a.Shape) != fmt.Sprint(b.Shape) {
+			t.Errorf("%s differs", n)
+		}
+	}
+	if len(m.Source.Files) != 4 { // config, 2 shards, index
+		t.Errorf("provenance lists %d files", len(m.Source.Files))
+	}
+}
+
+// rewriteFixture copies a fixture with an edited config and, optionally,
+// renamed (and extra) tensors.
+func rewriteFixture(t *testing.T, name string, editCfg func(map[string]any) map[string]any, rename func(string) string, extra []*tensor.Tensor) string {
+	src := filepath.Join(hfSharedDir(t), "fixtures", "tiny", name)
+	dir := t.TempDir()
+	var c map[string]any
+	b, _ := os.ReadFile(filepath.Join(src, "config.json"))
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(editCfg(c))
+	os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644)
+	f, err := safetensors.Open(filepath.Join(src, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ts := extra
+	for _, n := range f.Names() {
+		tt, _ := f.Tensor(n)
+		if rename != nil {
+			tt.Name = rename(n)
+		}
+		ts = append(ts, tt)
+	}
+	out, _ := os.Create(filepath.Join(dir, "model.safetensors"))
+	defer out.Close()
+	if err := safetensors.Write(out, ts); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func sameModel(t *testing.T, a, b *model.Model) {
+	t.Helper()
+	ja, _ := json.Marshal(a.Arch)
+	jb, _ := json.Marshal(b.Arch)
+	if !bytes.Equal(ja, jb) {
+		t.Errorf("arch differs:\n%s\n%s", ja, jb)
+	}
+	if len(a.Weights.Names()) != len(b.Weights.Names()) {
+		t.Errorf("%d weights vs %d", len(a.Weights.Names()), len(b.Weights.Names()))
+	}
+	for _, n := range a.Weights.Names() {
+		x, _ := a.Weights.Tensor(n)
+		y, ok := b.Weights.Tensor(n)
+		if !ok || !bytes.Equal(x.Data, y.Data) {
+			t.Errorf("weight %s differs", n)
+		}
+	}
+}
+
+// A multimodal Gemma 3 checkpoint imports as its text model.
+func TestFromHFGemma3Multimodal(t *testing.T) {
+	ref, err := FromHF(filepath.Join(hfSharedDir(t), "fixtures", "tiny", "gemma3_text_sw8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	vision := &tensor.Tensor{Name: "vision_tower.vision_model.embeddings.patch_embedding.weight", Codec: tensor.F32, Shape: []int{2}, Data: make([]byte, 8)}
+	dir := rewriteFixture(t, "gemma3_text_sw8", func(c map[string]any) map[string]any {
+		return map[string]any{"model_type": "gemma3", "text_config": c, "eos_token_id": []int{2, 3}}
+	}, func(n string) string { return "language_model." + n }, []*tensor.Tensor{vision})
+	m, err := FromHF(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	sameModel(t, ref, m)
+}
+
+// LFM2's original config keys (block_ff_dim, theta, full_attn_idxs,
+// tie_embedding) give the same model as the transformers ones.
+func TestFromHFLFM2OriginalKeys(t *testing.T) {
+	ref, err := FromHF(filepath.Join(hfSharedDir(t), "fixtures", "tiny", "lfm2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	dir := rewriteFixture(t, "lfm2", func(c map[string]any) map[string]any {
+		c["block_ff_dim"] = c["intermediate_size"]
+		c["intermediate_size"] = 999
+		c["theta"] = c["rope_parameters"].(map[string]any)["rope_theta"]
+		delete(c, "rope_parameters")
+		delete(c, "layer_types")
+		c["full_attn_idxs"] = []int{1, 3}
+		c["tie_embedding"] = c["tie_word_embeddings"]
+		delete(c, "tie_word_embeddings")
+		return c
+	}, nil, nil)
+	m, err := FromHF(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	sameModel(t, ref, m)
 }

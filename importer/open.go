@@ -15,7 +15,8 @@ var hfFileFormats = []struct {
 	name, magic string
 	open        func(string) (*model.Model, error)
 }{
-	{"GGUF", "GGUF", nil}, // FromGGUF: wired by the lead once importer/gguf.go lands
+	{"GGUF", "GGUF", FromGGUF},
+	// CMF: add {"CMF", <magic>, FromCMF} once importer/cmf.go lands.
 }
 
 // Open imports a model from a path: a directory with config.json (Hugging

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -316,4 +317,45 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	}
 	i := int(p * float64(len(d)-1))
 	return d[i]
+}
+
+// sseReader reads data payloads one at a time, as they arrive.
+type sseReader struct{ sc *bufio.Scanner }
+
+func newSSEReader(r io.Reader) *sseReader {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	return &sseReader{sc}
+}
+
+func (r *sseReader) next() (string, error) {
+	for r.sc.Scan() {
+		line := r.sc.Text()
+		if line == "" {
+			continue
+		}
+		if !strings.HasPrefix(line, "data: ") {
+			return "", fmt.Errorf("SSE line without data: prefix: %q", line)
+		}
+		return strings.TrimPrefix(line, "data: "), nil
+	}
+	if err := r.sc.Err(); err != nil {
+		return "", err
+	}
+	return "", io.ErrUnexpectedEOF
+}
+
+func jsonUnmarshal(t testing.TB, data []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("decoding %s: %v", data, err)
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if npmDir != "" {
+		os.RemoveAll(npmDir)
+	}
+	os.Exit(code)
 }

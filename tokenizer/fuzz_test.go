@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -134,7 +135,12 @@ func FuzzByteLevelRoundTrip(f *testing.F) {
 	// Load before fuzzing: a slow first input reads as a hang.
 	var tks []*Tokenizer
 	for _, name := range []string{"gpt2", "llama3", "smollm-135m"} {
-		tks = append(tks, fixtureTokenizer(f, name))
+		tk := fixtureTokenizer(f, name)
+		// The property needs all 256 byte symbols (SmolLM lacks some
+		// control bytes, which HF then drops).
+		if !slices.Contains(tk.bpe.rawIDs[:], -1) {
+			tks = append(tks, tk)
+		}
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if !utf8.ValidString(s) {

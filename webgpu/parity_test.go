@@ -118,6 +118,7 @@ func checkRows(t *testing.T, what string, got, want []float32, vocab int, tol fl
 		t.Fatalf("%s: %d logits, want %d", what, len(got), len(want))
 	}
 	d, at := maxAbsDiff(got, want)
+	t.Logf("%s: max |Δlogit| %.2e", what, d)
 	if d > tol {
 		t.Errorf("%s: max |Δlogit| %.3g at row %d col %d (tol %.0e)", what, d, at/vocab, at%vocab, tol)
 	}

@@ -8,6 +8,9 @@ import (
 	"github.com/cortiq/cortiq/tensor"
 )
 
+// quantTol bounds device-vs-CPU logits on identical quantized weights.
+const quantTol = 1e-4
+
 // quantized re-encodes every matrix of m (projections, embedding, head)
 // with codec c; vectors stay float32.
 func quantized(t *testing.T, m *model.Model, c tensor.Codec) *model.Model {
@@ -42,8 +45,9 @@ func quantized(t *testing.T, m *model.Model, c tensor.Codec) *model.Model {
 // TestParityQuantized runs the same quantized weights through the CPU
 // reference and the device. Both decode every weight to the same float32
 // value (f16 exactly; q8_0/q4_0 blocks as d·q in float32), so the only
-// difference is the order of float32 additions, as for f32 weights: the
-// tolerance is the f32 one, 2e-3 absolute, for every codec. (K-quants cannot
+// difference is the order of float32 additions: measured at most 1.1e-5
+// absolute on these models for every codec, so quantTol (1e-4, the CPU's
+// own bound against transformers) holds with a 10x margin. (K-quants cannot
 // encode these 64-wide rows; their load-time conversion is covered by the
 // kernel tests, where the device's q8_0 values are the reference.)
 func TestParityQuantized(t *testing.T) {
@@ -83,7 +87,7 @@ func TestParityQuantized(t *testing.T) {
 				diff, _ := maxAbsDiff(got, want)
 				dq, _ := maxAbsDiff(want, ref.logits)
 				t.Logf("device vs cpu %.2e (cpu %s vs f32 reference %.2e)", diff, c, dq)
-				checkRows(t, c.String(), got, want, m.Arch.Vocab, parityTol)
+				checkRows(t, c.String(), got, want, m.Arch.Vocab, quantTol)
 			})
 		}
 	}

@@ -89,3 +89,12 @@ func BenchmarkMatMul(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParallelFor is the fixed cost of one parallel call (two
+// trivial chunks).
+func BenchmarkParallelFor(b *testing.B) {
+	var sink [2]int
+	for b.Loop() {
+		parallelFor(2, 1, func(lo, hi int) { sink[lo]++ })
+	}
+}

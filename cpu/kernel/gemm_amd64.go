@@ -10,6 +10,8 @@ func gemm6x16AVX2(w *float32, ldw int, xp *float32, k int, out *[96]float32)
 const (
 	gemmRows   = 6  // weight rows per register tile
 	gemmTokens = 16 // tokens per packed panel
+
+	gemmMinTokens = 10 // below this, MatMul uses the dot-product tile
 )
 
 // matmulAVX2 is the blocked product: x is packed into k-major panels of
@@ -17,6 +19,12 @@ const (
 // is run against every panel with a 6×16 register tile (broadcast
 // formulation: no horizontal sums).
 func matmulAVX2(y []float32, c tensor.Codec, data []byte, rb, rows, cols int, x []float32, n int) {
+	if n < gemmMinTokens {
+		// A padded 16-token panel would waste most of its work; the
+		// 4-row × 2-token dot tile has no padding.
+		matmulGeneric(y, c, data, rb, rows, cols, x, n)
+		return
+	}
 	np := (n + gemmTokens - 1) / gemmTokens
 	xpp := getScratch(np * cols * gemmTokens)
 	defer scratchPool.Put(xpp)

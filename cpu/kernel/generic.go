@@ -34,8 +34,8 @@ var matvecKernels = genericKernels
 func matvecKernel(c tensor.Codec) rowsKernel { return matvecKernels[c] }
 
 // prepareX computes what a codec's kernel wants to know about x once per
-// call: for q4_0 and q4_K, the sum of each 32-element block (for the
-// offset and min terms).
+// call: for q4_K, the sum of each 32-element block (the min term); for
+// q4_0, its negation (the -8 offset).
 func prepareX(c tensor.Codec, x []float32) []float32 {
 	if c != tensor.Q4_K && c != tensor.Q4_0 {
 		return nil
@@ -45,6 +45,9 @@ func prepareX(c tensor.Codec, x []float32) []float32 {
 		var a float32
 		for _, v := range x[32*j : 32*j+32] {
 			a += v
+		}
+		if c == tensor.Q4_0 {
+			a = -a
 		}
 		s[j] = a
 	}
@@ -140,17 +143,34 @@ func dotBF16Row(row []byte, x []float32) float32 {
 	return s0 + s1
 }
 
+// i8Table and q4Table map a weight byte to its float value (a load is
+// cheaper than an integer conversion in portable code).
+var i8Table = func() (t [256]float32) {
+	for i := range t {
+		t[i] = float32(int8(i))
+	}
+	return
+}()
+
+var q4Table = func() (t [16]float32) {
+	for i := range t {
+		t[i] = float32(i - 8)
+	}
+	return
+}()
+
 func dotQ8_0Row(row []byte, x []float32) float32 {
 	var s float32
 	for b := 0; b < len(x)/32; b++ {
 		blk := (*[34]byte)(row[34*b:])
 		xb := (*[32]float32)(x[32*b:])
+		q := (*[32]byte)(blk[2:])
 		var s0, s1, s2, s3 float32
 		for i := 0; i < 32; i += 4 {
-			s0 += float32(int8(blk[2+i])) * xb[i]
-			s1 += float32(int8(blk[3+i])) * xb[i+1]
-			s2 += float32(int8(blk[4+i])) * xb[i+2]
-			s3 += float32(int8(blk[5+i])) * xb[i+3]
+			s0 += i8Table[q[i]] * xb[i]
+			s1 += i8Table[q[i+1]] * xb[i+1]
+			s2 += i8Table[q[i+2]] * xb[i+2]
+			s3 += i8Table[q[i+3]] * xb[i+3]
 		}
 		s += f16Table[binary.LittleEndian.Uint16(blk[:])] * ((s0 + s1) + (s2 + s3))
 	}
@@ -162,13 +182,14 @@ func dotQ4_0Row(row []byte, x []float32) float32 {
 	for b := 0; b < len(x)/32; b++ {
 		blk := (*[18]byte)(row[18*b:])
 		xb := (*[32]float32)(x[32*b:])
+		q := (*[16]byte)(blk[2:])
 		var s0, s1, s2, s3 float32
 		for i := 0; i < 16; i += 2 {
-			q0, q1 := blk[2+i], blk[3+i]
-			s0 += float32(int32(q0&0xf)-8) * xb[i]
-			s1 += float32(int32(q0>>4)-8) * xb[i+16]
-			s2 += float32(int32(q1&0xf)-8) * xb[i+1]
-			s3 += float32(int32(q1>>4)-8) * xb[i+17]
+			q0, q1 := q[i], q[i+1]
+			s0 += q4Table[q0&0xf] * xb[i]
+			s1 += q4Table[q0>>4] * xb[i+16]
+			s2 += q4Table[q1&0xf] * xb[i+1]
+			s3 += q4Table[q1>>4] * xb[i+17]
 		}
 		s += f16Table[binary.LittleEndian.Uint16(blk[:])] * ((s0 + s1) + (s2 + s3))
 	}

@@ -6,11 +6,23 @@
 // (leading dimensions fold into rows). MatVec computes y[o] = Σ_i W[o,i]·x[i]
 // in float32 with the weights decoded exactly as tensor.Dequantize decodes
 // them; the only difference from a naive "dequantize, then dot" loop is the
-// order of float32 additions (and, for block codecs, the block scale being
-// applied to a block's partial sum instead of to each weight). This is the
-// Exact mode, the numerical reference other backends compare against, and
-// the default.
+// order of float32 additions (8-lane partial sums; for block codecs the
+// block scale multiplies a block's partial sum, and q4_0's -8 offset and
+// q4_K's min are applied through Σx). MatMul decodes weight rows to float32
+// exactly and accumulates each output in one float32 sum per token. This is
+// the Exact mode, the numerical reference other backends compare against,
+// and the default. SetMode(Int8) trades it for speed on q8_0/q4_0 MatVec
+// (see Int8).
 //
+// Every output element is computed by one goroutine in an order fixed by
+// the call's shapes, so results are bit-for-bit reproducible whatever the
+// worker count or scheduling. Different entry points (MatVec versus MatMul,
+// MatMul with few versus many tokens) sum in different orders and may
+// differ in the last bits.
+//
+// Implementation. The portable Go kernels (generic.go) are the reference
+// and run everywhere (wasm included). On amd64 with AVX2+FMA+F16C, assembly
+// kernels replace them at init; build with -tags purego to disable them.
 // Kernels run in parallel on a persistent pool of runtime.GOMAXPROCS(0)
 // goroutines (sized when first used); small products run inline on the
 // caller. Kernels are safe for concurrent use. Length mismatches between

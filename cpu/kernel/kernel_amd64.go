@@ -24,7 +24,7 @@ func dotBF16AVX2(w *byte, x *float32, n int) float32
 func dotQ8_0AVX2(w *byte, x *float32, nb int) float32
 
 //go:noescape
-func dotQ4_0AVX2(w *byte, x *float32, xsum *float32, nb int) float32
+func dotQ4_0AVX2(w *byte, x *float32, negxsum *float32, nb int) float32
 
 //go:noescape
 func dotQ6_KAVX2(w *byte, x *float32, nb int) float32

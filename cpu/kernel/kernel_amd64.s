@@ -172,9 +172,8 @@ bf16done:
 	VCVTDQ2PS Y8, Y8; \
 	VMULPS (DI), Y5, Y5; \
 	VFMADD231PS 32(DI), Y6, Y5; \
-	VMULPS 64(DI), Y7, Y7; \
-	VFMADD231PS 96(DI), Y8, Y7; \
-	VADDPS Y7, Y5, Y5; \
+	VFMADD231PS 64(DI), Y7, Y5; \
+	VFMADD231PS 96(DI), Y8, Y5; \
 	VFMADD231PS Y5, Y4, ACC
 
 // func dotQ8_0AVX2(w *byte, x *float32, nb int) float32
@@ -212,10 +211,10 @@ q8done:
 	RET
 
 // One q4_0 block at SI (18 bytes) against 32 floats at DI, with R10
-// pointing at Σx over the block: ACC += d·Σq·x and CORR += d·Σx, so that
-// the row's dot is Σ ACC - 8·Σx·d = hsum(ACC) - hsum(CORR) (CORR's lanes
-// are equal, so its horizontal sum is 8·Σ d·Σx). Y15 = 0x0f dwords.
-#define Q4BLOCK(ACC, CORR) \
+// pointing at -Σx over the block. The partial sum starts from -Σx in every
+// lane, so its 8 lanes add up to Σq·x - 8·Σx = Σ(q-8)·x; ACC += d·that.
+// Y15 = 0x0f dwords, R11 = f16 table.
+#define Q4BLOCK(ACC) \
 	MOVWLZX (SI), AX; \
 	VBROADCASTSS (R11)(AX*4), Y4; \
 	VPMOVZXBD 2(SI), Y5; \
@@ -228,19 +227,18 @@ q8done:
 	VCVTDQ2PS Y6, Y6; \
 	VCVTDQ2PS Y7, Y7; \
 	VCVTDQ2PS Y8, Y8; \
-	VMULPS (DI), Y5, Y5; \
-	VFMADD231PS 32(DI), Y6, Y5; \
-	VFMADD231PS 64(DI), Y7, Y5; \
-	VFMADD231PS 96(DI), Y8, Y5; \
-	VFMADD231PS Y5, Y4, ACC; \
 	VBROADCASTSS (R10), Y9; \
-	VFMADD231PS Y9, Y4, CORR
+	VFMADD231PS (DI), Y5, Y9; \
+	VFMADD231PS 32(DI), Y6, Y9; \
+	VFMADD231PS 64(DI), Y7, Y9; \
+	VFMADD231PS 96(DI), Y8, Y9; \
+	VFMADD231PS Y9, Y4, ACC
 
-// func dotQ4_0AVX2(w *byte, x *float32, xsum *float32, nb int) float32
+// func dotQ4_0AVX2(w *byte, x *float32, negxsum *float32, nb int) float32
 TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), DI
-	MOVQ xsum+16(FP), R10
+	MOVQ negxsum+16(FP), R10
 	MOVQ nb+24(FP), CX
 	MOVQ ·f16Table(SB), R11
 	MOVL $0x0f, AX
@@ -248,17 +246,15 @@ TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
 	VPBROADCASTD X15, Y15
 	VXORPS Y0, Y0, Y0
 	VXORPS Y2, Y2, Y2
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
 	CMPQ CX, $2
 	JLT  q4tail
 
 q4loop:
-	Q4BLOCK(Y0, Y10)
+	Q4BLOCK(Y0)
 	ADDQ $18, SI
 	ADDQ $128, DI
 	ADDQ $4, R10
-	Q4BLOCK(Y2, Y11)
+	Q4BLOCK(Y2)
 	ADDQ $18, SI
 	ADDQ $128, DI
 	ADDQ $4, R10
@@ -269,12 +265,10 @@ q4loop:
 q4tail:
 	TESTQ CX, CX
 	JZ    q4done
-	Q4BLOCK(Y0, Y10)
+	Q4BLOCK(Y0)
 
 q4done:
 	VADDPS Y2, Y0, Y0
-	VADDPS Y11, Y10, Y10
-	VSUBPS Y10, Y0, Y0
 	HSUM0
 	VZEROUPPER
 	MOVSS X0, ret+32(FP)

@@ -152,7 +152,7 @@ func TestMatMul(t *testing.T) {
 		r := rand.New(rand.NewPCG(3, 3))
 		for _, c := range allCodecs {
 			bl := max(c.BlockLen(), 1)
-			for _, sh := range [][3]int{{1, bl, 5}, {13, 2 * bl, 3}, {67, 512, 9}, {9, 256, 1}, {40, 768, 17}} {
+			for _, sh := range [][3]int{{1, bl, 5}, {13, 2 * bl, 3}, {67, 512, 9}, {9, 256, 1}, {40, 768, 17}, {12, 512, 16}, {7, 256, 10}, {25, 64, 33}} {
 				rows, cols, n := sh[0], sh[1], sh[2]
 				if cols%bl != 0 {
 					continue

@@ -12,11 +12,11 @@ import (
 // by someone else slows the call down instead of stalling it.
 
 type job struct {
-	fn     func(lo, hi int)
-	n      int
-	chunk  int
-	next   atomic.Int64
-	wg     sync.WaitGroup
+	fn    func(lo, hi int)
+	n     int
+	chunk int
+	next  atomic.Int64
+	wg    sync.WaitGroup
 }
 
 var (

@@ -24,7 +24,7 @@ func cpuTime(calls int, f func()) time.Duration {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	best := time.Duration(1 << 62)
-	for range 5 {
+	for range 15 {
 		t0 := threadCPU()
 		for range calls {
 			f()
@@ -40,6 +40,10 @@ func TestKernelSpeed(t *testing.T) {
 	if os.Getenv("CORTIQ_KSPEED") == "" {
 		t.Skip("set CORTIQ_KSPEED=1 to measure")
 	}
+	if os.Getenv("CORTIQ_KSPEED") == "generic" {
+		useAVX2(false)
+		defer useAVX2(hasAVX2)
+	}
 	for _, c := range allCodecs {
 		for _, sh := range [][2]int{{256, 2048}, {2048, 2048}} {
 			w := benchWeight(c, sh[0], sh[1])
@@ -51,11 +55,11 @@ func TestKernelSpeed(t *testing.T) {
 			k := matvecKernel(c)
 			aux := prepareX(c, x)
 			rb := len(w.Data) / sh[0]
-			d := cpuTime(max(3, 50000000/len(w.Data)), func() { k(y, w.Data, rb, x, aux) })
+			d := cpuTime(max(2, 10000000/len(w.Data)), func() { k(y, w.Data, rb, x, aux) })
 			fmt.Printf("%-5s %5dx%-5d %8.1f us  %6.2f GB/s (1 thread, CPU time)\n", c, sh[0], sh[1], float64(d)/1e3, float64(len(w.Data))/float64(d))
 			if k8 := int8Kernels[c]; k8 != nil {
 				qx := quantizeX(x)
-				d := cpuTime(max(3, 50000000/len(w.Data)), func() { k8(y, w.Data, rb, qx) })
+				d := cpuTime(max(2, 10000000/len(w.Data)), func() { k8(y, w.Data, rb, qx) })
 				fmt.Printf("%-5s %5dx%-5d %8.1f us  %6.2f GB/s (1 thread, CPU time, int8 mode)\n", c, sh[0], sh[1], float64(d)/1e3, float64(len(w.Data))/float64(d))
 			}
 		}

@@ -34,7 +34,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -66,6 +65,9 @@ type Options struct {
 	Timeout time.Duration
 	// Output receives the test binary's stdout and stderr; nil discards.
 	Output io.Writer
+	// MainThread runs the binary on the page's main thread instead of in a
+	// Worker, to test behaviour where Worker-only APIs are missing.
+	MainThread bool
 }
 
 // ErrNoChromium is returned (wrapped) by ChromiumPath and Run when no
@@ -98,6 +100,23 @@ func Build(ctx context.Context, dir, pkg, tmpDir string) (string, error) {
 		return "", fmt.Errorf("wasmtest: building %s for js/wasm: %w\n%s", pkg, err, b)
 	}
 	return out, nil
+}
+
+// wasmExecPath finds the wasm_exec.js matching the go command that built
+// the binary.
+func wasmExecPath(ctx context.Context) (string, error) {
+	goroot := ""
+	if out, err := exec.CommandContext(ctx, "go", "env", "GOROOT").Output(); err == nil {
+		goroot = strings.TrimSpace(string(out))
+	}
+	if goroot == "" {
+		return "", errors.New("wasmtest: cannot determine GOROOT (is the go command on PATH?)")
+	}
+	p := filepath.Join(goroot, "lib", "wasm", "wasm_exec.js")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("wasmtest: wasm_exec.js: %w", err)
+	}
+	return p, nil
 }
 
 // Run builds and runs the tests of o.Package in a Worker and returns the
@@ -136,9 +155,9 @@ func RunBinary(ctx context.Context, chrome, bin, profileRoot string, o Options) 
 	defer cancel()
 
 	mux := http.NewServeMux()
-	wasmExec := filepath.Join(runtime.GOROOT(), "lib", "wasm", "wasm_exec.js")
-	if _, err := os.Stat(wasmExec); err != nil {
-		return -1, fmt.Errorf("wasmtest: wasm_exec.js: %w", err)
+	wasmExec, err := wasmExecPath(ctx)
+	if err != nil {
+		return -1, err
 	}
 	mux.HandleFunc("/wasm_exec.js", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/javascript")
@@ -171,7 +190,7 @@ func RunBinary(ctx context.Context, chrome, bin, profileRoot string, o Options) 
 	if o.Handler != nil {
 		env[ServerEnv] = srv.URL + "/srv/"
 	}
-	cfg, err := json.Marshal(map[string]any{"args": o.Args, "env": env})
+	cfg, err := json.Marshal(map[string]any{"args": o.Args, "env": env, "mainThread": o.MainThread})
 	if err != nil {
 		return -1, fmt.Errorf("wasmtest: %w", err)
 	}

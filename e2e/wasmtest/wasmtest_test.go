@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +30,27 @@ func TestProbe(t *testing.T) {
 	}
 	if code != 0 {
 		t.Fatalf("probe exited with code %d", code)
+	}
+}
+
+func TestFailureExitCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("wasmtest: browser test skipped in -short mode")
+	}
+	if _, err := ChromiumPath(); errors.Is(err, ErrNoChromium) {
+		t.Skip(err)
+	}
+	var out strings.Builder
+	code, err := Run(context.Background(), Options{
+		Package: "./internal/probe",
+		Args:    []string{"-test.run=TestFailWhenAsked"},
+		Env:     map[string]string{"PROBE_FAIL": "1"},
+		Output:  &out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code == 0 || !strings.Contains(out.String(), "failing as asked") {
+		t.Fatalf("exit code %d, output %q; want a failure", code, out.String())
 	}
 }

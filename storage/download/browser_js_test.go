@@ -64,15 +64,19 @@ func TestBrowserResumeIntoOPFS(t *testing.T) {
 	} else {
 		t.Logf("interrupted as planned: %v", err)
 	}
+	// The browser may lose bytes that were in flight when the connection
+	// died, so the part holds at most off bytes.
 	fi, err := fsys.Stat("m/blob.bin" + PartSuffix)
-	if err != nil || fi.Size() != off {
-		t.Fatalf("part after interruption: %v, %v; want %d bytes", fi, err, off)
+	if err != nil || fi.Size() == 0 || fi.Size() > off {
+		t.Fatalf("part after interruption: %v, %v; want 1..%d bytes", fi, err, off)
 	}
+	part := fi.Size()
+	t.Logf("part holds %d of the %d bytes sent before the abort", part, off)
 	res, err := Fetch(context.Background(), fsys, base+"blob", "m/blob.bin", opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Resumed != off || res.Verified != VerifiedSHA256 {
+	if res.Resumed != part || res.Verified != VerifiedSHA256 {
 		t.Fatalf("result %+v", res)
 	}
 	got, err := hackpadfs.ReadFile(fsys, "m/blob.bin")
@@ -84,7 +88,7 @@ func TestBrowserResumeIntoOPFS(t *testing.T) {
 	}
 	ranges, ifRanges := seen(t, base)
 	t.Logf("server saw Range %q, If-Range %q", ranges, ifRanges)
-	if len(ranges) != 2 || ranges[1] != fmt.Sprintf("bytes=%d-", off) || ifRanges[1] != `"v1"` {
+	if len(ranges) != 2 || ranges[1] != fmt.Sprintf("bytes=%d-", part) || ifRanges[1] != `"v1"` {
 		t.Fatalf("server saw Range %q If-Range %q", ranges, ifRanges)
 	}
 }

@@ -10,7 +10,8 @@
 //   - An interrupted download resumes from the recorded offset with
 //     "Range: bytes=N-" and "If-Range: <validator>". It starts over from 0
 //     when the server ignores the range (200), the validator or the server's
-//     digest changed, the sidecar is unreadable, or no validator is known.
+//     digest changed, the sidecar is unreadable, or neither a validator nor
+//     the caller's SHA256 is known.
 //     The part's existing bytes are re-hashed on resume, never trusted.
 //   - Verification, strongest available: the caller's SHA256; else the
 //     server's sha256 (Hugging Face sends the LFS oid as X-Linked-Etag on the
@@ -304,6 +305,7 @@ type downloader struct {
 func (d *downloader) discard() {
 	hackpadfs.Remove(d.fsys, d.part)
 	hackpadfs.Remove(d.fsys, d.side)
+	hackpadfs.Remove(d.fsys, d.side+".tmp")
 	d.sc, d.off, d.h = nil, 0, sha256.New()
 }
 
@@ -369,7 +371,9 @@ func (d *downloader) get(ctx context.Context, from int64, validator string) (*re
 	}
 	if from > 0 {
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", from))
-		req.Header.Set("If-Range", validator)
+		if validator != "" {
+			req.Header.Set("If-Range", validator)
+		}
 	}
 	r := &response{linkedLen: -1}
 	note := func(h http.Header) {
@@ -453,8 +457,10 @@ func parseContentRange(s string) (start, end, total int64, ok bool) {
 
 func (d *downloader) attempt(ctx context.Context) (Result, error) {
 	d.load()
-	if d.off > 0 && d.sc.Validator == "" {
-		d.discard() // nothing to make If-Range safe with
+	if d.off > 0 && d.sc.Validator == "" && d.opt.SHA256 == "" {
+		// Without If-Range nothing stops the server from splicing a newer
+		// version onto our prefix; only the caller's digest would catch it.
+		d.discard()
 	}
 	var (
 		r     *response
@@ -496,11 +502,13 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 				total = d.sc.Size
 			}
 		case code == http.StatusOK:
-			if d.off > 0 {
-				// Range ignored or If-Range failed: this is the whole body.
+			// A fresh download, or the server ignored Range / If-Range
+			// failed: this is the whole, possibly new, body. Forget what
+			// the old sidecar said about it.
+			if d.sc != nil {
 				hackpadfs.Remove(d.fsys, d.side)
-				d.sc, d.off, d.h = nil, 0, sha256.New()
 			}
+			d.sc, d.off, d.h = nil, 0, sha256.New()
 			if resp.ContentLength >= 0 && !resp.Uncompressed {
 				total = resp.ContentLength
 			}

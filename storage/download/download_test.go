@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cortiq/cortiq/storage"
 	"github.com/hack-pad/hackpadfs"
 	"github.com/hack-pad/hackpadfs/mem"
 )
@@ -34,6 +35,7 @@ type fileServer struct {
 	extra       []byte
 	linkedSHA   string // if set, /resolve/ redirects with X-Linked-Etag
 	linkedSize  int64
+	abortDelay  time.Duration // pause between the last byte and the abort
 
 	ranges, ifRanges []string
 }
@@ -79,7 +81,7 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		failAt = s.failAt[0]
 		s.failAt = s.failAt[1:]
 	}
-	corruptAt, extra := s.corruptAt, s.extra
+	corruptAt, extra, abortDelay := s.corruptAt, s.extra, s.abortDelay
 	s.mu.Unlock()
 
 	if corruptAt >= 0 && corruptAt < int64(len(data)) {
@@ -116,6 +118,7 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if failAt >= 0 && failAt >= start && failAt-start < int64(len(body)) {
 		w.Write(body[:failAt-start])
 		w.(http.Flusher).Flush()
+		time.Sleep(abortDelay)
 		panic(http.ErrAbortHandler) // drop the connection mid-body
 	}
 	w.Write(body)
@@ -547,3 +550,66 @@ func TestParseContentRange(t *testing.T) {
 	}
 }
 
+func TestCancelThenResume(t *testing.T) {
+	data := testData(4 << 20)
+	s := newFileServer(data)
+	url := start(t, s)
+	fsys := newFS(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := Fetch(ctx, fsys, url, "blob", Options{
+		Retries:          5,
+		ProgressInterval: time.Nanosecond,
+		Progress: func(p Progress) {
+			if p.Done >= 1<<20 {
+				cancel()
+			}
+		},
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	fi, err := hackpadfs.Stat(fsys, "blob"+PartSuffix)
+	if err != nil || fi.Size() < 1<<20 {
+		t.Fatalf("part after cancel: %v, %v", fi, err)
+	}
+	res, err := Fetch(context.Background(), fsys, url, "blob", Options{SHA256: sum(data)})
+	if err != nil || res.Resumed < 1<<20 {
+		t.Fatalf("resume = %+v, %v", res, err)
+	}
+	mustContent(t, fsys, "blob", data)
+}
+
+func TestFetchIntoOSDir(t *testing.T) {
+	data := testData(1<<20 + 3)
+	s := newFileServer(data)
+	s.failAt = []int64{777777}
+	url := start(t, s)
+	fsys, err := storage.Dir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Fetch(context.Background(), fsys, url, "hf/org/model/blob", Options{Retries: 1, RetryDelay: time.Millisecond, SHA256: sum(data)})
+	if err != nil || res.Resumed != 777777 || res.Verified != VerifiedSHA256 {
+		t.Fatalf("Fetch = %+v, %v", res, err)
+	}
+	mustContent(t, fsys, "hf/org/model/blob", data)
+	mustNotExist(t, fsys, "hf/org/model/blob"+PartSuffix, "hf/org/model/blob"+SidecarSuffix)
+}
+
+func TestNoValidatorResumesWithCallerDigest(t *testing.T) {
+	data := testData(50000)
+	s := newFileServer(data)
+	s.etag = ""
+	s.failAt = []int64{20000}
+	url := start(t, s)
+	fsys := newFS(t)
+	Fetch(context.Background(), fsys, url, "blob", Options{SHA256: sum(data)})
+	res, err := Fetch(context.Background(), fsys, url, "blob", Options{SHA256: sum(data)})
+	if err != nil || res.Resumed != 20000 {
+		t.Fatalf("Fetch = %+v, %v", res, err)
+	}
+	mustContent(t, fsys, "blob", data)
+	if ranges, ifr := s.seen(); ranges[1] != "bytes=20000-" || ifr[1] != "" {
+		t.Errorf("resume sent Range %q If-Range %q", ranges[1], ifr[1])
+	}
+}

@@ -43,3 +43,18 @@ func FuzzParseSidecar(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseContentRange(f *testing.F) {
+	for _, s := range []string{"bytes 0-9/10", "bytes 5-9/*", "bytes 9-5/10", "bytes 0-0/0", "bytes -1-2/3", "bytes 1-2", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		start, end, total, ok := parseContentRange(s)
+		if !ok {
+			return
+		}
+		if start < 0 || end < start || total < -1 || (total >= 0 && end >= total) {
+			t.Fatalf("parseContentRange(%q) accepted start %d end %d total %d", s, start, end, total)
+		}
+	})
+}

@@ -47,3 +47,29 @@ func TestInChromium(t *testing.T) {
 		t.Fatalf("GOOS=js tests failed in Chromium (exit code %d):\n%s", code, buf.Bytes())
 	}
 }
+
+// TestMainThreadInChromium checks the documented failure on a page's main
+// thread, where sync access handles do not exist.
+func TestMainThreadInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opfs: browser tests skipped in -short mode")
+	}
+	if _, err := wasmtest.ChromiumPath(); errors.Is(err, wasmtest.ErrNoChromium) {
+		t.Skipf("opfs: skipping browser tests: %v", err)
+	}
+	var buf bytes.Buffer
+	code, err := wasmtest.Run(context.Background(), wasmtest.Options{
+		Package:    ".",
+		Args:       []string{"-test.v", "-test.run=TestMainThreadNoSyncAccess"},
+		Timeout:    5 * time.Minute,
+		Output:     &buf,
+		MainThread: true,
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, buf.Bytes())
+	}
+	if code != 0 || !bytes.Contains(buf.Bytes(), []byte("--- PASS: TestMainThreadNoSyncAccess")) {
+		t.Fatalf("exit code %d:\n%s", code, buf.Bytes())
+	}
+	t.Logf("%s", buf.Bytes())
+}

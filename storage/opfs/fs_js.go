@@ -52,6 +52,13 @@ func Available() bool {
 	return st.Truthy() && st.Get("getDirectory").Type() == js.TypeFunction
 }
 
+// syncAccess reports whether this context has sync access handles, which
+// browsers expose only in dedicated Workers.
+func syncAccess() bool {
+	c := js.Global().Get("FileSystemFileHandle")
+	return c.Type() == js.TypeFunction && c.Get("prototype").Get("createSyncAccessHandle").Type() == js.TypeFunction
+}
+
 // New returns an FS rooted at dir (a slash-separated path inside the
 // origin's OPFS; "" or "." is the OPFS root), creating dir if needed.
 func New(dir string) (*FS, error) {
@@ -187,6 +194,10 @@ func (f *FS) OpenFile(name string, flag int, perm hackpadfs.FileMode) (hackpadfs
 		return nil, err
 	}
 	writable := flag&(hackpadfs.FlagWriteOnly|hackpadfs.FlagReadWrite) != 0
+	if flag&hackpadfs.FlagCreate != 0 && !syncAccess() {
+		// Fail before creating an entry that could never be written.
+		return nil, pathErr(ErrNoSyncAccess)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 

@@ -139,3 +139,41 @@ func TestRenameDirTree(t *testing.T) {
 		t.Errorf("Rename into itself = %v, want ErrInvalid", err)
 	}
 }
+
+// Run: go build -o /tmp/wasmworker ./e2e/wasmtest/cmd/wasmworker &&
+// GOOS=js GOARCH=wasm go test -exec=/tmp/wasmworker -run=NONE -bench=. ./storage/opfs/
+func BenchmarkWrite(b *testing.B) {
+	fsys := newTestFS(b)
+	f, err := fsys.Create("w")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	b.SetBytes(int64(len(buf)))
+	for i := 0; b.Loop(); i++ {
+		if _, err := f.(io.WriterAt).WriteAt(buf, int64(i%64)*int64(len(buf))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadAt(b *testing.B) {
+	fsys := newTestFS(b)
+	const size = 64 << 20
+	if err := hackpadfs.WriteFullFile(fsys, "r", make([]byte, size), 0o666); err != nil {
+		b.Fatal(err)
+	}
+	f, err := fsys.Open("r")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 16<<20)
+	b.SetBytes(int64(len(buf)))
+	for i := 0; b.Loop(); i++ {
+		if _, err := f.(io.ReaderAt).ReadAt(buf, int64(i%4)*int64(len(buf))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

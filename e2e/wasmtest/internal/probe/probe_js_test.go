@@ -139,3 +139,10 @@ func TestProbe(t *testing.T) {
 	t.Logf("estimate quota=%v usage=%v err=%v", est.Get("quota"), est.Get("usage"), err)
 	t.Logf("fetch type %v", js.Global().Get("fetch").Type())
 }
+
+// TestFailWhenAsked lets the harness test check that failures propagate.
+func TestFailWhenAsked(t *testing.T) {
+	if os.Getenv("PROBE_FAIL") != "" {
+		t.Fatal("failing as asked")
+	}
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cortiq/cortiq/resolve"
+	"github.com/cortiq/cortiq/server"
+)
+
+func init() {
+	register("serve", "OpenAI-compatible HTTP API and websocket remote control", cmdServe)
+}
+
+func cmdServe(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var mf modelFlags
+	mf.register(fs)
+	// -m is repeatable here: every model is served under its base name.
+	var models multiFlag
+	mflag := fs.Lookup("m")
+	mflag.Value = &models
+	mflag.DefValue = ""
+	mflag.Usage = "model (repeatable): a path (HF directory, .gguf, .cmf) or a name (default " + resolve.DefaultModel + ")"
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address; anything but loopback needs --token")
+	token := fs.String("token", os.Getenv("CORTIQ_TOKEN"), "bearer token clients must send (default $CORTIQ_TOKEN)")
+	var origins multiFlag
+	fs.Var(&origins, "allow-origin", "extra browser origin allowed on the websocket and CORS, e.g. https://host:port (repeatable; * = any)")
+	web := fs.String("web", "", "static directory served at / (default ./web when it exists)")
+	maxActive := fs.Int("max-active", 64, "concurrent generations in all")
+	maxPerConn := fs.Int("max-per-conn", 8, "concurrent generations per websocket connection")
+	allowLoad := fs.Bool("allow-load", true, "let authenticated websocket clients load more models on this server")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	// Refuse an unsafe address before spending time on models.
+	if err := server.CheckBind(*addr, *token); err != nil {
+		return err
+	}
+	if *web == "" {
+		if st, err := os.Stat("web"); err == nil && st.IsDir() {
+			*web = "web"
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	load := func(ctx context.Context, nameOrPath string, progress func(server.Progress)) (server.Model, string, string, error) {
+		progress(server.Progress{Stage: "resolving"})
+		r := resolve.Default()
+		r.Download = hubDownloader()
+		path, err := r.Resolve(ctx, nameOrPath)
+		if err != nil {
+			return nil, "", "", err
+		}
+		progress(server.Progress{Stage: "loading"})
+		one := mf
+		one.model = path
+		e, err := one.load(ctx)
+		if err != nil {
+			return nil, "", "", err
+		}
+		progress(server.Progress{Stage: "ready"})
+		return server.FromEngine(e), server.ModelName(path), path, nil
+	}
+	cfg := server.Config{
+		Token: *token, AllowOrigins: origins, WebDir: *web, MaxActive: *maxActive, MaxPerConn: *maxPerConn,
+	}
+	if *allowLoad {
+		cfg.Loader = load
+	}
+	s, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	if len(models) == 0 {
+		models = multiFlag{""}
+	}
+	var names []string
+	for _, m := range models {
+		mdl, name, path, err := load(ctx, m, func(server.Progress) {})
+		if err != nil {
+			s.Shutdown(context.Background())
+			return err
+		}
+		info := s.AddModel(name, path, mdl)
+		names = append(names, fmt.Sprintf("%s (%s, %s)", info.Models[0], info.Backend, path))
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.ListenAndServe(*addr) }()
+	fmt.Fprintf(os.Stderr, "cortiq serve: http://%s/v1 — models: %s\n", *addr, strings.Join(names, ", "))
+	if *token == "" {
+		fmt.Fprintln(os.Stderr, "cortiq serve: no token: loopback clients only")
+	}
+	select {
+	case err := <-errc:
+		s.Shutdown(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	stop()
+	fmt.Fprintln(os.Stderr, "cortiq serve: shutting down (a second signal exits at once)")
+	go func() {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		os.Exit(1)
+	}()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = s.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}

@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/cortiq/cortiq/resolve"
+)
+
+// sharedDir is ../shared beside the repository root.
+func sharedDir(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	d := filepath.Join(filepath.Dir(file), "..", "..", "shared")
+	if _, err := os.Stat(d); err != nil {
+		t.Skipf("shared fixtures not found at %s: %v", d, err)
+	}
+	return d
+}
+
+const storiesText = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily's mom said"
+
+func TestStories260KGreedyText(t *testing.T) {
+	path := filepath.Join(sharedDir(t), "fixtures", "models", "stories260K.gguf")
+	e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, path, Options{Backend: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ids, err := e.Encode("Once upon a time")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{1, 403, 407, 261, 378}; !equal(ids, want) {
+		t.Fatalf("prompt ids %v, want %v", ids, want)
+	}
+	var streamed strings.Builder
+	res, err := e.Generate(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 64}, func(tok Token) error {
+		streamed.WriteString(tok.Text)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := "Once upon a time" + res.Text; got != storiesText {
+		t.Fatalf("greedy text\n got %q\nwant %q", got, storiesText)
+	}
+	if streamed.String() != res.Text {
+		t.Fatalf("streamed %q != final %q", streamed.String(), res.Text)
+	}
+	if len(res.IDs) != 64 || res.Backend != "cpu" {
+		t.Fatalf("%d ids on %s", len(res.IDs), res.Backend)
+	}
+}
+
+func TestStopStrings(t *testing.T) {
+	m2 := newStopMatcher([]string{"STOP"})
+	var o2 strings.Builder
+	stoppedAt := -1
+	for i, p := range []string{"hello S", "T", "OP and more"} {
+		emit, stopped := m2.push(p)
+		o2.WriteString(emit)
+		if stopped {
+			stoppedAt = i
+			break
+		}
+	}
+	if o2.String() != "hello " || stoppedAt != 2 {
+		t.Fatalf("got %q stopped at %d", o2.String(), stoppedAt)
+	}
+}
+
+func equal(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,234 @@
+package importer
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/cortiq/cortiq/cmf"
+	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// SaveCMF writes m as a CMF file at path (through a temporary file renamed
+// into place, so a failed save leaves no partial file).
+//
+// quant selects the weight encoding: "" (or "keep") keeps every tensor as it
+// is; a codec name (tensor.ParseCodec: "f32", "f16", "bf16", "q8_0", "q4_0",
+// "q4_K", "q6_K") re-encodes the weights:
+//   - to a plain float codec (f32, f16, bf16): every float tensor;
+//   - to a block codec: every float tensor of two or more dimensions whose
+//     rows are a whole number of blocks, embeddings and output included;
+//     1-D tensors (norms, biases) and matrices with other row lengths keep
+//     their encoding.
+//
+// Integer tensors never change. Re-encoding goes through float32
+// (tensor.Dequantize then tensor.Quantize), row block by row block, so memory
+// stays bounded by the largest tensor's encoded size.
+//
+// The metadata records m.Arch, m.Tokenizer and m.Source as provenance; set
+// m.Source from GGUFProvenance (or the HF importer's digests) first for a
+// provenance with SHA-256.
+func SaveCMF(m *model.Model, path string, quant string) error {
+	var target tensor.Codec
+	requant := quant != "" && quant != "keep"
+	if requant {
+		c, err := tensor.ParseCodec(quant)
+		if err != nil {
+			return fmt.Errorf("cmf: %s: %w", path, err)
+		}
+		if c == tensor.I32 {
+			return fmt.Errorf("cmf: %s: cannot quantize weights to %s", path, c)
+		}
+		target = c
+	}
+	if err := m.Arch.Validate(); err != nil {
+		return fmt.Errorf("cmf: %s: %w", path, err)
+	}
+	meta := &cmf.Metadata{Arch: m.Arch, Tokenizer: m.Tokenizer, Provenance: m.Source, CreatedBy: "cortiq"}
+	if requant {
+		meta.Extra = map[string]json.RawMessage{"quantization": json.RawMessage(strconv.Quote(target.String()))}
+	}
+	tmp := path + ".tmp"
+	w, err := cmf.Create(tmp, meta)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		w.Close()
+		os.Remove(tmp)
+		return err
+	}
+	for _, name := range cmfTensorOrder(m.Weights.Names()) {
+		t, ok := m.Weights.Tensor(name)
+		if !ok {
+			return fail(fmt.Errorf("cmf: %s: tensor %q listed but absent", path, name))
+		}
+		if requant && cmfShouldConvert(t, target) {
+			if t, err = cmfConvert(t, target); err != nil {
+				return fail(fmt.Errorf("cmf: %s: tensor %q: %w", path, name, err))
+			}
+		}
+		if err := w.WriteTensor(t); err != nil {
+			return fail(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("cmf: %w", err)
+	}
+	return nil
+}
+
+// cmfShouldConvert applies SaveCMF's re-encoding rules.
+func cmfShouldConvert(t *tensor.Tensor, target tensor.Codec) bool {
+	if t.Codec == target || t.Codec == tensor.I32 || !t.Codec.Valid() {
+		return false
+	}
+	if !target.Quantized() {
+		return true
+	}
+	return len(t.Shape) >= 2 && t.Cols()%target.BlockLen() == 0 && t.Cols() > 0
+}
+
+// cmfConvert re-encodes t to target, in parallel over chunks of rows.
+func cmfConvert(t *tensor.Tensor, target tensor.Codec) (*tensor.Tensor, error) {
+	cols := t.Cols()
+	rows := t.Rows()
+	if cols == 0 || rows == 0 {
+		out := *t
+		out.Codec = target
+		out.Data = nil
+		return &out, nil
+	}
+	srcRow, err := t.Codec.RowBytes(cols)
+	if err != nil {
+		return nil, err
+	}
+	dstRow, err := target.RowBytes(cols)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Data) != rows*srcRow {
+		return nil, fmt.Errorf("%d bytes of data, %s %v needs %d", len(t.Data), t.Codec, t.Shape, rows*srcRow)
+	}
+	dst := make([]byte, rows*dstRow)
+	// Chunks of about 1M elements bound the float32 scratch per worker.
+	chunk := max(1, (1<<20)/cols)
+	workers := max(1, min(runtime.GOMAXPROCS(0), (rows+chunk-1)/chunk))
+	next := make(chan int, workers)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var firstErr error
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]float32, chunk*cols)
+			for r0 := range next {
+				n := min(chunk, rows-r0)
+				f := buf[:n*cols]
+				err := tensor.Dequantize(f, t.Codec, t.Data[r0*srcRow:(r0+n)*srcRow])
+				if err == nil {
+					err = tensor.Quantize(dst[r0*dstRow:(r0+n)*dstRow], target, f)
+				}
+				if err != nil {
+					once.Do(func() { firstErr = err })
+				}
+			}
+		}()
+	}
+	for r0 := 0; r0 < rows; r0 += chunk {
+		next <- r0
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return &tensor.Tensor{Name: t.Name, Codec: target, Shape: slices.Clone(t.Shape), Data: dst}, nil
+}
+
+// cmfTensorOrder sorts names into a deterministic file order: the
+// embedding, then each layer's tensors (layers numerically, names
+// alphabetically), then everything else alphabetically. Tensors used
+// together stay close in the file.
+func cmfTensorOrder(names []string) []string {
+	out := slices.Clone(names)
+	key := func(n string) (int, int, string) {
+		if n == model.TokenEmbd {
+			return 0, 0, n
+		}
+		if rest, ok := strings.CutPrefix(n, "blk."); ok {
+			if i := strings.IndexByte(rest, '.'); i > 0 {
+				if l, err := strconv.Atoi(rest[:i]); err == nil {
+					return 1, l, rest[i+1:]
+				}
+			}
+		}
+		return 2, 0, n
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		ga, la, na := key(a)
+		gb, lb, nb := key(b)
+		if ga != gb {
+			return ga - gb
+		}
+		if la != lb {
+			return la - lb
+		}
+		return strings.Compare(na, nb)
+	})
+	return out
+}
+
+// FromCMF opens a CMF file as a model. Weights alias the memory-mapped file
+// (natively; elsewhere they are read into memory); Model.Close releases it.
+// Tensor checksums are not verified here, since that reads every byte: use
+// cmf.Open and File.Verify for that. Model.Source is the provenance the file
+// records (the original sources of the import).
+func FromCMF(path string) (*model.Model, error) {
+	f, err := cmf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := cmfModel(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func cmfModel(f *cmf.File) (*model.Model, error) {
+	a := f.Meta.Arch
+	if err := a.Validate(); err != nil {
+		return nil, fmt.Errorf("cmf: %s: %w", f.Name, err)
+	}
+	w := make(model.MapWeights, len(f.Tensors))
+	for _, name := range f.Names() {
+		t, err := f.Tensor(name)
+		if err != nil {
+			return nil, err
+		}
+		w[name] = t
+	}
+	if _, ok := w[model.TokenEmbd]; !ok {
+		return nil, fmt.Errorf("cmf: %s: no %s", f.Name, model.TokenEmbd)
+	}
+	prov := f.Meta.Provenance
+	if prov.Format == "" {
+		prov = model.Provenance{Format: "cmf", Files: []model.SourceFile{{Name: filepath.Base(f.Name), Size: f.Size}}}
+	}
+	return &model.Model{Arch: a, Weights: w, Tokenizer: f.Meta.Tokenizer, Source: prov, Close: f.Close}, nil
+}

@@ -1,0 +1,169 @@
+package importer
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/cortiq/cortiq/cmf"
+	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+func TestCMFRoundTripStories(t *testing.T) {
+	src := ggufStoriesPath(t)
+	m, err := FromGGUF(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Source, err = GGUFProvenance(src); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "stories.cmf")
+	if err := SaveCMF(m, p, ""); err != nil {
+		t.Fatal(err)
+	}
+	c, err := FromCMF(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !reflect.DeepEqual(c.Arch, m.Arch) {
+		t.Errorf("arch differs:\n%+v\n%+v", c.Arch, m.Arch)
+	}
+	if !reflect.DeepEqual(c.Tokenizer, m.Tokenizer) || !reflect.DeepEqual(c.Source, m.Source) {
+		t.Error("tokenizer or provenance differs")
+	}
+	if len(c.Weights.Names()) != len(m.Weights.Names()) {
+		t.Fatalf("%d tensors, want %d", len(c.Weights.Names()), len(m.Weights.Names()))
+	}
+	for _, n := range m.Weights.Names() {
+		a, _ := m.Weights.Tensor(n)
+		b, ok := c.Weights.Tensor(n)
+		if !ok || a.Codec != b.Codec || !reflect.DeepEqual(a.Shape, b.Shape) || !bytes.Equal(a.Data, b.Data) {
+			t.Errorf("tensor %s differs", n)
+		}
+	}
+	f, err := cmf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Verify(); err != nil {
+		t.Error(err)
+	}
+	f.Close()
+
+	// Deterministic: saving again gives the same bytes.
+	p2 := filepath.Join(dir, "again.cmf")
+	if err := SaveCMF(c, p2, "keep"); err != nil {
+		t.Fatal(err)
+	}
+	b1, _ := os.ReadFile(p)
+	b2, _ := os.ReadFile(p2)
+	if !bytes.Equal(b1, b2) {
+		t.Error("saving twice gave different bytes")
+	}
+	if _, err := os.Stat(p + ".tmp"); !os.IsNotExist(err) {
+		t.Error("temporary file left behind")
+	}
+}
+
+func TestCMFQuantize(t *testing.T) {
+	m, err := FromGGUF(ggufStoriesPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	p := filepath.Join(t.TempDir(), "q8.cmf")
+	if err := SaveCMF(m, p, "q8_0"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := FromCMF(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, n := range m.Weights.Names() {
+		a, _ := m.Weights.Tensor(n)
+		b, _ := c.Weights.Tensor(n)
+		want := tensor.Q8_0
+		if len(a.Shape) < 2 || a.Cols()%32 != 0 {
+			want = a.Codec // norms and the 172-wide ffn_down stay f32
+		}
+		if b.Codec != want || !reflect.DeepEqual(a.Shape, b.Shape) {
+			t.Errorf("%s: %v %v, want %v", n, b.Codec, b.Shape, want)
+			continue
+		}
+		x := make([]float32, a.Elements())
+		y := make([]float32, b.Elements())
+		if err := tensor.Dequantize(x, a.Codec, a.Data); err != nil {
+			t.Fatal(err)
+		}
+		if err := tensor.Dequantize(y, b.Codec, b.Data); err != nil {
+			t.Fatal(err)
+		}
+		var maxAbs, maxErr float64
+		for i := range x {
+			maxAbs = max(maxAbs, math.Abs(float64(x[i])))
+			maxErr = max(maxErr, math.Abs(float64(x[i]-y[i])))
+		}
+		if maxErr > maxAbs/100 {
+			t.Errorf("%s: q8_0 error %g for values up to %g", n, maxErr, maxAbs)
+		}
+	}
+	if err := SaveCMF(m, p, "q5_K"); err == nil {
+		t.Error("unknown codec accepted")
+	}
+}
+
+func TestCMFConvertPlain(t *testing.T) {
+	vals := []float32{1, -2, 0.5, 3, 0, 7}
+	data := make([]byte, 24)
+	if err := tensor.Quantize(data, tensor.F32, vals); err != nil {
+		t.Fatal(err)
+	}
+	src := &tensor.Tensor{Name: "x", Codec: tensor.F32, Shape: []int{6}, Data: data}
+	if cmfShouldConvert(src, tensor.Q8_0) {
+		t.Error("1-D tensor selected for q8_0")
+	}
+	if !cmfShouldConvert(src, tensor.F16) {
+		t.Error("1-D tensor not selected for f16")
+	}
+	out, err := cmfConvert(src, tensor.F16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 6)
+	tensor.Dequantize(got, tensor.F16, out.Data)
+	if !reflect.DeepEqual(got, vals) || out.Codec != tensor.F16 {
+		t.Errorf("f16: %v", got)
+	}
+	order := cmfTensorOrder([]string{"output.weight", "blk.10.attn_q.weight", "blk.2.ffn_up.weight", model.TokenEmbd, "blk.2.attn_k.weight", "output_norm.weight"})
+	want := []string{model.TokenEmbd, "blk.2.attn_k.weight", "blk.2.ffn_up.weight", "blk.10.attn_q.weight", "output.weight", "output_norm.weight"}
+	if !reflect.DeepEqual(order, want) {
+		t.Errorf("order %v", order)
+	}
+}
+
+func TestFromCMFErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.cmf")
+	os.WriteFile(bad, []byte("CMF\x00 too short"), 0o644)
+	if _, err := FromCMF(bad); err == nil {
+		t.Error("short file opened")
+	}
+	// A structurally valid file with an invalid arch.
+	w, err := cmf.Create(filepath.Join(dir, "arch.cmf"), &cmf.Metadata{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if _, err := FromCMF(filepath.Join(dir, "arch.cmf")); err == nil {
+		t.Error("empty arch accepted")
+	}
+}
