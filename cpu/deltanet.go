@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/cortiq/cortiq/cpu/kernel"
-	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -44,14 +43,14 @@ func loadGatedDelta(w *weightGetter, i int, d *model.GatedDelta, hidden int) *de
 	dw := &deltaWeights{
 		spec:    d,
 		convDim: 2*kd + vd,
-		qkvz:    w.matrix(name(importer.HFDeltaQKVZ), 2*kd+2*vd, hidden),
-		ba:      w.matrix(name(importer.HFDeltaBA), 2*d.ValueHeads, hidden),
-		out:     w.matrix(name(importer.HFDeltaOut), hidden, vd),
-		dtBias:  w.vector(name(importer.HFDeltaDTBias), d.ValueHeads),
-		normW:   w.vector(name(importer.HFDeltaNorm), d.ValueDim),
+		qkvz:    w.matrix(name(model.DeltaQKVZ), 2*kd+2*vd, hidden),
+		ba:      w.matrix(name(model.DeltaBA), 2*d.ValueHeads, hidden),
+		out:     w.matrix(name(model.DeltaOut), hidden, vd),
+		dtBias:  w.vector(name(model.DeltaDTBias), d.ValueHeads),
+		normW:   w.vector(name(model.DeltaNorm), d.ValueDim),
 	}
-	dw.taps = w.vector(name(importer.HFDeltaConv), dw.convDim*d.ConvKernel)
-	aLog := w.vector(name(importer.HFDeltaALog), d.ValueHeads)
+	dw.taps = w.vector(name(model.DeltaConv), dw.convDim*d.ConvKernel)
+	aLog := w.vector(name(model.DeltaALog), d.ValueHeads)
 	dw.negA = make([]float32, len(aLog))
 	for j, v := range aLog {
 		dw.negA[j] = -float32(math.Exp(float64(v)))

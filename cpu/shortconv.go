@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"github.com/cortiq/cortiq/cpu/kernel"
-	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -24,9 +23,9 @@ func loadShortConv(w *weightGetter, i int, c *model.ShortConv, hidden int) *conv
 	name := func(s string) string { return model.LayerTensor(i, s) }
 	cw := &convWeights{
 		spec: c,
-		in:   w.matrix(name(importer.HFShortConvIn), 3*hidden, hidden),
-		out:  w.matrix(name(importer.HFShortConvOut), hidden, hidden),
-		taps: w.vector(name(importer.HFShortConvWeight), hidden*c.Kernel),
+		in:   w.matrix(name(model.ShortConvIn), 3*hidden, hidden),
+		out:  w.matrix(name(model.ShortConvOut), hidden, hidden),
+		taps: w.vector(name(model.ShortConvWeight), hidden*c.Kernel),
 	}
 	opt := func(s string, n int) []float32 {
 		if _, ok := w.w.Tensor(name(s)); ok {
@@ -34,9 +33,9 @@ func loadShortConv(w *weightGetter, i int, c *model.ShortConv, hidden int) *conv
 		}
 		return nil
 	}
-	cw.bias = opt(importer.HFShortConvBias, hidden)
-	cw.inB = opt(importer.HFShortConvInBias, 3*hidden)
-	cw.outB = opt(importer.HFShortConvOutB, hidden)
+	cw.bias = opt(model.ShortConvBias, hidden)
+	cw.inB = opt(model.ShortConvInBias, 3*hidden)
+	cw.outB = opt(model.ShortConvOutB, hidden)
 	return cw
 }
 

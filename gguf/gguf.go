@@ -99,12 +99,11 @@ type File struct {
 // Close releases the mapping and the file. Tensor data obtained from a mapped
 // file must not be used afterwards.
 func (f *File) Close() error {
-	if f.closer == nil {
+	c := f.closer
+	f.closer, f.mapped, f.r = nil, nil, nil
+	if c == nil {
 		return nil
 	}
-	c := f.closer
-	f.closer = nil
-	f.mapped = nil
 	return c()
 }
 

@@ -210,25 +210,73 @@ func FromCMF(path string) (*model.Model, error) {
 	return m, nil
 }
 
+// FromCMFFile imports an opened CMF file (for instance one read with
+// cmf.Read through HTTP range requests in the browser); Model.Close closes
+// it. On a memory-mapped file the weights alias the mapping; otherwise each
+// Weights.Tensor call reads that tensor (nothing is cached), and a read error
+// makes it return false, with the error available from the Weights' Err
+// method (interface{ Err() error }).
+func FromCMFFile(f *cmf.File) (*model.Model, error) {
+	return cmfModel(f)
+}
+
 func cmfModel(f *cmf.File) (*model.Model, error) {
 	a := f.Meta.Arch
 	if err := a.Validate(); err != nil {
 		return nil, fmt.Errorf("cmf: %s: %w", f.Name, err)
 	}
-	w := make(model.MapWeights, len(f.Tensors))
-	for _, name := range f.Names() {
-		t, err := f.Tensor(name)
-		if err != nil {
-			return nil, err
-		}
-		w[name] = t
-	}
-	if _, ok := w[model.TokenEmbd]; !ok {
+	if _, ok := f.Entry(model.TokenEmbd); !ok {
 		return nil, fmt.Errorf("cmf: %s: no %s", f.Name, model.TokenEmbd)
+	}
+	var weights model.Weights
+	if f.Mapped() {
+		w := make(model.MapWeights, len(f.Tensors))
+		for _, name := range f.Names() {
+			t, err := f.Tensor(name)
+			if err != nil {
+				return nil, err
+			}
+			w[name] = t
+		}
+		weights = w
+	} else {
+		weights = &cmfLazyWeights{f: f}
 	}
 	prov := f.Meta.Provenance
 	if prov.Format == "" {
 		prov = model.Provenance{Format: "cmf", Files: []model.SourceFile{{Name: filepath.Base(f.Name), Size: f.Size}}}
 	}
-	return &model.Model{Arch: a, Weights: w, Tokenizer: f.Meta.Tokenizer, Source: prov, Close: f.Close}, nil
+	return &model.Model{Arch: a, Weights: weights, Tokenizer: f.Meta.Tokenizer, Source: prov, Close: f.Close}, nil
+}
+
+// cmfLazyWeights reads tensors from an unmapped file on demand.
+type cmfLazyWeights struct {
+	f   *cmf.File
+	mu  sync.Mutex
+	err error
+}
+
+func (w *cmfLazyWeights) Names() []string { return w.f.Names() }
+
+func (w *cmfLazyWeights) Tensor(name string) (*tensor.Tensor, bool) {
+	if _, ok := w.f.Entry(name); !ok {
+		return nil, false
+	}
+	t, err := w.f.Tensor(name)
+	if err != nil {
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = err
+		}
+		w.mu.Unlock()
+		return nil, false
+	}
+	return t, true
+}
+
+// Err returns the first error a Tensor call met.
+func (w *cmfLazyWeights) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cortiq/cortiq/cmf"
+	"github.com/cortiq/cortiq/gguf"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -165,5 +166,68 @@ func TestFromCMFErrors(t *testing.T) {
 	w.Close()
 	if _, err := FromCMF(filepath.Join(dir, "arch.cmf")); err == nil {
 		t.Error("empty arch accepted")
+	}
+}
+
+// Through a plain io.ReaderAt (as in the browser) the files import lazily
+// and give the same model.
+func TestFromFileReaderAt(t *testing.T) {
+	src := ggufStoriesPath(t)
+	raw, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gf, err := gguf.Read(bytes.NewReader(raw), int64(len(raw)), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazy, err := FromGGUFFile(gf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapped, err := FromGGUF(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mapped.Close()
+	if _, ok := lazy.Weights.(model.MapWeights); ok {
+		t.Error("unmapped file gave eager weights")
+	}
+	if !reflect.DeepEqual(lazy.Arch, mapped.Arch) {
+		t.Error("arch differs")
+	}
+	for _, n := range mapped.Weights.Names() {
+		a, _ := mapped.Weights.Tensor(n)
+		b, ok := lazy.Weights.Tensor(n)
+		if !ok || !bytes.Equal(a.Data, b.Data) || !reflect.DeepEqual(a.Shape, b.Shape) {
+			t.Errorf("%s differs", n)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "s.cmf")
+	if err := SaveCMF(lazy, p, "q8_0"); err != nil {
+		t.Fatal(err)
+	}
+	craw, _ := os.ReadFile(p)
+	cf, err := cmf.Read(bytes.NewReader(craw), int64(len(craw)), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := FromCMFFile(cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, ok := cm.Weights.Tensor("blk.0.attn_q.weight")
+	if !ok || q.Codec != tensor.Q8_0 {
+		t.Errorf("cmf lazy tensor: %v", q)
+	}
+	if _, ok := cm.Weights.Tensor("nope"); ok {
+		t.Error("absent tensor found")
+	}
+	cm.Close()
+	if _, ok := cm.Weights.Tensor("blk.0.attn_q.weight"); ok {
+		t.Error("tensor read after Close")
+	}
+	if err := cm.Weights.(interface{ Err() error }).Err(); err == nil {
+		t.Error("no error recorded")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cortiq/cortiq/gguf"
 	"github.com/cortiq/cortiq/model"
@@ -154,8 +155,9 @@ func ggufFinite(x, max float64) float64 {
 
 // ggufMeta reads architecture keys with errors that name the file and key.
 type ggufMeta struct {
-	f    *gguf.File
-	arch string
+	f     *gguf.File
+	arch  string
+	views map[string]ggufView // where canonical tensors lie, for unmapped files
 }
 
 func (g ggufMeta) key(k string) string { return g.arch + "." + k }
@@ -215,6 +217,24 @@ func (g ggufMeta) floatKey(k string, def float64) (float64, error) {
 	return x, nil
 }
 
+// FromGGUFFile imports an opened GGUF file (for instance one read with
+// gguf.Read through HTTP range requests in the browser); Model.Close closes
+// it. On a memory-mapped file the weights alias the mapping; otherwise each
+// Weights.Tensor call reads that tensor's bytes (nothing is cached, so a
+// caller uploading tensors one at a time holds one at a time), and a read
+// error makes it return false, with the error available from the Weights'
+// Err method (interface{ Err() error }).
+func FromGGUFFile(f *gguf.File) (*model.Model, error) {
+	return ggufModel(f)
+}
+
+// ggufView locates a canonical tensor's bytes inside a file tensor (phi3's
+// split tensors are row ranges of fused ones).
+type ggufView struct {
+	src    string
+	off, n int64
+}
+
 func ggufModel(f *gguf.File) (*model.Model, error) {
 	arch, ok := f.GetString("general.architecture")
 	if !ok {
@@ -224,16 +244,26 @@ func ggufModel(f *gguf.File) (*model.Model, error) {
 	if !ok {
 		return nil, fmt.Errorf("gguf: %s: unsupported architecture %q (supported: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3, phi3)", f.Name, arch)
 	}
-	g := ggufMeta{f: f, arch: arch}
+	g := ggufMeta{f: f, arch: arch, views: map[string]ggufView{}}
 
+	// Unmapped files get tensor headers only (Data nil) until a tensor is
+	// asked for.
 	w := model.MapWeights{}
 	for i := range f.Tensors {
 		ti := &f.Tensors[i]
-		t, err := f.Tensor(ti.Name)
-		if err != nil {
-			return nil, err
+		c, ok := ti.Type.Codec()
+		if !ok {
+			return nil, fmt.Errorf("gguf: %s: tensor %q: unsupported tensor type %s", f.Name, ti.Name, ti.Type)
+		}
+		t := &tensor.Tensor{Name: ti.Name, Codec: c, Shape: ti.Shape()}
+		if f.Mapped() {
+			var err error
+			if t.Data, err = f.RawData(ti.Name); err != nil {
+				return nil, err
+			}
 		}
 		w[ti.Name] = t
+		g.views[ti.Name] = ggufView{src: ti.Name, n: ti.ByteLen()}
 	}
 	if arch == "phi3" {
 		if err := ggufSplitPhi3(g, w); err != nil {
@@ -254,15 +284,58 @@ func ggufModel(f *gguf.File) (*model.Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	var weights model.Weights = w
+	if !f.Mapped() {
+		weights = &ggufLazyWeights{f: f, headers: w, views: g.views}
+	}
 	return &model.Model{
 		Arch:      a,
-		Weights:   w,
+		Weights:   weights,
 		Tokenizer: tok,
 		Source: model.Provenance{Format: "gguf", Files: []model.SourceFile{{
 			Name: filepath.Base(f.Name), Size: f.Size,
 		}}},
 		Close: f.Close,
 	}, nil
+}
+
+// ggufLazyWeights reads tensors from an unmapped file on demand.
+type ggufLazyWeights struct {
+	f       *gguf.File
+	headers model.MapWeights
+	views   map[string]ggufView
+	mu      sync.Mutex
+	err     error
+}
+
+func (w *ggufLazyWeights) Names() []string { return w.headers.Names() }
+
+func (w *ggufLazyWeights) Tensor(name string) (*tensor.Tensor, bool) {
+	h, ok := w.headers[name]
+	if !ok {
+		return nil, false
+	}
+	v := w.views[name]
+	data, err := w.f.RawData(v.src)
+	if err == nil && int64(len(data)) < v.off+v.n {
+		err = fmt.Errorf("gguf: %s: tensor %q: short read", w.f.Name, v.src)
+	}
+	if err != nil {
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = err
+		}
+		w.mu.Unlock()
+		return nil, false
+	}
+	return &tensor.Tensor{Name: name, Codec: h.Codec, Shape: slices.Clone(h.Shape), Data: data[v.off : v.off+v.n : v.off+v.n]}, true
+}
+
+// Err returns the first error a Tensor call met.
+func (w *ggufLazyWeights) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }
 
 func ggufArch(g ggufMeta, style model.RopeStyle, w model.MapWeights) (model.Arch, error) {
@@ -546,8 +619,15 @@ func ggufLlama3Scaling(g ggufMeta, t *tensor.Tensor, theta float64, orig int) (m
 	if t.Codec != tensor.F32 || n == 0 {
 		return model.RopeScaling{}, g.errorf("rope_freqs.weight: %s with %d elements, want f32", t.Codec, n)
 	}
+	data := t.Data
+	if data == nil { // unmapped file: read it
+		var err error
+		if data, err = g.f.RawData(t.Name); err != nil {
+			return model.RopeScaling{}, err
+		}
+	}
 	div := make([]float32, n)
-	if err := tensor.Dequantize(div, t.Codec, t.Data); err != nil {
+	if err := tensor.Dequantize(div, t.Codec, data); err != nil {
 		return model.RopeScaling{}, g.errorf("rope_freqs.weight: %v", err)
 	}
 	factor := float64(0)
@@ -639,11 +719,19 @@ func ggufSplitRows(g ggufMeta, w model.MapWeights, t *tensor.Tensor, layer int, 
 		return g.errorf("%s: %v", t.Name, err)
 	}
 	delete(w, t.Name)
+	src, hasView := g.views[t.Name]
 	off := 0
 	for k, r := range rows {
 		name := model.LayerTensor(layer, names[k])
 		end := off + r*rb
-		w[name] = &tensor.Tensor{Name: name, Codec: t.Codec, Shape: []int{r, t.Shape[1]}, Data: t.Data[off:end:end]}
+		part := &tensor.Tensor{Name: name, Codec: t.Codec, Shape: []int{r, t.Shape[1]}}
+		if t.Data != nil {
+			part.Data = t.Data[off:end:end]
+		}
+		if hasView {
+			g.views[name] = ggufView{src: src.src, off: src.off + int64(off), n: int64(end - off)}
+		}
+		w[name] = part
 		off = end
 	}
 	return nil

@@ -11,27 +11,6 @@ import (
 	"github.com/cortiq/cortiq/tensor"
 )
 
-// Canonical names of the hybrid mixers' tensors (per layer, after "blk.N.").
-// They follow llama.cpp's GGUF names where one exists.
-const (
-	// LFM2 short convolution.
-	HFShortConvWeight = "shortconv.conv.weight"     // [hidden, kernel] depthwise taps
-	HFShortConvBias   = "shortconv.conv.bias"       // [hidden] (conv_bias only)
-	HFShortConvIn     = "shortconv.in_proj.weight"  // [3*hidden, hidden]: B, C, x
-	HFShortConvInBias = "shortconv.in_proj.bias"    // (conv_bias only)
-	HFShortConvOut    = "shortconv.out_proj.weight" // [hidden, hidden]
-	HFShortConvOutB   = "shortconv.out_proj.bias"   // (conv_bias only)
-
-	// qwen3_next gated DeltaNet, kept in transformers' layout.
-	HFDeltaQKVZ   = "ssm_in.weight"     // in_proj_qkvz [2*kh*kd + 2*vh*vd, hidden], grouped per key head
-	HFDeltaBA     = "ssm_ba.weight"     // in_proj_ba [2*vh, hidden], grouped per key head
-	HFDeltaConv   = "ssm_conv1d.weight" // [2*kh*kd + vh*vd, kernel]
-	HFDeltaDTBias = "ssm_dt.bias"       // [vh]
-	HFDeltaALog   = "ssm_a_log"         // [vh] A_log (A = -exp(A_log))
-	HFDeltaNorm   = "ssm_norm.weight"   // [vd] gated RMSNorm weight (plain w)
-	HFDeltaOut    = "ssm_out.weight"    // [hidden, vh*vd]
-)
-
 type hfLoader struct {
 	set    *safetensors.Set
 	prefix string // "model." usually
@@ -452,20 +431,20 @@ func (h *hfLoader) moe(fam, src string, i int, m *model.MoE, H int) error {
 
 func (h *hfLoader) shortConv(src string, i int, sc *model.ShortConv, H int) error {
 	dst := func(s string) string { return model.LayerTensor(i, s) }
-	if err := h.take(src+"conv.conv.weight", dst(HFShortConvWeight), H, 1, sc.Kernel); err != nil {
+	if err := h.take(src+"conv.conv.weight", dst(model.ShortConvWeight), H, 1, sc.Kernel); err != nil {
 		return err
 	}
-	h.reshape(dst(HFShortConvWeight), H, sc.Kernel)
-	if err := h.take(src+"conv.in_proj.weight", dst(HFShortConvIn), 3*H, H); err != nil {
+	h.reshape(dst(model.ShortConvWeight), H, sc.Kernel)
+	if err := h.take(src+"conv.in_proj.weight", dst(model.ShortConvIn), 3*H, H); err != nil {
 		return err
 	}
-	if err := h.take(src+"conv.out_proj.weight", dst(HFShortConvOut), H, H); err != nil {
+	if err := h.take(src+"conv.out_proj.weight", dst(model.ShortConvOut), H, H); err != nil {
 		return err
 	}
 	for _, b := range []struct {
 		src, dst string
 		n        int
-	}{{"conv.conv.bias", HFShortConvBias, H}, {"conv.in_proj.bias", HFShortConvInBias, 3 * H}, {"conv.out_proj.bias", HFShortConvOutB, H}} {
+	}{{"conv.conv.bias", model.ShortConvBias, H}, {"conv.in_proj.bias", model.ShortConvInBias, 3 * H}, {"conv.out_proj.bias", model.ShortConvOutB, H}} {
 		if _, err := h.takeOpt(src+b.src, dst(b.dst), b.n); err != nil {
 			return err
 		}
@@ -478,24 +457,24 @@ func (h *hfLoader) gatedDelta(src string, i int, d *model.GatedDelta, H int) err
 	la := src + "linear_attn."
 	kd, vd := d.KeyHeads*d.KeyDim, d.ValueHeads*d.ValueDim
 	conv := 2*kd + vd
-	if err := h.take(la+"in_proj_qkvz.weight", dst(HFDeltaQKVZ), 2*kd+2*vd, H); err != nil {
+	if err := h.take(la+"in_proj_qkvz.weight", dst(model.DeltaQKVZ), 2*kd+2*vd, H); err != nil {
 		return err
 	}
-	if err := h.take(la+"in_proj_ba.weight", dst(HFDeltaBA), 2*d.ValueHeads, H); err != nil {
+	if err := h.take(la+"in_proj_ba.weight", dst(model.DeltaBA), 2*d.ValueHeads, H); err != nil {
 		return err
 	}
-	if err := h.take(la+"conv1d.weight", dst(HFDeltaConv), conv, 1, d.ConvKernel); err != nil {
+	if err := h.take(la+"conv1d.weight", dst(model.DeltaConv), conv, 1, d.ConvKernel); err != nil {
 		return err
 	}
-	h.reshape(dst(HFDeltaConv), conv, d.ConvKernel)
-	if err := h.take(la+"dt_bias", dst(HFDeltaDTBias), d.ValueHeads); err != nil {
+	h.reshape(dst(model.DeltaConv), conv, d.ConvKernel)
+	if err := h.take(la+"dt_bias", dst(model.DeltaDTBias), d.ValueHeads); err != nil {
 		return err
 	}
-	if err := h.take(la+"A_log", dst(HFDeltaALog), d.ValueHeads); err != nil {
+	if err := h.take(la+"A_log", dst(model.DeltaALog), d.ValueHeads); err != nil {
 		return err
 	}
-	if err := h.take(la+"norm.weight", dst(HFDeltaNorm), d.ValueDim); err != nil {
+	if err := h.take(la+"norm.weight", dst(model.DeltaNorm), d.ValueDim); err != nil {
 		return err
 	}
-	return h.take(la+"out_proj.weight", dst(HFDeltaOut), H, vd)
+	return h.take(la+"out_proj.weight", dst(model.DeltaOut), H, vd)
 }

@@ -77,3 +77,24 @@ const (
 func LayerTensor(layer int, suffix string) string {
 	return fmt.Sprintf("blk.%d.%s", layer, suffix)
 }
+
+// Canonical names of the hybrid mixers' tensors (per layer, after "blk.N.").
+// They follow llama.cpp's GGUF names where one exists.
+const (
+	// LFM2 short convolution.
+	ShortConvWeight = "shortconv.conv.weight"     // [hidden, kernel] depthwise taps
+	ShortConvBias   = "shortconv.conv.bias"       // [hidden] (conv_bias only)
+	ShortConvIn     = "shortconv.in_proj.weight"  // [3*hidden, hidden]: B, C, x
+	ShortConvInBias = "shortconv.in_proj.bias"    // (conv_bias only)
+	ShortConvOut    = "shortconv.out_proj.weight" // [hidden, hidden]
+	ShortConvOutB   = "shortconv.out_proj.bias"   // (conv_bias only)
+
+	// qwen3_next gated DeltaNet, kept in transformers' layout.
+	DeltaQKVZ   = "ssm_in.weight"     // in_proj_qkvz [2*kh*kd + 2*vh*vd, hidden], grouped per key head
+	DeltaBA     = "ssm_ba.weight"     // in_proj_ba [2*vh, hidden], grouped per key head
+	DeltaConv   = "ssm_conv1d.weight" // [2*kh*kd + vh*vd, kernel]
+	DeltaDTBias = "ssm_dt.bias"       // [vh]
+	DeltaALog   = "ssm_a_log"         // [vh] A_log (A = -exp(A_log))
+	DeltaNorm   = "ssm_norm.weight"   // [vd] gated RMSNorm weight (plain w)
+	DeltaOut    = "ssm_out.weight"    // [hidden, vh*vd]
+)

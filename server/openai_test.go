@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -458,5 +460,66 @@ func TestMetricsAndFiles(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(body), `"name":"model.safetensors","size":1000`) {
 		t.Errorf("listing: %s", body)
+	}
+}
+
+func TestSSESlowOrGoneClient(t *testing.T) {
+	fm := &fakeModel{}
+	ts := startServer(t, Config{WriteTimeout: 500 * time.Millisecond}, map[string]Model{"m": fm})
+	waitIdle := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ts.active.Load() != 0; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: generation still running", what)
+			}
+		}
+	}
+	// A client that stops reading: the socket fills, a write times out,
+	// the generation ends.
+	conn, err := net.Dial("tcp", ts.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"prompt":"flood","max_tokens":5000000,"stream":true}`
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	for deadline := time.Now().Add(10 * time.Second); ts.active.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("generation never started")
+		}
+	}
+	waitIdle("client not reading")
+	conn.Close()
+	// A client that goes away: its generation is cancelled.
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/completions", strings.NewReader(body))
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadFull(resp.Body, make([]byte, 100))
+	cancel()
+	resp.Body.Close()
+	waitIdle("client gone")
+	// Others are served.
+	if resp, data := postJSON(t, ts.URL+"/v1/completions", "", `{"prompt":"x","max_tokens":2}`); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, data)
+	}
+}
+
+func TestStaticWeb(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "index.html"), []byte("<h1>cortiq</h1>"), 0o644)
+	ts := startServer(t, Config{WebDir: dir, Token: "t"}, map[string]Model{"m": &fakeModel{}})
+	resp, err := httpClient.Get(ts.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "<h1>cortiq</h1>" {
+		t.Errorf("GET / = %d %q", resp.StatusCode, b)
+	}
+	if _, err := New(Config{WebDir: filepath.Join(dir, "missing")}); err == nil {
+		t.Errorf("a missing web directory was accepted")
 	}
 }

@@ -265,16 +265,22 @@ func (s *Server) pick(workerID, model string) (worker, *apiError) {
 // global limit, ties the generation to the server's shutdown, and records
 // metrics. ctx is the client's; cancelling it cancels the generation.
 func (s *Server) run(ctx context.Context, w worker, req GenRequest, onToken func(Token) error) (*Result, error) {
+	// Admission under s.mu: Shutdown sets draining under it too, so no
+	// generation joins genWG after Shutdown has started waiting on it.
+	s.mu.Lock()
 	if s.draining.Load() {
+		s.mu.Unlock()
 		return nil, &apiError{Status: 503, Type: "server_error", Code: "shutting_down", Message: "the server is shutting down"}
 	}
 	if n := s.active.Add(1); n > int64(s.cfg.MaxActive) {
 		s.active.Add(-1)
+		s.mu.Unlock()
 		s.metrics.rejected.Add(1)
 		return nil, &apiError{Status: 429, Type: "rate_limit_exceeded", Code: "rate_limit_exceeded",
 			Message: fmt.Sprintf("%v (limit %d): retry later", errBusy, s.cfg.MaxActive)}
 	}
 	s.genWG.Add(1)
+	s.mu.Unlock()
 	defer func() {
 		s.active.Add(-1)
 		s.genWG.Done()
@@ -283,9 +289,6 @@ func (s *Server) run(ctx context.Context, w worker, req GenRequest, onToken func
 	defer cancel(nil)
 	stop := context.AfterFunc(s.genCtx, func() { cancel(errShutdown) })
 	defer stop()
-	if s.draining.Load() { // raced with Shutdown's cancel
-		cancel(errShutdown)
-	}
 
 	start := time.Now()
 	var ttft time.Duration
@@ -524,10 +527,12 @@ func (w logWriter) Write(p []byte) (int, error) {
 // event (finish_reason "shutdown"), closes the websocket connections and
 // the models, and returns when all of it is done or ctx expires.
 func (s *Server) Shutdown(ctx context.Context) error {
-	if s.draining.Swap(true) {
+	s.mu.Lock()
+	if s.draining.Load() {
+		s.mu.Unlock()
 		return errors.New("server: already shut down")
 	}
-	s.mu.Lock()
+	s.draining.Store(true)
 	srvs := slices.Clone(s.httpSrvs)
 	s.mu.Unlock()
 	// Stop the listeners first (Shutdown closes them at once, then waits

@@ -117,30 +117,40 @@ var f16Table = func() *[1 << 16]float32 {
 
 func dotF16Row(row []byte, x []float32) float32 {
 	row = row[:2*len(x)]
-	var s0, s1 float32
-	i := 0
-	for ; i+2 <= len(x); i += 2 {
-		s0 += f16Table[binary.LittleEndian.Uint16(row[2*i:])] * x[i]
-		s1 += f16Table[binary.LittleEndian.Uint16(row[2*i+2:])] * x[i+1]
+	var s0, s1, s2, s3 float32
+	n8 := len(x) &^ 7
+	for i := 0; i < n8; i += 8 {
+		r := (*[16]byte)(row[2*i:])
+		xi := (*[8]float32)(x[i:])
+		s0 += f16Table[uint16(r[0])|uint16(r[1])<<8]*xi[0] + f16Table[uint16(r[8])|uint16(r[9])<<8]*xi[4]
+		s1 += f16Table[uint16(r[2])|uint16(r[3])<<8]*xi[1] + f16Table[uint16(r[10])|uint16(r[11])<<8]*xi[5]
+		s2 += f16Table[uint16(r[4])|uint16(r[5])<<8]*xi[2] + f16Table[uint16(r[12])|uint16(r[13])<<8]*xi[6]
+		s3 += f16Table[uint16(r[6])|uint16(r[7])<<8]*xi[3] + f16Table[uint16(r[14])|uint16(r[15])<<8]*xi[7]
 	}
-	for ; i < len(x); i++ {
+	for i := n8; i < len(x); i++ {
 		s0 += f16Table[binary.LittleEndian.Uint16(row[2*i:])] * x[i]
 	}
-	return s0 + s1
+	return (s0 + s1) + (s2 + s3)
 }
+
+func bf16(lo, hi byte) float32 { return math.Float32frombits(uint32(lo)<<16 | uint32(hi)<<24) }
 
 func dotBF16Row(row []byte, x []float32) float32 {
 	row = row[:2*len(x)]
-	var s0, s1 float32
-	i := 0
-	for ; i+2 <= len(x); i += 2 {
-		s0 += math.Float32frombits(uint32(binary.LittleEndian.Uint16(row[2*i:]))<<16) * x[i]
-		s1 += math.Float32frombits(uint32(binary.LittleEndian.Uint16(row[2*i+2:]))<<16) * x[i+1]
+	var s0, s1, s2, s3 float32
+	n8 := len(x) &^ 7
+	for i := 0; i < n8; i += 8 {
+		r := (*[16]byte)(row[2*i:])
+		xi := (*[8]float32)(x[i:])
+		s0 += bf16(r[0], r[1])*xi[0] + bf16(r[8], r[9])*xi[4]
+		s1 += bf16(r[2], r[3])*xi[1] + bf16(r[10], r[11])*xi[5]
+		s2 += bf16(r[4], r[5])*xi[2] + bf16(r[12], r[13])*xi[6]
+		s3 += bf16(r[6], r[7])*xi[3] + bf16(r[14], r[15])*xi[7]
 	}
-	for ; i < len(x); i++ {
-		s0 += math.Float32frombits(uint32(binary.LittleEndian.Uint16(row[2*i:]))<<16) * x[i]
+	for i := n8; i < len(x); i++ {
+		s0 += bf16(row[2*i], row[2*i+1]) * x[i]
 	}
-	return s0 + s1
+	return (s0 + s1) + (s2 + s3)
 }
 
 // i8Table and q4Table map a weight byte to its float value (a load is

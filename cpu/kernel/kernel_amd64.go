@@ -80,7 +80,7 @@ func useAVX2(on bool) {
 		decoders = genericDecoders
 		matmulTile = matmulTileGeneric
 		matmulImpl = matmulGeneric
-		int8Kernels = genericInt8Kernels
+		int8Kernels = [len(int8Kernels)]int8Kernel{}
 		return
 	}
 	matvecKernels[tensor.F32] = genericRows(dotF32RowAVX2)

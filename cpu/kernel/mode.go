@@ -20,7 +20,8 @@ const (
 	// weights in integer arithmetic, one float multiply-add per block.
 	// Faster where decoding is compute bound; the result differs from
 	// Exact by the activation rounding (relative error around 1e-3 of
-	// Σ|w·x|; see TestInt8Error). Other codecs, and MatMul, stay Exact.
+	// Σ|w·x|, 5e-3 of |y| on random data; see TestInt8Error). Other codecs,
+	// MatMul, and builds without the SIMD kernels stay Exact.
 	Int8
 )
 
@@ -83,7 +84,10 @@ func quantizeX(x []float32) *q8x {
 // quantized; nil when the codec has no Int8 kernel.
 type int8Kernel func(y []float32, data []byte, rb int, qx *q8x)
 
-var int8Kernels = genericInt8Kernels
+// int8Kernels is the Int8 dispatch table. Only SIMD kernels go in it: the
+// portable integer loops (genericInt8Kernels, the reference for tests) are
+// no faster than Exact, so without SIMD Int8 mode computes Exact.
+var int8Kernels [len(genericInt8Kernels)]int8Kernel
 
 var genericInt8Kernels = [...]int8Kernel{
 	tensor.Q8_0: int8RowsGeneric(dotQ8_0Int8),

@@ -16,6 +16,11 @@ func TestInt8(t *testing.T) {
 	defer SetMode(SetMode(Int8))
 	r := rand.New(rand.NewPCG(6, 6))
 	forEachImpl(t, func(t *testing.T) {
+		if !hasAVX2 || int8Kernels[tensor.Q4_0] == nil {
+			// Test the portable reference loops too.
+			defer func(k [len(int8Kernels)]int8Kernel) { int8Kernels = k }(int8Kernels)
+			int8Kernels = genericInt8Kernels
+		}
 		for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0} {
 			for _, sh := range [][2]int{{1, 32}, {3, 64}, {37, 96}, {130, 896}, {64, 4864}} {
 				rows, cols := sh[0], sh[1]
