@@ -172,9 +172,8 @@ func (o *Options) values(messages []Message) (map[string]jinja.Value, error) {
 		}
 		return jinja.NewString(strftime(t, format)), nil
 	})
-	// The engine looks filters up through the variable scopes under this
-	// prefix, so a variable can replace a built-in filter.
-	data["__filter_tojson"] = jinja.NewCallable("tojson", filterToJSON)
+	// Templates' "| tojson" is rewritten to this call (see rewrite.go).
+	data["__tojson"] = jinja.NewCallable("tojson", filterToJSON)
 	return data, nil
 }
 

@@ -204,7 +204,7 @@ func TestToJSON(t *testing.T) {
 			t.Errorf("%q: %v", c.src, err)
 			continue
 		}
-		want := strings.ReplaceAll(c.want, `é\n`, `é\\n`)
+		want := c.want
 		if got != want {
 			t.Errorf("%q:\n got %s\nwant %s", c.src, got, want)
 		}
@@ -254,4 +254,44 @@ func TestFromJSON(t *testing.T) {
 	if got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
+}
+
+func TestRewriteToJSON(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{" message.content | tojson ", " __tojson((message.content)) "},
+		{" a[0].b | tojson(indent=4) ", " __tojson((a[0].b), indent=4) "},
+		{" x | trim | tojson ", " __tojson((x | trim)) "},
+		{" 'a' + b | tojson ", " 'a' + __tojson((b)) "},
+		{" f(x) | tojson + 'z'", " __tojson((f(x))) + 'z'"},
+		{" (a + b) | tojson", " __tojson(((a + b)))"},
+		{" {'a': 1} | tojson", " __tojson(({'a': 1}))"},
+		{" [1, 2]|tojson", " __tojson(([1, 2]))"},
+		{" '| tojson' ", " '| tojson' "},
+		{" x | tojson | safe", " __tojson((x)) | safe"},
+		{" t.function.parameters | tojson(indent=2) | tojson", " __tojson((__tojson((t.function.parameters), indent=2)))"},
+		{" if x in y | tojson", " if x in __tojson((y))"},
+	}
+	for _, c := range cases {
+		if got := rewriteToJSON(c.in); got != c.want {
+			t.Errorf("%q: got %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func FuzzRender(f *testing.F) {
+	for _, name := range []string{"qwen2.5.jinja", "llama3.1.jinja", "llama2.jinja", "gemma.jinja", "phi3.jinja", "smollm2.jinja"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b), "user", "hi")
+	}
+	f.Add("{%- if x -%}{{ y | tojson(indent=2) }}{%+ endif +%}{# c #}{% raw %}{{{% endraw %}", "assistant", "{{")
+	f.Fuzz(func(t *testing.T, src, role, content string) {
+		if len(src) > 4096 {
+			return
+		}
+		// Must not panic or hang; errors are fine.
+		Render(src, []Message{{Role: role, Content: content}}, Options{AddGenerationPrompt: true})
+	})
 }

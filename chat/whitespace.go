@@ -82,7 +82,7 @@ func normalizeWhitespace(src string) (string, error) {
 			}
 		case segExpr:
 			b.WriteString("{{")
-			b.WriteString(s.text)
+			b.WriteString(rewriteToJSON(s.text))
 			b.WriteString("}}")
 		case segStmt:
 			switch strings.TrimSpace(s.text) {
@@ -91,7 +91,7 @@ func normalizeWhitespace(src string) (string, error) {
 				continue
 			}
 			b.WriteString("{%")
-			b.WriteString(s.text)
+			b.WriteString(rewriteToJSON(s.text))
 			b.WriteString("%}")
 		}
 	}

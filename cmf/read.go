@@ -1,7 +1,6 @@
 package cmf
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
@@ -114,10 +113,9 @@ func parse(r io.ReaderAt, size int64, name string) (*File, error) {
 	if sum := Checksum(dirb); sum != dirSum {
 		return nil, errorf(name, "directory checksum mismatch (crc32c %08x, footer says %08x)", sum, dirSum)
 	}
+	// Unknown keys are ignored, as docs/cmf.md promises for additions.
 	var dir directory
-	dec := json.NewDecoder(bytes.NewReader(dirb))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&dir); err != nil {
+	if err := json.Unmarshal(dirb, &dir); err != nil {
 		return nil, errorf(name, "directory: %v", err)
 	}
 	if err := f.setTensors(dir.Tensors, int64(dirOff)); err != nil {

@@ -18,7 +18,7 @@ func Load(ctx context.Context, r *resolve.Resolver, nameOrPath string, opts Opti
 	if err != nil {
 		return nil, err
 	}
-	m, err := importer.Open(path)
+	m, err := importer.OpenCached(path, r.CacheDir)
 	if err != nil {
 		return nil, err
 	}

@@ -472,3 +472,15 @@ func TestOpenErrors(t *testing.T) {
 		t.Error("tensor read after Close")
 	}
 }
+
+func TestVersion2(t *testing.T) {
+	data := bytes.Clone(buildSample(t))
+	binary.LittleEndian.PutUint32(data[4:], 2)
+	f, err := Read(bytes.NewReader(data), int64(len(data)), "v2.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Version != 2 || len(f.Tensors) != len(sampleTensors()) {
+		t.Errorf("version %d, %d tensors", f.Version, len(f.Tensors))
+	}
+}

@@ -16,37 +16,36 @@ import (
 	"github.com/cortiq/cortiq/tensor"
 )
 
+// SaveOptions chooses SaveCMF's weight encoding.
+type SaveOptions struct {
+	// Keep writes every tensor in its current encoding; Quant is ignored.
+	Keep bool
+	// Quant is the encoding weights are converted to when Keep is false
+	// (any float codec: f32, f16, bf16, q8_0, q4_0, q4_K, q6_K):
+	//   - to a plain float codec (f32, f16, bf16): every float tensor;
+	//   - to a block codec: every float tensor of two or more dimensions
+	//     whose rows are a whole number of blocks, embeddings and output
+	//     included; 1-D tensors (norms, biases) and matrices with other row
+	//     lengths keep their encoding.
+	// Integer tensors never change.
+	Quant tensor.Codec
+}
+
 // SaveCMF writes m as a CMF file at path (through a temporary file renamed
-// into place, so a failed save leaves no partial file).
-//
-// quant selects the weight encoding: "" (or "keep") keeps every tensor as it
-// is; a codec name (tensor.ParseCodec: "f32", "f16", "bf16", "q8_0", "q4_0",
-// "q4_K", "q6_K") re-encodes the weights:
-//   - to a plain float codec (f32, f16, bf16): every float tensor;
-//   - to a block codec: every float tensor of two or more dimensions whose
-//     rows are a whole number of blocks, embeddings and output included;
-//     1-D tensors (norms, biases) and matrices with other row lengths keep
-//     their encoding.
-//
-// Integer tensors never change. Re-encoding goes through float32
-// (tensor.Dequantize then tensor.Quantize), row block by row block, so memory
-// stays bounded by the largest tensor's encoded size.
+// into place, so a failed save leaves no partial file), re-encoding weights
+// as opts says. Re-encoding goes through float32 (tensor.Dequantize then
+// tensor.Quantize) in chunks of rows, in parallel, so memory stays bounded by
+// the largest tensor's encoded size. Tensors are written in a deterministic
+// order, so the same model and options give the same bytes.
 //
 // The metadata records m.Arch, m.Tokenizer and m.Source as provenance; set
-// m.Source from GGUFProvenance (or the HF importer's digests) first for a
-// provenance with SHA-256.
-func SaveCMF(m *model.Model, path string, quant string) error {
-	var target tensor.Codec
-	requant := quant != "" && quant != "keep"
-	if requant {
-		c, err := tensor.ParseCodec(quant)
-		if err != nil {
-			return fmt.Errorf("cmf: %s: %w", path, err)
-		}
-		if c == tensor.I32 {
-			return fmt.Errorf("cmf: %s: cannot quantize weights to %s", path, c)
-		}
-		target = c
+// m.Source from GGUFProvenance first for a GGUF source, whose SHA-256
+// FromGGUF leaves empty.
+func SaveCMF(m *model.Model, path string, opts SaveOptions) error {
+	target := opts.Quant
+	requant := !opts.Keep
+	if requant && (!target.Valid() || target == tensor.I32) {
+		return fmt.Errorf("cmf: %s: cannot convert weights to %s", path, target)
 	}
 	if err := m.Arch.Validate(); err != nil {
 		return fmt.Errorf("cmf: %s: %w", path, err)

@@ -26,7 +26,7 @@ func TestCMFRoundTripStories(t *testing.T) {
 	}
 	dir := t.TempDir()
 	p := filepath.Join(dir, "stories.cmf")
-	if err := SaveCMF(m, p, ""); err != nil {
+	if err := SaveCMF(m, p, SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := FromCMF(p)
@@ -61,7 +61,7 @@ func TestCMFRoundTripStories(t *testing.T) {
 
 	// Deterministic: saving again gives the same bytes.
 	p2 := filepath.Join(dir, "again.cmf")
-	if err := SaveCMF(c, p2, "keep"); err != nil {
+	if err := SaveCMF(c, p2, SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	b1, _ := os.ReadFile(p)
@@ -81,7 +81,7 @@ func TestCMFQuantize(t *testing.T) {
 	}
 	defer m.Close()
 	p := filepath.Join(t.TempDir(), "q8.cmf")
-	if err := SaveCMF(m, p, "q8_0"); err != nil {
+	if err := SaveCMF(m, p, SaveOptions{Quant: tensor.Q8_0}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := FromCMF(p)
@@ -117,7 +117,10 @@ func TestCMFQuantize(t *testing.T) {
 			t.Errorf("%s: q8_0 error %g for values up to %g", n, maxErr, maxAbs)
 		}
 	}
-	if err := SaveCMF(m, p, "q5_K"); err == nil {
+	if err := SaveCMF(m, p, SaveOptions{Quant: tensor.I32}); err == nil {
+		t.Error("i32 accepted")
+	}
+	if err := SaveCMF(m, p, SaveOptions{Quant: tensor.Codec(99)}); err == nil {
 		t.Error("unknown codec accepted")
 	}
 }
@@ -204,7 +207,7 @@ func TestFromFileReaderAt(t *testing.T) {
 		}
 	}
 	p := filepath.Join(t.TempDir(), "s.cmf")
-	if err := SaveCMF(lazy, p, "q8_0"); err != nil {
+	if err := SaveCMF(lazy, p, SaveOptions{Quant: tensor.Q8_0}); err != nil {
 		t.Fatal(err)
 	}
 	craw, _ := os.ReadFile(p)

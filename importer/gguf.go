@@ -33,10 +33,14 @@ var ggufFamilies = map[string]model.RopeStyle{
 	"gemma2":  model.RopeNeoX,
 	"gemma3":  model.RopeNeoX,
 	"phi3":    model.RopeNeoX,
+	// Mixture-of-experts variants (Mixtral is "llama" with expert tensors).
+	"qwen2moe": model.RopeNeoX,
+	"qwen3moe": model.RopeNeoX,
 }
 
 // FromGGUF imports a GGUF model of the llama family (general.architecture
-// llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3 or phi3). Weights keep
+// llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, gemma, gemma2, gemma3 or
+// phi3; Mixtral is llama with stacked expert tensors). Weights keep
 // their GGUF encoding (f32, f16, bf16, q8_0, q4_0, q4_K, q6_K) and alias the
 // memory-mapped file; Model.Close releases it. A tensor of another type
 // (Q5_K, IQ4_XS, ...) makes the import fail naming the tensor and its type.
@@ -242,7 +246,7 @@ func ggufModel(f *gguf.File) (*model.Model, error) {
 	}
 	style, ok := ggufFamilies[arch]
 	if !ok {
-		return nil, fmt.Errorf("gguf: %s: unsupported architecture %q (supported: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3, phi3)", f.Name, arch)
+		return nil, fmt.Errorf("gguf: %s: unsupported architecture %q (supported: llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, gemma, gemma2, gemma3, phi3)", f.Name, arch)
 	}
 	g := ggufMeta{f: f, arch: arch, views: map[string]ggufView{}}
 
@@ -280,6 +284,10 @@ func ggufModel(f *gguf.File) (*model.Model, error) {
 	if err := a.Validate(); err != nil {
 		return nil, fmt.Errorf("gguf: %s: %w", f.Name, err)
 	}
+	// Llama 3 frequency divisors are now Arch.Rope.Scaling (ggufRope
+	// checked they match); keeping the tensor would invite applying them
+	// twice.
+	delete(w, "rope_freqs.weight")
 	tok, err := GGUFTokenizer(f)
 	if err != nil {
 		return nil, err
@@ -534,8 +542,9 @@ func ggufMoE(g ggufMeta, layer, experts int, w model.MapWeights) (*model.MoE, er
 	}
 	_, m.SharedGate = w[model.LayerTensor(layer, model.FFNShexpGate)]
 	// Mixtral (llama) and Qwen3-MoE renormalize the selected weights;
-	// Qwen2-MoE does not. A file may say so explicitly.
-	m.NormTopK = g.arch != "qwen2"
+	// Qwen2-MoE does not (llama.cpp hardcodes the same). A file may say so
+	// explicitly.
+	m.NormTopK = g.arch != "qwen2moe"
 	if v, ok := g.f.GetBool(g.key("expert_weights_norm")); ok {
 		m.NormTopK = v
 	}

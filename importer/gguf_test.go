@@ -715,3 +715,179 @@ func TestSaveGGUFFamilies(t *testing.T) {
 		m.Close()
 	}
 }
+
+// A Gemma model with Hugging Face's (1+w) norms is written with the 1 added,
+// as llama.cpp's converter does, and reads back as plain RMS norms.
+func TestSaveGGUFGemmaPlusOne(t *testing.T) {
+	g := ggufTinyLlama("gemma")
+	delete(g.tensors, model.Output)
+	m, err := FromGGUF(g.write(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	hf := *m
+	hf.Arch.Norm = model.NormRMSPlusOne
+	w := model.MapWeights{}
+	for _, n := range m.Weights.Names() {
+		x, _ := m.Weights.Tensor(n)
+		if strings.HasSuffix(n, "norm.weight") {
+			v := make([]float32, x.Elements())
+			tensor.Dequantize(v, x.Codec, x.Data)
+			for i := range v {
+				v[i]--
+			}
+			y := &tensor.Tensor{Name: n, Codec: tensor.F32, Shape: x.Shape, Data: make([]byte, 4*len(v))}
+			tensor.Quantize(y.Data, tensor.F32, v)
+			x = y
+		}
+		w[n] = x
+	}
+	hf.Weights = w
+	p := filepath.Join(t.TempDir(), "gemma.gguf")
+	if err := SaveGGUF(&hf, p); err != nil {
+		t.Fatal(err)
+	}
+	b, err := FromGGUF(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Arch.Norm != model.NormRMS || !reflect.DeepEqual(b.Arch, m.Arch) {
+		t.Errorf("arch %+v", b.Arch)
+	}
+	for _, n := range m.Weights.Names() {
+		x, _ := m.Weights.Tensor(n)
+		y, _ := b.Weights.Tensor(n)
+		xv := make([]float32, x.Elements())
+		yv := make([]float32, y.Elements())
+		tensor.Dequantize(xv, x.Codec, x.Data)
+		tensor.Dequantize(yv, y.Codec, y.Data)
+		for i := range xv {
+			if math.Abs(float64(xv[i]-yv[i])) > 1e-6 {
+				t.Fatalf("%s[%d]: %g vs %g", n, i, yv[i], xv[i])
+			}
+		}
+	}
+}
+
+func TestFromGGUFMoE(t *testing.T) {
+	for _, c := range []struct {
+		arch     string
+		normTopK bool
+		shared   bool
+	}{{"llama", true, false}, {"qwen2moe", false, true}, {"qwen3moe", true, false}} {
+		g := ggufTinyLlama(c.arch)
+		g.meta[c.arch+".expert_count"] = uint32(4)
+		g.meta[c.arch+".expert_used_count"] = uint32(2)
+		if c.arch != "llama" {
+			g.meta[c.arch+".expert_feed_forward_length"] = uint32(16)
+		}
+		ff := 16
+		if c.arch == "llama" {
+			ff = 64
+		}
+		for i := range 2 {
+			for _, s := range []string{model.FFNGate, model.FFNUp, model.FFNDown} {
+				delete(g.tensors, model.LayerTensor(i, s))
+			}
+			g.tensors[model.LayerTensor(i, model.FFNRouter)] = []int{4, 32}
+			g.tensors[model.LayerTensor(i, model.FFNGateExps)] = []int{4, ff, 32}
+			g.tensors[model.LayerTensor(i, model.FFNUpExps)] = []int{4, ff, 32}
+			g.tensors[model.LayerTensor(i, model.FFNDownExps)] = []int{4, 32, ff}
+			if c.shared {
+				g.tensors[model.LayerTensor(i, model.FFNGateShexp)] = []int{24, 32}
+				g.tensors[model.LayerTensor(i, model.FFNUpShexp)] = []int{24, 32}
+				g.tensors[model.LayerTensor(i, model.FFNDownShexp)] = []int{32, 24}
+				g.tensors[model.LayerTensor(i, model.FFNShexpGate)] = []int{1, 32}
+			}
+		}
+		m, err := FromGGUF(g.write(t))
+		if err != nil {
+			t.Fatalf("%s: %v", c.arch, err)
+		}
+		l := m.Arch.Layers[1]
+		want := &model.MoE{Experts: 4, TopK: 2, ExpertHidden: ff, NormTopK: c.normTopK, Scoring: "softmax"}
+		if c.shared {
+			want.SharedHidden, want.SharedGate = 24, true
+		}
+		if l.FFN != model.FFNMoE || !reflect.DeepEqual(l.MoE, want) {
+			t.Errorf("%s: %+v %+v", c.arch, l, l.MoE)
+		}
+		m.Close()
+	}
+}
+
+func TestFromGGUFPerLayerArrays(t *testing.T) {
+	g := ggufTinyLlama("llama")
+	g.meta["llama.feed_forward_length"] = []int32{64, 32}
+	g.meta["llama.attention.head_count_kv"] = []uint32{2, 2}
+	g.tensors[model.LayerTensor(1, model.FFNGate)] = []int{32, 32}
+	g.tensors[model.LayerTensor(1, model.FFNUp)] = []int{32, 32}
+	g.tensors[model.LayerTensor(1, model.FFNDown)] = []int{32, 32}
+	m, err := FromGGUF(g.write(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Arch.Layers[0].FFNHidden != 64 || m.Arch.Layers[1].FFNHidden != 32 || m.Arch.Layers[1].Attn.KVHeads != 2 {
+		t.Errorf("per-layer values: %+v", m.Arch.Layers)
+	}
+	m.Close()
+	g.meta["llama.feed_forward_length"] = []int32{64}
+	if _, err := FromGGUF(g.write(t)); err == nil || !strings.Contains(err.Error(), "need layer 1") {
+		t.Errorf("short array: %v", err)
+	}
+	g.meta["llama.feed_forward_length"] = "64"
+	if _, err := FromGGUF(g.write(t)); err == nil || !strings.Contains(err.Error(), "want an integer") {
+		t.Errorf("string value: %v", err)
+	}
+	g.meta["llama.feed_forward_length"] = uint32(64)
+	g.meta["llama.embedding_length"] = []uint32{32, 16}
+	if _, err := FromGGUF(g.write(t)); err == nil || !strings.Contains(err.Error(), "varies per layer") {
+		t.Errorf("varying scalar: %v", err)
+	}
+}
+
+func TestSaveGGUFLlama3(t *testing.T) {
+	g := ggufTinyLlama("llama")
+	m0, err := FromGGUF(g.write(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m0.Close()
+	m := *m0
+	m.Arch.Layers = nil
+	for _, l := range m0.Arch.Layers {
+		at := *l.Attn
+		at.Rope.Scaling = model.RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 8192}
+		l.Attn = &at
+		m.Arch.Layers = append(m.Arch.Layers, l)
+	}
+	p := filepath.Join(t.TempDir(), "l3.gguf")
+	if err := SaveGGUF(&m, p); err != nil {
+		t.Fatal(err)
+	}
+	b, err := FromGGUF(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if !reflect.DeepEqual(b.Arch, m.Arch) {
+		t.Errorf("arch:\n%+v\n%+v", b.Arch.Layers[0].Attn, m.Arch.Layers[0].Attn)
+	}
+	if _, ok := b.Weights.Tensor("rope_freqs.weight"); ok {
+		t.Error("rope_freqs tensor kept in the weights")
+	}
+	if f, err := gguf.Open(p); err != nil {
+		t.Fatal(err)
+	} else if _, ok := f.Info("rope_freqs.weight"); !ok {
+		t.Error("no rope_freqs tensor in the file")
+	} else {
+		f.Close()
+	}
+	// Llama 3 factors other than 1 and 4 cannot be expressed.
+	m.Arch.Layers[0].Attn.Rope.Scaling.HighFreqFactor = 2
+	if err := SaveGGUF(&m, p); err == nil {
+		t.Error("high_freq_factor 2 accepted")
+	}
+}

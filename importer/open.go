@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cortiq/cortiq/cmf"
 	"github.com/cortiq/cortiq/model"
 )
 
@@ -16,7 +17,7 @@ var hfFileFormats = []struct {
 	open        func(string) (*model.Model, error)
 }{
 	{"GGUF", "GGUF", FromGGUF},
-	// CMF: add {"CMF", <magic>, FromCMF} once importer/cmf.go lands.
+	{"CMF", cmf.Magic, FromCMF},
 }
 
 // Open imports a model from a path: a directory with config.json (Hugging

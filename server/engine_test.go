@@ -1,5 +1,3 @@
-//go:build cortiq_engine
-
 package server
 
 import (

@@ -128,10 +128,10 @@ func ByteLen(c Codec, shape []int) (int64, error) {
 		if d < 0 {
 			return 0, fmt.Errorf("tensor: negative dimension in %v", shape)
 		}
-		rows *= int64(d)
-		if rows > 1<<40 {
+		if d > 0 && rows > (1<<40)/int64(d) {
 			return 0, fmt.Errorf("tensor: shape %v is too large", shape)
 		}
+		rows *= int64(d)
 	}
 	rb, err := c.rowBytes64(shape[len(shape)-1])
 	if err != nil {

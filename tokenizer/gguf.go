@@ -2,6 +2,8 @@ package tokenizer
 
 import (
 	"fmt"
+
+	"github.com/cortiq/cortiq/gguf"
 	"math"
 	"strings"
 )
@@ -59,6 +61,17 @@ var ggufPreRegexes = map[string][]string{
 	"bloom":        {` ?[^(\s|.,!?…。，、।۔،)]+`},
 	"gpt3-finnish": {` ?[^(\s|.,!?…。，、।۔،)]+`},
 	"viking":       {` ?[^(\s|.,!?…。，、।۔،)]+`, `\p{N}`},
+	"deepseek-v3": {
+		`\p{N}{1,3}`,
+		`[一-龥぀-ゟ゠-ヿ]+`,
+		"[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+	},
+	"tekken":     {`[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`},
+	"gpt-4o":     {gpt4oPattern},
+	"minimax-m2": {gpt4oPattern},
+	"seed-coder": {`(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+`},
+	"grok-2":     {qwen2Pattern},
+	"bailingmoe": {`'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+`},
 	"default": {
 		`[\p{P}\$\+<=>\^~\|]+`,
 		gpt2PatternLlamaCpp,
@@ -66,6 +79,8 @@ var ggufPreRegexes = map[string][]string{
 		"[0-9][0-9][0-9]",
 	},
 }
+
+const gpt4oPattern = `[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 
 // gpt2PatternLlamaCpp is llama.cpp's spelling of the GPT-2 pattern (no
 // final \s+; the gap it leaves is kept as a piece, which is the same).
@@ -165,6 +180,11 @@ func fromGGUF(md map[string]any) (*Tokenizer, error) {
 		pre, _ := mdString(md, "tokenizer.ggml.pre")
 		regexes, ok := ggufPreRegexes[pre]
 		if !ok {
+			// llama.cpp refuses unknown types; its "default" regexes
+			// are the best guess for a vocabulary converted without one.
+			if pre != "" && pre != "default" {
+				return nil, fmt.Errorf("tokenizer.ggml.pre %q is not supported", pre)
+			}
 			regexes = ggufPreRegexes["default"]
 		}
 		var seq preSequence
@@ -254,6 +274,16 @@ func fromGGUF(md map[string]any) (*Tokenizer, error) {
 			t.pieces[i] = []byte(tok)
 		}
 	}
+	// llama.cpp gives Phi-3's special tokens HF's rstrip by model name.
+	if name, _ := mdString(md, "general.name"); strings.Contains(strings.ToLower(name), "phi-3") || strings.Contains(strings.ToLower(name), "phi3") {
+		for _, a := range addedToks {
+			switch a.Content {
+			case "<unk>", "<s>", "<|endoftext|>":
+			default:
+				a.RStrip = true
+			}
+		}
+	}
 	t.rawAdded = newAddedMatcher(addedToks, nil)
 	if t.spm != nil && t.spmSpacePrefix {
 		t.stripStart = 1
@@ -267,6 +297,20 @@ func fromGGUF(md map[string]any) (*Tokenizer, error) {
 				t.templates[name] = s
 			}
 		}
+	}
+	return t, nil
+}
+
+// FromGGUFFile reads the vocabulary of a GGUF file.
+func FromGGUFFile(path string) (*Tokenizer, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	defer f.Close()
+	t, err := FromGGUFMetadata(f.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
 }

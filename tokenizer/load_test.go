@@ -83,11 +83,12 @@ func TestGGUFChatTemplate(t *testing.T) {
 	if s, ok := tk.ChatTemplate(""); !ok || !strings.Contains(s, "<|user|>") {
 		t.Errorf("phi-3 chat template = %q", s)
 	}
-	// <|user|> and <|end|> are tokens: with specials parsed they are
-	// single ids.
+	// <|user|> and <|end|> are single ids with specials parsed, and
+	// llama.cpp gives Phi-3's specials rstrip (the "\n" goes) and adds
+	// the SentencePiece space after a special token.
 	ids := tk.Encode("<|user|>\nhi<|end|>", false)
-	if id, _ := tk.ID("<|user|>"); len(ids) == 0 || ids[0] != id {
-		t.Errorf("Encode = %v (tokens %q)", ids, tk.Tokens(ids))
+	if want := []int{32010, 7251, 32007}; !slices.Equal(ids, want) {
+		t.Errorf("Encode = %v (tokens %q), want %v", ids, tk.Tokens(ids), want)
 	}
 }
 

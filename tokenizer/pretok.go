@@ -135,6 +135,28 @@ func toGoRegex(pat string) (string, bool) {
 					return "", false
 				}
 				b.WriteString("[^" + ws + "]")
+			case n == 'w' || n == 'd':
+				// Oniguruma's are Unicode-aware; RE2's are ASCII.
+				set := `\p{L}\p{M}\p{Nd}\p{Pc}`
+				if n == 'd' {
+					set = `\p{Nd}`
+				}
+				if inClass {
+					b.WriteString(set)
+				} else {
+					b.WriteString("[" + set + "]")
+				}
+			case n == 'W' || n == 'D':
+				if inClass {
+					return "", false
+				}
+				if n == 'W' {
+					b.WriteString(`[^\p{L}\p{M}\p{Nd}\p{Pc}]`)
+				} else {
+					b.WriteString(`\P{Nd}`)
+				}
+			case n == 'b' || n == 'B' || n == 'A' || n == 'z':
+				return "", false
 			case n >= '1' && n <= '9', n == 'k', n == 'G', n == 'Z' && !inClass, n == 'h', n == 'R', n == 'X':
 				return "", false
 			case (n == 'p' || n == 'P') && i+2 < len(pat) && pat[i+2] == '{':

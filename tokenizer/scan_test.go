@@ -57,7 +57,7 @@ func TestScannersMatchRegex(t *testing.T) {
 }
 
 func TestGoRegexTranslation(t *testing.T) {
-	pats := []string{`\p{N}`, `\p{N}+`, `[\p{P}\$\+<=>\^~\|]+`, "[\r\n]", `\s?[!-/:-~！-／：-～‘-‟　-。]+`, `\s+$`, `[^\s\p{L}]+`, `\s?\p{L}+`}
+	pats := []string{`\d+`, `\p{N}`, `\p{N}+`, `[\p{P}\$\+<=>\^~\|]+`, "[\r\n]", `\s?[!-/:-~！-／：-～‘-‟　-。]+`, `\s+$`, `[^\s\p{L}]+`, `\s?\p{L}+`}
 	corpus := scanCorpus(t)
 	for _, pat := range pats {
 		m, err := compilePattern(pat)
@@ -74,6 +74,19 @@ func TestGoRegexTranslation(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// TestWordClass checks \w as Oniguruma has it (all marks are word
+// characters; .NET's, hence regexp2's, leaves out spacing marks).
+func TestWordClass(t *testing.T) {
+	m, err := compilePattern(`\w+|[^\w\s]+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := splitBy("नमस्ते दुनिया, x_1!", m, splitRemoved, true, nil)
+	if want := []string{"नमस्ते", "दुनिया", ",", "x_1", "!"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
 

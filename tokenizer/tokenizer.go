@@ -167,6 +167,12 @@ func (t *Tokenizer) encode(text string, o EncodeOptions, toks *[]string) []int {
 	return ids
 }
 
+// SpecialAdded returns the ids Encode(text, true) puts before and after
+// the text (BOS, EOS, ...).
+func (t *Tokenizer) SpecialAdded() (prefix, suffix []int) {
+	return slices.Clone(t.prefix), slices.Clone(t.suffix)
+}
+
 // Tokens returns the vocabulary spelling of each id ("" for unknown ids).
 func (t *Tokenizer) Tokens(ids []int) []string {
 	out := make([]string, len(ids))

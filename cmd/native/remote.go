@@ -72,6 +72,7 @@ func remoteRun(ctx context.Context, c *server.Client, workerID string, args []st
 	fs := flag.NewFlagSet("remote run", flag.ContinueOnError)
 	var sf samplingFlags
 	sf.register(fs)
+	worker := fs.String("worker", workerID, "worker id to run on (also accepted before 'run')")
 	model := fs.String("model", "", "model name on the server (default: the worker's, or the server's first)")
 	prompt := fs.String("p", "", "prompt text")
 	idsFlag := fs.String("ids", "", "prompt token ids, comma separated (no BOS is added)")
@@ -90,7 +91,7 @@ func remoteRun(ctx context.Context, c *server.Client, workerID string, args []st
 	}
 	p := sf.params()
 	m := &server.Msg{
-		Worker: workerID, Model: *model, MaxTokens: *n, Stop: stops, IgnoreEOS: *ignoreEOS,
+		Worker: *worker, Model: *model, MaxTokens: *n, Stop: stops, IgnoreEOS: *ignoreEOS,
 		Temperature: float64(p.Temperature), TopK: p.TopK, TopP: float64(p.TopP), MinP: float64(p.MinP),
 		RepeatPenalty: float64(p.RepeatPenalty), PresencePenalty: float64(p.PresencePenalty),
 		FrequencyPenalty: float64(p.FrequencyPenalty), RepeatLastN: p.RepeatLastN, Seed: p.Seed,

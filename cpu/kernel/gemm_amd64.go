@@ -12,6 +12,8 @@ const (
 	gemmTokens = 16 // tokens per packed panel
 
 	gemmMinTokens = 10 // below this, MatMul uses the dot-product tile
+
+	gemmChunkBytes = 2 << 20 // packed activations consumed per pass over the weights
 )
 
 // matmulAVX2 is the blocked product: x is packed into k-major panels of
@@ -50,40 +52,47 @@ func matmulAVX2(y []float32, c tensor.Codec, data []byte, rb, rows, cols int, x 
 		direct, _ = f32View(data)
 	}
 	groups := (rows + gemmRows - 1) / gemmRows
-	parallelFor(groups, 1, func(lo, hi int) {
-		sp := getScratch(gemmRows * cols)
-		defer scratchPool.Put(sp)
-		ws := *sp
-		var out [gemmRows * gemmTokens]float32
-		for g := lo; g < hi; g++ {
-			r0 := g * gemmRows
-			nr := min(gemmRows, rows-r0)
-			var w []float32
-			switch {
-			case direct != nil && nr == gemmRows:
-				w = direct[r0*cols : (r0+nr)*cols]
-			case direct != nil:
-				copy(ws, direct[r0*cols:(r0+nr)*cols])
-				clear(ws[nr*cols:])
-				w = ws
-			default:
-				for i := range nr {
-					decodeRow(ws[i*cols:(i+1)*cols], c, data[(r0+i)*rb:(r0+i+1)*rb])
+	// Panels are consumed a chunk at a time so that the chunk stays in
+	// cache while every row group streams over it; decoding a weight row
+	// once per chunk is cheap next to 2·chunk flops per weight.
+	chunk := max(1, (gemmChunkBytes/4)/(cols*gemmTokens))
+	for p0 := 0; p0 < np; p0 += chunk {
+		p1 := min(np, p0+chunk)
+		parallelFor(groups, 1, func(lo, hi int) {
+			sp := getScratch(gemmRows * cols)
+			defer scratchPool.Put(sp)
+			ws := *sp
+			var out [gemmRows * gemmTokens]float32
+			for g := lo; g < hi; g++ {
+				r0 := g * gemmRows
+				nr := min(gemmRows, rows-r0)
+				var w []float32
+				switch {
+				case direct != nil && nr == gemmRows:
+					w = direct[r0*cols : (r0+nr)*cols]
+				case direct != nil:
+					copy(ws, direct[r0*cols:(r0+nr)*cols])
+					clear(ws[nr*cols:])
+					w = ws
+				default:
+					for i := range nr {
+						decodeRow(ws[i*cols:(i+1)*cols], c, data[(r0+i)*rb:(r0+i+1)*rb])
+					}
+					clear(ws[nr*cols:])
+					w = ws
 				}
-				clear(ws[nr*cols:])
-				w = ws
-			}
-			for p := range np {
-				gemm6x16AVX2(&w[0], cols, &xp[p*cols*gemmTokens], cols, &out)
-				t0 := p * gemmTokens
-				nt := min(gemmTokens, n-t0)
-				for r := range nr {
-					o := out[r*gemmTokens:]
-					for t := range nt {
-						y[(t0+t)*rows+r0+r] = o[t]
+				for p := p0; p < p1; p++ {
+					gemm6x16AVX2(&w[0], cols, &xp[p*cols*gemmTokens], cols, &out)
+					t0 := p * gemmTokens
+					nt := min(gemmTokens, n-t0)
+					for r := range nr {
+						o := out[r*gemmTokens:]
+						for t := range nt {
+							y[(t0+t)*rows+r0+r] = o[t]
+						}
 					}
 				}
 			}
-		}
-	})
+		})
+	}
 }

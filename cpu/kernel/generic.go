@@ -24,7 +24,7 @@ var genericKernels = [...]rowsKernel{
 	tensor.BF16: genericRows(dotBF16Row),
 	tensor.Q8_0: genericRows(dotQ8_0Row),
 	tensor.Q4_0: genericRows(dotQ4_0Row),
-	tensor.Q4_K: genericRows(dotQ4_KRow),
+	tensor.Q4_K: q4KRows,
 	tensor.Q6_K: genericRows(dotQ6_KRow),
 }
 
@@ -206,11 +206,38 @@ func dotQ4_0Row(row []byte, x []float32) float32 {
 	return s
 }
 
+var u4Table = func() (t [16]float32) {
+	for i := range t {
+		t[i] = float32(i)
+	}
+	return
+}()
+
+var q6Table = func() (t [64]float32) {
+	for i := range t {
+		t[i] = float32(i - 32)
+	}
+	return
+}()
+
+// q4KRows is the portable q4_K kernel; xsum (from prepareX) holds Σx per
+// 32-element sub-block for the min term.
+func q4KRows(y []float32, data []byte, rb int, x, xsum []float32) {
+	for i := range y {
+		y[i] = dotQ4_KRowSums(data[i*rb:(i+1)*rb], x, xsum)
+	}
+}
+
 func dotQ4_KRow(row []byte, x []float32) float32 {
+	return dotQ4_KRowSums(row, x, prepareX(tensor.Q4_K, x))
+}
+
+func dotQ4_KRowSums(row []byte, x, xsum []float32) float32 {
 	var s float32
 	for b := 0; b < len(x)/256; b++ {
 		blk := (*[144]byte)(row[144*b:])
 		xb := (*[256]float32)(x[256*b:])
+		xs := (*[8]float32)(xsum[8*b:])
 		d := f16Table[binary.LittleEndian.Uint16(blk[0:])]
 		dmin := f16Table[binary.LittleEndian.Uint16(blk[2:])]
 		scales := blk[4:16]
@@ -220,15 +247,15 @@ func dotQ4_KRow(row []byte, x []float32) float32 {
 			q := (*[32]byte)(blk[16+32*j:])
 			xl := (*[32]float32)(xb[64*j:])
 			xh := (*[32]float32)(xb[64*j+32:])
-			var ql, qh, xsl, xsh float32
-			for l := range 32 {
-				ql += float32(q[l]&0xf) * xl[l]
-				qh += float32(q[l]>>4) * xh[l]
-				xsl += xl[l]
-				xsh += xh[l]
+			var l0, l1, h0, h1 float32
+			for l := 0; l < 32; l += 2 {
+				l0 += u4Table[q[l]&0xf] * xl[l]
+				h0 += u4Table[q[l]>>4] * xh[l]
+				l1 += u4Table[q[l+1]&0xf] * xl[l+1]
+				h1 += u4Table[q[l+1]>>4] * xh[l+1]
 			}
-			s += d*float32(sc1)*ql - dmin*float32(m1)*xsl
-			s += d*float32(sc2)*qh - dmin*float32(m2)*xsh
+			s += d*float32(sc1)*(l0+l1) - dmin*float32(m1)*xs[2*j]
+			s += d*float32(sc2)*(h0+h1) - dmin*float32(m2)*xs[2*j+1]
 		}
 	}
 	return s
@@ -245,18 +272,18 @@ func dotQ6_KRow(row []byte, x []float32) float32 {
 			qh := (*[32]byte)(blk[128+32*n:])
 			sc := (*[8]byte)(blk[192+8*n:])
 			y := (*[128]float32)(xb[128*n:])
-			// Sub-block sums: index is / 16 + 2·k for the k-th quarter.
+			// acc[k] sums sub-block k of this half: quarter k/2, l/16 = k%2.
 			var acc [8]float32
-			for l := range 32 {
-				is := l / 16
-				q1 := float32(int32(ql[l]&0xf|(qh[l]&3)<<4) - 32)
-				q2 := float32(int32(ql[l+32]&0xf|(qh[l]>>2&3)<<4) - 32)
-				q3 := float32(int32(ql[l]>>4|(qh[l]>>4&3)<<4) - 32)
-				q4 := float32(int32(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32)
-				acc[is] += q1 * y[l]
-				acc[is+2] += q2 * y[l+32]
-				acc[is+4] += q3 * y[l+64]
-				acc[is+6] += q4 * y[l+96]
+			for h := 0; h < 2; h++ {
+				var a0, a1, a2, a3 float32
+				for l := 16 * h; l < 16*h+16; l++ {
+					hb := qh[l]
+					a0 += q6Table[ql[l]&0xf|(hb&3)<<4] * y[l]
+					a1 += q6Table[ql[l+32]&0xf|(hb>>2&3)<<4] * y[l+32]
+					a2 += q6Table[ql[l]>>4|(hb>>4&3)<<4] * y[l+64]
+					a3 += q6Table[ql[l+32]>>4|(hb>>6)<<4] * y[l+96]
+				}
+				acc[h], acc[h+2], acc[h+4], acc[h+6] = a0, a1, a2, a3
 			}
 			for k := range 8 {
 				s += d * float32(int8(sc[k])) * acc[k]

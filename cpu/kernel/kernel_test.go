@@ -152,7 +152,7 @@ func TestMatMul(t *testing.T) {
 		r := rand.New(rand.NewPCG(3, 3))
 		for _, c := range allCodecs {
 			bl := max(c.BlockLen(), 1)
-			for _, sh := range [][3]int{{1, bl, 5}, {13, 2 * bl, 3}, {67, 512, 9}, {9, 256, 1}, {40, 768, 17}, {12, 512, 16}, {7, 256, 10}, {25, 64, 33}} {
+			for _, sh := range [][3]int{{1, bl, 5}, {13, 2 * bl, 3}, {67, 512, 9}, {9, 256, 1}, {40, 768, 17}, {12, 512, 16}, {7, 256, 10}, {25, 64, 33}, {7, 8192, 70}} {
 				rows, cols, n := sh[0], sh[1], sh[2]
 				if cols%bl != 0 {
 					continue
@@ -235,23 +235,8 @@ func TestDecodersExact(t *testing.T) {
 		for _, c := range allCodecs {
 			for _, cols := range []int{256, 512, 1024 + 256} {
 				w := randWeight(t, r, c, 1, cols)
-				// Random bytes too, with the scales kept finite.
 				if c.Quantized() {
-					for i := range w.Data {
-						w.Data[i] = byte(r.Uint32())
-					}
-					bb := c.BlockBytes()
-					for b := 0; b < len(w.Data); b += bb {
-						switch c {
-						case tensor.Q6_K:
-							w.Data[b+209] &= 0x3f
-						case tensor.Q4_K:
-							w.Data[b+1] &= 0x3f
-							w.Data[b+3] &= 0x3f
-						default:
-							w.Data[b+1] &= 0x3f
-						}
-					}
+					w = rawWeight(r, c, 1, cols)
 				}
 				want := make([]float32, cols)
 				if err := tensor.Dequantize(want, c, w.Data); err != nil {
@@ -263,6 +248,53 @@ func TestDecodersExact(t *testing.T) {
 					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("%s cols %d: [%d] = %g, want %g", c, cols, i, got[i], want[i])
 					}
+				}
+			}
+		}
+	})
+}
+
+// rawWeight is a [rows, cols] tensor of random bytes with the f16 block
+// scales kept finite (every scale/min/quant bit pattern occurs).
+func rawWeight(r *rand.Rand, c tensor.Codec, rows, cols int) *tensor.Tensor {
+	rb, _ := c.RowBytes(cols)
+	data := make([]byte, rows*rb)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	bb := c.BlockBytes()
+	for b := 0; b < len(data); b += bb {
+		switch c {
+		case tensor.Q6_K:
+			data[b+209] &= 0x3f
+		case tensor.Q4_K:
+			data[b+1] &= 0x3f
+			data[b+3] &= 0x3f
+		case tensor.Q8_0, tensor.Q4_0:
+			data[b+1] &= 0x3f
+		}
+	}
+	return &tensor.Tensor{Name: "raw", Codec: c, Shape: []int{rows, cols}, Data: data}
+}
+
+func TestMatVecRawBlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	forEachImpl(t, func(t *testing.T) {
+		for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
+			for _, sh := range [][2]int{{5, 256}, {19, 768}, {64, 2048}} {
+				w := rawWeight(r, c, sh[0], sh[1])
+				x := randX(r, sh[1])
+				y := make([]float32, sh[0])
+				MatVec(y, w, x)
+				want, mag := naive(w, x, 0, sh[0])
+				checkClose(t, fmt.Sprintf("raw %s %dx%d", c, sh[0], sh[1]), y, want, mag)
+				n := 11
+				xs := randX(r, n*sh[1])
+				ys := make([]float32, n*sh[0])
+				MatMul(ys, w, xs, n)
+				for tk := range n {
+					want, mag := naive(w, xs[tk*sh[1]:(tk+1)*sh[1]], 0, sh[0])
+					checkClose(t, fmt.Sprintf("raw matmul %s %dx%d t%d", c, sh[0], sh[1], tk), ys[tk*sh[0]:(tk+1)*sh[0]], want, mag)
 				}
 			}
 		}

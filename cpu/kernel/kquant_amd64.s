@@ -55,26 +55,67 @@
 	VBROADCASTSS O3(R9), Y7; \
 	VFMADD231PS Y3, Y7, Y12
 
+// q6_K, one quarter k of a 128-element half: the 32 six-bit values are
+// assembled as bytes (q = ql nibble | qh pair<<4, minus 32) and widened
+// eight at a time. SI = ql of the half (QLOFF adds 32
+// for odd k), Y12 = its 32 qh bytes. HSHIFT moves qh's pair k to bits 4-5.
+// P0 sums elements 0-15 (sub-block 2k), P1 elements 16-31 (2k+1).
+#define Q6QUARTER(QLOFF, NIBSHIFT, HSHIFT, XOFF, S0, S1) \
+	VMOVDQU QLOFF(SI), Y4; \
+	NIBSHIFT; \
+	VPAND Y15, Y4, Y4; \
+	HSHIFT; \
+	VPAND Y14, Y5, Y5; \
+	VPOR Y5, Y4, Y4; \
+	VPSUBB Y13, Y4, Y4; \
+	VPMOVSXBD X4, Y6; \
+	VPSHUFD $0x0e, X4, X7; \
+	VPMOVSXBD X7, Y7; \
+	VEXTRACTI128 $1, Y4, X8; \
+	VPSHUFD $0x0e, X8, X9; \
+	VPMOVSXBD X8, Y8; \
+	VPMOVSXBD X9, Y9; \
+	VCVTDQ2PS Y6, Y6; \
+	VCVTDQ2PS Y7, Y7; \
+	VCVTDQ2PS Y8, Y8; \
+	VCVTDQ2PS Y9, Y9; \
+	VMULPS XOFF(DI), Y6, Y6; \
+	VFMADD231PS (XOFF+32)(DI), Y7, Y6; \
+	VMULPS (XOFF+64)(DI), Y8, Y8; \
+	VFMADD231PS (XOFF+96)(DI), Y9, Y8; \
+	VBROADCASTSS S0(R9), Y7; \
+	VFMADD231PS Y6, Y7, Y11; \
+	VBROADCASTSS S1(R9), Y9; \
+	VFMADD231PS Y8, Y9, Y10
+
+#define NOSHIFT VMOVDQA Y4, Y4
+#define NIBHI VPSRLW $4, Y4, Y4
+#define H0 VPSLLW $4, Y12, Y5
+#define H1 VPSLLW $2, Y12, Y5
+#define H2 VMOVDQA Y12, Y5
+#define H3 VPSRLW $2, Y12, Y5
+
 // func dotQ6_KAVX2(w *byte, x *float32, nb int) float32
 TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $64-28
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), DI
 	MOVQ nb+16(FP), CX
-	MOVL $15, AX
+	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
-	MOVL $0x30, AX
+	MOVL $0x30303030, AX
 	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
-	MOVL $32, AX
+	MOVL $0x20202020, AX
 	VMOVD AX, X13
 	VPBROADCASTD X13, Y13
-	VXORPS Y12, Y12, Y12
+	VXORPS Y11, Y11, Y11
+	VXORPS Y10, Y10, Y10
 	TESTQ CX, CX
 	JZ    q6done
 
 q6block:
-	// dsc[i] = d·scale[i] for the 16 sub-blocks, on the stack.
+	// dsc[i] = d·scale[i] for the 16 sub-blocks, at 0(SP).
 	VPBROADCASTW 208(SI), X4
 	VCVTPH2PS X4, Y4
 	VPMOVSXBD 192(SI), Y5
@@ -85,17 +126,16 @@ q6block:
 	VMULPS Y4, Y6, Y6
 	VMOVUPS Y5, 0(SP)
 	VMOVUPS Y6, 32(SP)
-	LEAQ 128(SI), R8
 	MOVQ SP, R9
+	LEAQ 128(SI), R8
 	MOVQ $2, DX
 
 q6half:
-	Q6GROUP(MULOP, 0, 32, 0, 0, 128, 256, 384)
-	Q6GROUP(FMAOP, 8, 40, 8, 32, 160, 288, 416)
-	Q6SCALE(0, 8, 16, 24)
-	Q6GROUP(MULOP, 16, 48, 16, 64, 192, 320, 448)
-	Q6GROUP(FMAOP, 24, 56, 24, 96, 224, 352, 480)
-	Q6SCALE(4, 12, 20, 28)
+	VMOVDQU (R8), Y12
+	Q6QUARTER(0, NOSHIFT, H0, 0, 0, 4)
+	Q6QUARTER(32, NOSHIFT, H1, 128, 8, 12)
+	Q6QUARTER(0, NIBHI, H2, 256, 16, 20)
+	Q6QUARTER(32, NIBHI, H3, 384, 24, 28)
 	ADDQ $64, SI
 	ADDQ $32, R8
 	ADDQ $512, DI
@@ -108,7 +148,7 @@ q6half:
 	JNZ  q6block
 
 q6done:
-	VMOVAPS Y12, Y0
+	VADDPS Y10, Y11, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
 	VMOVHLPS X0, X0, X1

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -72,7 +73,10 @@ func TestMatMulSpeed(t *testing.T) {
 	}
 	serialForTest = true
 	defer func() { serialForTest = false }()
-	const n = 64
+	n := 64
+	if v, err := strconv.Atoi(os.Getenv("CORTIQ_KSPEED_N")); err == nil {
+		n = v
+	}
 	for _, c := range allCodecs {
 		for _, sh := range [][2]int{{1024, 1024}, {4864, 1024}, {1024, 4864}} {
 			w := benchWeight(c, sh[0], sh[1])

@@ -79,6 +79,9 @@ var ErrNoChromium = errors.New("wasmtest: no chromium/chrome executable found (i
 // PATH.
 func ChromiumPath() (string, error) {
 	if p := os.Getenv("CHROMIUM"); p != "" {
+		if _, err := exec.LookPath(p); err != nil {
+			return "", fmt.Errorf("%w: CHROMIUM=%s: %v", ErrNoChromium, p, err)
+		}
 		return p, nil
 	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {

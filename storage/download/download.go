@@ -186,7 +186,10 @@ const (
 	SidecarSuffix = ".part.json"
 )
 
-// Fetch downloads url into fsys at dst (a slash path, see package doc).
+// Fetch downloads url into fsys at dst (a slash path, see package doc),
+// creating dst's parent directories. fsys must support OpenFile, Mkdir,
+// Remove and Rename, as every storage.FS does. Concurrent calls for the
+// same dst in one process are serialized; across processes they are not.
 func Fetch(ctx context.Context, fsys hackpadfs.FS, url, dst string, opt Options) (Result, error) {
 	res, err := fetch(ctx, fsys, url, dst, opt)
 	if err != nil {

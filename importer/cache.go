@@ -1,0 +1,80 @@
+package importer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/cortiq/cortiq/model"
+)
+
+// OpenCached is Open with the conversion of Hugging Face directories cached
+// as CMF under cacheDir/converted: the first open imports and writes the
+// CMF (checksummed, aligned, provenance with sha256), later opens map it.
+// The cache key covers the directory's absolute path and the names, sizes
+// and modification times of its files, so an edited checkpoint is
+// re-imported. GGUF and CMF files are used as they are (no conversion).
+// An empty cacheDir disables the cache.
+func OpenCached(path, cacheDir string) (*model.Model, error) {
+	st, err := os.Stat(path)
+	if err != nil || !st.IsDir() || cacheDir == "" {
+		return Open(path)
+	}
+	key, err := hfCacheKey(path)
+	if err != nil {
+		return Open(path)
+	}
+	cached := filepath.Join(cacheDir, "converted", key+".cmf")
+	if _, err := os.Stat(cached); err == nil {
+		if m, err := FromCMF(cached); err == nil {
+			return m, nil
+		}
+		// A damaged cache entry is rebuilt, never trusted.
+		os.Remove(cached)
+	}
+	m, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(cached), 0o755); err != nil {
+		return m, nil
+	}
+	if err := SaveCMF(m, cached, SaveOptions{Keep: true}); err != nil {
+		// The model itself is fine; only the cache failed.
+		fmt.Fprintf(os.Stderr, "importer: could not cache %s as CMF: %v\n", path, err)
+		return m, nil
+	}
+	if m.Close != nil {
+		m.Close()
+	}
+	return FromCMF(cached)
+}
+
+func hfCacheKey(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "cortiq-hf-cache-v1\x00%s\x00", abs)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		info, err := os.Stat(filepath.Join(abs, n))
+		if err != nil || info.IsDir() {
+			continue
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00%d\x00", n, info.Size(), info.ModTime().UnixNano())
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32], nil
+}

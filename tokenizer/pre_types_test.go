@@ -1,0 +1,43 @@
+package tokenizer
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestGGUFPreTypesCompile compiles every pre-tokenizer llama.cpp type we
+// map and splits a sample without losing text.
+func TestGGUFPreTypesCompile(t *testing.T) {
+	sample := "Hello World's CamelCase 12345 日本語 \n\n  x!!? 'RE ünïcödé"
+	for name, regexes := range ggufPreRegexes {
+		var seq preSequence
+		for _, r := range regexes {
+			m, err := compilePattern(r)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			seq = append(seq, &preSplit{m: m, beh: splitIsolated})
+		}
+		words := preTokenize(seq, sample)
+		joined := ""
+		for _, w := range words {
+			joined += w
+		}
+		if joined != sample {
+			t.Errorf("%s: pieces %q do not cover the input", name, words)
+		}
+	}
+	got := preTokenize(preSequence{mustSplit(t, ggufPreRegexes["tekken"][0])}, "HelloWorld CamelCase")
+	if want := []string{"Hello", "World", " Camel", "Case"}; !slices.Equal(got, want) {
+		t.Errorf("tekken split %q, want %q", got, want)
+	}
+}
+
+func mustSplit(t *testing.T, pat string) *preSplit {
+	m, err := compilePattern(pat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &preSplit{m: m, beh: splitIsolated}
+}
