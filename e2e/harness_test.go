@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -19,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/page"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -39,32 +39,50 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
 	_, file, _, _ := runtime.Caller(0)
 	repoRoot = filepath.Dir(filepath.Dir(file))
 	sharedDir = filepath.Join(repoRoot, "..", "shared")
-	chrome := chromium()
 	switch {
 	case testing.Short():
 		skipAll = "e2e: browser tests skipped in -short mode"
-	case chrome == "":
+	case chromium() == "":
 		skipAll = "e2e: no Chromium at /usr/bin/chromium (apt-get install -y chromium, or set CHROMIUM): browser tests skipped"
 	}
-	if skipAll == "" {
+	code := m.Run()
+	if bundleDir != "" {
+		os.RemoveAll(bundleDir)
+	}
+	return code
+}
+
+var (
+	bundleOnce sync.Once
+	bundleErr  error
+)
+
+// bundle builds the web bundle once per test binary, on first need.
+func bundle(t *testing.T) string {
+	t.Helper()
+	bundleOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "cortiq-e2e-web-")
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			bundleErr = err
+			return
 		}
-		defer os.RemoveAll(dir)
 		t0 := time.Now()
 		if err := buildBundle(dir); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: building the web bundle:", err)
-			return 1
+			bundleErr = fmt.Errorf("e2e: building the web bundle: %w", err)
+			os.RemoveAll(dir)
+			return
 		}
 		fmt.Fprintf(os.Stderr, "e2e: web bundle built in %.1fs\n", time.Since(t0).Seconds())
 		bundleDir = dir
+	})
+	if bundleErr != nil {
+		t.Fatal(bundleErr)
 	}
-	return m.Run()
+	return bundleDir
 }
 
 func chromium() string {
@@ -129,6 +147,7 @@ func needBrowser(t *testing.T) {
 	if skipAll != "" {
 		t.Skip(skipAll)
 	}
+	bundle(t)
 }
 
 func needShared(t *testing.T, rel string) string {
@@ -480,10 +499,6 @@ func newBrowser(t *testing.T, webgpu bool, profile string) *browser {
 		b.cancel()
 		t.Fatalf("starting chromium: %v", lerr)
 	}
-	if err := chromedp.Run(ctx); err != nil {
-		b.cancel()
-		t.Fatalf("starting chromium: %v", err)
-	}
 	t.Cleanup(b.cancel)
 	return b
 }
@@ -493,7 +508,7 @@ func (b *browser) open(u string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 90*time.Second)
 	defer cancel()
-	if err := chromedp.Run(ctx, chromedp.Navigate(u)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 		b.t.Fatalf("navigate %s: %v", u, err)
 	}
 	var ready map[string]any
@@ -506,7 +521,7 @@ func (b *browser) reload() {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 90*time.Second)
 	defer cancel()
-	if err := chromedp.Run(ctx, chromedp.Reload()); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
 		b.t.Fatalf("reload: %v", err)
 	}
 	var ready map[string]any
@@ -516,9 +531,14 @@ func (b *browser) reload() {
 }
 
 func (b *browser) evalCtx(ctx context.Context, expr string, out any) error {
-	return chromedp.Run(ctx, chromedp.Evaluate(expr, out, func(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams {
-		return p.WithAwaitPromise(true)
-	}))
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		return err
+	}
+	if out == nil || len(raw) == 0 {
+		return nil
+	}
+	return json.Unmarshal(raw, out)
 }
 
 // eval runs expr (awaiting a promise) and decodes its JSON value into out.
@@ -547,12 +567,8 @@ func (b *browser) consoleTail() string {
 
 func (b *browser) screenshot(name string) string {
 	b.t.Helper()
-	var buf []byte
-	if err := chromedp.Run(b.ctx, chromedp.ActionFunc(func(ctx context.Context) error {
-		var err error
-		buf, err = page.CaptureScreenshot().Do(ctx)
-		return err
-	})); err != nil {
+	buf, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
 		b.t.Fatalf("screenshot: %v", err)
 	}
 	dir := os.Getenv("CORTIQ_ARTIFACTS")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -481,7 +482,7 @@ func TestSSESlowOrGoneClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := `{"prompt":"flood","max_tokens":5000000,"stream":true}`
-	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	for deadline := time.Now().Add(10 * time.Second); ts.active.Load() == 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("generation never started")
@@ -521,5 +522,27 @@ func TestStaticWeb(t *testing.T) {
 	}
 	if _, err := New(Config{WebDir: filepath.Join(dir, "missing")}); err == nil {
 		t.Errorf("a missing web directory was accepted")
+	}
+}
+
+func TestDNSRebindingGuard(t *testing.T) {
+	for _, c := range []struct {
+		token, host string
+		status      int
+	}{
+		{"", "127.0.0.1:8080", 200}, {"", "localhost:8080", 200}, {"", "[::1]:8080", 200}, {"", "app.localhost", 200},
+		{"", "evil.example:8080", 421}, {"", "192.168.0.2", 421}, {"tok", "evil.example:8080", 200},
+	} {
+		s, err := New(Config{Token: c.token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest("GET", "/healthz", nil)
+		req.Host = c.host
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		if rec.Code != c.status {
+			t.Errorf("token %q host %q: %d, want %d", c.token, c.host, rec.Code, c.status)
+		}
 	}
 }

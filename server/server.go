@@ -347,7 +347,32 @@ func (s *Server) routes() {
 }
 
 // Handler is the server's root handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveRoot) }
+
+// serveRoot guards a tokenless server against DNS rebinding: a page on a
+// foreign site whose name now resolves to 127.0.0.1 would pass the
+// same-host Origin check, so without a token only loopback Host names are
+// served.
+func (s *Server) serveRoot(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Token == "" && !loopbackHost(r.Host) {
+		http.Error(w, "this server has no token and answers only to a loopback Host (localhost, 127.0.0.1, [::1]); start it with --token to serve other names", http.StatusMisdirectedRequest)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
 
 // api wraps an OpenAI endpoint: auth, CORS, body limit, request metrics.
 func (s *Server) api(name string, h func(http.ResponseWriter, *http.Request)) http.Handler {
@@ -499,7 +524,7 @@ func (s *Server) ListenAndServe(addr string) error {
 // that listen themselves must call CheckBind.
 func (s *Server) Serve(l net.Listener) error {
 	hs := &http.Server{
-		Handler:           s.mux,
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,

@@ -197,7 +197,7 @@ func fromGGUF(md map[string]any) (*Tokenizer, error) {
 		}
 		seq = append(seq, &preByteLevel{})
 		t.pre = seq
-		m := &bpeModel{vocab: vocab, merges: map[uint64]uint64{}, unk: -1, raw: true,
+		m := &bpeModel{vocab: vocab, merges: make(map[uint64]uint64, mdArrayLen(md, "tokenizer.ggml.merges")), unk: -1, raw: true,
 			ignoreMerges: ggufIgnoreMerges[pre]}
 		merges, ok := mdStrings(md, "tokenizer.ggml.merges")
 		if !ok {
@@ -313,6 +313,17 @@ func FromGGUFFile(path string) (*Tokenizer, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
+}
+
+// mdArrayLen is the length of a string array under key (0 otherwise).
+func mdArrayLen(md map[string]any, key string) int {
+	switch v := md[key].(type) {
+	case []string:
+		return len(v)
+	case []any:
+		return len(v)
+	}
+	return 0
 }
 
 func mdString(md map[string]any, key string) (string, bool) {

@@ -208,8 +208,8 @@ func parseHF(tj []byte) (*Tokenizer, error) {
 	if f.Model.Type != "" && f.Model.Type != "BPE" {
 		return nil, fmt.Errorf("model type %q is not supported (BPE only)", f.Model.Type)
 	}
-	var vocab map[string]int
-	if err := json.Unmarshal(f.Model.Vocab, &vocab); err != nil {
+	vocab, err := parseVocab(f.Model.Vocab)
+	if err != nil {
 		return nil, fmt.Errorf("model.vocab: %w", err)
 	}
 	if len(vocab) == 0 {
@@ -257,7 +257,6 @@ func parseHF(tj []byte) (*Tokenizer, error) {
 		}
 	}
 
-	var err error
 	if t.norm, err = buildNormalizer(f.Normalizer); err != nil {
 		return nil, fmt.Errorf("normalizer: %w", err)
 	}
@@ -268,7 +267,7 @@ func parseHF(tj []byte) (*Tokenizer, error) {
 	t.rawAdded = newAddedMatcher(rawToks, nil)
 	t.normAdded = newAddedMatcher(normToks, t.norm)
 
-	m := &bpeModel{vocab: vocab, merges: map[uint64]uint64{}, unk: -1,
+	m := &bpeModel{vocab: vocab, merges: make(map[uint64]uint64, len(f.Model.Merges)/16), unk: -1,
 		fuseUnk: f.Model.FuseUnk, byteFallback: f.Model.ByteFallback,
 		ignoreMerges: f.Model.IgnoreMerges, raw: rawMode}
 	if p := f.Model.ContinuingSubwordPrefix; p != nil {
@@ -305,6 +304,9 @@ func parseHF(tj []byte) (*Tokenizer, error) {
 func parseMerges(raw json.RawMessage, add func(a, b string, rank int)) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
+	}
+	if ok, err := fastMerges(raw, add); ok {
+		return err
 	}
 	// Peek at the first element to pick the format.
 	first := bytes.TrimLeft(raw, " \t\r\n")

@@ -98,3 +98,53 @@ func BenchmarkParallelFor(b *testing.B) {
 		parallelFor(2, 1, func(lo, hi int) { sink[lo]++ })
 	}
 }
+
+// BenchmarkDecodeStep runs the matrix-vector products of one decode step
+// of Qwen2.5-0.5B (24 layers of q/k/v/o and gate/up/down, then the tied
+// 151936-row output) with every weight in one codec, as llama.cpp's q4_0
+// and q8_0 files store them (the output stays q8_0 in both). It reports
+// steps per second: the ceiling the matrix products put on decode speed.
+func BenchmarkDecodeStep(b *testing.B) {
+	const hidden, ffn, kv, vocab, layers = 896, 4864, 128, 151936, 24
+	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0} {
+		for _, m := range []Mode{Exact, Int8} {
+			b.Run(fmt.Sprintf("qwen0.5b_%s_%s", c, m), func(b *testing.B) {
+				type layer struct{ q, k, v, o, gate, up, down *tensor.Tensor }
+				ls := make([]layer, layers)
+				var bytes int64
+				for i := range ls {
+					ls[i] = layer{
+						benchWeight(c, hidden, hidden), benchWeight(c, kv, hidden), benchWeight(c, kv, hidden),
+						benchWeight(c, hidden, hidden), benchWeight(c, ffn, hidden), benchWeight(c, ffn, hidden),
+						benchWeight(c, hidden, ffn),
+					}
+					for _, w := range []*tensor.Tensor{ls[i].q, ls[i].k, ls[i].v, ls[i].o, ls[i].gate, ls[i].up, ls[i].down} {
+						bytes += int64(len(w.Data))
+					}
+				}
+				out := benchWeight(tensor.Q8_0, vocab, hidden)
+				bytes += int64(len(out.Data))
+				x := randX(rand.New(rand.NewPCG(1, 2)), hidden)
+				h := make([]float32, ffn)
+				g := make([]float32, ffn)
+				y := make([]float32, hidden)
+				logits := make([]float32, vocab)
+				defer SetMode(SetMode(m))
+				b.SetBytes(bytes)
+				for b.Loop() {
+					for _, l := range ls {
+						MatVec(y, l.q, x)
+						MatVec(h[:kv], l.k, x)
+						MatVec(h[:kv], l.v, x)
+						MatVec(y, l.o, x)
+						MatVec(g, l.gate, x)
+						MatVec(h, l.up, x)
+						MatVec(y, l.down, h)
+					}
+					MatVec(logits, out, x)
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+			})
+		}
+	}
+}

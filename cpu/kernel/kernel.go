@@ -23,9 +23,9 @@
 // Implementation. The portable Go kernels (generic.go) are the reference
 // and run everywhere (wasm included). On amd64 with AVX2+FMA+F16C, assembly
 // kernels replace them at init; build with -tags purego to disable them.
-// Kernels run in parallel on a persistent pool of runtime.GOMAXPROCS(0)
-// goroutines (sized when first used); small products run inline on the
-// caller. Kernels are safe for concurrent use. Length mismatches between
+// Kernels run in parallel on runtime.GOMAXPROCS(0) goroutines (read at
+// each call; helpers are long-lived and started on demand); small
+// products run inline on the caller. Kernels are safe for concurrent use. Length mismatches between
 // the tensor and the slices are programming errors and panic.
 package kernel
 

@@ -6,10 +6,11 @@ import (
 	"sync/atomic"
 )
 
-// The pool is a fixed set of goroutines started once; a parallel call hands
-// them a job and works on it too, so a call costs a few channel operations,
-// not goroutine starts. Chunks are claimed dynamically so that a core taken
-// by someone else slows the call down instead of stalling it.
+// The pool is a set of long-lived helper goroutines (started on demand, up
+// to GOMAXPROCS-1); a parallel call hands them a job and works on it too,
+// so a call costs a few channel operations, not goroutine starts. Chunks
+// are claimed dynamically so that a core taken by someone else slows the
+// call down instead of stalling it.
 
 type job struct {
 	fn    func(lo, hi int)
@@ -22,16 +23,23 @@ type job struct {
 var (
 	serialForTest bool // makes every parallel call run inline (CPU-time measurements)
 
-	poolOnce sync.Once
-	poolJobs chan *job
-	workers  int
+	poolMu      sync.Mutex
+	poolJobs    = make(chan *job, 256)
+	poolStarted atomic.Int32 // helper goroutines started
 )
 
-func startPool() {
-	workers = max(1, runtime.GOMAXPROCS(0))
-	poolJobs = make(chan *job, 4*workers)
-	for range workers - 1 {
+// ensureHelpers starts helper goroutines until n are running. The pool
+// only grows: a helper that GOMAXPROCS no longer leaves room for just
+// stays parked.
+func ensureHelpers(n int) {
+	if int(poolStarted.Load()) >= n {
+		return
+	}
+	poolMu.Lock()
+	defer poolMu.Unlock()
+	for int(poolStarted.Load()) < n {
 		go worker()
+		poolStarted.Add(1)
 	}
 }
 
@@ -73,12 +81,9 @@ func (j *job) run() {
 	}
 }
 
-// Workers is the number of goroutines a parallel kernel uses
-// (runtime.GOMAXPROCS(0) when the pool started).
-func Workers() int {
-	poolOnce.Do(startPool)
-	return workers
-}
+// Workers is the number of goroutines a parallel kernel uses:
+// runtime.GOMAXPROCS(0), read at each call.
+func Workers() int { return max(1, runtime.GOMAXPROCS(0)) }
 
 // parallelFor calls fn over [0,n) split into chunks of at least grain
 // items, on up to Workers() goroutines. Work below one grain, or on a
@@ -101,6 +106,7 @@ func parallelFor(n, grain int, fn func(lo, hi int)) {
 	}
 	j := &job{fn: fn, n: n, chunk: chunk}
 	helpers := min(nw-1, nchunks-1)
+	ensureHelpers(helpers)
 	j.wg.Add(helpers)
 	for range helpers {
 		poolJobs <- j
