@@ -13,7 +13,7 @@
 // of seventeen and its whitespace control diverged on others, while the
 // ardanlabs engine, written for LLM chat templates, parsed and rendered all
 // of them and has raise_exception, namespace, strftime_now, loop controls,
-// Python string and dict methods, slicing and an order-preserving tojson.
+// Python string and dict methods, slicing and ordered dicts.
 //
 // Whitespace is not left to the engine. Jinja's rules as transformers
 // configures them (trim_blocks and lstrip_blocks on, plus the "-" and "+"
@@ -22,11 +22,19 @@
 // engine's own trimming (which in v1.8.0 reaches past an intervening
 // {{ }} to trim text that is not adjacent to the tag) never applies.
 //
-// transformers-specific behaviour is reproduced on top: tojson is
+// transformers-specific behaviour is reproduced on top. tojson is
 // json.dumps with ensure_ascii=False (insertion-ordered keys, Python's
-// separators and indentation), strftime_now reads Options.Now, and the
-// {% generation %} markers of its AssistantTracker extension render their
-// content unchanged.
+// separators, indent, sort_keys); since the engine resolves filters among
+// its built-ins only (and its indenting tojson sorts keys and escapes
+// HTML), every "x | tojson(...)" in a tag is rewritten to a call of ours
+// (rewrite.go). strftime_now reads Options.Now, and the {% generation %}
+// markers of transformers' AssistantTracker extension render their
+// content unchanged. Messages and tools keep their key order (JSON input
+// is parsed in order).
+//
+// Rendering is not sandboxed against hostile templates beyond Go's own
+// safety: a template can loop for a long time. Templates come with the
+// model, as with transformers.
 package chat
 
 import (

@@ -276,6 +276,16 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		}
 	}
 	if res.FinishReason == "length" || res.FinishReason == "cancelled" {
+		// A character left incomplete by the last token comes out as U+FFFD,
+		// so the streamed text always equals the full decode.
+		if dec != nil {
+			if tail, stopped := stopper.push(dec.Flush()); stopped {
+				text.WriteString(tail)
+				res.FinishReason = "stop"
+			} else {
+				text.WriteString(tail)
+			}
+		}
 		text.WriteString(stopper.flush())
 	}
 	if decoded > 0 {

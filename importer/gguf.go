@@ -93,12 +93,14 @@ func GGUFProvenance(path string) (model.Provenance, error) {
 func GGUFTokenizer(f *gguf.File) (*model.TokenizerData, error) {
 	obj := map[string]any{}
 	for _, k := range f.Keys {
-		if !strings.HasPrefix(k, "tokenizer.") {
+		// general.name rides along: some vocabularies (Phi-3) are told
+		// apart by it.
+		if !strings.HasPrefix(k, "tokenizer.") && k != "general.name" {
 			continue
 		}
 		obj[k] = ggufJSONValue(f.Metadata[k])
 	}
-	if len(obj) == 0 {
+	if _, ok := obj["tokenizer.ggml.model"]; !ok {
 		return nil, nil
 	}
 	b, err := json.Marshal(obj)

@@ -20,6 +20,7 @@ type nativeWorker struct {
 	id, name, path string
 	m              Model
 	s              *Server
+	slots          chan struct{} // bounds concurrent generations; nil = unbounded
 	active         atomic.Int64
 	closed         atomic.Bool
 }
@@ -34,6 +35,14 @@ func (w *nativeWorker) serves(model string) bool { return model == w.name }
 func (w *nativeWorker) generate(ctx context.Context, req GenRequest, onToken func(Token) error) (*Result, error) {
 	w.active.Add(1)
 	defer w.active.Add(-1)
+	if w.slots != nil {
+		select {
+		case w.slots <- struct{}{}:
+			defer func() { <-w.slots }()
+		case <-ctx.Done():
+			return &Result{FinishReason: "cancelled", Backend: w.m.BackendName()}, nil
+		}
+	}
 	return w.m.Generate(ctx, req, onToken)
 }
 

@@ -28,6 +28,7 @@ type Config struct {
 	MaxMessageBytes int64         // websocket message limit; 0 = 1 MiB
 	MaxActive       int           // concurrent generations in all; 0 = 64
 	MaxPerConn      int           // concurrent generations per websocket connection; 0 = 8
+	Slots           int           // generations a native model runs at once, the rest wait in order; 0 = no bound
 	SendQueue       int           // messages queued per websocket connection; 0 = 1024
 	WriteTimeout    time.Duration // a single write to a client; 0 = 10 s
 	AuthTimeout     time.Duration // websocket auth message deadline; 0 = 10 s
@@ -145,6 +146,9 @@ func (s *Server) AddModel(name, path string, m Model) WorkerInfo {
 	defer s.mu.Unlock()
 	name = s.uniqueNameLocked(name)
 	w := &nativeWorker{id: fmt.Sprintf("native-%d", s.nextID), name: name, path: path, m: m, s: s}
+	if s.cfg.Slots > 0 {
+		w.slots = make(chan struct{}, s.cfg.Slots)
+	}
 	s.nextID++
 	s.workers = append(s.workers, w)
 	return w.info()
@@ -339,7 +343,11 @@ func (s *Server) routes() {
 	mux.Handle("POST /v1/chat/completions", s.api("chat_completions", s.handleChat))
 	mux.Handle("OPTIONS /v1/", http.HandlerFunc(s.handlePreflight))
 	mux.HandleFunc("GET /v1/ws", s.handleWS)
-	mux.Handle("GET /models/{name}/{file...}", s.authed(http.HandlerFunc(s.handleModelFile)))
+	mux.Handle("GET /models/{name}/{file...}", s.authed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.cors(w, r)
+		s.handleModelFile(w, r)
+	})))
+	mux.Handle("OPTIONS /models/", http.HandlerFunc(s.handlePreflight))
 	if s.cfg.WebDir != "" {
 		mux.Handle("GET /", http.FileServer(http.Dir(s.cfg.WebDir)))
 	}
@@ -464,7 +472,8 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) {
 	if o := r.Header.Get("Origin"); o != "" && s.originAllowed(r) {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", o)
-		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Range, If-None-Match, If-Range")
+		h.Set("Access-Control-Expose-Headers", "ETag, Content-Range, Accept-Ranges, Content-Length")
 		h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
 		h.Add("Vary", "Origin")
 	}

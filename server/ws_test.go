@@ -595,3 +595,41 @@ func TestShutdownWithGenerationsInFlight(t *testing.T) {
 func sampleSeed(seed uint64) sample.Params {
 	return sample.Params{Temperature: 0.7, TopK: 5, Seed: seed}
 }
+
+func TestSlotsQueueInOrder(t *testing.T) {
+	fm := &fakeModel{delay: 5 * time.Millisecond}
+	ts := startServer(t, Config{Slots: 1}, map[string]Model{"m": fm})
+	c, err := Dial(context.Background(), ts.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first := make(chan *Result, 1)
+	go func() {
+		res, err := c.Generate(context.Background(), &Msg{Prompt: "a", MaxTokens: 20}, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		first <- res
+	}()
+	for deadline := time.Now().Add(5 * time.Second); fm.calls.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("first generation never started")
+		}
+	}
+	// The second waits for the slot; cancelled while waiting, it ends
+	// "cancelled" without ever reaching the model.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	res, err := c.Generate(ctx, &Msg{Prompt: "b", MaxTokens: 5}, nil)
+	if err != nil || res.FinishReason != "cancelled" || fm.calls.Load() != 1 {
+		t.Errorf("waiting generation cancelled: %+v %v (model calls %d)", res, err, fm.calls.Load())
+	}
+	if r := <-first; r.FinishReason != "length" || len(r.IDs) != 20 {
+		t.Errorf("first: %+v", r)
+	}
+	res, err = c.Generate(context.Background(), &Msg{Prompt: "c", MaxTokens: 3}, nil)
+	if err != nil || len(res.IDs) != 3 {
+		t.Errorf("after the slot freed: %+v %v", res, err)
+	}
+}

@@ -45,9 +45,9 @@ func TestF16KnownValues(t *testing.T) {
 		h uint16
 	}{
 		{65519.99, 0x7bff}, {65520, 0x7c00}, {1e10, 0x7c00}, {-1e10, 0xfc00},
-		{2.9802322387695312e-08, 0x0000},         // exactly half the smallest subnormal: tie to even (0)
-		{2.9802326e-08, 0x0001},                  // just above the tie
-		{8.940696716308594e-08, 0x0002},          // 1.5 ulp: tie to even (2)
+		{2.9802322387695312e-08, 0x0000},               // exactly half the smallest subnormal: tie to even (0)
+		{2.9802326e-08, 0x0001},                        // just above the tie
+		{8.940696716308594e-08, 0x0002},                // 1.5 ulp: tie to even (2)
 		{1 + 1.0/2048, 0x3c00}, {1 + 3.0/2048, 0x3c02}, // ties to even
 		{float32(math.Copysign(0, -1)), 0x8000}, {1e-30, 0}, {-1e-30, 0x8000},
 	} {

@@ -5,9 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cortiq/cortiq/gguf"
 )
@@ -86,14 +84,6 @@ func benchEncode(b *testing.B, tk *Tokenizer, mixed, cold bool) {
 	if d := cpuTime() - cpu0; d > 0 {
 		b.ReportMetric(float64(n*len(text))/1e6/d.Seconds(), "MB/cpu-s")
 	}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (c *wordCache) reset() {

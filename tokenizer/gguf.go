@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cortiq/cortiq/gguf"
 	"math"
@@ -231,7 +232,7 @@ func fromGGUF(md map[string]any) (*Tokenizer, error) {
 		t.eosSet = append(t.eosSet, t.eos)
 	}
 	for _, key := range []string{"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"} {
-		if v := id(key, -1); v >= 0 && !slicesContains(t.eosSet, v) {
+		if v := id(key, -1); v >= 0 && !slices.Contains(t.eosSet, v) {
 			t.eosSet = append(t.eosSet, v)
 		}
 	}

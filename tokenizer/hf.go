@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/cortiq/cortiq/model"
@@ -787,7 +788,7 @@ func (t *Tokenizer) applyConfig(cfg, gen []byte) error {
 			json.Unmarshal(g.EOS, &many)
 		}
 		for _, id := range many {
-			if id >= 0 && id < len(t.tokens) && !slicesContains(t.eosSet, id) {
+			if id >= 0 && id < len(t.tokens) && !slices.Contains(t.eosSet, id) {
 				t.eosSet = append(t.eosSet, id)
 			}
 		}
@@ -796,15 +797,6 @@ func (t *Tokenizer) applyConfig(cfg, gen []byte) error {
 		}
 	}
 	return nil
-}
-
-func slicesContains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // parseTemplates accepts a string or a list of {name, template}.

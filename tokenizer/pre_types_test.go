@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -40,4 +41,19 @@ func mustSplit(t *testing.T, pat string) *preSplit {
 		t.Fatal(err)
 	}
 	return &preSplit{m: m, beh: splitIsolated}
+}
+
+// TestGPTNeoXVocab: llama.cpp ships no .inp/.out for this vocabulary, so
+// only loading and the byte-level round trip are checked.
+func TestGPTNeoXVocab(t *testing.T) {
+	tk, err := FromGGUFFile(filepath.Join(sharedDir(t), "fixtures", "llama-cpp-vocab", "ggml-vocab-gpt-neox.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range loadExpected(t).Strings {
+		ids := tk.EncodeWith(s, EncodeOptions{})
+		if got := tk.Decode(ids, false); got != s {
+			t.Errorf("round trip of %q: %q", s, got)
+		}
+	}
 }

@@ -132,3 +132,26 @@ func TestConcurrentEncode(t *testing.T) {
 		<-done
 	}
 }
+
+func TestStreamDecoderPieces(t *testing.T) {
+	tk := fixtureTokenizer(t, "llama2")
+	ids := tk.Encode("Hi 😀!", true) // <s> ▁Hi ▁ <0xF0> <0x9F> <0x98> <0x80> !
+	d := tk.NewStreamDecoderSkip(true)
+	var pieces []string
+	for _, id := range ids {
+		pieces = append(pieces, d.Next(id))
+	}
+	pieces = append(pieces, d.Flush())
+	want := []string{"", "Hi", " ", "", "", "", "😀", "!", ""}
+	if !slices.Equal(pieces, want) {
+		t.Errorf("pieces %q (tokens %q), want %q", pieces, tk.Tokens(ids), want)
+	}
+	// An unfinished character is held back, then flushed as U+FFFD.
+	d = tk.NewStreamDecoder()
+	if p := d.Next(ids[3]); p != "" {
+		t.Errorf("partial byte emitted %q", p)
+	}
+	if p := d.Flush(); p != "\uFFFD" {
+		t.Errorf("Flush = %q", p)
+	}
+}

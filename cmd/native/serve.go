@@ -37,6 +37,7 @@ func cmdServe(args []string) error {
 	web := fs.String("web", "", "static directory served at / (default ./web when it exists)")
 	maxActive := fs.Int("max-active", 64, "concurrent generations in all")
 	maxPerConn := fs.Int("max-per-conn", 8, "concurrent generations per websocket connection")
+	slots := fs.Int("slots", 0, "generations each model runs at once, the others wait in order (0 = no bound)")
 	allowLoad := fs.Bool("allow-load", true, "let authenticated websocket clients load more models on this server")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -76,6 +77,7 @@ func cmdServe(args []string) error {
 	}
 	cfg := server.Config{
 		Token: *token, AllowOrigins: origins, WebDir: *web, MaxActive: *maxActive, MaxPerConn: *maxPerConn,
+		Slots: *slots,
 	}
 	if *allowLoad {
 		cfg.Loader = load

@@ -38,7 +38,17 @@ import (
 // MatVec computes y = W·x for a weight w of shape [rows, cols]:
 // len(x) == cols, len(y) == rows.
 func MatVec(y []float32, w *tensor.Tensor, x []float32) {
-	MatVecRows(y, w, x, 0, w.Rows())
+	MatVecRows(y, w, x, 0, matRows(w))
+}
+
+// matRows is the product of the leading dimensions (unlike
+// tensor.Tensor.Rows it stays right when the last dimension is 0).
+func matRows(w *tensor.Tensor) int {
+	r := 1
+	for _, d := range w.Shape[:max(0, len(w.Shape)-1)] {
+		r *= d
+	}
+	return r
 }
 
 // MatVecRows computes the rows [row0, row0+nrows) of W·x into y[:nrows].
@@ -72,7 +82,7 @@ func MatVecRows(y []float32, w *tensor.Tensor, x []float32, row0, nrows int) {
 // gives y[t*rows:(t+1)*rows]. Each weight row is decoded once per block
 // of tokens, so this is far cheaper per token than n MatVec calls.
 func MatMul(y []float32, w *tensor.Tensor, x []float32, n int) {
-	rows, cols := w.Rows(), w.Cols()
+	rows, cols := matRows(w), w.Cols()
 	rb := checkMat(w, cols, 0, rows)
 	if len(x) < n*cols || len(y) < n*rows {
 		panic(fmt.Sprintf("kernel: MatMul %s %v: len(x)=%d len(y)=%d for %d tokens", w.Name, w.Shape, len(x), len(y), n))
@@ -89,7 +99,7 @@ func checkMat(w *tensor.Tensor, cols, row0, nrows int) int {
 	if err != nil || !w.Codec.Valid() || w.Codec == tensor.I32 {
 		panic(fmt.Sprintf("kernel: weight %s %v: codec %s: %v", w.Name, w.Shape, w.Codec, err))
 	}
-	rows := w.Rows()
+	rows := matRows(w)
 	if row0 < 0 || nrows < 0 || row0+nrows > rows || len(w.Data) < rows*rb {
 		panic(fmt.Sprintf("kernel: weight %s %v (%s, %d bytes): rows [%d,%d) out of range", w.Name, w.Shape, w.Codec, len(w.Data), row0, row0+nrows))
 	}

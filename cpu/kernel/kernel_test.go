@@ -152,7 +152,7 @@ func TestMatMul(t *testing.T) {
 		r := rand.New(rand.NewPCG(3, 3))
 		for _, c := range allCodecs {
 			bl := max(c.BlockLen(), 1)
-			for _, sh := range [][3]int{{1, bl, 5}, {13, 2 * bl, 3}, {67, 512, 9}, {9, 256, 1}, {40, 768, 17}, {12, 512, 16}, {7, 256, 10}, {25, 64, 33}, {7, 8192, 70}} {
+			for _, sh := range [][3]int{{1, bl, 5}, {13, 2 * bl, 3}, {67, 512, 9}, {9, 256, 1}, {40, 768, 17}, {12, 512, 16}, {7, 256, 10}, {25, 64, 33}, {7, 8192, 70}, {5, 3, 12}, {8, 17, 21}} {
 				rows, cols, n := sh[0], sh[1], sh[2]
 				if cols%bl != 0 {
 					continue
@@ -295,6 +295,33 @@ func TestMatVecRawBlocks(t *testing.T) {
 				for tk := range n {
 					want, mag := naive(w, xs[tk*sh[1]:(tk+1)*sh[1]], 0, sh[0])
 					checkClose(t, fmt.Sprintf("raw matmul %s %dx%d t%d", c, sh[0], sh[1], tk), ys[tk*sh[0]:(tk+1)*sh[0]], want, mag)
+				}
+			}
+		}
+	})
+}
+
+func TestEmptyShapes(t *testing.T) {
+	forEachImpl(t, func(t *testing.T) {
+		for _, c := range allCodecs {
+			// No rows.
+			w := &tensor.Tensor{Codec: c, Shape: []int{0, 256}}
+			MatVec(nil, w, make([]float32, 256))
+			MatMul(nil, w, make([]float32, 3*256), 3)
+			if c.BlockLen() == 1 {
+				// No columns: every output is an empty sum.
+				w := &tensor.Tensor{Codec: c, Shape: []int{4, 0}}
+				y := []float32{1, 2, 3, 4}
+				MatVec(y, w, nil)
+				y3 := make([]float32, 12)
+				for i := range y3 {
+					y3[i] = 1
+				}
+				MatMul(y3, w, nil, 3)
+				for i, v := range append(y, y3...) {
+					if v != 0 {
+						t.Fatalf("%s: empty row gave y[%d] = %g", c, i, v)
+					}
 				}
 			}
 		}
