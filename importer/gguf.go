@@ -93,14 +93,12 @@ func GGUFProvenance(path string) (model.Provenance, error) {
 func GGUFTokenizer(f *gguf.File) (*model.TokenizerData, error) {
 	obj := map[string]any{}
 	for _, k := range f.Keys {
-		// general.name rides along: some vocabularies (Phi-3) are told
-		// apart by it.
-		if !strings.HasPrefix(k, "tokenizer.") && k != "general.name" {
+		if !strings.HasPrefix(k, "tokenizer.") {
 			continue
 		}
 		obj[k] = ggufJSONValue(f.Metadata[k])
 	}
-	if _, ok := obj["tokenizer.ggml.model"]; !ok {
+	if len(obj) == 0 {
 		return nil, nil
 	}
 	b, err := json.Marshal(obj)
