@@ -241,20 +241,27 @@ func (s *Server) pick(workerID, model string) (worker, *apiError) {
 		return nil, &apiError{Status: 404, Type: "invalid_request_error", Param: "worker", Code: "worker_not_found",
 			Message: fmt.Sprintf("the worker %q does not exist", workerID)}
 	}
+	// Native workers first; among workers of a kind, the least busy (the
+	// first on ties, so a single-model server is deterministic).
 	for _, kind := range []string{"native", "browser"} {
+		var best worker
+		bestActive := 0
 		for _, w := range ws {
-			if w.info().Kind != kind {
+			wi := w.info()
+			if wi.Kind != kind {
 				continue
 			}
-			if model == "" {
-				if len(w.info().Models) > 0 {
-					return w, nil
+			if model == "" && kind == "native" {
+				return w, nil // the first model is the default
+			}
+			if (model == "" && len(wi.Models) > 0) || (model != "" && w.serves(model)) {
+				if best == nil || wi.Active < bestActive {
+					best, bestActive = w, wi.Active
 				}
-				continue
 			}
-			if w.serves(model) {
-				return w, nil
-			}
+		}
+		if best != nil {
+			return best, nil
 		}
 	}
 	if model == "" {

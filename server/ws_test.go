@@ -633,3 +633,43 @@ func TestSlotsQueueInOrder(t *testing.T) {
 		t.Errorf("after the slot freed: %+v %v", res, err)
 	}
 }
+
+func TestBrowserWorkersShareLoad(t *testing.T) {
+	ts := startServer(t, Config{}, nil)
+	tm := &fakeModel{delay: 2 * time.Millisecond}
+	a := startTab(t, ts, []string{"tm"}, tm)
+	b := startTab(t, ts, []string{"tm"}, tm)
+	c, err := Dial(context.Background(), ts.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan string, 2)
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			first := true
+			res, err := c.Generate(ctx, &Msg{Prompt: "x", MaxTokens: 100000}, func(Token) error {
+				if first {
+					first = false
+					started <- ""
+				}
+				return nil
+			})
+			if err != nil || res.FinishReason != "cancelled" {
+				t.Errorf("%+v %v", res, err)
+			}
+			started <- res.Worker
+		}()
+		<-started
+	}
+	cancel()
+	wg.Wait()
+	w1, w2 := <-started, <-started
+	if w1 == w2 || (w1 != a.id && w1 != b.id) || (w2 != a.id && w2 != b.id) {
+		t.Errorf("two generations ran on %q and %q, want one on each of %q %q", w1, w2, a.id, b.id)
+	}
+}

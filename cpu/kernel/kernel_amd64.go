@@ -74,6 +74,7 @@ func useAVX2(on bool) {
 	if on && !hasAVX2 {
 		return
 	}
+	useVecAVX2(on)
 	if !on {
 		matvecKernels = genericKernels
 		dotImpl = dotGeneric

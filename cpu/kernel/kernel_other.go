@@ -5,3 +5,10 @@ package kernel
 const hasAVX2 = false
 
 func useAVX2(bool) {}
+
+func simdLen(int) int { return 0 }
+
+func axpySIMD(dst, x *float32, a float32, n int) {}
+func addSIMD(dst, a *float32, n int)             {}
+func mulSIMD(dst, a *float32, n int)             {}
+func scaleSIMD(x *float32, s float32, n int)     {}

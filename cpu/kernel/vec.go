@@ -30,8 +30,8 @@ func RMSNorm(dst, x, w []float32, eps float32, plusOne bool) {
 	}
 }
 
-// Softmax replaces x by its softmax (max-subtracted, float32 exp, sum in
-// float64).
+// Softmax replaces x by its softmax: max-subtracted, exponentials from
+// Exp32, normalized by their float64 sum.
 func Softmax(x []float32) {
 	if len(x) == 0 {
 		return
@@ -40,10 +40,9 @@ func Softmax(x []float32) {
 	for _, v := range x[1:] {
 		m = max(m, v)
 	}
+	expSubImpl(x, m)
 	var sum float64
-	for i, v := range x {
-		e := float32(math.Exp(float64(v - m)))
-		x[i] = e
+	for _, e := range x {
 		sum += float64(e)
 	}
 	inv := float32(1 / sum)
@@ -52,27 +51,99 @@ func Softmax(x []float32) {
 	}
 }
 
-// SiLU replaces x by x·sigmoid(x).
-func SiLU(x []float32) {
+// SiLU replaces x by x·sigmoid(x) = x / (1 + exp(-x)), with Exp32.
+func SiLU(x []float32) { siluImpl(x) }
+
+// GELUTanh replaces x by the tanh approximation of GELU,
+// 0.5·x·(1+tanh(√(2/π)·(x+0.044715·x³))), computed as the equal
+// x / (1 + exp(-2·√(2/π)·(x+0.044715·x³))) with Exp32.
+func GELUTanh(x []float32) { geluImpl(x) }
+
+// The activation functions have SIMD versions that perform the same
+// float32 operations in the same order (no fused multiply-add), so every
+// build gives bit-identical results.
+var (
+	siluImpl   = siluGeneric
+	geluImpl   = geluGeneric
+	expSubImpl = expSubGeneric
+)
+
+func siluGeneric(x []float32) {
 	for i, v := range x {
-		x[i] = v / (1 + float32(math.Exp(float64(-v))))
+		x[i] = v / (1 + Exp32(-v))
 	}
 }
 
-// GELUTanh replaces x by the tanh approximation of GELU:
-// 0.5·x·(1+tanh(√(2/π)·(x+0.044715·x³))).
-func GELUTanh(x []float32) {
-	const c = 0.7978845608028654 // √(2/π)
+const geluK = -1.5957691216057308 // -2·√(2/π)
+
+func geluGeneric(x []float32) {
 	for i, v := range x {
-		u := float64(v)
-		x[i] = float32(0.5 * u * (1 + math.Tanh(c*(u+0.044715*u*u*u))))
+		x[i] = v / (1 + Exp32(geluArg(v)))
 	}
 }
+
+func geluArg(v float32) float32 {
+	t := float32(v * v)
+	t = float32(t * 0.044715)
+	t = float32(t * v)
+	t = t + v
+	return float32(t * geluK)
+}
+
+func expSubGeneric(x []float32, m float32) {
+	for i, v := range x {
+		x[i] = Exp32(v - m)
+	}
+}
+
+// Exp32 is e^x in float32 (Cephes' expf: range reduction by ln 2 and a
+// degree-6 polynomial), within 2 ulp of the exact value over the normal
+// range. Inputs are clamped to [-87.3, 88.3], so very negative x gives
+// about 1e-38 rather than 0 and very large x about 2e38 rather than +Inf;
+// NaN gives NaN. Its operations are spelled out with explicit rounding so
+// that the SIMD kernels reproduce it bit for bit.
+func Exp32(x float32) float32 {
+	if x != x {
+		return x
+	}
+	x = min(max(x, expLo), expHi)
+	fx := float32(math.Floor(float64(float32(x*log2e) + 0.5)))
+	r := x - float32(fx*expC1)
+	r = r - float32(fx*expC2)
+	z := float32(r * r)
+	p := float32(expP0)
+	p = float32(p*r) + expP1
+	p = float32(p*r) + expP2
+	p = float32(p*r) + expP3
+	p = float32(p*r) + expP4
+	p = float32(p*r) + expP5
+	p = float32(p*z) + r
+	p = p + 1
+	return p * math.Float32frombits(uint32(int32(fx)+127)<<23)
+}
+
+const (
+	expLo = -87.3
+	expHi = 88.3
+	log2e = 1.44269504088896341
+	expC1 = 0.693359375
+	expC2 = -2.12194440e-4
+	expP0 = 1.9875691500e-4
+	expP1 = 1.3981999507e-3
+	expP2 = 8.3334519073e-3
+	expP3 = 4.1665795894e-2
+	expP4 = 1.6666665459e-1
+	expP5 = 5.0000001201e-1
+)
 
 // Add sets dst[i] += a[i].
 func Add(dst, a []float32) {
 	a = a[:len(dst)]
-	for i := range dst {
+	n8 := simdLen(len(dst))
+	if n8 > 0 {
+		addSIMD(&dst[0], &a[0], n8)
+	}
+	for i := n8; i < len(dst); i++ {
 		dst[i] += a[i]
 	}
 }
@@ -80,22 +151,35 @@ func Add(dst, a []float32) {
 // Mul sets dst[i] *= a[i].
 func Mul(dst, a []float32) {
 	a = a[:len(dst)]
-	for i := range dst {
+	n8 := simdLen(len(dst))
+	if n8 > 0 {
+		mulSIMD(&dst[0], &a[0], n8)
+	}
+	for i := n8; i < len(dst); i++ {
 		dst[i] *= a[i]
 	}
 }
 
 // Scale sets x[i] *= s.
 func Scale(x []float32, s float32) {
-	for i := range x {
+	n8 := simdLen(len(x))
+	if n8 > 0 {
+		scaleSIMD(&x[0], s, n8)
+	}
+	for i := n8; i < len(x); i++ {
 		x[i] *= s
 	}
 }
 
-// Axpy sets dst[i] += a·x[i].
+// Axpy sets dst[i] += a·x[i] (the product rounded before the add, never
+// fused, on every platform).
 func Axpy(dst []float32, a float32, x []float32) {
 	x = x[:len(dst)]
-	for i := range dst {
-		dst[i] += a * x[i]
+	n8 := simdLen(len(dst))
+	if n8 > 0 {
+		axpySIMD(&dst[0], &x[0], a, n8)
+	}
+	for i := n8; i < len(dst); i++ {
+		dst[i] += float32(a * x[i])
 	}
 }

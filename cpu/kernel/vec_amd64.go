@@ -1,0 +1,93 @@
+//go:build amd64 && !purego
+
+package kernel
+
+import "math"
+
+//go:noescape
+func expSubAVX2(x *float32, n int, m float32)
+
+//go:noescape
+func siluAVX2(x *float32, n int)
+
+//go:noescape
+func geluAVX2(x *float32, n int)
+
+//go:noescape
+func axpyAVX2(dst, x *float32, a float32, n int)
+
+//go:noescape
+func addAVX2(dst, a *float32, n int)
+
+//go:noescape
+func mulAVX2(dst, a *float32, n int)
+
+//go:noescape
+func scaleAVX2(x *float32, s float32, n int)
+
+// The element-wise helpers go through these when simdLen allows.
+var (
+	axpySIMD  = axpyAVX2
+	addSIMD   = addAVX2
+	mulSIMD   = mulAVX2
+	scaleSIMD = scaleAVX2
+)
+
+// simdLen is how many leading elements the SIMD element-wise helpers take.
+func simdLen(n int) int {
+	if !vecSIMD {
+		return 0
+	}
+	return n &^ 7
+}
+
+var vecSIMD = hasAVX2
+
+// vecConsts holds the constants of vec_amd64.s, each repeated 8 times
+// (the row order is the C_* offsets there).
+var vecConsts = func() (t [17][8]float32) {
+	vals := [...]float32{
+		expLo, expHi, log2e, 0.5, expC1, expC2,
+		expP0, expP1, expP2, expP3, expP4, expP5,
+		1, 0.044715, geluK, math.Float32frombits(1 << 31), math.Float32frombits(127),
+	}
+	for i, v := range vals {
+		for j := range t[i] {
+			t[i][j] = v
+		}
+	}
+	return
+}()
+
+func siluAVX2Slice(x []float32) {
+	n8 := len(x) &^ 7
+	if n8 > 0 {
+		siluAVX2(&x[0], n8)
+	}
+	siluGeneric(x[n8:])
+}
+
+func geluAVX2Slice(x []float32) {
+	n8 := len(x) &^ 7
+	if n8 > 0 {
+		geluAVX2(&x[0], n8)
+	}
+	geluGeneric(x[n8:])
+}
+
+func expSubAVX2Slice(x []float32, m float32) {
+	n8 := len(x) &^ 7
+	if n8 > 0 {
+		expSubAVX2(&x[0], n8, m)
+	}
+	expSubGeneric(x[n8:], m)
+}
+
+func useVecAVX2(on bool) {
+	vecSIMD = on && hasAVX2
+	if on {
+		siluImpl, geluImpl, expSubImpl = siluAVX2Slice, geluAVX2Slice, expSubAVX2Slice
+	} else {
+		siluImpl, geluImpl, expSubImpl = siluGeneric, geluGeneric, expSubGeneric
+	}
+}

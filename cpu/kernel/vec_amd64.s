@@ -1,0 +1,225 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Vector versions of Exp32, SiLU and GELUTanh (vec.go): the same float32
+// operations in the same order, no fused multiply-add, so the results are
+// bit-identical. R8 points at vecConsts (rows of 8 equal values, 32 bytes
+// apart); Y15 = lower clamp, Y14 = upper clamp, Y13 = 1.
+
+#define C_LO 0
+#define C_HI 32
+#define C_LOG2E 64
+#define C_HALF 96
+#define C_C1 128
+#define C_C2 160
+#define C_P0 192
+#define C_P1 224
+#define C_P2 256
+#define C_P3 288
+#define C_P4 320
+#define C_P5 352
+#define C_ONE 384
+#define C_GELUA 416
+#define C_GELUK 448
+#define C_SIGN 480
+#define C_127 512
+
+#define VECCONSTS \
+	MOVQ $·vecConsts(SB), R8; \
+	VMOVUPS C_LO(R8), Y15; \
+	VMOVUPS C_HI(R8), Y14; \
+	VMOVUPS C_ONE(R8), Y13
+
+// Y0 = Exp32(Y0); clobbers Y1-Y3. The clamps take x as their second
+// (Intel) source so that NaN passes through.
+#define EXP8 \
+	VMAXPS Y0, Y15, Y0; \
+	VMINPS Y0, Y14, Y0; \
+	VMULPS C_LOG2E(R8), Y0, Y1; \
+	VADDPS C_HALF(R8), Y1, Y1; \
+	VROUNDPS $1, Y1, Y1; \
+	VMULPS C_C1(R8), Y1, Y2; \
+	VSUBPS Y2, Y0, Y0; \
+	VMULPS C_C2(R8), Y1, Y2; \
+	VSUBPS Y2, Y0, Y0; \
+	VMULPS Y0, Y0, Y3; \
+	VMOVUPS C_P0(R8), Y2; \
+	VMULPS Y0, Y2, Y2; \
+	VADDPS C_P1(R8), Y2, Y2; \
+	VMULPS Y0, Y2, Y2; \
+	VADDPS C_P2(R8), Y2, Y2; \
+	VMULPS Y0, Y2, Y2; \
+	VADDPS C_P3(R8), Y2, Y2; \
+	VMULPS Y0, Y2, Y2; \
+	VADDPS C_P4(R8), Y2, Y2; \
+	VMULPS Y0, Y2, Y2; \
+	VADDPS C_P5(R8), Y2, Y2; \
+	VMULPS Y3, Y2, Y2; \
+	VADDPS Y0, Y2, Y2; \
+	VADDPS Y13, Y2, Y2; \
+	VCVTTPS2DQ Y1, Y1; \
+	VPADDD C_127(R8), Y1, Y1; \
+	VPSLLD $23, Y1, Y1; \
+	VMULPS Y1, Y2, Y0
+
+// func expSubAVX2(x *float32, n int, m float32)
+// x[i] = Exp32(x[i] - m); n is a multiple of 8.
+TEXT ·expSubAVX2(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS m+16(FP), Y12
+	VECCONSTS
+	SHRQ $3, CX
+	JZ   expdone
+
+exploop:
+	VMOVUPS (DI), Y0
+	VSUBPS Y12, Y0, Y0
+	EXP8
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  exploop
+
+expdone:
+	VZEROUPPER
+	RET
+
+// func siluAVX2(x *float32, n int)
+// x[i] = x[i] / (1 + Exp32(-x[i])); n is a multiple of 8.
+TEXT ·siluAVX2(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	VECCONSTS
+	SHRQ $3, CX
+	JZ   siludone
+
+siluloop:
+	VMOVUPS (DI), Y4
+	VXORPS C_SIGN(R8), Y4, Y0
+	EXP8
+	VADDPS Y13, Y0, Y0
+	VDIVPS Y0, Y4, Y4
+	VMOVUPS Y4, (DI)
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  siluloop
+
+siludone:
+	VZEROUPPER
+	RET
+
+// func geluAVX2(x *float32, n int)
+// x[i] = x[i] / (1 + Exp32(geluArg(x[i]))); n is a multiple of 8.
+TEXT ·geluAVX2(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	VECCONSTS
+	SHRQ $3, CX
+	JZ   geludone
+
+geluloop:
+	VMOVUPS (DI), Y4
+	VMULPS Y4, Y4, Y0
+	VMULPS C_GELUA(R8), Y0, Y0
+	VMULPS Y4, Y0, Y0
+	VADDPS Y4, Y0, Y0
+	VMULPS C_GELUK(R8), Y0, Y0
+	EXP8
+	VADDPS Y13, Y0, Y0
+	VDIVPS Y0, Y4, Y4
+	VMOVUPS Y4, (DI)
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  geluloop
+
+geludone:
+	VZEROUPPER
+	RET
+
+// Element-wise helpers; n is a multiple of 8. Plain multiplies and adds
+// (no FMA), matching the portable loops bit for bit.
+
+// func axpyAVX2(dst, x *float32, a float32, n int)
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	VBROADCASTSS a+16(FP), Y15
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ   axpydone
+
+axpyloop:
+	VMULPS (SI), Y15, Y0
+	VADDPS (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  axpyloop
+
+axpydone:
+	VZEROUPPER
+	RET
+
+// func addAVX2(dst, a *float32, n int)
+TEXT ·addAVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   adddone
+
+addloop:
+	VMOVUPS (DI), Y0
+	VADDPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  addloop
+
+adddone:
+	VZEROUPPER
+	RET
+
+// func mulAVX2(dst, a *float32, n int)
+TEXT ·mulAVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   muldone
+
+mulloop:
+	VMOVUPS (DI), Y0
+	VMULPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  mulloop
+
+muldone:
+	VZEROUPPER
+	RET
+
+// func scaleAVX2(x *float32, s float32, n int)
+TEXT ·scaleAVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), DI
+	VBROADCASTSS s+8(FP), Y15
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   scaledone
+
+scaleloop:
+	VMULPS (DI), Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  scaleloop
+
+scaledone:
+	VZEROUPPER
+	RET
