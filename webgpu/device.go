@@ -1,7 +1,6 @@
 package webgpu
 
 import (
-	"os"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -394,16 +393,7 @@ func (d *Device) Run(ds []Dispatch, copies []Copy) error {
 		return fmt.Errorf("webgpu: command encoder: %w", err)
 	}
 	defer enc.Release()
-	if len(ds) > 0 && os.Getenv("PERPASS") != "" {
-		for _, x := range ds {
-			pass := enc.BeginComputePass(nil)
-			pass.SetPipeline(x.P.pipe)
-			pass.SetBindGroup(0, x.G, nil)
-			pass.DispatchWorkgroups(x.X, x.Y, x.Z)
-			pass.End()
-			pass.Release()
-		}
-	} else if len(ds) > 0 {
+	if len(ds) > 0 {
 		pass := enc.BeginComputePass(nil)
 		for _, x := range ds {
 			if x.X == 0 || x.Y == 0 || x.Z == 0 {

@@ -31,7 +31,7 @@ func matmulAVX2(y []float32, c tensor.Codec, data []byte, rb, rows, cols int, x 
 	xpp := getScratch(np * cols * gemmTokens)
 	defer scratchPool.Put(xpp)
 	xp := *xpp
-	parallelFor(np, 1, func(lo, hi int) {
+	parallelFor(np, max(1, (256<<10)/(cols*gemmTokens)), func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			panel := xp[p*cols*gemmTokens : (p+1)*cols*gemmTokens]
 			t0 := p * gemmTokens
@@ -58,7 +58,8 @@ func matmulAVX2(y []float32, c tensor.Codec, data []byte, rb, rows, cols int, x 
 	chunk := max(1, (gemmChunkBytes/4)/(cols*gemmTokens))
 	for p0 := 0; p0 < np; p0 += chunk {
 		p1 := min(np, p0+chunk)
-		parallelFor(groups, 1, func(lo, hi int) {
+		grain := max(1, (64<<10)/max(1, gemmRows*cols*(p1-p0)*gemmTokens))
+		parallelFor(groups, grain, func(lo, hi int) {
 			sp := getScratch(gemmRows * cols)
 			defer scratchPool.Put(sp)
 			ws := *sp

@@ -326,7 +326,10 @@ func matmulGeneric(y []float32, c tensor.Codec, data []byte, rb, rows, cols int,
 	if c == tensor.F32 {
 		direct, _ = f32View(data)
 	}
-	parallelFor(groups, 1, func(lo, hi int) {
+	// At least ~64K multiply-adds per chunk, so tiny products (MoE experts
+	// with a token or two) run inline.
+	grain := max(1, (64<<10)/max(1, mmGroup*cols*n))
+	parallelFor(groups, grain, func(lo, hi int) {
 		sp := getScratch(mmGroup * cols)
 		defer scratchPool.Put(sp)
 		w := *sp

@@ -84,10 +84,13 @@ func MatVecRows(y []float32, w *tensor.Tensor, x []float32, row0, nrows int) {
 func MatMul(y []float32, w *tensor.Tensor, x []float32, n int) {
 	rows, cols := matRows(w), w.Cols()
 	rb := checkMat(w, cols, 0, rows)
-	if len(x) < n*cols || len(y) < n*rows {
+	if n < 0 || len(x) < n*cols || len(y) < n*rows {
 		panic(fmt.Sprintf("kernel: MatMul %s %v: len(x)=%d len(y)=%d for %d tokens", w.Name, w.Shape, len(x), len(y), n))
 	}
-	if n == 1 {
+	switch n {
+	case 0:
+		return
+	case 1:
 		MatVec(y[:rows], w, x[:cols])
 		return
 	}

@@ -21,7 +21,8 @@ const (
 	// Faster where decoding is compute bound; the result differs from
 	// Exact by the activation rounding (relative error around 1e-3 of
 	// Σ|w·x|, 5e-3 of |y| on random data; see TestInt8Error). Other codecs,
-	// MatMul, and builds without the SIMD kernels stay Exact.
+	// MatMul with n >= 2 (MatMul with n == 1 is MatVec), and builds without
+	// the SIMD kernels stay Exact.
 	Int8
 )
 
