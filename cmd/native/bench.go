@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 
 	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/sample"
@@ -36,6 +37,7 @@ func cmdBench(args []string) error {
 	genN := fs.Int("gen", 128, "generated tokens")
 	reps := fs.Int("reps", 3, "repetitions (the best is reported)")
 	jsonOut := fs.Bool("json", false, "print JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the runs to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +59,17 @@ func cmdBench(args []string) error {
 	for i := range prompt {
 		x = x*1664525 + 1013904223
 		prompt[i] = 3 + int(x>>8)%(vocab-3)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	best := benchResult{Model: mf.model, PromptTokens: *promptN, GenTokens: *genN, Threads: runtime.GOMAXPROCS(0), Reps: *reps}
 	for r := 0; r < *reps; r++ {
