@@ -40,5 +40,21 @@ fuzz:
 	  done; \
 	done
 
+# The browser bundle: web/ holds the page sources; cortiq.wasm (the engine,
+# run in a Worker) and Go's wasm_exec.js are build outputs (gitignored).
+WASM_EXEC = $(firstword $(wildcard $(shell $(GO) env GOROOT)/lib/wasm/wasm_exec.js $(shell $(GO) env GOROOT)/misc/wasm/wasm_exec.js))
+wasm:
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o web/cortiq.wasm ./cmd/wasm
+	cp "$(WASM_EXEC)" web/wasm_exec.js
+
+# Browser end-to-end tests: headless Chromium (apt-get install -y chromium)
+# driven by chromedp; they build their own bundle and skip without Chromium.
+# The screenshot lands in e2e/artifacts/ (or $$CORTIQ_ARTIFACTS). The OPFS
+# suites (hackpadfs fstest, downloads into OPFS) run in a Worker through
+# e2e/wasmtest.
+e2e:
+	$(GO) test -count=1 -timeout 20m -v ./e2e/
+	$(GO) test -count=1 -timeout 10m ./e2e/wasmtest/ ./storage/opfs/ ./storage/download/ -run 'InChromium|TestProbe'
+
 clean:
 	rm -rf bin web/cortiq.wasm

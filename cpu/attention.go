@@ -24,9 +24,7 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 	q := make([]float32, n*qRows)
 	k := make([]float32, n*kvDim)
 	v := make([]float32, n*kvDim)
-	kernel.MatMul(q, w.q, h, n)
-	kernel.MatMul(k, w.k, h, n)
-	kernel.MatMul(v, w.v, h, n)
+	kernel.MatMuls(h, n, kernel.Product{Y: q, W: w.q}, kernel.Product{Y: k, W: w.k}, kernel.Product{Y: v, W: w.v})
 
 	// The output gate (qwen3_next) is interleaved per head with the query:
 	// [q_h (hd), gate_h (hd)]. Separate them.
@@ -81,7 +79,13 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 	// per task.
 	att := make([]float32, n*qDim)
 	group := at.Heads / at.KVHeads
-	parallel(n*at.Heads, func(lo, hi int, scores []float32) {
+	// Small problems (a decode step over a short context) run inline:
+	// starting goroutines would cost more than the work.
+	run := parallel
+	if n*at.Heads*(s.pos+n)*hd < 1<<18 {
+		run = serial
+	}
+	run(n*at.Heads, func(lo, hi int, scores []float32) {
 		for task := lo; task < hi; task++ {
 			t, hh := task/at.Heads, task%at.Heads
 			pos := s.pos + t
@@ -145,4 +149,9 @@ func parallel(n int, fn func(lo, hi int, scratch []float32), scratchLen int) {
 		}()
 	}
 	wg.Wait()
+}
+
+// serial is parallel's signature on the calling goroutine alone.
+func serial(n int, fn func(lo, hi int, scratch []float32), scratchLen int) {
+	fn(0, n, make([]float32, scratchLen))
 }

@@ -214,8 +214,7 @@ func (s *Session) denseFFN(f *ffnWeights, h []float32, n, ff int) []float32 {
 	a := s.b.arch
 	g := make([]float32, n*ff)
 	u := make([]float32, n*ff)
-	kernel.MatMul(g, f.gate, h, n)
-	kernel.MatMul(u, f.up, h, n)
+	kernel.MatMuls(h, n, kernel.Product{Y: g, W: f.gate}, kernel.Product{Y: u, W: f.up})
 	activate(a.Act, g)
 	kernel.Mul(g, u)
 	out := make([]float32, n*a.Hidden)

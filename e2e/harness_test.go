@@ -101,7 +101,7 @@ func chromium() string {
 // buildBundle does what `make wasm` does, into dir: cortiq.wasm, Go's
 // wasm_exec.js and the page sources of web/.
 func buildBundle(dir string) error {
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "cortiq.wasm"), "./cmd/wasm")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "cortiq.wasm"), "./cmd/wasm")
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -608,6 +608,9 @@ type loadInfo struct {
 	Family      string  `json:"family"`
 	Vocab       int     `json:"vocab"`
 	LoadSeconds float64 `json:"loadSeconds"`
+	FetchSec    float64 `json:"fetchSeconds"`
+	ImportSec   float64 `json:"importSeconds"`
+	BackendSec  float64 `json:"backendSeconds"`
 	Files       []struct {
 		Name     string `json:"name"`
 		Size     int64  `json:"size"`
@@ -622,6 +625,7 @@ type loadInfo struct {
 		WasmMemory float64 `json:"wasmMemoryBytes"`
 		WasmBefore float64 `json:"wasmMemoryBefore"`
 		Final      float64 `json:"finalHeapBytes"`
+		Before     float64 `json:"beforeWeightsBytes"`
 		Samples    int     `json:"samples"`
 	} `json:"heap"`
 }

@@ -1,4 +1,10 @@
-// f32 weights: the tensor's bytes as they are, one u32 per element.
+// f32 weights: the tensor's bytes as they are. One vec4<u32> is 4 elements.
+const CHUNK: u32 = 4u;
+
 fn fetch4(e: u32, soff: u32) -> vec4<f32> {
-    return vec4<f32>(bitcast<f32>(w[e]), bitcast<f32>(w[e + 1u]), bitcast<f32>(w[e + 2u]), bitcast<f32>(w[e + 3u]));
+    return bitcast<vec4<f32>>(w[e / 4u]);
+}
+
+fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 1> {
+    return array<vec4<f32>, 1>(bitcast<vec4<f32>>(w[e / 4u]));
 }

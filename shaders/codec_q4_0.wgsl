@@ -1,14 +1,34 @@
 // q4_0 weights, repacked at upload like q8_0: the quant plane holds each
-// block's 16 nibble bytes as 4 u32, the scale plane (from u32 `soff`) the f16
-// scales two per u32. Within a block, element j < 16 is the low nibble of
-// byte j and element j+16 its high nibble; the value is (nibble-8)*d.
+// block's 16 nibble bytes (one vec4<u32> per block), the scale plane (from
+// u32 `soff`) the f16 scales two per u32. Within a block, element j < 16 is
+// the low nibble of byte j and element j+16 its high nibble; the value is
+// (nibble-8)*d. One vec4<u32> is a whole 32-element block.
+const CHUNK: u32 = 32u;
+
+fn q4scale(b: u32, soff: u32) -> f32 {
+    let i = soff + b / 2u;
+    let d2 = unpack2x16float(w[i / 4u][i % 4u]);
+    return select(d2.x, d2.y, (b & 1u) == 1u);
+}
+
+fn q4x4(n: u32, d: f32) -> vec4<f32> {
+    let v = vec4<f32>(f32(n & 0xFFu), f32((n >> 8u) & 0xFFu), f32((n >> 16u) & 0xFFu), f32(n >> 24u));
+    return (v - vec4<f32>(8.0)) * d;
+}
+
 fn fetch4(e: u32, soff: u32) -> vec4<f32> {
     let b = e / 32u;
     let j = e % 32u;
-    let q = w[b * 4u + (j % 16u) / 4u];
-    let n = (q >> select(0u, 4u, j >= 16u)) & 0x0F0F0F0Fu;
-    let d2 = unpack2x16float(w[soff + b / 2u]);
-    let d = select(d2.x, d2.y, (b & 1u) == 1u);
-    let v = vec4<f32>(f32(n & 0xFFu), f32((n >> 8u) & 0xFFu), f32((n >> 16u) & 0xFFu), f32(n >> 24u));
-    return (v - vec4<f32>(8.0)) * d;
+    let q = w[b][(j % 16u) / 4u];
+    return q4x4((q >> select(0u, 4u, j >= 16u)) & 0x0F0F0F0Fu, q4scale(b, soff));
+}
+
+fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 8> {
+    let b = e / 32u;
+    let q = w[b];
+    let d = q4scale(b, soff);
+    let m = 0x0F0F0F0Fu;
+    return array<vec4<f32>, 8>(
+        q4x4(q.x & m, d), q4x4(q.y & m, d), q4x4(q.z & m, d), q4x4(q.w & m, d),
+        q4x4((q.x >> 4u) & m, d), q4x4((q.y >> 4u) & m, d), q4x4((q.z >> 4u) & m, d), q4x4((q.w >> 4u) & m, d));
 }

@@ -9,7 +9,7 @@ struct P {
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> tokens: array<u32>;
-@group(0) @binding(3) var<storage, read> w: array<u32>;
+@group(0) @binding(3) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
 
 @compute @workgroup_size(64)

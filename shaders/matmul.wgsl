@@ -1,5 +1,6 @@
 // y[t, o] = Σ_i W[o, i]·x[t, i] (+ bias[o]) for one weight of any codec
-// (the codec prelude defines fetch4). One workgroup of 64 threads computes
+// (the codec prelude defines fetchc, which returns CHUNK consecutive
+// elements from one 16-byte load). One workgroup of 64 threads computes
 // one output row for a block of __TB__ tokens, so the weight row is read once
 // per token block: __TB__ = 1 is the decode matvec, larger blocks the prefill
 // GEMM. Dispatch (min(rows, 65535), ceil(rows/65535), ceil(ntok/__TB__)).
@@ -25,7 +26,7 @@ struct P {
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
-@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read> bias: array<f32>;
@@ -59,11 +60,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (row < p.rows) {
         let c4 = p.cols / 4u;
         let rbase = row * p.cols;
-        for (var j = lid.x; j < c4; j += 64u) {
-            let wv = fetch4(rbase + j * 4u, p.soff);
+        // One 16-byte weight load per thread per iteration (CHUNK elements).
+        for (var j = lid.x; j < p.cols / CHUNK; j += 64u) {
+            var wv = fetchc(rbase + j * CHUNK, p.soff);
             for (var k = 0u; k < TB; k++) {
                 if (t0 + k < cnt) {
-                    acc[k] += dot(wv, x[(base + t0 + k) * c4 + j]);
+                    let xb = (base + t0 + k) * c4 + j * (CHUNK / 4u);
+                    var s = 0.0;
+                    for (var q = 0u; q < CHUNK / 4u; q++) {
+                        s += dot(wv[q], x[xb + q]);
+                    }
+                    acc[k] += s;
                 }
             }
         }

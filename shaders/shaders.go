@@ -8,10 +8,12 @@
 // read as packed u32 and widened with unpack2x16float.
 //
 // Weight-reading kernels (embedding gather, matmul) are written once against
-// a function fetch4(e, soff) -> vec4<f32> that returns weight elements
-// e..e+3 (e a multiple of 4, counted over the whole tensor in row-major
-// order) from the storage array `w`; Module prepends the codec's definition.
-// Weight layouts on the device:
+// a codec prelude over the storage array `w: array<vec4<u32>>`: fetch4(e,
+// soff) returns weight elements e..e+3 (e a multiple of 4, counted over the
+// whole tensor in row-major order), and fetchc(e, soff) the CHUNK elements
+// from e that one 16-byte load holds (4 f32, 8 f16, 16 q8_0, 32 q4_0), e a
+// multiple of CHUNK. A matmul's inner dimension must be a multiple of the
+// codec's CHUNK (ChunkOf). Weight layouts on the device:
 //
 //	f32, f16  the tensor's bytes unchanged.
 //	q8_0      repacked at upload (see RepackQ8_0): a quant plane of 8 u32 per
@@ -48,10 +50,27 @@ const (
 	ActMul    = "act_mul"
 	Argmax    = "argmax"
 	Advance   = "advance"
+	Combine   = "attn_combine"
 )
 
 // Codecs lists the weight codecs the kernels read directly.
 var Codecs = []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0}
+
+// ChunkOf is the number of elements of codec c one 16-byte load holds; a
+// matmul's inner dimension must be a multiple of it.
+func ChunkOf(c tensor.Codec) int {
+	switch c {
+	case tensor.F32:
+		return 4
+	case tensor.F16:
+		return 8
+	case tensor.Q8_0:
+		return 16
+	case tensor.Q4_0:
+		return 32
+	}
+	return 0
+}
 
 // Supported reports whether the kernels read codec c directly.
 func Supported(c tensor.Codec) bool {
@@ -110,11 +129,11 @@ func RMSNorm(inPlace bool) string {
 			"@group(0) @binding(4) var<storage, read_write> out: array<f32>;", 1)
 }
 
-// Source returns a self-contained module by name (QKVPrep, Attention,
+// Source returns a self-contained module by name (QKVPrep, Attention, Combine,
 // ActMul, Argmax, Advance).
 func Source(name string) (string, error) {
 	switch name {
-	case QKVPrep, Attention, ActMul, Argmax, Advance:
+	case QKVPrep, Attention, Combine, ActMul, Argmax, Advance:
 		return read(name), nil
 	}
 	return "", fmt.Errorf("shaders: no module %q", name)

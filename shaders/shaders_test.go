@@ -25,7 +25,7 @@ func allModules(t *testing.T) map[string]string {
 			mods["matmul/"+c.String()+"/"+string(rune('0'+tb))] = src
 		}
 	}
-	for _, n := range []string{QKVPrep, Attention, ActMul, Argmax, Advance} {
+	for _, n := range []string{QKVPrep, Attention, Combine, ActMul, Argmax, Advance} {
 		src, err := Source(n)
 		if err != nil {
 			t.Fatal(err)

@@ -47,13 +47,22 @@
     }
   }, (e) => setStatus("The engine failed to start: " + e.message, true));
 
-  // Names the server offers (cortiq serve lists them at /v1/models).
+  // Suggestions: the models already in this browser's storage, and the
+  // names the server offers (cortiq serve lists them at /v1/models).
+  const suggested = new Set();
+  function suggest(name, label) {
+    if (!name || suggested.has(name)) return;
+    suggested.add(name);
+    const o = document.createElement("option");
+    o.value = name;
+    if (label) o.label = label;
+    el.models.appendChild(o);
+  }
+  cortiq.cached().then((list) => {
+    for (const m of list || []) if (m.complete) suggest(m.source, "in this browser");
+  }).catch(() => {});
   fetch("/v1/models").then((r) => (r.ok ? r.json() : null)).then((j) => {
-    for (const m of (j && j.data) || []) {
-      const o = document.createElement("option");
-      o.value = m.id;
-      el.models.appendChild(o);
-    }
+    for (const m of (j && j.data) || []) suggest(m.id, "on the server");
   }).catch(() => {});
 
   async function load() {
@@ -122,7 +131,7 @@
     let n = 0;
     const t0 = performance.now();
     setBusy(true);
-    setStatus("");
+    if (el.status.classList.contains("error")) setStatus("");
     try {
       const res = await cortiq.generate(req, (tok) => {
         n++;

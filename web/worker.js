@@ -20,8 +20,11 @@ function fsError(code, msg) {
   return e;
 }
 
+// DOMExceptions carry a legacy numeric code; Go wants Node's string codes.
+function isFSError(e) { return e && typeof e.code === "string"; }
+
 function mapDOMError(e, path) {
-  if (e && e.code) return e;
+  if (isFSError(e)) return e;
   switch (e && e.name) {
     case "NotFoundError": return fsError("ENOENT", path);
     case "TypeMismatchError": return fsError("ENOTDIR", path);
@@ -76,7 +79,7 @@ const enc = new TextDecoder("utf-8");
 let outBuf = "";
 
 function cb(callback, p) {
-  p.then((v) => callback(null, v), (e) => callback(e && e.code ? e : mapDOMError(e, "")));
+  p.then((v) => callback(null, v), (e) => callback(mapDOMError(e, "")));
 }
 
 globalThis.fs = {
@@ -209,6 +212,12 @@ onmessage = (e) => {
     go.argv = ["cortiq.wasm"];
     go.exit = (code) => postMessage({ type: "fatal", message: "engine exited with code " + code });
     const result = await WebAssembly.instantiateStreaming(fetch("cortiq.wasm"), go.importObject);
+    // Every request of the engine bypasses the HTTP cache: model files are
+    // kept in OPFS, and a cached (possibly stale or bad) response must never
+    // stand in for the server's answer to a download or a resume. Go's
+    // fetch-based transport has no option for the cache mode.
+    const plainFetch = globalThis.fetch;
+    globalThis.fetch = (input, init) => plainFetch(input, Object.assign({ cache: "no-store" }, init));
     // The WebGPU binding writes buffers straight from wasm memory through
     // globalThis.wasm.instance.exports.mem.
     globalThis.wasm = result;

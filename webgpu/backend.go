@@ -70,6 +70,10 @@ type Options struct {
 	// Device, when set, is used instead of opening one; the backend does not
 	// close it.
 	Device *Device
+	// AllowSoftware accepts a software adapter (lavapipe, SwiftShader,
+	// WARP). By default New declines one with ErrNoAdapter: it is slower
+	// than the CPU backend. CORTIQ_GPU_SOFTWARE=1 allows it too.
+	AllowSoftware bool
 }
 
 // Backend runs one model on one device.
@@ -89,6 +93,7 @@ type Backend struct {
 	zero *Buffer // bound where a kernel's optional input is absent
 
 	maxQKV, maxFFN, maxAtt int
+	maxHeads, maxHD        int
 
 	stats struct {
 		sync.Mutex
@@ -101,22 +106,22 @@ type Backend struct {
 }
 
 type dlayer struct {
-	spec                                        *model.Layer
-	at                                          *model.Attention
+	spec                                         *model.Layer
+	at                                           *model.Attention
 	attnNorm, postAttnNorm, ffnNorm, postFFNNorm *Buffer
-	qkv                                         []*dweight // fused [q;k;v] or q, k, v
-	qkvBias                                     *Buffer    // [q|k|v] biases (fused qkv) or nil
-	biasParts                                   []*Buffer  // q, k, v biases (separate projections)
-	qNorm, kNorm                                *Buffer    // full-width q/k norm weights
-	o                                           *dweight
-	oBias                                       *Buffer
-	qkn                                         *Buffer // [q norm | k norm] or nil
-	knOff                                       int
-	gu                                          []*dweight // fused [gate;up] or gate, up
-	down                                        *dweight
-	invFreq                                     []float32
-	mscale                                      float32
-	qw, kvw, f                                  int
+	qkv                                          []*dweight // fused [q;k;v] or q, k, v
+	qkvBias                                      *Buffer    // [q|k|v] biases (fused qkv) or nil
+	biasParts                                    []*Buffer  // q, k, v biases (separate projections)
+	qNorm, kNorm                                 *Buffer    // full-width q/k norm weights
+	o                                            *dweight
+	oBias                                        *Buffer
+	qkn                                          *Buffer // [q norm | k norm] or nil
+	knOff                                        int
+	gu                                           []*dweight // fused [gate;up] or gate, up
+	down                                         *dweight
+	invFreq                                      []float32
+	mscale                                       float32
+	qw, kvw, f                                   int
 }
 
 // New uploads m's weights to a device and prepares the kernels.
@@ -147,6 +152,11 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 			return nil, err
 		}
 		b.ownsDev = true
+		if b.dev.Info().Type == "cpu" && !opts.AllowSoftware && os.Getenv("CORTIQ_GPU_SOFTWARE") != "1" {
+			name := b.dev.Info().Name
+			b.dev.Close()
+			return nil, fmt.Errorf("%w: %q is a software adapter (set AllowSoftware or CORTIQ_GPU_SOFTWARE=1 to use it)", ErrNoAdapter, name)
+		}
 	}
 	ok := false
 	defer func() {
@@ -155,6 +165,9 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 		}
 	}()
 	if err := b.load(m, allowed); err != nil {
+		return nil, err
+	}
+	if err := b.dev.Flush(); err != nil {
 		return nil, err
 	}
 	if err := b.buildPipelines(); err != nil {
@@ -344,6 +357,8 @@ func (b *Backend) load(m *model.Model, allowed []bool) error {
 		b.maxQKV = max(b.maxQKV, qw+2*kvw)
 		b.maxAtt = max(b.maxAtt, qw)
 		b.maxFFN = max(b.maxFFN, l.FFNHidden)
+		b.maxHeads = max(b.maxHeads, at.Heads)
+		b.maxHD = max(b.maxHD, at.HeadDim)
 		if !onDev[i] {
 			continue
 		}
@@ -554,7 +569,8 @@ var (
 	kindsNorm    = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
 	kindsNormIP  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
 	kindsPrep    = []BindKind{Uniform, ReadOnly, ReadWrite, ReadWrite, ReadWrite, ReadOnly, ReadOnly}
-	kindsAttn    = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
+	kindsAttn    = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
+	kindsCombine = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
 	kindsAct     = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
 	kindsArgmax  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
 	kindsAdvance = []BindKind{ReadWrite}
@@ -621,7 +637,7 @@ func (b *Backend) buildPipelines() error {
 			return err
 		}
 	}
-	for name, k := range map[string][]BindKind{shaders.QKVPrep: kindsPrep, shaders.Attention: kindsAttn,
+	for name, k := range map[string][]BindKind{shaders.QKVPrep: kindsPrep, shaders.Attention: kindsAttn, shaders.Combine: kindsCombine,
 		shaders.ActMul: kindsAct, shaders.Argmax: kindsArgmax, shaders.Advance: kindsAdvance} {
 		if _, err := b.namedPipe(name, k); err != nil {
 			return err

@@ -60,11 +60,11 @@ func synthetic(tb testing.TB, c tensor.Codec, vocab, hidden, ffn, layers, heads,
 }
 
 // TestWideVocab drives a head of more than 65535 rows (a 2-D grid) and a
-// 256-wide head dimension through the backend, against the CPU engine's
-// arithmetic via Forward vs ForwardGreedy consistency and finite logits.
+// 128-wide head dimension through the backend, checked through
+// Forward vs ForwardGreedy consistency and the far rows being written.
 func TestWideVocab(t *testing.T) {
 	d := testDevice(t)
-	m := synthetic(t, tensor.Q8_0, 70000, 256, 256, 1, 1, 1)
+	m := synthetic(t, tensor.Q8_0, 66000, 128, 128, 1, 1, 1)
 	b, err := New(m, Options{Device: d})
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestWideVocab(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l, err := s.Forward([]int{69999, 3}, false)
+	l, err := s.Forward([]int{65999, 3}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,12 +86,12 @@ func TestWideVocab(t *testing.T) {
 			nonzero++
 		}
 	}
-	if nonzero < 4000 {
+	if nonzero < 400 {
 		t.Fatalf("head rows past 65535 not computed (%d nonzero)", nonzero)
 	}
 	want := argmaxF(l)
 	s.Reset()
-	if _, err := s.Forward([]int{69999}, false); err != nil {
+	if _, err := s.Forward([]int{65999}, false); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.ForwardGreedy(3, 1)

@@ -48,6 +48,8 @@ type Device struct {
 	pipes   map[string]*Pipeline
 	layouts map[string]*sharedLayout
 
+	pending int64 // bytes written since the last flush
+
 	// Faults injects failures (tests, and the facade's fallback drills).
 	Faults Faults
 
@@ -122,9 +124,10 @@ func (d *Device) newBuffer(label string, size uint64, usage wgpu.BufferUsage) (*
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
-	size = (size + 3) &^ 3
+	// Whole 16-byte units: kernels read weights as vec4<u32>.
+	size = (size + 15) &^ 15
 	if size == 0 {
-		size = 4
+		size = 16
 	}
 	if size > d.limits.MaxBufferSize {
 		return nil, fmt.Errorf("webgpu: buffer %q of %d bytes exceeds the device's %d", label, size, d.limits.MaxBufferSize)
@@ -366,6 +369,7 @@ type Dispatch struct {
 	P       *Pipeline
 	G       *wgpu.BindGroup
 	X, Y, Z uint32
+	Label   string
 }
 
 // Copy is one recorded buffer copy (after the compute pass).
@@ -417,6 +421,18 @@ func (d *Device) Run(ds []Dispatch, copies []Copy) error {
 	}
 	defer cb.Release()
 	d.queue.Submit(cb)
+	return d.Err()
+}
+
+// Flush submits the writes queued so far and waits for the device to take
+// them, releasing the driver's staging memory.
+func (d *Device) Flush() error {
+	if err := d.Err(); err != nil {
+		return err
+	}
+	d.queue.Submit()
+	d.wait()
+	d.pending = 0
 	return d.Err()
 }
 

@@ -42,3 +42,7 @@ func (d *Device) mapRead(b *Buffer, n uint64) ([]byte, error) {
 	b.b.Unmap()
 	return append([]byte(nil), out...), nil
 }
+
+// wait is a no-op in the browser: the queue drains on its own and a map
+// awaits the work before it.
+func (d *Device) wait() {}

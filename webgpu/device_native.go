@@ -4,8 +4,8 @@ package webgpu
 
 import (
 	"fmt"
-	"strings"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -63,6 +63,18 @@ func openNative() (*Device, error) {
 	d.dev = dev
 	d.queue = dev.GetQueue()
 	d.limits = dev.GetLimits().Limits
+	probe, err := dev.CreateBuffer(&wgpu.BufferDescriptor{Size: 256, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
+	if err == nil {
+		err = checkRawBuffer(probe)
+		probe.Release()
+	}
+	if err != nil {
+		d.queue.Release()
+		dev.Release()
+		ad.Release()
+		inst.Release()
+		return nil, err
+	}
 	d.release = func() {
 		d.queue.Release()
 		dev.Release()
@@ -74,37 +86,6 @@ func openNative() (*Device, error) {
 
 // readbackTimeout bounds a wait for the device; a hung device reads as lost.
 const readbackTimeout = 60 * time.Second
-
-func (d *Device) mapRead(b *Buffer, n uint64) ([]byte, error) {
-	done := false
-	var status wgpu.BufferMapAsyncStatus
-	if err := b.b.MapAsync(wgpu.MapModeRead, 0, n, func(s wgpu.BufferMapAsyncStatus) {
-		status = s
-		done = true
-	}); err != nil {
-		return nil, fmt.Errorf("webgpu: map: %w", err)
-	}
-	deadline := time.Now().Add(readbackTimeout)
-	for !done {
-		d.dev.Poll(true, nil)
-		if err := d.Err(); err != nil {
-			return nil, err
-		}
-		if time.Now().After(deadline) {
-			d.markLost("readback timed out")
-			return nil, d.Err()
-		}
-	}
-	if status != wgpu.BufferMapAsyncStatusSuccess {
-		return nil, fmt.Errorf("webgpu: map failed: %s", status)
-	}
-	out := make([]byte, n)
-	copy(out, b.b.GetMappedRange(0, uint(n)))
-	if err := b.b.Unmap(); err != nil {
-		return nil, fmt.Errorf("webgpu: unmap: %w", err)
-	}
-	return out, nil
-}
 
 // adapterName picks a readable adapter name. The binding's AdapterInfo
 // fields are shifted against this wgpu-native build (Name reads "0x0" and

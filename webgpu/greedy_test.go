@@ -3,13 +3,19 @@ package webgpu
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
 func TestForwardGreedy(t *testing.T) {
 	d := testDevice(t)
-	for _, name := range []string{"llama", "gemma3_text_sw8", "qwen2"} {
+	for _, name := range []string{"llama", "gemma3_text_sw8", "qwen2", "split/mistral_sw8"} {
 		t.Run(name, func(t *testing.T) {
+			if n, ok := strings.CutPrefix(name, "split/"); ok {
+				name = n
+				splitLenOverride = 8 // the 12 steps of one submit cross splits
+				defer func() { splitLenOverride = 0 }()
+			}
 			m, ref := loadFixture(t, name)
 			b, err := New(m, Options{Device: d, Chunk: 16})
 			if err != nil {
@@ -199,4 +205,24 @@ func TestFaults(t *testing.T) {
 			t.Fatalf("new session on a lost device: %v", err)
 		}
 	})
+}
+
+func TestSoftwareAdapterDeclined(t *testing.T) {
+	d := testDevice(t)
+	if d.Info().Type != "cpu" {
+		t.Skipf("adapter %q is not a software one", d.Info().Name)
+	}
+	t.Setenv("CORTIQ_GPU_SOFTWARE", "")
+	m, _ := loadFixture(t, "llama")
+	if _, err := New(m, Options{}); !errors.Is(err, ErrNoAdapter) {
+		t.Fatalf("software adapter not declined: %v", err)
+	}
+	b, err := New(m, Options{AllowSoftware: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name := b.Name(); name != "webgpu:"+d.Info().Name {
+		t.Errorf("Name %q", name)
+	}
+	b.Close()
 }

@@ -150,7 +150,8 @@ var testCodecs = []tensor.Codec{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0
 func TestKernelMatmul(t *testing.T) {
 	k := newKT(t)
 	r := rand.New(rand.NewPCG(1, 2))
-	const rows, cols = 37, 256
+	// 2048 columns: every thread loops over several 16-byte chunks.
+	const rows, cols = 37, 2048
 	for _, c := range testCodecs {
 		dc, _ := deviceCodec(c)
 		data, soff, w := encodeWeight(t, c, rows, cols, randVec(r, rows*cols, 1))
@@ -423,12 +424,28 @@ func TestKernelAttention(t *testing.T) {
 					}
 				}
 			}
-			out := k.zeros(len(want))
 			src, _ := shaders.Source(shaders.Attention)
-			k.run("attention", src, kindsAttn, [3]uint32{heads, ntok, 1},
-				k.uniform(heads, kvh, hd, tc.window, scale, tc.softcap, stride, 0),
-				k.step(tc.pos0, ntok, 0, 1), k.f32(qkv), k.f32(kc), k.f32(vc), out)
-			closeTo(t, "attention", k.read(out, len(want)), want, 1e-5)
+			comb, _ := shaders.Source(shaders.Combine)
+			for _, split := range []int{0, 40, 64} {
+				span := tc.pos0 + ntok
+				if tc.window > 0 {
+					span = min(span, tc.window)
+				}
+				ns := 1
+				if split > 0 {
+					ns = (span + split - 1) / split
+				}
+				maxSplits := ns + 1 // one slot more than needed: must be ignored
+				out, part := k.zeros(len(want)), k.zeros(ntok*heads*maxSplits*(hd+2))
+				k.run("attention", src, kindsAttn, [3]uint32{heads, ntok, uint32(ns)},
+					k.uniform(heads, kvh, hd, tc.window, scale, tc.softcap, stride, split, maxSplits, 0, 0, 0),
+					k.step(tc.pos0, ntok, 0, 1), k.f32(qkv), k.f32(kc), k.f32(vc), out, part)
+				if split > 0 {
+					k.run("attn_combine", comb, kindsCombine, [3]uint32{heads, ntok, 1},
+						k.uniform(heads, hd, tc.window, split, maxSplits, 0, 0, 0), k.step(tc.pos0, ntok, 0, 1), part, out)
+				}
+				closeTo(t, fmt.Sprintf("attention split %d", split), k.read(out, len(want)), want, 1e-5)
+			}
 		})
 	}
 }
@@ -498,4 +515,26 @@ func u32s(b []byte) []uint32 {
 		v[i] = uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24
 	}
 	return v
+}
+
+func TestEncodeOddF16(t *testing.T) {
+	// 12 columns: not a whole 8-element f16 load, so widened to f32.
+	raw := make([]byte, 2*3*12)
+	for i := 0; i < 36; i++ {
+		h := tensor.F32ToF16(float32(i) - 7.5)
+		raw[2*i], raw[2*i+1] = byte(h), byte(h>>8)
+	}
+	data, c, rows, cols, _, err := encodeForDevice([]*tensor.Tensor{{Name: "w", Codec: tensor.F16, Shape: []int{3, 12}, Data: raw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c != tensor.F32 || rows != 3 || cols != 12 || len(data) != 4*36 {
+		t.Fatalf("codec %s rows %d cols %d bytes %d", c, rows, cols, len(data))
+	}
+	if v := BytesF32(data); v[35] != 27.5 {
+		t.Fatalf("v[35] = %v", v[35])
+	}
+	if got := deviceBytes(tensor.F16, 3, 12); got != 4*36 {
+		t.Fatalf("deviceBytes %d", got)
+	}
 }

@@ -130,9 +130,19 @@ func checkRows(t *testing.T, what string, got, want []float32, vocab int, tol fl
 	}
 }
 
-func TestParityDense(t *testing.T) {
+func TestParityDense(t *testing.T) { parityDense(t, denseFixtures) }
+
+// TestParitySplitK reruns fixtures with split-K attention over 8-position
+// splits, windows included.
+func TestParitySplitK(t *testing.T) {
+	splitLenOverride = 8
+	defer func() { splitLenOverride = 0 }()
+	parityDense(t, []string{"llama", "mistral_sw8", "gemma2_sw8", "gemma3_text_sw8", "qwen3"})
+}
+
+func parityDense(t *testing.T, fixtures []string) {
 	d := testDevice(t)
-	for _, name := range denseFixtures {
+	for _, name := range fixtures {
 		t.Run(name, func(t *testing.T) {
 			m, ref := loadFixture(t, name)
 			b, err := New(m, Options{Device: d, Chunk: 16})

@@ -28,6 +28,12 @@ type op struct {
 	perRow  bool   // grid z (or y) scales with rows
 	zRows   bool   // rows go to z (matmul) instead of y
 	wgBytes int64
+
+	// Attention only: the split-K variant and its combine, used when the
+	// span to attend over needs at least two splits.
+	split, combine *op
+	window         int
+	label          string
 }
 
 func (o *op) dispatch(ntok, headRows int) Dispatch {
@@ -43,7 +49,7 @@ func (o *op) dispatch(ntok, headRows int) Dispatch {
 	if n > 1 && o.mm != nil {
 		p, tb = o.mm, gemmTB
 	}
-	d := Dispatch{P: p, G: o.g, X: o.x, Y: o.y, Z: 1}
+	d := Dispatch{P: p, G: o.g, X: o.x, Y: o.y, Z: 1, Label: o.label}
 	if o.zRows {
 		d.Z = uint32((n + tb - 1) / tb)
 	} else if o.perRow {
@@ -62,23 +68,30 @@ type Session struct {
 	broken error
 
 	bufs   []*Buffer
+	groups []*wgpu.BindGroup
 	resid  int64
 	params *Buffer
 	pOff   uint64
 	pData  []byte
 	slot   uint64
 
-	step, tokens, ids              *Buffer
-	x, h, qkv, att, tmp, gu, act   *Buffer
-	logits, stLogits, stX, stIDs   *Buffer
-	kc, vc                         []*Buffer
-	embed                          *op
-	layerOps                       [][]*op // per layer; nil on host layers
-	headOps                        []*op
-	argmax, advance                *op
-	host                           HostLayers
-	maxGreedy                      int
+	splitLen, maxSplits          int
+	part                         *Buffer
+	step, tokens, ids            *Buffer
+	x, h, qkv, att, tmp, gu, act *Buffer
+	logits, stLogits, stX, stIDs *Buffer
+	kc, vc                       []*Buffer
+	embed                        *op
+	layerOps                     [][]*op // per layer; nil on host layers
+	headOps                      []*op
+	argmax, advance              *op
+	host                         HostLayers
+	maxGreedy                    int
 }
+
+// splitLenOverride, when set (tests), replaces the split-K span so short
+// test sequences take the split path.
+var splitLenOverride int
 
 // maxGreedySteps bounds ForwardGreedy's k (the ids buffer).
 const maxGreedySteps = 256
@@ -96,6 +109,13 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		return nil, fmt.Errorf("webgpu: session length %d", maxLen)
 	}
 	s := &Session{b: b, maxLen: maxLen, chunk: min(b.opts.Chunk, maxLen), maxGreedy: maxGreedySteps}
+	// Split-K attention: at most 64 splits of at least 256 positions.
+	s.splitLen = max(256, (maxLen+63)/64)
+	s.splitLen = (s.splitLen + 63) &^ 63
+	if splitLenOverride > 0 {
+		s.splitLen = splitLenOverride
+	}
+	s.maxSplits = (maxLen + s.splitLen - 1) / s.splitLen
 	ok := false
 	defer func() {
 		if !ok {
@@ -152,6 +172,7 @@ func (s *Session) alloc() error {
 		{&s.gu, "gu", c * 2 * s.b.maxFFN},
 		{&s.act, "act", c * s.b.maxFFN},
 		{&s.logits, "logits", c * a.Vocab},
+		{&s.part, "attention partials", c * s.b.maxHeads * s.maxSplits * (s.b.maxHD + 2)},
 	}
 	for _, sp := range specs {
 		var err error
@@ -211,6 +232,7 @@ func (s *Session) build() error {
 	s.slot = uint64(max(64, int(b.dev.Limits().MinUniformBufferOffsetAlignment)))
 	var pend []pendingOp
 	add := func(label string, o *op, p *Pipeline, binds ...Binding) *op {
+		o.label = label
 		pend = append(pend, pendingOp{o: o, p: p, binds: binds, label: label})
 		return o
 	}
@@ -270,6 +292,10 @@ func (s *Session) build() error {
 		return err
 	}
 	attnP, err := b.namedPipe("attention", kindsAttn)
+	if err != nil {
+		return err
+	}
+	combP, err := b.namedPipe("attn_combine", kindsCombine)
 	if err != nil {
 		return err
 	}
@@ -342,9 +368,19 @@ func (s *Session) build() error {
 		add(lbl("qkv prep"), &op{mv: prepP, rows: rowsTok, x: uint32(at.Heads + 2*at.KVHeads), y: 1, perRow: true}, prepP,
 			s.param(at.Heads, at.KVHeads, at.HeadDim, rot, style, qkNormPerHead, a.NormEps, a.Norm == model.NormRMSPlusOne, dl.knOff, 0, 0, 0),
 			stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(cs), W(qkn))
-		add(lbl("attention"), &op{mv: attnP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true}, attnP,
-			s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, 0),
-			stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att))
+		attn := add(lbl("attention"), &op{mv: attnP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true, window: at.Window}, attnP,
+			s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, 0, 1, 0, 0, 0),
+			stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(b.zero))
+		if s.maxSplits > 1 {
+			attn.split = &op{mv: attnP, x: uint32(at.Heads)}
+			add(lbl("attention split"), attn.split, attnP,
+				s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, s.splitLen, s.maxSplits, 0, 0, 0),
+				stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(s.part))
+			attn.combine = &op{mv: combP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true}
+			add(lbl("attention combine"), attn.combine, combP,
+				s.param(at.Heads, at.HeadDim, at.Window, s.splitLen, s.maxSplits, 0, 0, 0),
+				stepB, W(s.part), W(s.att))
+		}
 		if l.PostMixerNorm {
 			if err := matmul(lbl("o"), dl.o, s.att, s.tmp, dl.oBias, 0, 1, 0, 0, a.Hidden, 0, rowsTok); err != nil {
 				return err
@@ -386,7 +422,9 @@ func (s *Session) build() error {
 			return err
 		}
 		for _, p := range pend[start:] {
-			s.layerOps[i] = append(s.layerOps[i], p.o)
+			if p.o != attn.split && p.o != attn.combine {
+				s.layerOps[i] = append(s.layerOps[i], p.o)
+			}
 		}
 	}
 	// Head: final norm of the head rows, then the vocabulary projection.
@@ -432,8 +470,31 @@ func (s *Session) build() error {
 			return err
 		}
 		p.o.g = g
+		s.groups = append(s.groups, g)
 	}
 	return nil
+}
+
+// encodeLayers appends the dispatches of layers [from, to) for n rows;
+// posEnd bounds the positions attended to (it picks split-K attention).
+func (s *Session) encodeLayers(ds []Dispatch, from, to, n, headRows, posEnd int) []Dispatch {
+	for i := from; i < to; i++ {
+		for _, o := range s.layerOps[i] {
+			if o.split != nil {
+				span := posEnd
+				if o.window > 0 {
+					span = min(span, o.window)
+				}
+				if z := (span + s.splitLen - 1) / s.splitLen; z >= 2 {
+					ds = append(ds, Dispatch{P: o.split.mv, G: o.split.g, X: o.split.x, Y: uint32(n), Z: uint32(min(z, s.maxSplits))},
+						o.combine.dispatch(n, headRows))
+					continue
+				}
+			}
+			ds = append(ds, o.dispatch(n, headRows))
+		}
+	}
+	return ds
 }
 
 // Len is the number of positions consumed.
@@ -450,6 +511,10 @@ func (s *Session) Reset() {
 
 // Close releases the session's device memory.
 func (s *Session) Close() error {
+	for _, g := range s.groups {
+		g.Release()
+	}
+	s.groups = nil
 	for _, buf := range s.bufs {
 		buf.Release()
 	}
@@ -536,9 +601,7 @@ func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) 
 	ds := []Dispatch{s.embed.dispatch(n, headRows)}
 	for i := 0; i < len(a.Layers); {
 		if s.layerOps[i] != nil {
-			for _, o := range s.layerOps[i] {
-				ds = append(ds, o.dispatch(n, headRows))
-			}
+			ds = s.encodeLayers(ds, i, i+1, n, headRows, s.pos+n)
 			i++
 			continue
 		}
@@ -629,11 +692,7 @@ func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
 	var ds []Dispatch
 	for range k {
 		ds = append(ds, s.embed.dispatch(1, 1))
-		for _, ops := range s.layerOps {
-			for _, o := range ops {
-				ds = append(ds, o.dispatch(1, 1))
-			}
-		}
+		ds = s.encodeLayers(ds, 0, len(s.layerOps), 1, 1, s.pos+k)
 		for _, o := range s.headOps {
 			ds = append(ds, o.dispatch(1, 1))
 		}
@@ -693,12 +752,7 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 		if err := d.Write(s.x, 0, F32Bytes(part)); err != nil {
 			return s.fail(err)
 		}
-		var ds []Dispatch
-		for i := from; i < to; i++ {
-			for _, o := range s.layerOps[i] {
-				ds = append(ds, o.dispatch(m, 1))
-			}
-		}
+		ds := s.encodeLayers(nil, from, to, m, 1, pos0+r0+m)
 		bytes := uint64(4 * len(part))
 		if err := d.Run(ds, []Copy{{Src: s.x, Dst: s.stX, Size: bytes}}); err != nil {
 			return s.fail(err)

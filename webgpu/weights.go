@@ -42,6 +42,9 @@ func deviceBytes(c tensor.Codec, rows, cols int) int64 {
 	if err != nil {
 		return 0
 	}
+	if dc == tensor.F16 && cols%shaders.ChunkOf(tensor.F16) != 0 {
+		dc = tensor.F32
+	}
 	rb, err := dc.RowBytes(cols)
 	if err != nil {
 		return 0
@@ -84,6 +87,15 @@ func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows
 	if err != nil {
 		return nil, 0, 0, 0, 0, err
 	}
+	switch {
+	case c == tensor.F16 && cols%shaders.ChunkOf(tensor.F16) != 0:
+		// The f16 matmul reads 8 elements per load; widen odd widths.
+		f := make([]float32, rows*cols)
+		if err := tensor.Dequantize(f, tensor.F16, raw); err != nil {
+			return nil, 0, 0, 0, 0, err
+		}
+		return F32Bytes(f), tensor.F32, rows, cols, 0, nil
+	}
 	switch c {
 	case tensor.F32, tensor.F16:
 		return raw, c, rows, cols, 0, nil
@@ -119,6 +131,12 @@ func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows
 // multi-GiB model never needs a matching host allocation.
 const uploadChunk = 64 << 20
 
+// flushEvery bounds the bytes written but not yet submitted: the driver
+// stages every WriteBuffer until the next submit, so loading a large model
+// without flushing holds a second copy of it (and crashed lavapipe past a
+// few hundred MiB).
+const flushEvery = 128 << 20
+
 // upload writes data into a new storage buffer.
 func (d *Device) upload(label string, data []byte) (*Buffer, error) {
 	buf, err := d.NewStorage(label, uint64(len(data)))
@@ -130,6 +148,13 @@ func (d *Device) upload(label string, data []byte) (*Buffer, error) {
 		if err := d.Write(buf, uint64(off), data[off:end]); err != nil {
 			buf.Release()
 			return nil, fmt.Errorf("webgpu: upload %s: %w", label, err)
+		}
+		d.pending += int64(end - off)
+		if d.pending >= flushEvery {
+			if err := d.Flush(); err != nil {
+				buf.Release()
+				return nil, fmt.Errorf("webgpu: upload %s: %w", label, err)
+			}
 		}
 	}
 	return buf, nil

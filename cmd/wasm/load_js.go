@@ -77,6 +77,12 @@ type loadInfo struct {
 	HasTemplate  bool         `json:"hasChatTemplate"`
 	BOS          int          `json:"bos"`
 	LoadSeconds  float64      `json:"loadSeconds"`
+	// Where the time went: fetching into OPFS (0 from the cache), parsing
+	// the model and its tokenizer, and building the backend (uploading the
+	// weights to the GPU, or reading them for the CPU engine).
+	FetchSeconds   float64 `json:"fetchSeconds"`
+	ImportSeconds  float64 `json:"importSeconds"`
+	BackendSeconds float64 `json:"backendSeconds"`
 	Heap         heapReport   `json:"heap"`
 	Persisted    bool         `json:"persisted"`
 }
@@ -153,6 +159,8 @@ func (s *state) load(ctx context.Context, r request) (*loadInfo, error) {
 		info.FromCache = true
 	}
 	info.Files = man.Files
+	info.FetchSeconds = time.Since(t0).Seconds()
+	t1 := time.Now()
 
 	hs := newHeapSampler()
 	p := osMount + opfsRoot + "/" + dir
@@ -180,7 +188,9 @@ func (s *state) load(ctx context.Context, r request) (*loadInfo, error) {
 		s.tok = tok
 		_, info.HasTemplate = tok.ChatTemplate("")
 	}
-	hs.sample()
+	hs.markWeights()
+	info.ImportSeconds = time.Since(t1).Seconds()
+	t2 := time.Now()
 
 	want := r.Backend
 	if want == "" {
@@ -206,6 +216,7 @@ func (s *state) load(ctx context.Context, r request) (*loadInfo, error) {
 		s.cpu = c
 	}
 	hs.sample()
+	info.BackendSeconds = time.Since(t2).Seconds()
 	info.Heap = hs.report()
 
 	a := &m.Arch
@@ -307,12 +318,16 @@ func (s *state) fetchModel(ctx context.Context, r request, src source, fsys stor
 		}
 	}
 
+	free := opfs.Free
+	if r.AvailableBytes > 0 {
+		free = func() (int64, error) { return r.AvailableBytes, nil }
+	}
 	var known int64
 	for _, f := range files {
 		known += f.Size
 	}
 	if known > 0 {
-		if err := download.CheckSpace(opfs.Free)(known); err != nil {
+		if err := download.CheckSpace(free)(known); err != nil {
 			return nil, fmt.Errorf("model %q: %w", src.Spec, err)
 		}
 	}
@@ -338,7 +353,7 @@ func (s *state) fetchModel(ctx context.Context, r request, src source, fsys stor
 			RetryDelay:       500 * time.Millisecond,
 			CheckpointBytes:  checkpoint,
 			ProgressInterval: 100 * time.Millisecond,
-			Quota:            download.CheckSpace(opfs.Free),
+			Quota:            download.CheckSpace(free),
 			Progress: func(p download.Progress) {
 				if time.Since(last) < 90*time.Millisecond && p.Done != p.Total {
 					return
@@ -516,7 +531,15 @@ type sampledWeights struct {
 }
 
 func (w *sampledWeights) Tensor(name string) (*tensor.Tensor, bool) {
-	w.hs.sample()
+	// The previous tensor is garbage by now (the backend has uploaded it):
+	// collect it before reading the next, so the heap holds about one
+	// tensor's working set instead of GOGC's multiple of it.
+	if w.hs.sample() > w.hs.live+16<<20 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		w.hs.live = ms.HeapAlloc
+	}
 	t, ok := w.Weights.Tensor(name)
 	w.hs.sample()
 	return t, ok
@@ -532,6 +555,8 @@ func (w *sampledWeights) Err() error {
 // heapSampler tracks the wasm heap during a load.
 type heapSampler struct {
 	base, peakAlloc, peakSys uint64
+	live                     uint64 // HeapAlloc after the last forced GC
+	beforeWeights            uint64
 	memBase                  float64
 	t                        time.Time
 	n                        int
@@ -545,6 +570,7 @@ type heapReport struct {
 	WasmMemory    float64 `json:"wasmMemoryBytes"`    // WebAssembly.Memory size after the load
 	WasmMemBefore float64 `json:"wasmMemoryBefore"`   // and before it
 	FinalHeap     uint64  `json:"finalHeapBytes"`     // HeapAlloc after a GC at the end
+	BeforeWeights uint64  `json:"beforeWeightsBytes"` // HeapAlloc with metadata and tokenizer in, no weight read yet
 	Samples       int     `json:"samples"`
 }
 
@@ -561,15 +587,27 @@ func newHeapSampler() *heapSampler {
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return &heapSampler{base: ms.HeapAlloc, peakAlloc: ms.HeapAlloc, peakSys: ms.Sys, memBase: wasmMemory()}
+	return &heapSampler{base: ms.HeapAlloc, live: ms.HeapAlloc, peakAlloc: ms.HeapAlloc, peakSys: ms.Sys, memBase: wasmMemory()}
 }
 
-func (h *heapSampler) sample() {
+// markWeights notes the heap once the model's metadata and tokenizer are
+// in, before any weight is read.
+func (h *heapSampler) markWeights() {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	h.beforeWeights, h.live = ms.HeapAlloc, ms.HeapAlloc
+	h.sample()
+}
+
+// sample records the heap and returns HeapAlloc.
+func (h *heapSampler) sample() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	h.n++
 	h.peakAlloc = max(h.peakAlloc, ms.HeapAlloc)
 	h.peakSys = max(h.peakSys, ms.Sys)
+	return ms.HeapAlloc
 }
 
 func (h *heapSampler) report() heapReport {
@@ -580,6 +618,6 @@ func (h *heapSampler) report() heapReport {
 	return heapReport{
 		BaselineHeap: h.base, PeakHeap: h.peakAlloc, PeakAbove: h.peakAlloc - h.base,
 		PeakSys: h.peakSys, WasmMemory: wasmMemory(), WasmMemBefore: h.memBase,
-		FinalHeap: ms.HeapAlloc, Samples: h.n,
+		FinalHeap: ms.HeapAlloc, BeforeWeights: h.beforeWeights, Samples: h.n,
 	}
 }

@@ -11,7 +11,8 @@
 // "result" (with value) or "error" (with message), and posts {type: "ready"}
 // once it accepts requests. Ops: load, generate, logits, stats, unload, stop,
 // cached, remove. Requests run one at a time in arrival order, except stop,
-// which cancels the running generation at once.
+// which cancels the running request at once (a generation ends with
+// finishReason "cancelled"; a download stops, resumable later).
 //
 // Models are downloaded into the Origin Private File System (storage/opfs,
 // resumable and verified by storage/download) and imported from there
@@ -48,6 +49,9 @@ type request struct {
 	// an interruption loses at most this much (default 1 MiB).
 	Checkpoint int64 `json:"checkpoint"`
 	Persisted  bool  `json:"persisted"` // what navigator.storage.persist() said on the page
+	// AvailableBytes, when positive, stands in for the origin's free space
+	// (quota - usage) in the quota checks: tests and demos of the failure.
+	AvailableBytes int64 `json:"availableBytes"`
 
 	// generate / logits
 	Backend     string    `json:"backend"` // auto (default), webgpu, cpu

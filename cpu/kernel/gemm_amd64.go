@@ -13,13 +13,20 @@ const (
 
 	gemmMinTokens = 10 // below this, MatMul uses the dot-product tile
 
-	gemmChunkBytes = 2 << 20 // packed activations consumed per pass over the weights
+	// A super-group of rows is decoded to float32 at once (about this
+	// many bytes, so that it stays in the L2 cache) and run against every
+	// panel; the panel is consumed gemmKC columns at a time (16 KiB, L1),
+	// so each panel chunk serves all the row tiles of the super-group
+	// while it is hot.
+	gemmSuperBytes = 384 << 10
+	gemmKC         = 256
 )
 
 // matmulAVX2 is the blocked product: x is packed into k-major panels of
-// 16 tokens, weight rows are decoded six at a time and each decoded tile
-// is run against every panel with a 6×16 register tile (broadcast
-// formulation: no horizontal sums).
+// 16 tokens; weight rows are decoded a super-group at a time, and each
+// 6-row tile is run against each panel with a 6×16 register tile
+// (broadcast formulation: no horizontal sums). Every output is one
+// float32 accumulation in column order, however the loops are blocked.
 func matmulAVX2(y []float32, c tensor.Codec, data []byte, rb, rows, cols int, x []float32, n int) {
 	if n < gemmMinTokens {
 		// A padded 16-token panel would waste most of its work; the
@@ -51,49 +58,53 @@ func matmulAVX2(y []float32, c tensor.Codec, data []byte, rb, rows, cols int, x 
 	if c == tensor.F32 {
 		direct, _ = f32View(data)
 	}
-	groups := (rows + gemmRows - 1) / gemmRows
-	// Panels are consumed a chunk at a time so that the chunk stays in
-	// cache while every row group streams over it; decoding a weight row
-	// once per chunk is cheap next to 2·chunk flops per weight.
-	chunk := max(1, (gemmChunkBytes/4)/(cols*gemmTokens))
-	for p0 := 0; p0 < np; p0 += chunk {
-		p1 := min(np, p0+chunk)
-		grain := max(1, (64<<10)/max(1, gemmRows*cols*(p1-p0)*gemmTokens))
-		parallelFor(groups, grain, func(lo, hi int) {
-			sp := getScratch(gemmRows * cols)
-			defer scratchPool.Put(sp)
-			ws := *sp
-			var out [gemmRows * gemmTokens]float32
-			for g := lo; g < hi; g++ {
-				r0 := g * gemmRows
-				nr := min(gemmRows, rows-r0)
-				var w []float32
-				switch {
-				case direct != nil && nr == gemmRows:
-					w = direct[r0*cols : (r0+nr)*cols]
-				case direct != nil:
-					copy(ws, direct[r0*cols:(r0+nr)*cols])
-					clear(ws[nr*cols:])
-					w = ws
-				default:
-					for i := range nr {
-						decodeRow(ws[i*cols:(i+1)*cols], c, data[(r0+i)*rb:(r0+i+1)*rb])
-					}
-					clear(ws[nr*cols:])
-					w = ws
+	// Super-group height: what fits gemmSuperBytes, but small enough
+	// that every worker gets a few.
+	sg := gemmRows * max(1, gemmSuperBytes/(gemmRows*cols*4))
+	sg = min(sg, gemmRows*max(1, (rows+4*Workers()*gemmRows-1)/(4*Workers()*gemmRows)))
+	nsg := (rows + sg - 1) / sg
+	parallelFor(nsg, 1, func(lo, hi int) {
+		sp := getScratch(sg * cols)
+		defer scratchPool.Put(sp)
+		tp := getScratch(sg / gemmRows * gemmRows * gemmTokens)
+		defer scratchPool.Put(tp)
+		ws, tiles := *sp, *tp
+		for s := lo; s < hi; s++ {
+			r0 := s * sg
+			nr := min(sg, rows-r0)
+			ng := (nr + gemmRows - 1) / gemmRows
+			var w []float32
+			switch {
+			case direct != nil && nr == ng*gemmRows:
+				w = direct[r0*cols : (r0+nr)*cols]
+			case direct != nil:
+				copy(ws, direct[r0*cols:(r0+nr)*cols])
+				w = ws[:ng*gemmRows*cols]
+			default:
+				for i := range nr {
+					decodeRow(ws[i*cols:(i+1)*cols], c, data[(r0+i)*rb:(r0+i+1)*rb])
 				}
-				for p := p0; p < p1; p++ {
-					gemm6x16AVX2(&w[0], cols, &xp[p*cols*gemmTokens], cols, &out)
-					t0 := p * gemmTokens
-					nt := min(gemmTokens, n-t0)
-					for r := range nr {
-						o := out[r*gemmTokens:]
-						for t := range nt {
-							y[(t0+t)*rows+r0+r] = o[t]
-						}
+				w = ws[:ng*gemmRows*cols]
+			}
+			clear(w[nr*cols:]) // padding rows of the last tile
+			for p := range np {
+				clear(tiles[:ng*gemmRows*gemmTokens])
+				panel := xp[p*cols*gemmTokens:]
+				for k0 := 0; k0 < cols; k0 += gemmKC {
+					kc := min(gemmKC, cols-k0)
+					for g := range ng {
+						gemm6x16AVX2(&w[g*gemmRows*cols+k0], cols, &panel[k0*gemmTokens], kc, (*[gemmRows * gemmTokens]float32)(tiles[g*gemmRows*gemmTokens:]))
+					}
+				}
+				t0 := p * gemmTokens
+				nt := min(gemmTokens, n-t0)
+				for r := range nr {
+					o := tiles[r*gemmTokens:]
+					for t := range nt {
+						y[(t0+t)*rows+r0+r] = o[t]
 					}
 				}
 			}
-		})
-	}
+		}
+	})
 }

@@ -25,8 +25,10 @@
 	VFMADD231PS Y13, Y15, Y11
 
 // func gemm6x16AVX2(w *float32, ldw int, xp *float32, k int, out *[96]float32)
-// out[16r+t] = Σ_j w[r*ldw+j]·xp[16j+t] for r < 6, t < 16: six weight rows
-// against a panel of 16 tokens stored k-major.
+// out[16r+t] += Σ_{j<k} w[r*ldw+j]·xp[16j+t] for r < 6, t < 16: six weight
+// rows against a panel of 16 tokens stored k-major. The accumulation
+// continues from out, so a long k can be split into chunks without
+// changing the order of the additions.
 TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-40
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), BX
@@ -35,18 +37,19 @@ TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-40
 	ADDQ BX, R8
 	MOVQ xp+16(FP), DI
 	MOVQ k+24(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	MOVQ out+32(FP), DX
+	VMOVUPS 0(DX), Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 64(DX), Y2
+	VMOVUPS 96(DX), Y3
+	VMOVUPS 128(DX), Y4
+	VMOVUPS 160(DX), Y5
+	VMOVUPS 192(DX), Y6
+	VMOVUPS 224(DX), Y7
+	VMOVUPS 256(DX), Y8
+	VMOVUPS 288(DX), Y9
+	VMOVUPS 320(DX), Y10
+	VMOVUPS 352(DX), Y11
 	CMPQ CX, $2
 	JLT  g6tail
 

@@ -10,9 +10,9 @@
 // block scale multiplies a block's partial sum, and q4_0's -8 offset and
 // q4_K's min are applied through Σx). MatMul decodes weight rows to float32
 // exactly and accumulates each output in one float32 sum per token. This is
-// the Exact mode, the numerical reference other backends compare against,
-// and the default. SetMode(Int8) trades it for speed on q8_0/q4_0 MatVec
-// (see Int8).
+// the Exact mode, the numerical reference other backends compare against.
+// The default mode is Int8, which trades exactness for speed on q8_0/q4_0
+// MatVec (see Int8); SetMode(Exact) or CORTIQ_KERNEL=exact restores it.
 //
 // Every output element is computed by one goroutine in an order fixed by
 // the call's shapes, so results are bit-for-bit reproducible whatever the
@@ -55,26 +55,107 @@ func matRows(w *tensor.Tensor) int {
 // For a stacked expert bank [E, out, in], expert e is row0 = e*out,
 // nrows = out.
 func MatVecRows(y []float32, w *tensor.Tensor, x []float32, row0, nrows int) {
+	var qx *q8x
+	m := prepareMatVec(y, w, x, row0, nrows, &qx)
+	runMatVecs([]matvec{m})
+}
+
+// Product is one matrix product of a MatMuls call: Y = X·Wᵀ.
+type Product struct {
+	Y []float32
+	W *tensor.Tensor
+}
+
+// MatMuls computes several products of the same activations x (n rows),
+// as MatMul(p.Y, p.W, x, n) for each p, with identical results. For one
+// token the products run as a single parallel pass, with x quantized once
+// in Int8 mode: decode issues many small products (q, k and v; gate and
+// up), and each separate call costs a synchronization of the workers.
+func MatMuls(x []float32, n int, ps ...Product) {
+	if n != 1 {
+		for _, p := range ps {
+			MatMul(p.Y, p.W, x, n)
+		}
+		return
+	}
+	var qx *q8x
+	ms := make([]matvec, len(ps))
+	for i, p := range ps {
+		ms[i] = prepareMatVec(p.Y, p.W, x, 0, matRows(p.W), &qx)
+	}
+	runMatVecs(ms)
+}
+
+// matvec is one matrix-vector product ready to run: rows are processed in
+// units of mvUnit, so that the rows a kernel sees together (and so its
+// arithmetic) do not depend on how the work is split.
+type matvec struct {
+	y    []float32
+	data []byte
+	rb   int
+	x    []float32
+	aux  []float32
+	k    rowsKernel
+	qx   *q8x
+	k8   int8Kernel // used instead of k when set
+}
+
+const mvUnit = 4 // rows per unit of work (the Int8 kernels' row tile)
+
+// prepareMatVec checks a product and picks its kernel; *qx caches the
+// quantized activations across the products of one MatMuls call.
+func prepareMatVec(y []float32, w *tensor.Tensor, x []float32, row0, nrows int, qx **q8x) matvec {
 	cols := w.Cols()
 	rb := checkMat(w, cols, row0, nrows)
 	if len(x) != cols || len(y) < nrows {
 		panic(fmt.Sprintf("kernel: MatVec %s %v: len(x)=%d len(y)=%d for %d rows of %d", w.Name, w.Shape, len(x), len(y), nrows, cols))
 	}
-	data := w.Data[row0*rb : (row0+nrows)*rb]
-	// Split so that each chunk reads at least ~64 KiB of weights.
-	grain := max(1, (64<<10)/max(1, rb))
+	m := matvec{y: y[:nrows], data: w.Data[row0*rb : (row0+nrows)*rb], rb: rb, x: x}
 	if CurrentMode() == Int8 && int(w.Codec) < len(int8Kernels) && int8Kernels[w.Codec] != nil && cols > 0 {
-		k8 := int8Kernels[w.Codec]
-		qx := quantizeX(x)
-		parallelFor(nrows, grain, func(lo, hi int) {
-			k8(y[lo:hi], data[lo*rb:hi*rb], rb, qx)
-		})
+		if *qx == nil {
+			*qx = quantizeX(x)
+		}
+		m.k8, m.qx = int8Kernels[w.Codec], *qx
+		return m
+	}
+	m.k = matvecKernel(w.Codec)
+	m.aux = prepareX(w.Codec, x)
+	return m
+}
+
+func (m *matvec) units() int { return (len(m.y) + mvUnit - 1) / mvUnit }
+
+// run computes the rows of units [lo, hi).
+func (m *matvec) run(lo, hi int) {
+	r0, r1 := lo*mvUnit, min(hi*mvUnit, len(m.y))
+	if m.k8 != nil {
+		m.k8(m.y[r0:r1], m.data[r0*m.rb:r1*m.rb], m.rb, m.qx)
 		return
 	}
-	k := matvecKernel(w.Codec)
-	aux := prepareX(w.Codec, x)
-	parallelFor(nrows, grain, func(lo, hi int) {
-		k(y[lo:hi], data[lo*rb:hi*rb], rb, x, aux)
+	m.k(m.y[r0:r1], m.data[r0*m.rb:r1*m.rb], m.rb, m.x, m.aux)
+}
+
+// runMatVecs runs the products as one parallel loop over their units.
+func runMatVecs(ms []matvec) {
+	total, bytes := 0, 0
+	for i := range ms {
+		total += ms[i].units()
+		bytes += len(ms[i].data)
+	}
+	if total == 0 {
+		return
+	}
+	// Split so that each chunk reads at least ~64 KiB of weights.
+	grain := max(1, (64<<10)/max(1, bytes/total))
+	parallelFor(total, grain, func(lo, hi int) {
+		base := 0
+		for i := range ms {
+			u := ms[i].units()
+			if a, b := max(lo-base, 0), min(hi-base, u); a < b {
+				ms[i].run(a, b)
+			}
+			base += u
+		}
 	})
 }
 

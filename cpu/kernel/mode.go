@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"math"
+	"os"
 	"sync/atomic"
 
 	"github.com/cortiq/cortiq/tensor"
@@ -13,27 +14,40 @@ type Mode int32
 
 const (
 	// Exact dots float32 activations with exactly dequantized weights
-	// (the default, and the reference other backends compare against).
+	// (the reference other backends compare against).
 	Exact Mode = iota
 	// Int8 quantizes the activation vector to int8 in blocks of 32 (scale
 	// amax/127, as llama.cpp's q8_0 activations) and dots q8_0 and q4_0
 	// weights in integer arithmetic, one float multiply-add per block.
-	// Faster where decoding is compute bound; the result differs from
-	// Exact by the activation rounding (relative error around 1e-3 of
-	// Σ|w·x|, 5e-3 of |y| on random data; see TestInt8Error). Other codecs,
-	// MatMul with n >= 2 (MatMul with n == 1 is MatVec), and builds without
-	// the SIMD kernels stay Exact.
+	// It is the default: it reads a quarter of the activation bytes and
+	// does a quarter of the multiplies, as llama.cpp does. The result
+	// differs from Exact by the activation rounding (relative error around
+	// 1e-3 of Σ|w·x|, 5e-3 of |y| on random data; see TestInt8Error).
+	// Other codecs, MatMul with n >= 2 (MatMul with n == 1 is MatVec), and
+	// builds without the SIMD kernels stay Exact. The environment variable
+	// CORTIQ_KERNEL=exact (or int8) sets the mode at start-up.
 	Int8
 )
 
 var mode atomic.Int32
+
+func init() {
+	m := Int8
+	switch os.Getenv("CORTIQ_KERNEL") {
+	case "exact":
+		m = Exact
+	case "int8":
+		m = Int8
+	}
+	mode.Store(int32(m))
+}
 
 // SetMode sets the arithmetic of subsequent calls and returns the previous
 // mode. It is safe to call concurrently, but a call in flight may use
 // either mode.
 func SetMode(m Mode) Mode { return Mode(mode.Swap(int32(m))) }
 
-// CurrentMode reports the mode set by SetMode (Exact by default).
+// CurrentMode reports the mode set by SetMode (Int8 by default).
 func CurrentMode() Mode { return Mode(mode.Load()) }
 
 func (m Mode) String() string {
@@ -48,16 +62,18 @@ func (m Mode) String() string {
 
 // q8x is an activation vector quantized for the Int8 kernels: q holds
 // round(x/d) per 32-element block, d the block scales and s = d·Σq per
-// block (for the q4_0 offset).
+// block (for the q4_0 offset); c holds eight int32 per block whose sum is
+// 8·Σq (the q4_0 offset in integer form: the first is 8·Σq, the rest 0).
 type q8x struct {
 	q []int8
 	d []float32
 	s []float32
+	c []int32
 }
 
 func quantizeX(x []float32) *q8x {
 	nb := len(x) / 32
-	qx := &q8x{q: make([]int8, len(x)), d: make([]float32, nb), s: make([]float32, nb)}
+	qx := &q8x{q: make([]int8, len(x)), d: make([]float32, nb), s: make([]float32, nb), c: make([]int32, 8*nb)}
 	for b := range nb {
 		xb := x[32*b : 32*b+32]
 		var amax float32
@@ -77,6 +93,7 @@ func quantizeX(x []float32) *q8x {
 		}
 		qx.d[b] = d
 		qx.s[b] = d * float32(sum)
+		qx.c[8*b] = 8 * sum
 	}
 	return qx
 }

@@ -1,0 +1,42 @@
+package kernel
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// TestMatMuls checks that a fused MatMuls call gives exactly what separate
+// MatMul calls give, in both modes and for one and several tokens.
+func TestMatMuls(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	const cols = 256
+	for _, m := range []Mode{Exact, Int8} {
+		prev := SetMode(m)
+		for _, n := range []int{1, 3} {
+			ws := []*tensor.Tensor{
+				randWeight(t, r, tensor.Q4_0, 1001, cols),
+				randWeight(t, r, tensor.Q8_0, 9, cols),
+				randWeight(t, r, tensor.F32, 33, cols),
+				randWeight(t, r, tensor.Q4_K, 5, cols),
+			}
+			x := randX(r, n*cols)
+			var ps []Product
+			for _, w := range ws {
+				ps = append(ps, Product{Y: make([]float32, n*w.Shape[0]), W: w})
+			}
+			MatMuls(x, n, ps...)
+			for i, w := range ws {
+				want := make([]float32, n*w.Shape[0])
+				MatMul(want, w, x, n)
+				for j := range want {
+					if want[j] != ps[i].Y[j] {
+						t.Fatalf("%s n=%d product %d (%s) y[%d] = %g, separate MatMul %g", m, n, i, w.Codec, j, ps[i].Y[j], want[j])
+					}
+				}
+			}
+		}
+		SetMode(prev)
+	}
+}

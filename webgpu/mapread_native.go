@@ -1,0 +1,88 @@
+//go:build !js
+
+package webgpu
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+
+// The few wgpu-native entry points we call directly, declared here rather
+// than through the binding's header (same ABI as its lib/webgpu.h).
+typedef void *cortiqBuffer;
+typedef void (*cortiqMapCallback)(uint32_t status, void *userdata);
+extern void wgpuBufferMapAsync(cortiqBuffer buffer, uint32_t mode, size_t offset, size_t size, cortiqMapCallback callback, void *userdata);
+extern uint64_t wgpuBufferGetSize(cortiqBuffer buffer);
+
+// The map state lives in C memory: 0 while pending, status+1 once the
+// callback has run (inside wgpuDevicePoll, on the polling thread).
+static void cortiq_map_done(uint32_t status, void *userdata) {
+	*(volatile int32_t *)userdata = (int32_t)status + 1;
+}
+
+static void cortiq_map_async(cortiqBuffer b, uint32_t mode, size_t off, size_t size, int32_t *state) {
+	*state = 0;
+	wgpuBufferMapAsync(b, mode, off, size, cortiq_map_done, state);
+}
+
+static int32_t cortiq_map_state(int32_t *state) {
+	return *(volatile int32_t *)state;
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+// Why not (*wgpu.Buffer).MapAsync: the binding (v0.23.0) hands C a pointer
+// to a Go-heap cgo.Handle that nothing in Go keeps alive, and C reads it when
+// the callback fires inside a later Poll. Under GC that memory is reused:
+// reads came back as zeros, or the process died ("misuse of an invalid
+// Handle", or a bare SIGSEGV). This shim keeps the callback state in C.
+
+// rawBuffer extracts the C handle from the binding's Buffer, whose layout is
+// {deviceRef, ref}. checkRawBuffer verifies that against the buffer's size at
+// Open, so a binding upgrade that moves the field fails loudly, not silently.
+func rawBuffer(b *wgpu.Buffer) C.cortiqBuffer {
+	return C.cortiqBuffer((*[2]unsafe.Pointer)(unsafe.Pointer(b))[1])
+}
+
+func checkRawBuffer(b *wgpu.Buffer) error {
+	if got, want := uint64(C.wgpuBufferGetSize(rawBuffer(b))), b.GetSize(); got != want {
+		return fmt.Errorf("webgpu: binding layout changed (buffer size %d via C, %d via Go)", got, want)
+	}
+	return nil
+}
+
+func (d *Device) mapRead(b *Buffer, n uint64) ([]byte, error) {
+	state := (*C.int32_t)(C.malloc(4))
+	defer C.free(unsafe.Pointer(state))
+	C.cortiq_map_async(rawBuffer(b.b), C.uint32_t(wgpu.MapModeRead), 0, C.size_t(n), state)
+	deadline := time.Now().Add(readbackTimeout)
+	for C.cortiq_map_state(state) == 0 {
+		d.dev.Poll(true, nil)
+		if err := d.Err(); err != nil {
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			d.markLost("readback timed out")
+			return nil, d.Err()
+		}
+	}
+	if st := wgpu.BufferMapAsyncStatus(C.cortiq_map_state(state) - 1); st != wgpu.BufferMapAsyncStatusSuccess {
+		return nil, fmt.Errorf("webgpu: map failed: %s", st)
+	}
+	out := make([]byte, n)
+	copy(out, b.b.GetMappedRange(0, uint(n)))
+	if err := b.b.Unmap(); err != nil {
+		return nil, fmt.Errorf("webgpu: unmap: %w", err)
+	}
+	return out, nil
+}
+
+// wait blocks until the queue is idle.
+func (d *Device) wait() { d.dev.Poll(true, nil) }
