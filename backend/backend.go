@@ -36,6 +36,10 @@ type Stats struct {
 	UploadBytes      int64   `json:"upload_bytes"`
 	ResidentBytes    int64   `json:"resident_bytes"`
 	WeightBytesToken int64   `json:"weight_bytes_per_token"`
+	// Submits and Tokens are the raw counts behind SubmitsPerToken, so a
+	// caller can measure a window (steady decode) by difference.
+	Submits int64 `json:"submits"`
+	Tokens  int64 `json:"tokens"`
 }
 
 // StatsReporter is implemented by backends that count what they do.

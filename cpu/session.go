@@ -129,34 +129,7 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 		s.hook(-1, x, n)
 	}
 
-	h := make([]float32, n*H)
-	for i, l := range b.layers {
-		// Token mixer with its residual.
-		s.norm(h, x, l.attnNorm, n)
-		var out []float32
-		switch l.spec.Mixer {
-		case model.MixerAttention:
-			out = s.attention(i, l.attn, h, n)
-		case model.MixerShortConv:
-			out = s.shortConv(l.conv, s.conv[i], h, n)
-		case model.MixerGatedDelta:
-			out = s.gatedDelta(l.delta, s.delta[i], h, n)
-		}
-		s.residual(x, out, l.postAttnNorm, n)
-
-		// Feed-forward with its residual.
-		s.norm(h, x, l.ffnNorm, n)
-		switch l.spec.FFN {
-		case model.FFNDense:
-			out = s.denseFFN(l.ffn, h, n, l.spec.FFNHidden)
-		case model.FFNMoE:
-			out = s.moeFFN(l.moe, h, n)
-		}
-		s.residual(x, out, l.postFFNNorm, n)
-		if s.hook != nil {
-			s.hook(i, x, n)
-		}
-	}
+	s.runLayers(x, n, 0, len(b.layers))
 	s.pos += n
 
 	// Final norm and logits, for the rows the caller wants.
@@ -229,4 +202,62 @@ func activate(act model.Activation, x []float32) {
 	default:
 		kernel.SiLU(x)
 	}
+}
+
+// runLayers runs decoder layers [from, to) over the n hidden rows in x (in
+// place) at positions s.pos.. .
+func (s *Session) runLayers(x []float32, n, from, to int) {
+	b := s.b
+	h := make([]float32, n*b.arch.Hidden)
+	for i := from; i < to; i++ {
+		l := b.layers[i]
+		// Token mixer with its residual.
+		s.norm(h, x, l.attnNorm, n)
+		var out []float32
+		switch l.spec.Mixer {
+		case model.MixerAttention:
+			out = s.attention(i, l.attn, h, n)
+		case model.MixerShortConv:
+			out = s.shortConv(l.conv, s.conv[i], h, n)
+		case model.MixerGatedDelta:
+			out = s.gatedDelta(l.delta, s.delta[i], h, n)
+		}
+		s.residual(x, out, l.postAttnNorm, n)
+
+		// Feed-forward with its residual.
+		s.norm(h, x, l.ffnNorm, n)
+		switch l.spec.FFN {
+		case model.FFNDense:
+			out = s.denseFFN(l.ffn, h, n, l.spec.FFNHidden)
+		case model.FFNMoE:
+			out = s.moeFFN(l.moe, h, n)
+		}
+		s.residual(x, out, l.postFFNNorm, n)
+		if s.hook != nil {
+			s.hook(i, x, n)
+		}
+	}
+}
+
+// ForwardLayers runs decoder layers [from, to) over n hidden rows x (in
+// place) at positions pos0..pos0+n-1, keeping this session's caches for
+// those layers. It serves a device backend whose model does not fit: the
+// device runs a layer prefix, this session the rest. Calls must come in
+// position order, as Forward's do.
+func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
+	if s.caches == nil {
+		return fmt.Errorf("cpu: session is closed")
+	}
+	if from < 0 || to > len(s.b.layers) || from > to || len(x) != n*s.b.arch.Hidden {
+		return fmt.Errorf("cpu: ForwardLayers(%d rows, layers %d..%d) of a %d-layer model", n, from, to, len(s.b.layers))
+	}
+	if pos0 != s.pos {
+		return fmt.Errorf("cpu: ForwardLayers at position %d, the session is at %d", pos0, s.pos)
+	}
+	if pos0+n > s.maxLen {
+		return fmt.Errorf("cpu: %d positions + %d tokens exceed the session length %d", pos0, n, s.maxLen)
+	}
+	s.runLayers(x, n, from, to)
+	s.pos += n
+	return nil
 }

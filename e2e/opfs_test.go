@@ -90,7 +90,19 @@ func TestResumeAfterKill(t *testing.T) {
 	srv.setThrottle(0)
 	srv.clearLog()
 	srv.start()
-	info := b.mustLoad("slow", `{retries: 0, checkpoint: 65536}`, 2*time.Minute)
+	info := b.mustLoad("slow", `{retries: 0, checkpoint: 65536, onProgress: p => (window.__prog = window.__prog || []).push(p)}`, 2*time.Minute)
+	var prog []struct {
+		File    string  `json:"file"`
+		Done    float64 `json:"done"`
+		Total   float64 `json:"total"`
+		Resumed float64 `json:"resumed"`
+	}
+	b.mustEval(`window.__prog || []`, &prog, time.Minute)
+	if len(prog) == 0 {
+		t.Errorf("no progress events")
+	} else if last := prog[len(prog)-1]; last.Done != float64(size) || last.Total != float64(size) || last.Resumed <= 0 {
+		t.Errorf("last progress event %+v, want done = total = %d with resumed bytes", last, size)
+	}
 	var from int64 = -1
 	for _, a := range srv.accesses("/models/slow/stories260K.gguf") {
 		if v, ok := strings.CutPrefix(a.Range, "bytes="); ok {
@@ -212,4 +224,41 @@ func TestQuota(t *testing.T) {
 	if got := srv.accesses("/models/stories260K/stories260K.gguf"); len(got) != 0 {
 		t.Errorf("the file was requested despite the quota: %+v", got)
 	}
+}
+
+// TestResumeAfterReload: the page reloads mid-download (the Worker dies with
+// its OPFS handles); the next load resumes the part with a Range request.
+func TestResumeAfterReload(t *testing.T) {
+	needBrowser(t)
+	gguf := needShared(t, "fixtures/models/stories260K.gguf")
+	_, size := fileSHA(t, gguf)
+	srv := newServer(t, nil)
+	srv.addOwn("slow", gguf, honest)
+	b := newBrowser(t, false, "")
+	b.open(srv.url() + "/")
+	srv.setThrottle(256 << 10)
+	// Start the load without waiting for it.
+	var started bool
+	b.mustEval(`(cortiq.load("slow", {retries: 0, checkpoint: 65536}).catch(() => {}), true)`, &started, time.Minute)
+	deadline := time.Now().Add(time.Minute)
+	for srv.bytesSent("/models/slow/stories260K.gguf") < size/2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the download did not progress")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.reload()
+	srv.setThrottle(0)
+	srv.clearLog()
+	info := b.mustLoad("slow", `{retries: 0}`, 2*time.Minute)
+	var from int64 = -1
+	for _, a := range srv.accesses("/models/slow/stories260K.gguf") {
+		if v, ok := strings.CutPrefix(a.Range, "bytes="); ok {
+			from, _ = strconv.ParseInt(strings.TrimSuffix(v, "-"), 10, 64)
+		}
+	}
+	if from <= 0 || info.Resumed != from || info.Files[0].Verified != "sha256" {
+		t.Errorf("after the reload: Range from %d, resumed %d, files %+v; want a verified resume", from, info.Resumed, info.Files)
+	}
+	t.Logf("resumed at byte %d of %d after a reload", from, size)
 }

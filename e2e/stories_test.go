@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cortiq/cortiq/importer"
 )
 
 // storiesText is the greedy continuation of "Once upon a time" by
@@ -47,6 +50,16 @@ func TestStoriesGreedy(t *testing.T) {
 			if c.webgpu != strings.HasPrefix(res.Backend, "webgpu") {
 				t.Errorf("generation ran on %q", res.Backend)
 			}
+			if c.webgpu {
+				return
+			}
+			// Chat turns go through the model's template (ChatML here, as
+			// stories260K ships none) and stream like any prompt.
+			chat := b.generate(map[string]any{"messages": []map[string]string{{"role": "user", "content": "Tell me a story."}},
+				"maxTokens": 8, "temperature": 0.8, "topK": 40, "topP": 0.95, "seed": 7}, time.Minute)
+			if len(chat.IDs) == 0 || chat.FinishReason == "" {
+				t.Errorf("chat generate: %+v", chat)
+			}
 		})
 	}
 }
@@ -61,4 +74,36 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// TestFormats: the same model as a GGUF URL and as a CMF file (written here
+// with importer.SaveCMF) loads by URL and greedy-decodes the known text on
+// the CPU engine.
+func TestFormats(t *testing.T) {
+	needBrowser(t)
+	gguf := needShared(t, "fixtures/models/stories260K.gguf")
+	dir := t.TempDir()
+	m, err := importer.Open(gguf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmfPath := filepath.Join(dir, "stories260K.cmf")
+	err = importer.SaveCMF(m, cmfPath, importer.SaveOptions{Keep: true})
+	if m.Close != nil {
+		m.Close()
+	}
+	if err != nil {
+		t.Fatalf("SaveCMF: %v", err)
+	}
+	srv := newServer(t, map[string]string{"g": gguf, "c": cmfPath})
+	b := newBrowser(t, false, "")
+	b.open(srv.url() + "/")
+	for _, u := range []string{srv.url() + "/models/g/stories260K.gguf", "/models/c/stories260K.cmf"} {
+		info := b.mustLoad(u, "", time.Minute)
+		res := b.generate(map[string]any{"prompt": "Once upon a time", "maxTokens": 64, "temperature": 0}, 2*time.Minute)
+		if got := "Once upon a time" + res.Text; got != storiesText {
+			t.Errorf("%s: greedy text %q", u, got)
+		}
+		t.Logf("%s: %s, %d bytes, verified by %s", u, info.Family, info.Files[0].Size, info.Files[0].Verified)
+	}
 }

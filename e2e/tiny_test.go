@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,10 +18,6 @@ import (
 var denseArchs = []string{"llama", "mistral", "mistral_sw8", "qwen2", "qwen3", "gemma", "gemma2", "gemma2_sw8",
 	"gemma3_text", "gemma3_text_sw8", "phi3", "granite", "granite_mult", "olmo2", "smollm3"}
 
-// webgpuGreedyArchs also decode greedily on WebGPU (SwiftShader decodes at
-// about a token per second on a loaded 2-core machine, so the full set
-// runs only with CORTIQ_E2E_FULL=1); every arch decodes on the CPU engine.
-var webgpuGreedyArchs = []string{"llama", "qwen3", "gemma2_sw8", "phi3"}
 
 const logitTol = 2e-3
 
@@ -126,7 +121,6 @@ func TestTinyFixtures(t *testing.T) {
 	srv := newServer(t, models)
 	b := newBrowser(t, true, "")
 	b.open(srv.url() + "/")
-	full := os.Getenv("CORTIQ_E2E_FULL") != ""
 	for i, arch := range denseArchs {
 		t.Run(arch, func(t *testing.T) {
 			b.t = t
@@ -160,7 +154,7 @@ func TestTinyFixtures(t *testing.T) {
 				}
 			}
 			backends := []string{"cpu"}
-			if gpu && (full || contains(webgpuGreedyArchs, arch)) {
+			if gpu {
 				backends = append(backends, "webgpu")
 			}
 			for _, be := range backends {
@@ -175,13 +169,4 @@ func TestTinyFixtures(t *testing.T) {
 			t.Logf("%s: %.1fs", arch, time.Since(t0).Seconds())
 		})
 	}
-}
-
-func contains(s []string, x string) bool {
-	for _, v := range s {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

@@ -63,15 +63,11 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 	e.cpu = c
 	switch want := e.wantDevice(); want {
 	case "webgpu":
-		dev, err := newDeviceBackend(m, opts)
+		dev, err := newDeviceBackend(m, opts, c)
 		if err != nil {
-			if opts.Backend == "webgpu" {
-				// An explicit request still works, honestly, on the CPU;
-				// the reason is reported in Result.Backend and DeviceError.
-				e.devErr = err
-			} else {
-				e.devErr = err
-			}
+			// Even an explicit request runs, honestly, on the CPU; the
+			// reason is reported in Result.DeviceError.
+			e.devErr = err
 		} else {
 			e.dev = dev
 		}
@@ -207,7 +203,6 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		return nil, err
 	}
 	defer sess.Close()
-	up0 := sess.uploadBytes()
 
 	res := &Result{PromptTokens: len(prompt), FinishReason: "length"}
 	if e.devErr != nil {
@@ -229,7 +224,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	}
 	tPrefill := time.Since(t0)
 	res.PrefillTokS = float64(len(prompt)) / tPrefill.Seconds()
-	var upAfterFirst int64
+	var upAfterFirst, subAfterFirst, tokAfterFirst int64
 	t1 := time.Now()
 	decoded := 0
 	for n := 0; n < maxNew; n++ {
@@ -273,6 +268,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		decoded++
 		if decoded == 1 {
 			upAfterFirst = sess.uploadBytes()
+			subAfterFirst, tokAfterFirst = sess.counters()
 		}
 	}
 	if res.FinishReason == "length" || res.FinishReason == "cancelled" {
@@ -298,8 +294,12 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	res.SubmitsPerToken = st.SubmitsPerToken
 	if decoded > 1 {
 		res.UploadBytesDelta = sess.uploadBytes() - upAfterFirst
+		// Steady decode: the submits per token after the first decode step
+		// (sessions running concurrently on the same device blur this).
+		if sub, tok := sess.counters(); tok > tokAfterFirst {
+			res.SubmitsPerToken = float64(sub-subAfterFirst) / float64(tok-tokAfterFirst)
+		}
 	}
-	_ = up0
 	return res, nil
 }
 

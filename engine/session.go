@@ -15,7 +15,7 @@ const autoDevice = "webgpu"
 
 // newDeviceBackend builds the device backend of this build; device_*.go
 // files replace it.
-var newDeviceBackend = func(m *model.Model, opts Options) (backend.Backend, error) {
+var newDeviceBackend = func(m *model.Model, opts Options, host backend.Backend) (backend.Backend, error) {
 	return nil, errors.New("engine: this build has no device backend")
 }
 
@@ -105,6 +105,17 @@ func (s *session) stats() backend.Stats {
 		}
 	}
 	return s.devStats
+}
+
+// counters returns the device's raw submit and token counts (zero on the CPU).
+func (s *session) counters() (submits, tokens int64) {
+	if s.onDevice {
+		if sr, ok := s.e.dev.(backend.StatsReporter); ok {
+			st := sr.Stats()
+			return st.Submits, st.Tokens
+		}
+	}
+	return 0, 0
 }
 
 func (s *session) uploadBytes() int64 {

@@ -99,6 +99,8 @@
     // seen the request (the generation then resolves with finishReason
     // "cancelled").
     stop() { return call("stop", {}); },
+    // _call sends a raw request (debugging and test tools).
+    _call: call,
     // storage estimates what the origin may still store.
     async storage() {
       const est = navigator.storage && navigator.storage.estimate ? await navigator.storage.estimate() : {};

@@ -673,6 +673,8 @@ func (b *Backend) Stats() backend.Stats {
 		UploadBytes:      b.stats.upload,
 		ResidentBytes:    b.stats.resident,
 		WeightBytesToken: b.tokenWeightBytes,
+		Submits:          b.stats.submits,
+		Tokens:           b.stats.tokens,
 	}
 	if b.stats.tokens > 0 {
 		st.SubmitsPerToken = float64(b.stats.submits) / float64(b.stats.tokens)
@@ -725,4 +727,11 @@ func (b *Backend) Close() error {
 		b.dev.Close()
 	}
 	return nil
+}
+
+// DeviceID identifies the adapter for caches keyed by device (the probe's
+// verdicts): name, backend and driver.
+func (b *Backend) DeviceID() string {
+	i := b.dev.Info()
+	return i.Name + "|" + i.Backend + "|" + i.Driver
 }

@@ -60,11 +60,11 @@ func synthetic(tb testing.TB, c tensor.Codec, vocab, hidden, ffn, layers, heads,
 }
 
 // TestWideVocab drives a head of more than 65535 rows (a 2-D grid) and a
-// 128-wide head dimension through the backend, checked through
+// 64-wide head dimension through the backend, checked through
 // Forward vs ForwardGreedy consistency and the far rows being written.
 func TestWideVocab(t *testing.T) {
 	d := testDevice(t)
-	m := synthetic(t, tensor.Q8_0, 66000, 128, 128, 1, 1, 1)
+	m := synthetic(t, tensor.Q8_0, 66000, 64, 64, 1, 1, 1)
 	b, err := New(m, Options{Device: d})
 	if err != nil {
 		t.Fatal(err)

@@ -217,7 +217,7 @@ func TestQuantizedImportError(t *testing.T) {
 		ref := loadReference(t, dir)
 		tmp := t.TempDir()
 		for _, q := range []struct {
-			codec      string
+			codec       string
 			rms, maxRel float64
 		}{{"q8_0", 0.05, 0.30}, {"q4_0", 0.60, 2.5}} {
 			p := filepath.Join(tmp, arch+"-"+q.codec+".cmf")
@@ -277,5 +277,43 @@ func TestStoriesText(t *testing.T) {
 	out := cortiq(t, nil, "run", "-m", p, "-p", "Once upon a time", "-n", "64", "--temp", "0")
 	if out != storiesWant {
 		t.Fatalf("got\n%q\nwant\n%q", out, storiesWant)
+	}
+}
+
+// TestCLIWebGPU: the device backend through the CLI contract (issue 4,
+// acceptance 1-2): the backend is named, nothing fell back, one submit per
+// steady decode token, no uploads after the first token, and the logits
+// within 2e-3 of the reference. It skips where no adapter exists.
+func TestCLIWebGPU(t *testing.T) {
+	root := shared(t)
+	for _, arch := range []string{"llama", "gemma2_sw8", "qwen3"} {
+		t.Run(arch, func(t *testing.T) {
+			dir := filepath.Join(root, "fixtures", "tiny", arch)
+			ref := loadReference(t, dir)
+			out := cortiq(t, nil, "run", "-m", dir, "--ids", idList(ref.ids), "-n", "8", "--temp", "0", "--ignore-eos", "--json", "--backend", "webgpu")
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			var final struct {
+				Backend          string  `json:"backend"`
+				FallbackOps      int     `json:"fallback_ops"`
+				SubmitsPerToken  float64 `json:"submits_per_token"`
+				UploadBytesDelta *int64  `json:"upload_bytes_delta"`
+				DeviceError      string  `json:"device_error"`
+				IDs              []int   `json:"ids"`
+			}
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &final); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(final.Backend, "webgpu:") {
+				t.Skipf("no WebGPU adapter: %s", final.DeviceError)
+			}
+			if final.FallbackOps != 0 || final.SubmitsPerToken != 1 || final.UploadBytesDelta == nil || *final.UploadBytesDelta != 0 {
+				t.Errorf("final %+v: want fallback_ops 0, submits_per_token 1, upload_bytes_delta 0", final)
+			}
+			p := filepath.Join(t.TempDir(), "l.safetensors")
+			cortiq(t, nil, "logits", "-m", dir, "--backend", "webgpu", "--ids", idList(ref.ids), "-o", p)
+			if d := maxAbsDiff(readLogits(t, p), ref.logits); d > 2e-3 {
+				t.Errorf("webgpu logits differ from the reference by %.3g (> 2e-3)", d)
+			}
+		})
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall/js"
 	"time"
@@ -97,6 +98,11 @@ func main() {
 		var r request
 		if err := json.Unmarshal([]byte(args[0].String()), &r); err != nil {
 			post(map[string]any{"type": "error", "message": "bad request: " + err.Error()})
+			return nil
+		}
+		if strings.HasPrefix(r.Op, "__") {
+			// Reserved for tools injected into the Worker (profilers);
+			// they answer for themselves.
 			return nil
 		}
 		if r.Op == "stop" {

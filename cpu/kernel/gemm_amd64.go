@@ -98,10 +98,10 @@ func matmulAVX2(y []float32, c tensor.Codec, data []byte, rb, rows, cols int, x 
 				}
 				t0 := p * gemmTokens
 				nt := min(gemmTokens, n-t0)
-				for r := range nr {
-					o := tiles[r*gemmTokens:]
-					for t := range nt {
-						y[(t0+t)*rows+r0+r] = o[t]
+				for t := range nt {
+					yt := y[(t0+t)*rows+r0 : (t0+t)*rows+r0+nr]
+					for r := range yt {
+						yt[r] = tiles[r*gemmTokens+t]
 					}
 				}
 			}

@@ -167,7 +167,7 @@ q8q8done:
 	VZEROUPPER
 
 // Software prefetch distance in bytes ahead of each row.
-#define PFDIST 1024
+#define PFDIST 2048
 
 // The scale product dw·xd of the block at SI+IDX into YA.
 #define BSCALE(IDX, XA, YA) \

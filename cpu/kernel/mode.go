@@ -73,23 +73,27 @@ type q8x struct {
 
 func quantizeX(x []float32) *q8x {
 	nb := len(x) / 32
-	qx := &q8x{q: make([]int8, len(x)), d: make([]float32, nb), s: make([]float32, nb), c: make([]int32, 8*nb)}
+	f := make([]float32, 2*nb)
+	qx := &q8x{q: make([]int8, len(x)), d: f[:nb:nb], s: f[nb:], c: make([]int32, 8*nb)}
 	for b := range nb {
-		xb := x[32*b : 32*b+32]
+		xb := (*[32]float32)(x[32*b:])
 		var amax float32
 		for _, v := range xb {
-			amax = max(amax, float32(math.Abs(float64(v))))
+			amax = max(amax, math.Float32frombits(math.Float32bits(v)&0x7fffffff))
 		}
 		d := amax / 127
 		var id float32
 		if d != 0 {
 			id = 1 / d
 		}
+		q := (*[32]int8)(qx.q[32*b:])
 		var sum int32
 		for i, v := range xb {
-			q := int8(math.Round(float64(v * id)))
-			qx.q[32*b+i] = q
-			sum += int32(q)
+			// |v·id| <= 127.5 rounds into int8 range; half rounds to even, as
+			// the SIMD conversions do.
+			r := int32(math.RoundToEven(float64(v * id)))
+			q[i] = int8(r)
+			sum += r
 		}
 		qx.d[b] = d
 		qx.s[b] = d * float32(sum)
