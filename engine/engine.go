@@ -156,6 +156,8 @@ type Result struct {
 	FallbackOps      int     `json:"fallback_ops"`
 	SubmitsPerToken  float64 `json:"submits_per_token"`
 	UploadBytesDelta int64   `json:"upload_bytes_delta"`
+	WeightBytesToken int64   `json:"weight_bytes_per_token,omitempty"` // weight bytes the device reads per decode step
+	ResidentBytes    int64   `json:"resident_bytes,omitempty"`
 	DeviceError      string  `json:"device_error,omitempty"`
 }
 
@@ -292,6 +294,8 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	st := sess.stats()
 	res.FallbackOps = st.FallbackOps + sess.fallbacks
 	res.SubmitsPerToken = st.SubmitsPerToken
+	res.WeightBytesToken = st.WeightBytesToken
+	res.ResidentBytes = st.ResidentBytes
 	if decoded > 1 {
 		res.UploadBytesDelta = sess.uploadBytes() - upAfterFirst
 		// Steady decode: the submits per token after the first decode step

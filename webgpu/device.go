@@ -379,9 +379,9 @@ type Copy struct {
 	Size           uint64
 }
 
-// Run encodes the dispatches in one compute pass, then the copies, and
-// submits the lot as one command buffer.
-func (d *Device) Run(ds []Dispatch, copies []Copy) error {
+// Run encodes the copies pre, the dispatches in one compute pass, then the
+// copies post, and submits the lot as one command buffer.
+func (d *Device) Run(pre []Copy, ds []Dispatch, post []Copy) error {
 	if err := d.Err(); err != nil {
 		return err
 	}
@@ -397,6 +397,11 @@ func (d *Device) Run(ds []Dispatch, copies []Copy) error {
 		return fmt.Errorf("webgpu: command encoder: %w", err)
 	}
 	defer enc.Release()
+	for _, c := range pre {
+		if err := enc.CopyBufferToBuffer(c.Src.b, c.SrcOff, c.Dst.b, c.DstOff, (c.Size+3)&^3); err != nil {
+			return fmt.Errorf("webgpu: copy: %w", err)
+		}
+	}
 	if len(ds) > 0 {
 		pass := enc.BeginComputePass(nil)
 		for _, x := range ds {
@@ -410,7 +415,7 @@ func (d *Device) Run(ds []Dispatch, copies []Copy) error {
 		pass.End()
 		pass.Release()
 	}
-	for _, c := range copies {
+	for _, c := range post {
 		if err := enc.CopyBufferToBuffer(c.Src.b, c.SrcOff, c.Dst.b, c.DstOff, (c.Size+3)&^3); err != nil {
 			return fmt.Errorf("webgpu: copy: %w", err)
 		}
@@ -467,7 +472,7 @@ func (d *Device) ReadBuffer(src *Buffer, n uint64) ([]byte, error) {
 		return nil, err
 	}
 	defer st.Release()
-	if err := d.Run(nil, []Copy{{Src: src, Dst: st, Size: n}}); err != nil {
+	if err := d.Run(nil, nil, []Copy{{Src: src, Dst: st, Size: n}}); err != nil {
 		return nil, err
 	}
 	return d.Read(st, n)

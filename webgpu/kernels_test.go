@@ -70,7 +70,7 @@ func (k *kt) run(key, src string, kinds []BindKind, grid [3]uint32, bufs ...*Buf
 		k.t.Fatal(err)
 	}
 	defer g.Release()
-	if err := k.d.Run([]Dispatch{{P: p, G: g, X: grid[0], Y: grid[1], Z: grid[2]}}, nil); err != nil {
+	if err := k.d.Run(nil, []Dispatch{{P: p, G: g, X: grid[0], Y: grid[1], Z: grid[2]}}, nil); err != nil {
 		k.t.Fatal(err)
 	}
 }

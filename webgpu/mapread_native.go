@@ -59,22 +59,8 @@ func checkRawBuffer(b *wgpu.Buffer) error {
 }
 
 func (d *Device) mapRead(b *Buffer, n uint64) ([]byte, error) {
-	state := (*C.int32_t)(C.malloc(4))
-	defer C.free(unsafe.Pointer(state))
-	C.cortiq_map_async(rawBuffer(b.b), C.uint32_t(wgpu.MapModeRead), 0, C.size_t(n), state)
-	deadline := time.Now().Add(readbackTimeout)
-	for C.cortiq_map_state(state) == 0 {
-		d.dev.Poll(true, nil)
-		if err := d.Err(); err != nil {
-			return nil, err
-		}
-		if time.Now().After(deadline) {
-			d.markLost("readback timed out")
-			return nil, d.Err()
-		}
-	}
-	if st := wgpu.BufferMapAsyncStatus(C.cortiq_map_state(state) - 1); st != wgpu.BufferMapAsyncStatusSuccess {
-		return nil, fmt.Errorf("webgpu: map failed: %s", st)
+	if err := d.mapWait(b, wgpu.MapModeRead, n); err != nil {
+		return nil, err
 	}
 	out := make([]byte, n)
 	copy(out, b.b.GetMappedRange(0, uint(n)))
@@ -82,6 +68,27 @@ func (d *Device) mapRead(b *Buffer, n uint64) ([]byte, error) {
 		return nil, fmt.Errorf("webgpu: unmap: %w", err)
 	}
 	return out, nil
+}
+
+func (d *Device) mapWait(b *Buffer, mode wgpu.MapMode, n uint64) error {
+	state := (*C.int32_t)(C.malloc(4))
+	defer C.free(unsafe.Pointer(state))
+	C.cortiq_map_async(rawBuffer(b.b), C.uint32_t(mode), 0, C.size_t(n), state)
+	deadline := time.Now().Add(readbackTimeout)
+	for C.cortiq_map_state(state) == 0 {
+		d.dev.Poll(true, nil)
+		if err := d.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			d.markLost("map timed out")
+			return d.Err()
+		}
+	}
+	if st := wgpu.BufferMapAsyncStatus(C.cortiq_map_state(state) - 1); st != wgpu.BufferMapAsyncStatusSuccess {
+		return fmt.Errorf("webgpu: map failed: %s", st)
+	}
+	return nil
 }
 
 // wait blocks until the queue is idle.

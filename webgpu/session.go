@@ -471,6 +471,7 @@ func (s *Session) build() error {
 		}
 		p.o.g = g
 		s.groups = append(s.groups, g)
+
 	}
 	return nil
 }
@@ -594,7 +595,7 @@ func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) 
 	for i, t := range tokens {
 		ids[i] = uint32(t)
 	}
-	if err := d.Write(s.tokens, 0, U32Bytes(ids)); err != nil {
+	if err := s.b.dev.Write(s.tokens, 0, U32Bytes(ids)); err != nil {
 		return nil, err
 	}
 	var submits, hostRuns int64
@@ -611,7 +612,7 @@ func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) 
 			j++
 		}
 		bytes := uint64(4 * n * a.Hidden)
-		if err := d.Run(ds, []Copy{{Src: s.x, Dst: s.stX, Size: bytes}}); err != nil {
+		if err := d.Run(nil, ds, []Copy{{Src: s.x, Dst: s.stX, Size: bytes}}); err != nil {
 			return nil, err
 		}
 		submits++
@@ -624,7 +625,7 @@ func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) 
 			return nil, fmt.Errorf("webgpu: host layers %d-%d: %w", i, j-1, err)
 		}
 		hostRuns += int64(j - i)
-		if err := d.Write(s.x, 0, F32Bytes(x)); err != nil {
+		if err := s.b.dev.Write(s.x, 0, F32Bytes(x)); err != nil {
 			return nil, err
 		}
 		ds = ds[:0]
@@ -636,7 +637,7 @@ func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) 
 			ds = append(ds, o.dispatch(n, headRows))
 		}
 		bytes := uint64(4 * headRows * a.Vocab)
-		if err := d.Run(ds, []Copy{{Src: s.logits, Dst: s.stLogits, Size: bytes}}); err != nil {
+		if err := d.Run(nil, ds, []Copy{{Src: s.logits, Dst: s.stLogits, Size: bytes}}); err != nil {
 			return nil, err
 		}
 		submits++
@@ -646,7 +647,7 @@ func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) 
 		}
 		logits = BytesF32(raw)
 	} else {
-		if err := d.Run(ds, nil); err != nil {
+		if err := d.Run(nil, ds, nil); err != nil {
 			return nil, err
 		}
 		submits++
@@ -686,7 +687,7 @@ func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
 	if err := s.writeStep(s.pos, 1, 0, 1); err != nil {
 		return nil, s.fail(err)
 	}
-	if err := b.dev.Write(s.tokens, 0, U32Bytes([]uint32{uint32(first)})); err != nil {
+	if err := s.b.dev.Write(s.tokens, 0, U32Bytes([]uint32{uint32(first)})); err != nil {
 		return nil, s.fail(err)
 	}
 	var ds []Dispatch
@@ -698,7 +699,7 @@ func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
 		}
 		ds = append(ds, s.argmax.dispatch(1, 1), s.advance.dispatch(1, 1))
 	}
-	if err := b.dev.Run(ds, []Copy{{Src: s.ids, Dst: s.stIDs, Size: uint64(4 * k)}}); err != nil {
+	if err := b.dev.Run(nil, ds, []Copy{{Src: s.ids, Dst: s.stIDs, Size: uint64(4 * k)}}); err != nil {
 		return nil, s.fail(err)
 	}
 	raw, err := b.dev.Read(s.stIDs, uint64(4*k))
@@ -749,12 +750,12 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 		if err := s.writeStep(pos0+r0, m, m-1, 1); err != nil {
 			return s.fail(err)
 		}
-		if err := d.Write(s.x, 0, F32Bytes(part)); err != nil {
+		if err := s.b.dev.Write(s.x, 0, F32Bytes(part)); err != nil {
 			return s.fail(err)
 		}
 		ds := s.encodeLayers(nil, from, to, m, 1, pos0+r0+m)
 		bytes := uint64(4 * len(part))
-		if err := d.Run(ds, []Copy{{Src: s.x, Dst: s.stX, Size: bytes}}); err != nil {
+		if err := d.Run(nil, ds, []Copy{{Src: s.x, Dst: s.stX, Size: bytes}}); err != nil {
 			return s.fail(err)
 		}
 		raw, err := d.Read(s.stX, bytes)

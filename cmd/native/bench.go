@@ -25,6 +25,8 @@ type benchResult struct {
 	PrefillTokS     float64 `json:"prefill_tok_s"`
 	DecodeTokS      float64 `json:"decode_tok_s"`
 	SubmitsPerToken float64 `json:"submits_per_token,omitempty"`
+	WeightBytesTok  int64   `json:"weight_bytes_per_token,omitempty"`
+	WeightGBs       float64 `json:"weight_gb_s,omitempty"` // decode_tok_s × weight bytes per token
 	Threads         int     `json:"threads"`
 	Reps            int     `json:"reps"`
 }
@@ -81,10 +83,12 @@ func cmdBench(args []string) error {
 		best.PrefillTokS = max(best.PrefillTokS, res.PrefillTokS)
 		best.DecodeTokS = max(best.DecodeTokS, res.DecodeTokS)
 		best.SubmitsPerToken = res.SubmitsPerToken
+		best.WeightBytesTok = res.WeightBytesToken
 		if !*jsonOut {
 			fmt.Fprintf(os.Stderr, "rep %d: prefill %.1f tok/s, decode %.1f tok/s\n", r+1, res.PrefillTokS, res.DecodeTokS)
 		}
 	}
+	best.WeightGBs = best.DecodeTokS * float64(best.WeightBytesTok) / 1e9
 	if *jsonOut {
 		return json.NewEncoder(os.Stdout).Encode(best)
 	}

@@ -6,48 +6,11 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/cortiq/cortiq/tensor"
 )
-
-// TestInt8RowTileSpeed compares the one-row and four-row Int8 kernels on a
-// matrix that fits the L2 cache (compute, not memory, bound).
-func TestInt8RowTileSpeed(t *testing.T) {
-	if os.Getenv("CORTIQ_KSPEED") == "" {
-		t.Skip("set CORTIQ_KSPEED=1 to measure")
-	}
-	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0} {
-		rows, cols := 256, 896
-		w := benchWeight(c, rows, cols)
-		x := make([]float32, cols)
-		for i := range x {
-			x[i] = float32(i%7) - 3
-		}
-		y := make([]float32, rows)
-		rb := len(w.Data) / rows
-		qx := quantizeX(x)
-		nb := len(qx.d)
-		d1 := cpuTime(20, func() {
-			for i := range rows {
-				if c == tensor.Q4_0 {
-					y[i] = dotQ4_0Q8AVX2(&w.Data[i*rb], &qx.q[0], &qx.d[0], &qx.s[0], nb)
-				} else {
-					y[i] = dotQ8_0Q8AVX2(&w.Data[i*rb], &qx.q[0], &qx.d[0], nb)
-				}
-			}
-		})
-		d4 := cpuTime(20, func() {
-			for i := 0; i < rows; i += 4 {
-				if c == tensor.Q4_0 {
-					dotQ4_0Q8x4AVX2(&w.Data[i*rb], rb, &qx.q[0], &qx.d[0], &qx.c[0], nb, (*[4]float32)(y[i:]))
-				} else {
-					dotQ8_0Q8x4AVX2(&w.Data[i*rb], rb, &qx.q[0], &qx.d[0], nb, (*[4]float32)(y[i:]))
-				}
-			}
-		})
-		fmt.Printf("%s: 1-row %.1f us, 4-row %.1f us; %.2f / %.2f ns per row-block\n", c, float64(d1)/1e3, float64(d4)/1e3, float64(d1)/float64(rows*nb), float64(d4)/float64(rows*nb))
-	}
-}
 
 // TestGemmTileSpeed is the 6×16 float32 tile on hot data: the ceiling of
 // MatMul.
@@ -68,5 +31,44 @@ func TestGemmTileSpeed(t *testing.T) {
 		calls := 20000000 / k
 		d := cpuTime(calls, func() { gemm6x16AVX2(&w[0], k, &xp[0], k, &out) })
 		fmt.Printf("gemm6x16 k=%d: %.1f GFLOP/s\n", k, float64(2*6*16*k)/float64(d))
+	}
+}
+
+// TestInt8StreamSpeed is an Int8 kernel on a matrix far larger than the
+// caches, one thread, next to a plain read of the same bytes: decode's
+// bound is this stream.
+func TestInt8StreamSpeed(t *testing.T) {
+	if os.Getenv("CORTIQ_KSPEED") == "" {
+		t.Skip("set CORTIQ_KSPEED=1 to measure")
+	}
+	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0} {
+		const rows, cols = 65536, 2048
+		w := benchWeight(c, rows, cols)
+		x := make([]float32, cols)
+		for i := range x {
+			x[i] = float32(i%7) - 3
+		}
+		y := make([]float32, rows)
+		rb := len(w.Data) / rows
+		qx := quantizeX(x)
+		u := unsafe.Slice((*uint64)(unsafe.Pointer(&w.Data[0])), len(w.Data)/8)
+		var sink uint64
+		bk, bs := time.Hour, time.Hour
+		for range 6 {
+			t0 := time.Now()
+			int8Kernels[c](y, w.Data, rb, qx)
+			bk = min(bk, time.Since(t0))
+			t0 = time.Now()
+			var s0, s1, s2, s3 uint64
+			for i := 0; i+4 <= len(u); i += 4 {
+				s0 += u[i]
+				s1 += u[i+1]
+				s2 += u[i+2]
+				s3 += u[i+3]
+			}
+			sink += s0 ^ s1 ^ s2 ^ s3
+			bs = min(bs, time.Since(t0))
+		}
+		fmt.Printf("%s int8 %dx%d: %.2f GB/s; plain read %.2f GB/s (%d)\n", c, rows, cols, float64(len(w.Data))/float64(bk), float64(len(w.Data))/float64(bs), sink&1)
 	}
 }
