@@ -18,15 +18,14 @@ import (
 var denseArchs = []string{"llama", "mistral", "mistral_sw8", "qwen2", "qwen3", "gemma", "gemma2", "gemma2_sw8",
 	"gemma3_text", "gemma3_text_sw8", "phi3", "granite", "granite_mult", "olmo2", "smollm3"}
 
-
 const logitTol = 2e-3
 
 type reference struct {
-	ids      []int
-	logits   []float32
-	greedy   []int
-	vocab    int
-	native   []int // greedy ids of the native CPU engine
+	ids    []int
+	logits []float32
+	greedy []int
+	vocab  int
+	native []int // greedy ids of the native CPU engine
 }
 
 func loadReference(t *testing.T, dir string) *reference {

@@ -38,16 +38,21 @@ func TestUIScreenshot(t *testing.T) {
 	// A long generation, so there is a middle to photograph.
 	var started bool
 	b.mustEval(`(() => {
+		// The page's own event loop, watched while the Worker generates.
+		window.__gap = 0;
+		let last = performance.now();
+		window.__gapTimer = setInterval(() => { const n = performance.now(); window.__gap = Math.max(window.__gap, n - last); last = n; }, 10);
 		document.getElementById("maxTokens").value = "1500";
 		document.getElementById("prompt").value = "Once upon a time";
 		document.getElementById("send").click();
 		return true;
 	})()`, &started, time.Minute)
 	var mid struct {
-		Chars   int    `json:"chars"`
-		Live    bool   `json:"live"`
-		Stats   string `json:"stats"`
-		StopOff bool   `json:"stopOff"`
+		Gap     float64 `json:"gap"`
+		Chars   int     `json:"chars"`
+		Live    bool    `json:"live"`
+		Stats   string  `json:"stats"`
+		StopOff bool    `json:"stopOff"`
 	}
 	b.mustEval(`(async () => {
 		const out = () => document.querySelector(".msg.assistant");
@@ -57,13 +62,18 @@ func TestUIScreenshot(t *testing.T) {
 			await new Promise(r => setTimeout(r, 20));
 		}
 		const o = out();
-		return {chars: o ? o.textContent.length : 0, live: !!(o && o.classList.contains("live")),
+		return {gap: window.__gap, chars: o ? o.textContent.length : 0, live: !!(o && o.classList.contains("live")),
 			stats: document.getElementById("stats").textContent, stopOff: document.getElementById("stop").disabled};
 	})()`, &mid, time.Minute)
 	p := b.screenshot("cortiq-generating.png")
 	t.Logf("screenshot %s (%d chars shown, live %v, stats %q)", p, mid.Chars, mid.Live, mid.Stats)
 	if !mid.Live || mid.StopOff {
 		t.Errorf("the screenshot is not mid-generation: live %v, stop disabled %v", mid.Live, mid.StopOff)
+	}
+	// All engine work is in the Worker: the page's timers keep firing.
+	t.Logf("longest pause of the page's event loop while generating: %.0f ms", mid.Gap)
+	if mid.Gap > 250 {
+		t.Errorf("the page's event loop stalled for %.0f ms during generation", mid.Gap)
 	}
 	if !strings.Contains(mid.Stats, "tok/s") || !strings.Contains(mid.Stats, "cpu") {
 		t.Errorf("stats line %q should show tok/s and the backend", mid.Stats)

@@ -2,6 +2,9 @@ package webgpu
 
 import (
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cortiq/cortiq/model"
@@ -103,9 +106,30 @@ func TestWideVocab(t *testing.T) {
 	}
 }
 
+// benchModel is the synthetic benchmark model: small enough for lavapipe
+// by default; CORTIQ_BENCH_DIMS="hidden,ffn,layers,heads,kv_heads,vocab"
+// sizes it for a real GPU (e.g. "2048,8192,16,32,8,128256" ~ a 1B llama).
+func benchModel(b *testing.B, c tensor.Codec) *model.Model {
+	dims := []int{512, 1536, 4, 8, 4, 8000}
+	if v := os.Getenv("CORTIQ_BENCH_DIMS"); v != "" {
+		parts := strings.Split(v, ",")
+		if len(parts) != len(dims) {
+			b.Fatalf("CORTIQ_BENCH_DIMS %q: want %d comma-separated numbers", v, len(dims))
+		}
+		for i, p := range parts {
+			n, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil || n <= 0 {
+				b.Fatalf("CORTIQ_BENCH_DIMS %q: %q", v, p)
+			}
+			dims[i] = n
+		}
+	}
+	return synthetic(b, c, dims[5], dims[0], dims[1], dims[2], dims[3], dims[4])
+}
+
 func benchDecode(b *testing.B, c tensor.Codec, greedy int) {
 	d := testDevice(b)
-	m := synthetic(b, c, 32000, 1024, 4096, 4, 16, 4)
+	m := benchModel(b, c)
 	be, err := New(m, Options{Device: d})
 	if err != nil {
 		b.Fatal(err)
@@ -145,16 +169,16 @@ func benchDecode(b *testing.B, c tensor.Codec, greedy int) {
 	}
 }
 
-// Decode step latency on a 1024-wide, 4-layer synthetic model (f16 and q4_0
-// weights); bytes/s is weight bytes read per second. On the GPU machine:
-// go test -run XXX -bench Decode ./webgpu/
+// Decode step latency on the synthetic model (f16 and q4_0 weights); the
+// MB/s column is weight bytes read per second. On the GPU machine:
+// CORTIQ_BENCH_DIMS=2048,8192,16,32,8,128256 go test -run XXX -bench . ./webgpu/
 func BenchmarkDecodeF16(b *testing.B)        { benchDecode(b, tensor.F16, 0) }
 func BenchmarkDecodeQ4_0(b *testing.B)       { benchDecode(b, tensor.Q4_0, 0) }
 func BenchmarkDecodeF16Greedy8(b *testing.B) { benchDecode(b, tensor.F16, 8) }
 
 func BenchmarkPrefillF16(b *testing.B) {
 	d := testDevice(b)
-	m := synthetic(b, tensor.F16, 32000, 1024, 4096, 4, 16, 4)
+	m := benchModel(b, tensor.F16)
 	be, err := New(m, Options{Device: d, Chunk: 64})
 	if err != nil {
 		b.Fatal(err)

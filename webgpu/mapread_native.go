@@ -74,9 +74,21 @@ func (d *Device) mapWait(b *Buffer, mode wgpu.MapMode, n uint64) error {
 	state := (*C.int32_t)(C.malloc(4))
 	defer C.free(unsafe.Pointer(state))
 	C.cortiq_map_async(rawBuffer(b.b), C.uint32_t(mode), 0, C.size_t(n), state)
-	deadline := time.Now().Add(readbackTimeout)
+	// Poll without waiting: a blocking Poll gives up after wgpu-native's
+	// 5 s fence timeout and then reports the submission done while the
+	// device still runs it (measured on lavapipe: a 6.6 s submit "finished"
+	// at 5.005 s, and freeing its resources crashed the driver). Spin
+	// briefly for the common sub-millisecond case, then back off.
+	start := time.Now()
+	deadline := start.Add(readbackTimeout)
 	for C.cortiq_map_state(state) == 0 {
-		d.dev.Poll(true, nil)
+		d.dev.Poll(false, nil)
+		if C.cortiq_map_state(state) != 0 {
+			break
+		}
+		if el := time.Since(start); el > 200*time.Microsecond {
+			time.Sleep(min(el/8, time.Millisecond))
+		}
 		if err := d.Err(); err != nil {
 			return err
 		}
@@ -91,5 +103,12 @@ func (d *Device) mapWait(b *Buffer, mode wgpu.MapMode, n uint64) error {
 	return nil
 }
 
-// wait blocks until the queue is idle.
-func (d *Device) wait() { d.dev.Poll(true, nil) }
+// wait blocks until the queue is idle (see mapWait on why not Poll(true)).
+func (d *Device) wait() {
+	start := time.Now()
+	for !d.dev.Poll(false, nil) && time.Since(start) < readbackTimeout {
+		if el := time.Since(start); el > 200*time.Microsecond {
+			time.Sleep(min(el/8, time.Millisecond))
+		}
+	}
+}

@@ -80,11 +80,11 @@ type loadInfo struct {
 	// Where the time went: fetching into OPFS (0 from the cache), parsing
 	// the model and its tokenizer, and building the backend (uploading the
 	// weights to the GPU, or reading them for the CPU engine).
-	FetchSeconds   float64 `json:"fetchSeconds"`
-	ImportSeconds  float64 `json:"importSeconds"`
-	BackendSeconds float64 `json:"backendSeconds"`
-	Heap         heapReport   `json:"heap"`
-	Persisted    bool         `json:"persisted"`
+	FetchSeconds   float64    `json:"fetchSeconds"`
+	ImportSeconds  float64    `json:"importSeconds"`
+	BackendSeconds float64    `json:"backendSeconds"`
+	Heap           heapReport `json:"heap"`
+	Persisted      bool       `json:"persisted"`
 }
 
 func (s *state) opfs() (storage.FS, error) {
