@@ -57,4 +57,4 @@ e2e:
 	$(GO) test -count=1 -timeout 10m ./e2e/wasmtest/ ./storage/opfs/ ./storage/download/ -run 'InChromium|TestProbe'
 
 clean:
-	rm -rf bin web/cortiq.wasm
+	rm -rf bin web/cortiq.wasm web/wasm_exec.js
