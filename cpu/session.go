@@ -242,8 +242,8 @@ func (s *Session) runLayers(x []float32, n, from, to int) {
 // ForwardLayers runs decoder layers [from, to) over n hidden rows x (in
 // place) at positions pos0..pos0+n-1, keeping this session's caches for
 // those layers. It serves a device backend whose model does not fit: the
-// device runs a layer prefix, this session the rest. Calls must come in
-// position order, as Forward's do.
+// device runs a layer prefix, this session the rest. For each layer,
+// calls must come in position order, as Forward's do.
 func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 	if s.caches == nil {
 		return fmt.Errorf("cpu: session is closed")
@@ -251,13 +251,16 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 	if from < 0 || to > len(s.b.layers) || from > to || len(x) != n*s.b.arch.Hidden {
 		return fmt.Errorf("cpu: ForwardLayers(%d rows, layers %d..%d) of a %d-layer model", n, from, to, len(s.b.layers))
 	}
-	if pos0 != s.pos {
-		return fmt.Errorf("cpu: ForwardLayers at position %d, the session is at %d", pos0, s.pos)
+	// Several disjoint layer ranges may run at the same positions (the
+	// device runs the layers between them), so the position is per call;
+	// each layer's cache only ever grows in order because the device
+	// session calls in position order.
+	if pos0 < 0 || pos0 > s.pos || pos0+n > s.maxLen {
+		return fmt.Errorf("cpu: ForwardLayers at positions %d..%d, the session holds %d of %d", pos0, pos0+n-1, s.pos, s.maxLen)
 	}
-	if pos0+n > s.maxLen {
-		return fmt.Errorf("cpu: %d positions + %d tokens exceed the session length %d", pos0, n, s.maxLen)
-	}
+	end := max(s.pos, pos0+n)
+	s.pos = pos0
 	s.runLayers(x, n, from, to)
-	s.pos += n
+	s.pos = end
 	return nil
 }

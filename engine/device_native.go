@@ -22,6 +22,9 @@ func openWebGPU(m *model.Model, opts Options, host backend.Backend) (backend.Bac
 	if err != nil {
 		return nil, err
 	}
+	if onDeviceOpen != nil {
+		onDeviceOpen(dev)
+	}
 	info := dev.Info()
 	forced := opts.Backend == "webgpu" || os.Getenv("CORTIQ_GPU") == "1"
 	if !forced && strings.EqualFold(info.Type, "cpu") {
@@ -32,6 +35,8 @@ func openWebGPU(m *model.Model, opts Options, host backend.Backend) (backend.Bac
 		Device:     dev,
 		VRAMBudget: opts.VRAMBudget,
 		Layers:     opts.GPULayers,
+		// The caller already declined software adapters unless forced.
+		AllowSoftware: true,
 		Host: func(maxLen int) (webgpu.HostLayers, error) {
 			s, err := host.NewSession(maxLen)
 			if err != nil {
@@ -51,6 +56,9 @@ func openWebGPU(m *model.Model, opts Options, host backend.Backend) (backend.Bac
 	}
 	return &deviceBackend{Backend: b, dev: dev}, nil
 }
+
+// onDeviceOpen lets tests inject faults into a freshly opened device.
+var onDeviceOpen func(*webgpu.Device)
 
 // deviceBackend closes the device it opened after the backend.
 type deviceBackend struct {

@@ -136,6 +136,10 @@ type Request struct {
 	Stop       []string // stop strings (not included in the text)
 	IgnoreEOS  bool     // keep going past end-of-sequence ids
 	MaxContext int      // 0 = the engine's
+	// GreedyBatch > 1 lets a greedy generation without penalties pick that
+	// many tokens per device submit (the argmax feeding the next embedding
+	// on the device). Tokens still stream one by one, in bursts.
+	GreedyBatch int
 }
 
 // Token is one generated token as it streams.
@@ -229,12 +233,27 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	var upAfterFirst, subAfterFirst, tokAfterFirst int64
 	t1 := time.Now()
 	decoded := 0
+	p := req.Sampling
+	batch := 0
+	if req.GreedyBatch > 1 && p.Greedy() && (p.RepeatPenalty == 0 || p.RepeatPenalty == 1) && p.PresencePenalty == 0 && p.FrequencyPenalty == 0 {
+		batch = req.GreedyBatch
+	}
+	// pending holds ids the device already picked; all but the last of
+	// them are already consumed.
+	var pending []int
 	for n := 0; n < maxNew; n++ {
 		if err := ctx.Err(); err != nil {
 			res.FinishReason = "cancelled"
 			break
 		}
-		id := smp.Sample(logits, history)
+		var id int
+		consumed := false
+		if len(pending) > 0 {
+			id, pending = pending[0], pending[1:]
+			consumed = len(pending) > 0
+		} else {
+			id = smp.Sample(logits, history)
+		}
 		history = append(history, id)
 		res.IDs = append(res.IDs, id)
 		piece := ""
@@ -263,7 +282,15 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		if n == maxNew-1 {
 			break
 		}
-		logits, err = sess.Forward([]int{id}, false)
+		if consumed {
+			decoded++
+			continue
+		}
+		if batch > 1 {
+			pending, err = sess.ForwardGreedy(id, min(batch, maxNew-1-n))
+		} else {
+			logits, err = sess.Forward([]int{id}, false)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -291,6 +318,9 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	}
 	res.Text = text.String()
 	res.Backend = sess.name()
+	if sess.failure != nil {
+		res.DeviceError = sess.failure.Error()
+	}
 	st := sess.stats()
 	res.FallbackOps = st.FallbackOps + sess.fallbacks
 	res.SubmitsPerToken = st.SubmitsPerToken

@@ -56,6 +56,22 @@ func TestStories260KGreedyText(t *testing.T) {
 	}
 }
 
+func TestGreedyBatchOnCPU(t *testing.T) {
+	path := filepath.Join(sharedDir(t), "fixtures", "models", "stories260K.gguf")
+	e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, path, Options{Backend: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	res, err := e.Generate(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 64, GreedyBatch: 7}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := "Once upon a time" + res.Text; got != storiesText || len(res.IDs) != 64 {
+		t.Fatalf("greedy batch text %q (%d ids)", got, len(res.IDs))
+	}
+}
+
 func TestStopStrings(t *testing.T) {
 	m2 := newStopMatcher([]string{"STOP"})
 	var o2 strings.Builder

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/sample"
 )
 
 // autoDevice is what Backend "auto" tries first; the device backend itself
@@ -29,6 +30,7 @@ type session struct {
 	onDevice  bool
 	history   []int
 	fallbacks int
+	failure   error // why the session left the device
 	devStats  backend.Stats
 }
 
@@ -63,30 +65,78 @@ func (s *session) Forward(tokens []int, all bool) ([]float32, error) {
 	if !s.onDevice {
 		return nil, err
 	}
-	// The device failed: nothing it produced is used. Replay on the CPU.
+	if err := s.toCPU(err); err != nil {
+		return nil, err
+	}
+	out, err = s.cur.Forward(tokens, all)
+	if err != nil {
+		return nil, err
+	}
+	s.history = append(s.history, tokens...)
+	return out, nil
+}
+
+// toCPU moves the session to the CPU after a device failure (cause):
+// nothing the device produced is used; the CPU replays every position.
+func (s *session) toCPU(cause error) error {
 	s.fallbacks++
 	if sr, ok := s.e.dev.(backend.StatsReporter); ok {
 		s.devStats = sr.Stats()
 	}
 	s.cur.Close()
 	s.onDevice = false
-	cs, cerr := s.e.cpu.NewSession(s.maxLen)
-	if cerr != nil {
-		return nil, errors.Join(err, cerr)
+	cs, err := s.e.cpu.NewSession(s.maxLen)
+	if err != nil {
+		return errors.Join(cause, err)
 	}
 	s.cur = cs
-	s.e.devErr = fmt.Errorf("device failed mid-generation, continued on the CPU: %w", err)
+	s.failure = fmt.Errorf("device failed mid-generation, continued on the CPU: %w", cause)
 	if len(s.history) > 0 {
 		if _, err := cs.Forward(s.history, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// greedyStepper is implemented by device sessions that pick greedy tokens
+// on the device, k per submit.
+type greedyStepper interface {
+	ForwardGreedy(first, k int) ([]int, error)
+}
+
+// ForwardGreedy consumes first and then k-1 greedy picks, returning the k
+// picks (the last is not consumed). On the device it is one submit; on the
+// CPU, or after a device failure, k ordinary steps with the same argmax.
+func (s *session) ForwardGreedy(first, k int) ([]int, error) {
+	if len(s.history)+k > s.maxLen {
+		return nil, fmt.Errorf("engine: %d positions exceed the session's context of %d", len(s.history)+k, s.maxLen)
+	}
+	if g, ok := s.cur.(greedyStepper); ok && s.onDevice {
+		ids, err := g.ForwardGreedy(first, k)
+		if err == nil && len(ids) == k {
+			s.history = append(s.history, first)
+			s.history = append(s.history, ids[:k-1]...)
+			return ids, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("engine: device returned %d greedy ids, want %d", len(ids), k)
+		}
+		if err := s.toCPU(err); err != nil {
 			return nil, err
 		}
 	}
-	out, err = cs.Forward(tokens, all)
-	if err != nil {
-		return nil, err
+	ids := make([]int, 0, k)
+	tok := first
+	for range k {
+		l, err := s.Forward([]int{tok}, false)
+		if err != nil {
+			return nil, err
+		}
+		tok = sample.Argmax(l)
+		ids = append(ids, tok)
 	}
-	s.history = append(s.history, tokens...)
-	return out, nil
+	return ids, nil
 }
 
 func (s *session) Close() error { return s.cur.Close() }

@@ -369,7 +369,7 @@ type Dispatch struct {
 	P       *Pipeline
 	G       *wgpu.BindGroup
 	X, Y, Z uint32
-	Label   string
+	Label   string // for diagnostics
 }
 
 // Copy is one recorded buffer copy (after the compute pass).

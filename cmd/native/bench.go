@@ -29,6 +29,7 @@ type benchResult struct {
 	WeightGBs       float64 `json:"weight_gb_s,omitempty"` // decode_tok_s × weight bytes per token
 	Threads         int     `json:"threads"`
 	Reps            int     `json:"reps"`
+	GreedyBatch     int     `json:"greedy_batch,omitempty"`
 }
 
 func cmdBench(args []string) error {
@@ -39,6 +40,7 @@ func cmdBench(args []string) error {
 	genN := fs.Int("gen", 128, "generated tokens")
 	reps := fs.Int("reps", 3, "repetitions (the best is reported)")
 	jsonOut := fs.Bool("json", false, "print JSON")
+	greedyBatch := fs.Int("greedy-batch", 1, "greedy tokens per device submit")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the runs to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -73,9 +75,9 @@ func cmdBench(args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	best := benchResult{Model: mf.model, PromptTokens: *promptN, GenTokens: *genN, Threads: runtime.GOMAXPROCS(0), Reps: *reps}
+	best := benchResult{Model: mf.model, PromptTokens: *promptN, GenTokens: *genN, Threads: runtime.GOMAXPROCS(0), Reps: *reps, GreedyBatch: *greedyBatch}
 	for r := 0; r < *reps; r++ {
-		res, err := e.Generate(ctx, engine.Request{IDs: prompt, MaxTokens: *genN, Sampling: sample.Params{}, IgnoreEOS: true}, nil)
+		res, err := e.Generate(ctx, engine.Request{IDs: prompt, MaxTokens: *genN, Sampling: sample.Params{}, IgnoreEOS: true, GreedyBatch: *greedyBatch}, nil)
 		if err != nil {
 			return err
 		}

@@ -309,6 +309,10 @@ func TestCLIWebGPU(t *testing.T) {
 			if final.FallbackOps != 0 || final.SubmitsPerToken != 1 || final.UploadBytesDelta == nil || *final.UploadBytesDelta != 0 {
 				t.Errorf("final %+v: want fallback_ops 0, submits_per_token 1, upload_bytes_delta 0", final)
 			}
+			batched := runGreedy(t, dir, ref.ids, 8, "--backend", "webgpu", "--greedy-batch", "4")
+			if fmt.Sprint(batched.IDs) != fmt.Sprint(final.IDs) {
+				t.Errorf("--greedy-batch 4 gave %v, one token per submit %v", batched.IDs, final.IDs)
+			}
 			p := filepath.Join(t.TempDir(), "l.safetensors")
 			cortiq(t, nil, "logits", "-m", dir, "--backend", "webgpu", "--ids", idList(ref.ids), "-o", p)
 			if d := maxAbsDiff(readLogits(t, p), ref.logits); d > 2e-3 {

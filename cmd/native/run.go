@@ -148,6 +148,7 @@ func cmdRun(args []string) error {
 	useChat := fs.Bool("chat", false, "wrap the prompt in the model's chat template as a user message")
 	system := fs.String("system", "", "system message (with --chat)")
 	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-sequence tokens")
+	greedyBatch := fs.Int("greedy-batch", 1, "with --temp 0: greedy tokens picked per device submit (argmax on the device)")
 	var stops multiFlag
 	fs.Var(&stops, "stop", "stop string (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -163,7 +164,7 @@ func cmdRun(args []string) error {
 		return err
 	}
 	defer e.Close()
-	req := engine.Request{MaxTokens: *n, Sampling: sf.params(), Stop: stops, IgnoreEOS: *ignoreEOS}
+	req := engine.Request{MaxTokens: *n, Sampling: sf.params(), Stop: stops, IgnoreEOS: *ignoreEOS, GreedyBatch: *greedyBatch}
 	switch {
 	case *idsFlag != "":
 		if req.IDs, err = parseIDs(*idsFlag); err != nil {
