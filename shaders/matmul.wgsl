@@ -1,9 +1,14 @@
 // y[t, o] = Σ_i W[o, i]·x[t, i] (+ bias[o]) for one weight of any codec
 // (the codec prelude defines fetchc, which returns CHUNK consecutive
 // elements from one 16-byte load). One workgroup of 64 threads computes
-// one output row for a block of __TB__ tokens, so the weight row is read once
-// per token block: __TB__ = 1 is the decode matvec, larger blocks the prefill
-// GEMM. Dispatch (min(rows, 65535), ceil(rows/65535), ceil(ntok/__TB__)).
+// __R__ consecutive output rows for a block of __TB__ tokens: each thread
+// walks its share of the inner dimension, and per CHUNK issues __R__
+// independent 16-byte weight loads (one per row) that share one read of x,
+// then does __R__ x __TB__ dot products from registers. So a weight row is
+// read once per token block and x once per __R__ rows: __TB__ = 1 is the
+// decode matvec, larger blocks the prefill GEMM. The partial sums meet in a
+// two-level reduction (two barriers). Dispatch (min(g, 65535),
+// ceil(g/65535), ceil(ntok/__TB__)) with g = ceil(rows/__R__).
 //
 // Which rows of x: sel 0 = rows 0..step.ntok, sel 1 = the head rows
 // step[2]..step[2]+step[3], sel 2 = rows 0..step[3]. Output row t (relative).
@@ -32,7 +37,10 @@ struct P {
 @group(0) @binding(5) var<storage, read> bias: array<f32>;
 
 const TB: u32 = __TB__u;
-var<workgroup> red: array<f32, __RED__>;
+const R: u32 = __R__u;
+const NO: u32 = __NO__u; // R * TB outputs per workgroup
+var<workgroup> red: array<f32, __RED__>; // NO * 64 partial sums
+var<workgroup> red2: array<f32, __RED2__>; // NO * 8
 
 fn safe_tanh(v: f32) -> f32 {
     let c = clamp(v, -15.0, 15.0);
@@ -43,7 +51,7 @@ fn safe_tanh(v: f32) -> f32 {
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-    let row = wg.x + wg.y * nwg.x;
+    let row0 = (wg.x + wg.y * nwg.x) * R;
     var base = 0u;
     var cnt = step[1];
     if (p.sel == 1u) {
@@ -53,44 +61,59 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         cnt = step[3];
     }
     let t0 = wg.z * TB;
-    var acc: array<f32, __TB__>;
-    for (var k = 0u; k < TB; k++) {
+    var acc: array<f32, __NO__>;
+    for (var k = 0u; k < NO; k++) {
         acc[k] = 0.0;
     }
-    if (row < p.rows) {
-        let c4 = p.cols / 4u;
-        let rbase = row * p.cols;
-        // One 16-byte weight load per thread per iteration (CHUNK elements).
-        for (var j = lid.x; j < p.cols / CHUNK; j += 64u) {
-            var wv = fetchc(rbase + j * CHUNK, p.soff);
+    // Rows past the end read the last row again (in bounds, uniform
+    // control flow) and are not written.
+    var rb: array<u32, __R__>;
+    for (var r = 0u; r < R; r++) {
+        rb[r] = min(row0 + r, p.rows - 1u) * p.cols;
+    }
+    // Tokens past the end read the last valid token's x.
+    var xt: array<u32, __TB__>;
+    let c4 = p.cols / 4u;
+    for (var k = 0u; k < TB; k++) {
+        xt[k] = (base + min(t0 + k, cnt - 1u)) * c4;
+    }
+    if (row0 < p.rows && t0 < cnt) {
+        let nc = p.cols / CHUNK;
+        for (var j = lid.x; j < nc; j += 64u) {
+            var wv: array<array<vec4<f32>, __CQ__>, __R__>;
+            for (var r = 0u; r < R; r++) {
+                wv[r] = fetchc(rb[r] + j * CHUNK, p.soff);
+            }
+            let xo = j * (CHUNK / 4u);
             for (var k = 0u; k < TB; k++) {
-                if (t0 + k < cnt) {
-                    let xb = (base + t0 + k) * c4 + j * (CHUNK / 4u);
-                    var s = 0.0;
-                    for (var q = 0u; q < CHUNK / 4u; q++) {
-                        s += dot(wv[q], x[xb + q]);
+                for (var q = 0u; q < CHUNK / 4u; q++) {
+                    let xv = x[xt[k] + xo + q];
+                    for (var r = 0u; r < R; r++) {
+                        acc[r * TB + k] += dot(wv[r][q], xv);
                     }
-                    acc[k] += s;
                 }
             }
         }
     }
-    for (var k = 0u; k < TB; k++) {
+    for (var k = 0u; k < NO; k++) {
         red[k * 64u + lid.x] = acc[k];
     }
     workgroupBarrier();
-    for (var s = 32u; s > 0u; s >>= 1u) {
-        if (lid.x < s) {
-            for (var k = 0u; k < TB; k++) {
-                red[k * 64u + lid.x] += red[k * 64u + lid.x + s];
-            }
-        }
-        workgroupBarrier();
+    for (var i = lid.x; i < NO * 8u; i += 64u) {
+        let b = (i / 8u) * 64u + (i % 8u) * 8u;
+        red2[i] = ((red[b] + red[b + 1u]) + (red[b + 2u] + red[b + 3u])) +
+                  ((red[b + 4u] + red[b + 5u]) + (red[b + 6u] + red[b + 7u]));
     }
-    if (lid.x < TB && row < p.rows) {
-        let t = t0 + lid.x;
-        if (t < cnt) {
-            var y = red[lid.x * 64u];
+    workgroupBarrier();
+    for (var i = lid.x; i < NO; i += 64u) {
+        let r = i / TB;
+        let k = i % TB;
+        let row = row0 + r;
+        let t = t0 + k;
+        if (row < p.rows && t < cnt) {
+            let b = i * 8u;
+            var y = ((red2[b] + red2[b + 1u]) + (red2[b + 2u] + red2[b + 3u])) +
+                    ((red2[b + 4u] + red2[b + 5u]) + (red2[b + 6u] + red2[b + 7u]));
             if (p.has_bias == 1u) {
                 y += bias[row];
             }

@@ -99,18 +99,27 @@ func Embed(c tensor.Codec) (string, error) {
 }
 
 // Matmul is the matmul module for weights of codec c computing tb tokens per
-// workgroup (1 for the decode matvec; 8 for prefill GEMM).
-func Matmul(c tensor.Codec, tb int) (string, error) {
+// workgroup (1 for the decode matvec; 8 for prefill GEMM) and one output
+// row per workgroup: the grid's x/y count rows. See MatmulRows.
+func Matmul(c tensor.Codec, tb int) (string, error) { return MatmulRows(c, tb, 1) }
+
+// MatmulRows is the matmul module computing r consecutive output rows for
+// tb tokens per workgroup: the grid's x/y count blocks of r rows.
+func MatmulRows(c tensor.Codec, tb, r int) (string, error) {
 	if tb < 1 || tb > 16 {
 		return "", fmt.Errorf("shaders: matmul token block %d out of range 1..16", tb)
+	}
+	if r < 1 || r > 16 || r*tb > 64 {
+		return "", fmt.Errorf("shaders: matmul row block %d (token block %d) out of range", r, tb)
 	}
 	pre, err := codecPrelude(c)
 	if err != nil {
 		return "", err
 	}
-	src := strings.ReplaceAll(read("matmul"), "__TB__", fmt.Sprint(tb))
 	// Array sizes must be literals for wgpu-native's WGSL front end.
-	src = strings.ReplaceAll(src, "__RED__", fmt.Sprint(64*tb))
+	src := strings.NewReplacer("__TB__", fmt.Sprint(tb), "__R__", fmt.Sprint(r),
+		"__NO__", fmt.Sprint(r*tb), "__RED__", fmt.Sprint(64*r*tb), "__RED2__", fmt.Sprint(8*r*tb),
+		"__CQ__", fmt.Sprint(ChunkOf(c)/4)).Replace(read("matmul"))
 	return src + "\n" + pre, nil
 }
 

@@ -1,11 +1,12 @@
 // Package webgpu is cortiq's native WebGPU backend: the forward pass of a
-// dense attention transformer (every model.Arch whose layers are attention
-// mixers with dense FFNs) on one GPU through wgpu-native, with the kernels
-// of package shaders.
+// model.Arch (attention, LFM2 short-conv and qwen3_next gated-DeltaNet
+// mixers; dense or routed mixture-of-experts FFNs) on one GPU through
+// wgpu-native, with the kernels of package shaders. MoE routing and the
+// mixers' recurrent state stay on the device (see moe.go, hybrid.go).
 //
 // Contract, as the engine facade relies on it:
 //   - New refuses (an error, nothing allocated left behind) what it cannot run
-//     exactly: other mixers, MoE, unsupported codecs or shapes. Errors wrap
+//     exactly: unknown mixers, unsupported codecs or shapes. Errors wrap
 //     ErrNoAdapter when there is no GPU and ErrUnsupported for the model.
 //   - Session.Forward returns the same logits as the CPU reference (to float32
 //     rounding) or an error; never partial results. After an error the session
@@ -122,6 +123,10 @@ type dlayer struct {
 	invFreq                                      []float32
 	mscale                                       float32
 	qw, kvw, f                                   int
+	moe                                          *dmoe    // routed experts instead of gu/down
+	conv                                         *dconv   // short-conv mixer (o is its out projection)
+	delta                                        *ddelta  // gated-DeltaNet mixer (o is its out projection)
+	qGate                                        *dweight // attention output gate rows of q_proj, or nil
 }
 
 // New uploads m's weights to a device and prepares the kernels.
@@ -183,21 +188,28 @@ func checkArch(a *model.Arch) error {
 		return fmt.Errorf("webgpu: %w: hidden %d is not a multiple of 4", ErrUnsupported, a.Hidden)
 	}
 	for i, l := range a.Layers {
-		if l.Mixer != model.MixerAttention {
-			return fmt.Errorf("webgpu: %w: layer %d mixer %q", ErrUnsupported, i, l.Mixer)
+		if err := checkMixer(i, &l); err != nil {
+			return err
 		}
-		if l.FFN != model.FFNDense {
+		switch {
+		case l.FFN == model.FFNMoE && l.MoE != nil:
+			if err := checkMoE(i, l.MoE, a); err != nil {
+				return err
+			}
+		case l.FFN != model.FFNDense:
 			return fmt.Errorf("webgpu: %w: layer %d FFN %q", ErrUnsupported, i, l.FFN)
+		case l.FFNHidden%4 != 0:
+			return fmt.Errorf("webgpu: %w: layer %d FFN width %d", ErrUnsupported, i, l.FFNHidden)
 		}
 		at := l.Attn
-		if at.OutputGate {
-			return fmt.Errorf("webgpu: %w: layer %d attention output gate", ErrUnsupported, i)
+		if at == nil {
+			continue
+		}
+		if at.OutputGate && at.Bias {
+			return fmt.Errorf("webgpu: %w: layer %d attention output gate with q bias", ErrUnsupported, i)
 		}
 		if at.HeadDim > 256 || at.HeadDim%4 != 0 {
 			return fmt.Errorf("webgpu: %w: layer %d head_dim %d (kernels take multiples of 4 up to 256)", ErrUnsupported, i, at.HeadDim)
-		}
-		if l.FFNHidden%4 != 0 {
-			return fmt.Errorf("webgpu: %w: layer %d FFN width %d", ErrUnsupported, i, l.FFNHidden)
 		}
 	}
 	switch a.Act {
@@ -352,13 +364,19 @@ func (b *Backend) load(m *model.Model, allowed []bool) error {
 	b.layers = make([]*dlayer, len(a.Layers))
 	for i := range a.Layers {
 		l := &a.Layers[i]
-		at := l.Attn
-		qw, kvw := at.Heads*at.HeadDim, at.KVHeads*at.HeadDim
-		b.maxQKV = max(b.maxQKV, qw+2*kvw)
-		b.maxAtt = max(b.maxAtt, qw)
+		if at := l.Attn; at != nil {
+			qw, kvw := at.Heads*at.HeadDim, at.KVHeads*at.HeadDim
+			b.maxQKV = max(b.maxQKV, qw+2*kvw)
+			b.maxAtt = max(b.maxAtt, qw)
+			b.maxHeads = max(b.maxHeads, at.Heads)
+			b.maxHD = max(b.maxHD, at.HeadDim)
+		} else {
+			b.maxAtt = max(b.maxAtt, mixerWidth(l, a.Hidden))
+		}
 		b.maxFFN = max(b.maxFFN, l.FFNHidden)
-		b.maxHeads = max(b.maxHeads, at.Heads)
-		b.maxHD = max(b.maxHD, at.HeadDim)
+		if l.MoE != nil {
+			b.maxFFN = max(b.maxFFN, l.MoE.SharedHidden)
+		}
 		if !onDev[i] {
 			continue
 		}
@@ -367,13 +385,19 @@ func (b *Backend) load(m *model.Model, allowed []bool) error {
 			return err
 		}
 		b.layers[i] = dl
-		for _, w := range dl.qkv {
+		for _, w := range append(dl.qkv, dl.mixerWeights()...) {
 			b.tokenWeightBytes += w.bytes
 		}
 		for _, w := range dl.gu {
 			b.tokenWeightBytes += w.bytes
 		}
-		b.tokenWeightBytes += dl.o.bytes + dl.down.bytes
+		b.tokenWeightBytes += dl.o.bytes
+		if dl.down != nil {
+			b.tokenWeightBytes += dl.down.bytes
+		}
+		if dl.moe != nil {
+			b.tokenWeightBytes += dl.moe.decodeBytes()
+		}
 	}
 	return nil
 }
@@ -382,7 +406,10 @@ func (b *Backend) loadLayer(m *model.Model, i int) (*dlayer, error) {
 	a := b.arch
 	l := &a.Layers[i]
 	at := l.Attn
-	dl := &dlayer{spec: l, at: at, qw: at.Heads * at.HeadDim, kvw: at.KVHeads * at.HeadDim, f: l.FFNHidden}
+	dl := &dlayer{spec: l, at: at, f: l.FFNHidden}
+	if at != nil {
+		dl.qw, dl.kvw = at.Heads*at.HeadDim, at.KVHeads*at.HeadDim
+	}
 	name := func(s string) string { return model.LayerTensor(i, s) }
 	var err error
 	vec := func(dst **Buffer, on bool, s string, n int) {
@@ -407,8 +434,26 @@ func (b *Backend) loadLayer(m *model.Model, i int) (*dlayer, error) {
 		}
 		return t, nil
 	}
-	q, err := get(model.AttnQ, dl.qw, a.Hidden)
-	if err != nil {
+	if at == nil {
+		if err := b.loadMixer(m, i, dl); err != nil {
+			return nil, err
+		}
+		return b.loadFFN(m, i, dl)
+	}
+	var q *tensor.Tensor
+	if at.OutputGate {
+		qg, err := get(model.AttnQ, 2*dl.qw, a.Hidden)
+		if err != nil {
+			return nil, err
+		}
+		var gate *tensor.Tensor
+		if q, gate, err = splitQGate(qg, at.Heads, at.HeadDim); err != nil {
+			return nil, err
+		}
+		if dl.qGate, err = b.uploadWeight(name("attn_q_gate"), gate); err != nil {
+			return nil, err
+		}
+	} else if q, err = get(model.AttnQ, dl.qw, a.Hidden); err != nil {
 		return nil, err
 	}
 	k, err := get(model.AttnK, dl.kvw, a.Hidden)
@@ -517,6 +562,31 @@ func (b *Backend) loadLayer(m *model.Model, i int) (*dlayer, error) {
 	default:
 		return nil, fmt.Errorf("webgpu: %w: q/k norm %q", ErrUnsupported, at.QKNorm)
 	}
+	return b.loadFFN(m, i, dl)
+}
+
+// loadFFN loads layer i's feed-forward block, then finishes the layer.
+func (b *Backend) loadFFN(m *model.Model, i int, dl *dlayer) (*dlayer, error) {
+	a := b.arch
+	l := dl.spec
+	name := func(s string) string { return model.LayerTensor(i, s) }
+	get := func(s string, rows, cols int) (*tensor.Tensor, error) {
+		t, err := b.tensor(m, name(s))
+		if err != nil {
+			return nil, err
+		}
+		if t.Rows() != rows || t.Cols() != cols {
+			return nil, fmt.Errorf("webgpu: %s shape %v, want [%d %d]", t.Name, t.Shape, rows, cols)
+		}
+		return t, nil
+	}
+	var err error
+	if l.FFN == model.FFNMoE {
+		if dl.moe, err = b.loadMoE(m, i, l.MoE); err != nil {
+			return nil, err
+		}
+		return b.finishLayer(dl, i)
+	}
 	gate, err := get(model.FFNGate, dl.f, a.Hidden)
 	if err != nil {
 		return nil, err
@@ -547,6 +617,16 @@ func (b *Backend) loadLayer(m *model.Model, i int) (*dlayer, error) {
 	if dl.down, err = b.uploadWeight(down.Name, down); err != nil {
 		return nil, err
 	}
+	return b.finishLayer(dl, i)
+}
+
+// finishLayer derives the layer's rotary tables.
+func (b *Backend) finishLayer(dl *dlayer, i int) (*dlayer, error) {
+	var err error
+	at := dl.at
+	if at == nil {
+		return dl, nil
+	}
 	if r := at.Rope; r.Dims > 0 {
 		s := r.Scaling
 		dl.invFreq, dl.mscale, err = ropeInvFreq(r.Theta, r.Dims, s.Type, s.Factor, s.LowFreqFactor, s.HighFreqFactor, s.OriginalContext, s.BetaFast, s.BetaSlow, s.AttnFactor)
@@ -576,8 +656,9 @@ var (
 	kindsAdvance = []BindKind{ReadWrite}
 )
 
-// Token block of the prefill GEMM variant.
-const gemmTB = 8
+// Matmul geometry (see matmul_tune.go): gemmTB tokens per workgroup for
+// prefill; mvRows / gemmRows output rows per workgroup for the decode
+// matvec / prefill GEMM.
 
 func (b *Backend) embedPipe(c tensor.Codec) (*Pipeline, error) {
 	src, err := shaders.Embed(c)
@@ -587,12 +668,12 @@ func (b *Backend) embedPipe(c tensor.Codec) (*Pipeline, error) {
 	return b.dev.Pipeline("embed/"+c.String(), src, kindsEmbed)
 }
 
-func (b *Backend) matmulPipe(c tensor.Codec, tb int) (*Pipeline, error) {
-	src, err := shaders.Matmul(c, tb)
+func (b *Backend) matmulPipe(c tensor.Codec, tb, r int) (*Pipeline, error) {
+	src, err := shaders.MatmulRows(c, tb, r)
 	if err != nil {
 		return nil, err
 	}
-	return b.dev.Pipeline(fmt.Sprintf("matmul/%s/tb%d", c, tb), src, kindsMatmul)
+	return b.dev.Pipeline(fmt.Sprintf("matmul/%s/tb%d/r%d", c, tb, r), src, kindsMatmul)
 }
 
 func (b *Backend) namedPipe(name string, kinds []BindKind) (*Pipeline, error) {
@@ -619,17 +700,43 @@ func (b *Backend) buildPipelines() error {
 			continue
 		}
 		for _, w := range append(append([]*dweight{dl.o, dl.down}, dl.qkv...), dl.gu...) {
+			if w != nil {
+				codecs[w.codec] = true
+			}
+		}
+		for _, w := range dl.mixerWeights() {
 			codecs[w.codec] = true
+		}
+		if err := b.hybridPipes(dl); err != nil {
+			return err
+		}
+		if dl.moe != nil {
+			for _, w := range dl.moe.weights() {
+				if w != nil {
+					codecs[w.codec] = true
+				}
+			}
+			for _, w := range []*dweight{dl.moe.gu, dl.moe.down} {
+				if _, err := b.expertPipe(w.codec); err != nil {
+					return err
+				}
+			}
+			for name, k := range map[string][]BindKind{shaders.MoERoute: kindsRoute, shaders.MoECombine: kindsMoESum} {
+				if _, err := b.hybridPipe(name, k); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	if _, err := b.embedPipe(b.emb.codec); err != nil {
 		return err
 	}
 	for c := range codecs {
-		for _, tb := range []int{1, gemmTB} {
-			if _, err := b.matmulPipe(c, tb); err != nil {
-				return err
-			}
+		if _, err := b.matmulPipe(c, 1, mvRows); err != nil {
+			return err
+		}
+		if _, err := b.matmulPipe(c, gemmTB, gemmRows); err != nil {
+			return err
 		}
 	}
 	for _, ip := range []bool{false, true} {
@@ -719,6 +826,10 @@ func (b *Backend) Close() error {
 		for _, w := range append(append([]*dweight{dl.o, dl.down}, dl.qkv...), dl.gu...) {
 			rel(w)
 		}
+		if dl.moe != nil {
+			dl.moe.release()
+		}
+		dl.releaseMixer()
 		for _, x := range append([]*Buffer{dl.attnNorm, dl.postAttnNorm, dl.ffnNorm, dl.postFFNNorm, dl.qkvBias, dl.oBias, dl.qkn, dl.qNorm, dl.kNorm}, dl.biasParts...) {
 			x.Release()
 		}

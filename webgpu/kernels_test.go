@@ -184,18 +184,21 @@ func TestKernelMatmul(t *testing.T) {
 							}
 						}
 					}
-					tb := 1
+					tb, rb := 1, mvRows
 					if n > 1 {
-						tb = gemmTB
+						tb, rb = gemmTB, gemmRows
 					}
-					src, err := shaders.Matmul(dc, tb)
-					if err != nil {
-						t.Fatal(err)
+					for _, r := range []int{1, rb, 8} {
+						src, err := shaders.MatmulRows(dc, tb, r)
+						if err != nil {
+							t.Fatal(err)
+						}
+						out := k.f32(init)
+						gx, gy := matmulGrid(rows, r)
+						k.run(fmt.Sprintf("matmul/%s/tb%d/r%d", dc, tb, r), src, kindsMatmul, [3]uint32{gx, gy, uint32((n + tb - 1) / tb)},
+							k.uniform(rows, cols, soff, mode, alpha, capv, 0, 1, stride, off), k.step(0, n, 0, 1), wb, k.f32(x), out, k.f32(bias))
+						closeTo(t, fmt.Sprintf("y(r%d)", r), k.read(out, n*stride), want, 1e-4)
 					}
-					out := k.f32(init)
-					k.run(fmt.Sprintf("matmul/%s/tb%d", dc, tb), src, kindsMatmul, [3]uint32{rows, 1, uint32((n + tb - 1) / tb)},
-						k.uniform(rows, cols, soff, mode, alpha, capv, 0, 1, stride, off), k.step(0, n, 0, 1), wb, k.f32(x), out, k.f32(bias))
-					closeTo(t, "y", k.read(out, n*stride), want, 1e-4)
 				})
 			}
 		}

@@ -25,6 +25,7 @@ type op struct {
 	g       *wgpu.BindGroup
 	rows    rowsOf
 	x, y    uint32 // workgroups per row (x, y)
+	mx, my  uint32 // x, y for mm when nonzero (a different row block)
 	perRow  bool   // grid z (or y) scales with rows
 	zRows   bool   // rows go to z (matmul) instead of y
 	wgBytes int64
@@ -50,6 +51,9 @@ func (o *op) dispatch(ntok, headRows int) Dispatch {
 		p, tb = o.mm, gemmTB
 	}
 	d := Dispatch{P: p, G: o.g, X: o.x, Y: o.y, Z: 1, Label: o.label}
+	if p == o.mm && o.mx != 0 {
+		d.X, d.Y = o.mx, o.my
+	}
 	if o.zRows {
 		d.Z = uint32((n + tb - 1) / tb)
 	} else if o.perRow {
@@ -87,6 +91,8 @@ type Session struct {
 	argmax, advance              *op
 	host                         HostLayers
 	maxGreedy                    int
+	moe                          *moeScratch // nil without MoE layers
+	mix                          *mixScratch // nil without hybrid mixers or output gates
 }
 
 // splitLenOverride, when set (tests), replaces the split-K span so short
@@ -246,18 +252,18 @@ func (s *Session) build() error {
 	}
 	// matmul adds one projection: out[t*outStride+outOff+o] (=|+=) alpha*W·x.
 	matmul := func(label string, w *dweight, x, out *Buffer, biasBuf *Buffer, mode int, alpha, softcap float32, sel int, outStride, outOff int, rows rowsOf) error {
-		mv, err := b.matmulPipe(w.codec, 1)
+		mv, err := b.matmulPipe(w.codec, 1, mvRows)
 		if err != nil {
 			return err
 		}
-		mm, err := b.matmulPipe(w.codec, gemmTB)
+		mm, err := b.matmulPipe(w.codec, gemmTB, gemmRows)
 		if err != nil {
 			return err
 		}
 		bb, hasBias := bias(biasBuf)
-		gx := min(w.rows, 65535)
-		gy := (w.rows + 65534) / 65535
-		o := &op{mv: mv, mm: mm, rows: rows, x: uint32(gx), y: uint32(gy), zRows: true, wgBytes: w.bytes}
+		gx, gy := matmulGrid(w.rows, mvRows)
+		mx, my := matmulGrid(w.rows, gemmRows)
+		o := &op{mv: mv, mm: mm, rows: rows, x: gx, y: gy, mx: mx, my: my, zRows: true, wgBytes: w.bytes}
 		add(label, o, mv, s.param(w.rows, w.cols, w.soff, mode, alpha, softcap, sel, hasBias, outStride, outOff),
 			stepB, W(w.buf), W(x), W(out), bb)
 		return nil
@@ -319,67 +325,80 @@ func (s *Session) build() error {
 			}
 			in = s.h
 		}
-		qkvw := dl.qw + 2*dl.kvw
-		off := 0
-		for j, w := range dl.qkv {
-			bb := dl.qkvBias
-			if dl.biasParts != nil {
-				bb = dl.biasParts[j]
-			}
-			if err := matmul(lbl("qkv"), w, in, s.qkv, bb, 0, 1, 0, 0, qkvw, off, rowsTok); err != nil {
+		attn := &op{}
+		if at == nil {
+			if err := s.buildMixer(i, dl, in, add, matmul); err != nil {
 				return err
 			}
-			off += w.rows
-		}
-		qkNormPerHead := false
-		switch at.QKNorm {
-		case model.QKNormFull:
-			if err := norm(lbl("q norm"), dl.qNorm, s.qkv, s.qkv, dl.qw, 1, 0, 1, 0, qkvw, 0, qkvw, 0, rowsTok); err != nil {
-				return err
-			}
-			if err := norm(lbl("k norm"), dl.kNorm, s.qkv, s.qkv, dl.kvw, 1, 0, 1, 0, qkvw, dl.qw, qkvw, dl.qw, rowsTok); err != nil {
-				return err
-			}
-		case model.QKNormPerHead:
-			qkNormPerHead = true
-		}
-		cs := b.zero
-		rot := at.Rope.Dims
-		if rot > 0 {
-			key := fmt.Sprint(dl.invFreq, dl.mscale)
-			if cs = csTables[key]; cs == nil {
-				if cs, err = s.buf(lbl("rope"), 4*2*(rot/2)*s.maxLen); err != nil {
+		} else {
+			qkvw := dl.qw + 2*dl.kvw
+			off := 0
+			for j, w := range dl.qkv {
+				bb := dl.qkvBias
+				if dl.biasParts != nil {
+					bb = dl.biasParts[j]
+				}
+				if err := matmul(lbl("qkv"), w, in, s.qkv, bb, 0, 1, 0, 0, qkvw, off, rowsTok); err != nil {
 					return err
 				}
-				if err := b.dev.Write(cs, 0, F32Bytes(ropeTable(dl.invFreq, dl.mscale, s.maxLen))); err != nil {
+				off += w.rows
+			}
+			if err := s.gateProj(i, dl, in, matmul); err != nil {
+				return err
+			}
+			qkNormPerHead := false
+			switch at.QKNorm {
+			case model.QKNormFull:
+				if err := norm(lbl("q norm"), dl.qNorm, s.qkv, s.qkv, dl.qw, 1, 0, 1, 0, qkvw, 0, qkvw, 0, rowsTok); err != nil {
 					return err
 				}
-				csTables[key] = cs
+				if err := norm(lbl("k norm"), dl.kNorm, s.qkv, s.qkv, dl.kvw, 1, 0, 1, 0, qkvw, dl.qw, qkvw, dl.qw, rowsTok); err != nil {
+					return err
+				}
+			case model.QKNormPerHead:
+				qkNormPerHead = true
 			}
-		}
-		style := 0
-		if at.Rope.Style == model.RopeInterleaved {
-			style = 1
-		}
-		qkn := b.zero
-		if qkNormPerHead {
-			qkn = dl.qkn
-		}
-		add(lbl("qkv prep"), &op{mv: prepP, rows: rowsTok, x: uint32(at.Heads + 2*at.KVHeads), y: 1, perRow: true}, prepP,
-			s.param(at.Heads, at.KVHeads, at.HeadDim, rot, style, qkNormPerHead, a.NormEps, a.Norm == model.NormRMSPlusOne, dl.knOff, 0, 0, 0),
-			stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(cs), W(qkn))
-		attn := add(lbl("attention"), &op{mv: attnP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true, window: at.Window}, attnP,
-			s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, 0, 1, 0, 0, 0),
-			stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(b.zero))
-		if s.maxSplits > 1 {
-			attn.split = &op{mv: attnP, x: uint32(at.Heads)}
-			add(lbl("attention split"), attn.split, attnP,
-				s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, s.splitLen, s.maxSplits, 0, 0, 0),
-				stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(s.part))
-			attn.combine = &op{mv: combP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true}
-			add(lbl("attention combine"), attn.combine, combP,
-				s.param(at.Heads, at.HeadDim, at.Window, s.splitLen, s.maxSplits, 0, 0, 0),
-				stepB, W(s.part), W(s.att))
+			cs := b.zero
+			rot := at.Rope.Dims
+			if rot > 0 {
+				key := fmt.Sprint(dl.invFreq, dl.mscale)
+				if cs = csTables[key]; cs == nil {
+					if cs, err = s.buf(lbl("rope"), 4*2*(rot/2)*s.maxLen); err != nil {
+						return err
+					}
+					if err := b.dev.Write(cs, 0, F32Bytes(ropeTable(dl.invFreq, dl.mscale, s.maxLen))); err != nil {
+						return err
+					}
+					csTables[key] = cs
+				}
+			}
+			style := 0
+			if at.Rope.Style == model.RopeInterleaved {
+				style = 1
+			}
+			qkn := b.zero
+			if qkNormPerHead {
+				qkn = dl.qkn
+			}
+			add(lbl("qkv prep"), &op{mv: prepP, rows: rowsTok, x: uint32(at.Heads + 2*at.KVHeads), y: 1, perRow: true}, prepP,
+				s.param(at.Heads, at.KVHeads, at.HeadDim, rot, style, qkNormPerHead, a.NormEps, a.Norm == model.NormRMSPlusOne, dl.knOff, 0, 0, 0),
+				stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(cs), W(qkn))
+			attn = add(lbl("attention"), &op{mv: attnP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true, window: at.Window}, attnP,
+				s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, 0, 1, 0, 0, 0),
+				stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(b.zero))
+			if s.maxSplits > 1 {
+				attn.split = &op{mv: attnP, x: uint32(at.Heads)}
+				add(lbl("attention split"), attn.split, attnP,
+					s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, s.splitLen, s.maxSplits, 0, 0, 0),
+					stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(s.part))
+				attn.combine = &op{mv: combP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true}
+				add(lbl("attention combine"), attn.combine, combP,
+					s.param(at.Heads, at.HeadDim, at.Window, s.splitLen, s.maxSplits, 0, 0, 0),
+					stepB, W(s.part), W(s.att))
+			}
+			if err := s.gateApply(i, dl, add); err != nil {
+				return err
+			}
 		}
 		if l.PostMixerNorm {
 			if err := matmul(lbl("o"), dl.o, s.att, s.tmp, dl.oBias, 0, 1, 0, 0, a.Hidden, 0, rowsTok); err != nil {
@@ -398,28 +417,34 @@ func (s *Session) build() error {
 			}
 			in = s.h
 		}
-		off = 0
-		for _, w := range dl.gu {
-			if err := matmul(lbl("gate/up"), w, in, s.gu, nil, 0, 1, 0, 0, 2*dl.f, off, rowsTok); err != nil {
+		if dl.moe != nil {
+			if err := s.buildMoE(i, dl, in, add, matmul, norm); err != nil {
 				return err
 			}
-			off += w.rows
-		}
-		act := 0
-		if a.Act == model.ActGELUTanh {
-			act = 1
-		}
-		add(lbl("act"), &op{mv: actP, rows: rowsTok, x: uint32((dl.f + 63) / 64), y: 1, perRow: true}, actP,
-			s.param(dl.f, act, 0, 0), stepB, W(s.gu), W(s.act))
-		if l.PostFFNNorm {
-			if err := matmul(lbl("down"), dl.down, s.act, s.tmp, nil, 0, 1, 0, 0, a.Hidden, 0, rowsTok); err != nil {
+		} else {
+			off := 0
+			for _, w := range dl.gu {
+				if err := matmul(lbl("gate/up"), w, in, s.gu, nil, 0, 1, 0, 0, 2*dl.f, off, rowsTok); err != nil {
+					return err
+				}
+				off += w.rows
+			}
+			act := 0
+			if a.Act == model.ActGELUTanh {
+				act = 1
+			}
+			add(lbl("act"), &op{mv: actP, rows: rowsTok, x: uint32((dl.f + 63) / 64), y: 1, perRow: true}, actP,
+				s.param(dl.f, act, 0, 0), stepB, W(s.gu), W(s.act))
+			if l.PostFFNNorm {
+				if err := matmul(lbl("down"), dl.down, s.act, s.tmp, nil, 0, 1, 0, 0, a.Hidden, 0, rowsTok); err != nil {
+					return err
+				}
+				if err := norm(lbl("post ffn norm"), dl.postFFNNorm, s.tmp, s.x, a.Hidden, 1, 1, rs, 0, a.Hidden, 0, a.Hidden, 0, rowsTok); err != nil {
+					return err
+				}
+			} else if err := matmul(lbl("down"), dl.down, s.act, s.x, nil, 1, rs, 0, 0, a.Hidden, 0, rowsTok); err != nil {
 				return err
 			}
-			if err := norm(lbl("post ffn norm"), dl.postFFNNorm, s.tmp, s.x, a.Hidden, 1, 1, rs, 0, a.Hidden, 0, a.Hidden, 0, rowsTok); err != nil {
-				return err
-			}
-		} else if err := matmul(lbl("down"), dl.down, s.act, s.x, nil, 1, rs, 0, 0, a.Hidden, 0, rowsTok); err != nil {
-			return err
 		}
 		for _, p := range pend[start:] {
 			if p.o != attn.split && p.o != attn.combine {

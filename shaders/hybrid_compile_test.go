@@ -1,0 +1,44 @@
+package shaders_test
+
+import (
+	"testing"
+
+	"github.com/cortiq/cortiq/shaders"
+	"github.com/cortiq/cortiq/webgpu"
+)
+
+// TestCompileHybrid builds the MoE and hybrid-mixer modules on the local
+// adapter (skips without one).
+func TestCompileHybrid(t *testing.T) {
+	d, err := webgpu.Open()
+	if err != nil {
+		t.Skipf("no WebGPU adapter: %v", err)
+	}
+	defer d.Close()
+	U, R, W := webgpu.Uniform, webgpu.ReadOnly, webgpu.ReadWrite
+	for name, kinds := range map[string][]webgpu.BindKind{
+		shaders.MoERoute:   {U, R, W, R, W, W},
+		shaders.MoECombine: {U, R, R, R, R, R, W},
+		shaders.ShortConv:  {U, R, R, R, R, W, W},
+		shaders.DeltaConv:  {U, R, R, R, W, W},
+		shaders.DeltaRule:  {U, R, R, R, R, R, W, W},
+		shaders.AttnGate:   {U, R, R, W},
+	} {
+		src, err := shaders.Hybrid(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Pipeline(name, src, kinds); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for _, c := range shaders.Codecs {
+		src, err := shaders.ExpertMatmul(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Pipeline("moe_matmul/"+c.String(), src, []webgpu.BindKind{U, R, R, R, W, R}); err != nil {
+			t.Errorf("moe_matmul/%s: %v", c, err)
+		}
+	}
+}

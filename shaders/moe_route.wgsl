@@ -1,0 +1,92 @@
+// MoE routing for every token of the step, on the device: the router logits
+// (written by a matmul, [ntok, E]) become probabilities in place (softmax,
+// or sigmoid with scoring 1), then the top k experts by probability (plus
+// the optional selection bias, which does not enter the weights) are picked
+// in descending order, lower index first on ties, as a stable sort does.
+// The weights are renormalized to sum 1 when norm_topk is set and then
+// multiplied by scale. sel[t*k + j] is the j-th pick's expert, wts[t*k + j]
+// its weight. Dispatch (1, 1, 1); each thread routes tokens t ≡ lid (mod 64).
+// 48 bytes, the largest parameter block: see hybridParam in webgpu/hybrid.go.
+struct P {
+    e: u32,
+    k: u32,
+    scoring: u32,
+    norm_topk: u32,
+    has_bias: u32,
+    scale: f32,
+    _p0: u32,
+    _p1: u32,
+    _w0: u32,
+    _w1: u32,
+    _w2: u32,
+    _w3: u32,
+}
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> step: array<u32>;
+@group(0) @binding(2) var<storage, read_write> logits: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> sel: array<u32>;
+@group(0) @binding(5) var<storage, read_write> wts: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
+    let n = step[1];
+    for (var t = lid.x; t < n; t += 64u) {
+        let b = t * p.e;
+        if (p.scoring == 1u) {
+            for (var e = 0u; e < p.e; e++) {
+                logits[b + e] = 1.0 / (1.0 + exp(-logits[b + e]));
+            }
+        } else {
+            var m = logits[b];
+            for (var e = 1u; e < p.e; e++) {
+                m = max(m, logits[b + e]);
+            }
+            var sum = 0.0;
+            for (var e = 0u; e < p.e; e++) {
+                let v = exp(logits[b + e] - m);
+                logits[b + e] = v;
+                sum += v;
+            }
+            for (var e = 0u; e < p.e; e++) {
+                logits[b + e] = logits[b + e] / sum;
+            }
+        }
+        var total = 0.0;
+        for (var j = 0u; j < p.k; j++) {
+            var best = 0u;
+            var bestScore = 0.0;
+            var found = false;
+            for (var e = 0u; e < p.e; e++) {
+                var taken = false;
+                for (var q = 0u; q < j; q++) {
+                    if (sel[t * p.k + q] == e) {
+                        taken = true;
+                    }
+                }
+                if (taken) {
+                    continue;
+                }
+                var sc = logits[b + e];
+                if (p.has_bias == 1u) {
+                    sc += bias[e];
+                }
+                if (!found || sc > bestScore) {
+                    best = e;
+                    bestScore = sc;
+                    found = true;
+                }
+            }
+            sel[t * p.k + j] = best;
+            wts[t * p.k + j] = logits[b + best];
+            total += logits[b + best];
+        }
+        for (var j = 0u; j < p.k; j++) {
+            var wv = wts[t * p.k + j];
+            if (p.norm_topk == 1u) {
+                wv = wv / total;
+            }
+            wts[t * p.k + j] = wv * p.scale;
+        }
+    }
+}

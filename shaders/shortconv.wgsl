@@ -1,0 +1,61 @@
+// LFM2 gated short convolution, after the fused in-projection: a row of bcx
+// holds B, C and x (3h wide). Per channel c, the gated input B⊙x goes
+// through a depthwise causal convolution of k taps (taps[c*k + j], oldest
+// first) over the last k-1 gated inputs, kept on the device in state
+// ([k-1, h], oldest first; treated as zeros at position 0), then is gated
+// by C: y[t*h + c] = C·(bias[c] + Σ_j taps[c*k+j]·win[j]). One thread per
+// channel walks the step's tokens in order. Dispatch (ceil(h/64), 1, 1).
+// 48 bytes, the largest parameter block: see hybridParam in webgpu/hybrid.go.
+struct P {
+    h: u32,
+    k: u32,
+    has_bias: u32,
+    _p0: u32,
+    _w0: u32,
+    _w1: u32,
+    _w2: u32,
+    _w3: u32,
+    _w4: u32,
+    _w5: u32,
+    _w6: u32,
+    _w7: u32,
+}
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> step: array<u32>;
+@group(0) @binding(2) var<storage, read> bcx: array<f32>;
+@group(0) @binding(3) var<storage, read> taps: array<f32>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(5) var<storage, read_write> state: array<f32>;
+@group(0) @binding(6) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let c = wg.x * 64u + lid.x;
+    if (c >= p.h) {
+        return;
+    }
+    let fresh = step[0] == 0u;
+    var win: array<f32, 16>;
+    for (var j = 0u; j + 1u < p.k; j++) {
+        win[j] = select(state[j * p.h + c], 0.0, fresh);
+    }
+    let n = step[1];
+    for (var t = 0u; t < n; t++) {
+        let r = t * 3u * p.h;
+        win[p.k - 1u] = bcx[r + c] * bcx[r + 2u * p.h + c];
+        var acc = 0.0;
+        if (p.has_bias == 1u) {
+            acc = bias[c];
+        }
+        for (var j = 0u; j < p.k; j++) {
+            acc += taps[c * p.k + j] * win[j];
+        }
+        y[t * p.h + c] = bcx[r + p.h + c] * acc;
+        for (var j = 0u; j + 1u < p.k; j++) {
+            win[j] = win[j + 1u];
+        }
+    }
+    for (var j = 0u; j + 1u < p.k; j++) {
+        state[j * p.h + c] = win[j];
+    }
+}

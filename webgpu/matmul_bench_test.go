@@ -1,0 +1,107 @@
+package webgpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cortiq/cortiq/shaders"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// BenchmarkMatmulKernel times the matmul kernel alone: reps dependent
+// dispatches of one weight per submit, llama-1b shapes, several row blocks.
+// The MB/s column is weight bytes read per second (for tb > 1 the weight is
+// read once per token block, so it is not the DRAM rate).
+func BenchmarkMatmulKernel(b *testing.B) {
+	d := testDevice(b)
+	shapes := [][2]int{{3072, 2048}, {16384, 2048}, {2048, 8192}, {128256, 2048}}
+	if d.Info().Type == "cpu" || testing.Short() {
+		shapes = [][2]int{{256, 512}}
+	}
+	const reps = 50
+	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.F32} {
+		for _, sh := range shapes {
+			rows, cols := sh[0], sh[1]
+			var qbytes, sbytes int
+			switch c {
+			case tensor.Q4_0:
+				qbytes, sbytes = rows*cols/2, rows*cols/16
+			case tensor.Q8_0:
+				qbytes, sbytes = rows*cols, rows*cols/16
+			default:
+				qbytes = rows * cols * 4
+			}
+			data := make([]byte, (qbytes+sbytes+15)&^15)
+			r := rand.New(rand.NewPCG(1, 2))
+			for i := 0; i+8 <= len(data); i += 8 {
+				v := r.Uint64() & 0x3bff3bff3bff3bff // finite f16 halves
+				for k := 0; k < 8; k++ {
+					data[i+k] = byte(v >> (8 * k))
+				}
+			}
+			wb, err := d.NewStorage("w", uint64(len(data)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := d.Write(wb, 0, data); err != nil {
+				b.Fatal(err)
+			}
+			const ntok = 512
+			xb, _ := d.NewStorage("x", uint64(4*cols*ntok))
+			ob, _ := d.NewStorage("o", uint64(4*rows*ntok))
+			zb, _ := d.NewStorage("z", uint64(4*rows))
+			for _, v := range [][2]int{{1, 1}, {1, 2}, {1, 4}, {1, 8}, {8, 1}, {8, 2}, {8, 4}, {16, 2}} {
+				tb, rr := v[0], v[1]
+				n := 1
+				if tb > 1 {
+					n = ntok
+				}
+				b.Run(fmt.Sprintf("%s/%dx%d/tb%d/r%d", c, rows, cols, tb, rr), func(b *testing.B) {
+					src, err := shaders.MatmulRows(c, tb, rr)
+					if err != nil {
+						b.Fatal(err)
+					}
+					key := fmt.Sprintf("matmul/%s/tb%d/r%d", c, tb, rr)
+					p, err := d.Pipeline(key, src, kindsMatmul)
+					if err != nil {
+						b.Fatal(err)
+					}
+					ub, _ := d.NewUniform("p", params(rows, cols, uint32(qbytes/4), 0, float32(1), float32(0), 0, 0, rows, 0))
+					sb, _ := d.NewStorage("s", 32)
+					d.Write(sb, 0, U32Bytes([]uint32{0, uint32(n), 0, 1, 0, 0, 0, 0}))
+					g, err := d.BindGroup(p, key, Whole(ub), Whole(sb), Whole(wb), Whole(xb), Whole(ob), Whole(zb))
+					if err != nil {
+						b.Fatal(err)
+					}
+					gx, gy := matmulGrid(rows, rr)
+					ds := make([]Dispatch, reps)
+					for i := range ds {
+						ds[i] = Dispatch{P: p, G: g, X: gx, Y: gy, Z: uint32((n + tb - 1) / tb)}
+					}
+					sync := func() {
+						if err := d.Run(nil, ds, nil); err != nil {
+							b.Fatal(err)
+						}
+						if _, err := d.ReadBuffer(sb, 16); err != nil {
+							b.Fatal(err)
+						}
+					}
+					sync()
+					b.SetBytes(int64(len(data)) * reps)
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						sync()
+					}
+					b.StopTimer()
+					us := float64(b.Elapsed().Microseconds()) / float64(b.N*reps)
+					b.ReportMetric(us, "us/dispatch")
+					b.ReportMetric(float64(len(data))/us/1e3, "GB/s")
+					if n > 1 {
+						b.ReportMetric(2*float64(rows*cols*n)/us/1e6, "TFLOPs")
+					}
+				})
+			}
+		}
+	}
+}

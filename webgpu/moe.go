@@ -1,0 +1,339 @@
+package webgpu
+
+import (
+	"fmt"
+
+	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/shaders"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// dmoe is a routed mixture-of-experts FFN resident on the device. Routing
+// (router matmul, scoring, top-k, weights) runs on the device in the step's
+// command buffer; the expert kernels read only the picked experts' rows of
+// the stacked banks.
+type dmoe struct {
+	spec    *model.MoE
+	router  *dweight // [E, hidden]
+	selBias *Buffer  // [E] or nil
+	gu      *dweight // [E*2I, hidden]: per expert its gate rows, then its up rows
+	down    *dweight // [E*hidden, I]
+	shGU    *dweight // shared expert [gate; up] or nil
+	shDown  *dweight
+	shGate  *dweight // [1, hidden] or nil
+}
+
+var (
+	kindsRoute   = []BindKind{Uniform, ReadOnly, ReadWrite, ReadOnly, ReadWrite, ReadWrite}
+	kindsExperts = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadOnly}
+	kindsMoESum  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
+)
+
+func checkMoE(i int, m *model.MoE, a *model.Arch) error {
+	switch m.Scoring {
+	case "", "softmax", "sigmoid":
+	default:
+		return fmt.Errorf("webgpu: %w: layer %d MoE scoring %q", ErrUnsupported, i, m.Scoring)
+	}
+	if m.ExpertHidden <= 0 || m.ExpertHidden%4 != 0 || m.SharedHidden%4 != 0 {
+		return fmt.Errorf("webgpu: %w: layer %d MoE widths %d/%d", ErrUnsupported, i, m.ExpertHidden, m.SharedHidden)
+	}
+	if int64(m.Experts)*int64(2*m.ExpertHidden)*int64(a.Hidden) >= 1<<32 {
+		return fmt.Errorf("webgpu: %w: layer %d expert bank exceeds 2^32 elements", ErrUnsupported, i)
+	}
+	return nil
+}
+
+// expertViews splits a stacked [E, out, in] bank into E [out, in] tensors.
+func expertViews(t *tensor.Tensor, e, out, in int) ([]*tensor.Tensor, error) {
+	if len(t.Shape) != 3 || t.Shape[0] != e || t.Shape[1] != out || t.Shape[2] != in {
+		return nil, fmt.Errorf("webgpu: %s shape %v, want [%d %d %d]", t.Name, t.Shape, e, out, in)
+	}
+	rb, err := t.Codec.RowBytes(in)
+	if err != nil {
+		return nil, fmt.Errorf("webgpu: %s: %w", t.Name, err)
+	}
+	if len(t.Data) != e*out*rb {
+		return nil, fmt.Errorf("webgpu: %s: %d bytes for shape %v", t.Name, len(t.Data), t.Shape)
+	}
+	v := make([]*tensor.Tensor, e)
+	for k := range v {
+		v[k] = &tensor.Tensor{Name: fmt.Sprintf("%s[%d]", t.Name, k), Codec: t.Codec, Shape: []int{out, in},
+			Data: t.Data[k*out*rb : (k+1)*out*rb]}
+	}
+	return v, nil
+}
+
+func (b *Backend) loadMoE(m *model.Model, i int, spec *model.MoE) (*dmoe, error) {
+	a := b.arch
+	H, E, I := a.Hidden, spec.Experts, spec.ExpertHidden
+	name := func(s string) string { return model.LayerTensor(i, s) }
+	get := func(s string) (*tensor.Tensor, error) { return b.tensor(m, name(s)) }
+	dm := &dmoe{spec: spec}
+	rt, err := get(model.FFNRouter)
+	if err != nil {
+		return nil, err
+	}
+	if rt.Rows() != E || rt.Cols() != H {
+		return nil, fmt.Errorf("webgpu: %s shape %v, want [%d %d]", rt.Name, rt.Shape, E, H)
+	}
+	if dm.router, err = b.uploadWeight(rt.Name, rt); err != nil {
+		return nil, err
+	}
+	if spec.SelectBias {
+		if dm.selBias, err = b.uploadVec(m, name(model.FFNRouterBias), E); err != nil {
+			return nil, err
+		}
+	}
+	bank := func(s string, out, in int) ([]*tensor.Tensor, error) {
+		t, err := get(s)
+		if err != nil {
+			return nil, err
+		}
+		return expertViews(t, E, out, in)
+	}
+	gv, err := bank(model.FFNGateExps, I, H)
+	if err != nil {
+		return nil, err
+	}
+	uv, err := bank(model.FFNUpExps, I, H)
+	if err != nil {
+		return nil, err
+	}
+	dv, err := bank(model.FFNDownExps, H, I)
+	if err != nil {
+		return nil, err
+	}
+	if !sameCodec(gv[0], uv[0]) {
+		return nil, fmt.Errorf("webgpu: %w: layer %d expert gate and up banks differ in codec", ErrUnsupported, i)
+	}
+	var guv []*tensor.Tensor
+	for e := range E {
+		guv = append(guv, gv[e], uv[e])
+	}
+	if dm.gu, err = b.uploadWeight(name("ffn_gate_up_exps"), guv...); err != nil {
+		return nil, err
+	}
+	if dm.down, err = b.uploadWeight(name(model.FFNDownExps), dv...); err != nil {
+		return nil, err
+	}
+	if S := spec.SharedHidden; S > 0 {
+		sg, err := get(model.FFNGateShexp)
+		if err != nil {
+			return nil, err
+		}
+		su, err := get(model.FFNUpShexp)
+		if err != nil {
+			return nil, err
+		}
+		sd, err := get(model.FFNDownShexp)
+		if err != nil {
+			return nil, err
+		}
+		if sg.Rows() != S || sg.Cols() != H || su.Rows() != S || su.Cols() != H || sd.Rows() != H || sd.Cols() != S {
+			return nil, fmt.Errorf("webgpu: layer %d shared expert shapes %v %v %v", i, sg.Shape, su.Shape, sd.Shape)
+		}
+		if !sameCodec(sg, su) {
+			return nil, fmt.Errorf("webgpu: %w: layer %d shared gate and up differ in codec", ErrUnsupported, i)
+		}
+		if dm.shGU, err = b.uploadWeight(name("ffn_gate_up_shexp"), sg, su); err != nil {
+			return nil, err
+		}
+		if dm.shDown, err = b.uploadWeight(sd.Name, sd); err != nil {
+			return nil, err
+		}
+		if spec.SharedGate {
+			gt, err := get(model.FFNShexpGate)
+			if err != nil {
+				return nil, err
+			}
+			if gt.Elements() != H {
+				return nil, fmt.Errorf("webgpu: %s shape %v, want [1 %d]", gt.Name, gt.Shape, H)
+			}
+			if dm.shGate, err = b.uploadWeight(gt.Name, gt); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return dm, nil
+}
+
+// weights lists the device weights (nil entries skipped by callers).
+func (dm *dmoe) weights() []*dweight {
+	return []*dweight{dm.router, dm.gu, dm.down, dm.shGU, dm.shDown, dm.shGate}
+}
+
+// decodeBytes is the weight bytes one token reads: router, k experts,
+// shared expert.
+func (dm *dmoe) decodeBytes() int64 {
+	n := dm.router.bytes
+	k, e := int64(dm.spec.TopK), int64(dm.spec.Experts)
+	n += (dm.gu.bytes + dm.down.bytes) * k / e
+	for _, w := range []*dweight{dm.shGU, dm.shDown, dm.shGate} {
+		if w != nil {
+			n += w.bytes
+		}
+	}
+	return n
+}
+
+func (dm *dmoe) release() {
+	for _, w := range dm.weights() {
+		if w != nil {
+			w.buf.Release()
+		}
+	}
+	dm.selBias.Release()
+}
+
+func (b *Backend) expertPipe(c tensor.Codec) (*Pipeline, error) {
+	src, err := shaders.ExpertMatmul(c)
+	if err != nil {
+		return nil, err
+	}
+	return b.dev.Pipeline("moe_matmul/"+c.String(), src, kindsExperts)
+}
+
+func (b *Backend) hybridPipe(name string, kinds []BindKind) (*Pipeline, error) {
+	src, err := shaders.Hybrid(name)
+	if err != nil {
+		return nil, err
+	}
+	return b.dev.Pipeline(name, src, kinds)
+}
+
+// moeScratch are a session's MoE activations, shared by every MoE layer.
+type moeScratch struct {
+	logits, sel, wts, act, y, shy, shg *Buffer
+}
+
+type (
+	addFunc    func(label string, o *op, p *Pipeline, binds ...Binding) *op
+	matmulFunc func(label string, w *dweight, x, out *Buffer, biasBuf *Buffer, mode int, alpha, softcap float32, sel int, outStride, outOff int, rows rowsOf) error
+	normFunc   func(label string, wbuf *Buffer, x, out *Buffer, n, sub int, mode int, alpha float32, sel int, inStride, inOff, outStride, outOff int, rows rowsOf) error
+)
+
+func (s *Session) moeBuffers() (*moeScratch, error) {
+	if s.moe != nil {
+		return s.moe, nil
+	}
+	a := s.b.arch
+	var E, K, I int
+	for _, l := range a.Layers {
+		if l.MoE != nil {
+			E, K, I = max(E, l.MoE.Experts), max(K, l.MoE.TopK), max(I, l.MoE.ExpertHidden)
+		}
+	}
+	c := s.chunk
+	ms := &moeScratch{}
+	for _, sp := range []struct {
+		dst  **Buffer
+		name string
+		n    int
+	}{
+		{&ms.logits, "moe logits", c * E}, {&ms.sel, "moe picks", c * K}, {&ms.wts, "moe weights", c * K},
+		{&ms.act, "moe act", c * K * I}, {&ms.y, "moe out", c * K * a.Hidden}, {&ms.shy, "shared expert out", c * a.Hidden},
+		{&ms.shg, "shared expert gate", max(c, 4)},
+	} {
+		var err error
+		if *sp.dst, err = s.buf(sp.name, 4*sp.n); err != nil {
+			return nil, err
+		}
+	}
+	s.moe = ms
+	return ms, nil
+}
+
+// buildMoE lays out layer i's MoE FFN over the normalized input in: the
+// result is added into s.x times the residual scale (or, with a post-FFN
+// norm, normalized from s.tmp and then added).
+func (s *Session) buildMoE(i int, dl *dlayer, in *Buffer, add addFunc, matmul matmulFunc, norm normFunc) error {
+	b := s.b
+	a := b.arch
+	dm := dl.moe
+	sp := dm.spec
+	H, E, K, I := a.Hidden, sp.Experts, sp.TopK, sp.ExpertHidden
+	lbl := func(x string) string { return fmt.Sprintf("L%d %s", i, x) }
+	ms, err := s.moeBuffers()
+	if err != nil {
+		return err
+	}
+	W := Whole
+	stepB := W(s.step)
+	if err := matmul(lbl("router"), dm.router, in, ms.logits, nil, 0, 1, 0, 0, E, 0, rowsTok); err != nil {
+		return err
+	}
+	routeP, err := b.hybridPipe(shaders.MoERoute, kindsRoute)
+	if err != nil {
+		return err
+	}
+	biasB, hasBias := W(b.zero), false
+	if dm.selBias != nil {
+		biasB, hasBias = W(dm.selBias), true
+	}
+	scale := orOne(sp.RoutedScale)
+	add(lbl("moe route"), &op{mv: routeP, rows: rowsOne, x: 1, y: 1}, routeP,
+		s.hybridParam(E, K, sp.Scoring == "sigmoid", sp.NormTopK, hasBias, scale, 0, 0),
+		stepB, W(ms.logits), biasB, W(ms.sel), W(ms.wts))
+	act := 0
+	if a.Act == model.ActGELUTanh {
+		act = 1
+	}
+	expert := func(label string, w *dweight, rows int, gu bool, x, out *Buffer) error {
+		p, err := b.expertPipe(w.codec)
+		if err != nil {
+			return err
+		}
+		gx := min(rows, 65535)
+		gy := (rows + 65534) / 65535
+		add(lbl(label), &op{mv: p, rows: rowsTok, x: uint32(gx), y: uint32(gy), zRows: true, wgBytes: w.bytes * int64(K) / int64(E)}, p,
+			s.hybridParam(rows, w.cols, w.soff, gu, K, act, 0, 0), stepB, W(w.buf), W(x), W(out), W(ms.sel))
+		return nil
+	}
+	if err := expert("experts gate/up", dm.gu, I, true, in, ms.act); err != nil {
+		return err
+	}
+	if err := expert("experts down", dm.down, H, false, ms.act, ms.y); err != nil {
+		return err
+	}
+	hasShared, sharedGate := false, false
+	if dm.shGU != nil {
+		S := sp.SharedHidden
+		hasShared = true
+		if err := matmul(lbl("shared gate/up"), dm.shGU, in, s.gu, nil, 0, 1, 0, 0, 2*S, 0, rowsTok); err != nil {
+			return err
+		}
+		actP, err := b.namedPipe(shaders.ActMul, kindsAct)
+		if err != nil {
+			return err
+		}
+		add(lbl("shared act"), &op{mv: actP, rows: rowsTok, x: uint32((S + 63) / 64), y: 1, perRow: true}, actP,
+			s.param(S, act, 0, 0), stepB, W(s.gu), W(s.act))
+		if err := matmul(lbl("shared down"), dm.shDown, s.act, ms.shy, nil, 0, 1, 0, 0, H, 0, rowsTok); err != nil {
+			return err
+		}
+		if dm.shGate != nil {
+			sharedGate = true
+			if err := matmul(lbl("shared gate"), dm.shGate, in, ms.shg, nil, 0, 1, 0, 0, 1, 0, rowsTok); err != nil {
+				return err
+			}
+		}
+	}
+	sumP, err := b.hybridPipe(shaders.MoECombine, kindsMoESum)
+	if err != nil {
+		return err
+	}
+	rs := orOne(a.ResidualScale)
+	l := dl.spec
+	mode, alpha, out := 1, rs, s.x
+	if l.PostFFNNorm {
+		mode, alpha, out = 0, 1, s.tmp
+	}
+	add(lbl("moe sum"), &op{mv: sumP, rows: rowsTok, x: uint32((H + 63) / 64), y: 1, perRow: true}, sumP,
+		s.hybridParam(H, K, mode, alpha, hasShared, sharedGate, 0, 0),
+		stepB, W(ms.y), W(ms.wts), W(ms.shy), W(ms.shg), W(out))
+	if l.PostFFNNorm {
+		return norm(lbl("post ffn norm"), dl.postFFNNorm, s.tmp, s.x, H, 1, 1, rs, 0, H, 0, H, 0, rowsTok)
+	}
+	return nil
+}
