@@ -12,9 +12,12 @@ fn q8scale(b: u32, soff: u32) -> f32 {
     return select(d2.x, d2.y, (b & 1u) == 1u);
 }
 
+// Four int8 from one u32, exactly, without int-to-float conversion: the
+// sign flip maps v to v+128 in 0..255, OR-ed into the mantissa of 2^23.
 fn q8x4(q: u32) -> vec4<f32> {
-    return vec4<f32>(vec4<i32>(bitcast<i32>(q << 24u) >> 24u, bitcast<i32>(q << 16u) >> 24u,
-                               bitcast<i32>(q << 8u) >> 24u, bitcast<i32>(q) >> 24u));
+    let b = q ^ 0x80808080u;
+    let u = vec4<u32>(b & 0xFFu, (b >> 8u) & 0xFFu, (b >> 16u) & 0xFFu, b >> 24u) | vec4<u32>(0x4B000000u);
+    return bitcast<vec4<f32>>(u) - vec4<f32>(8388736.0);
 }
 
 fn fetch4(e: u32, soff: u32) -> vec4<f32> {

@@ -2,6 +2,7 @@ package shaders
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -40,4 +41,18 @@ func ExpertMatmul(c tensor.Codec) (string, error) {
 		return "", err
 	}
 	return read("moe_matmul") + "\n" + pre, nil
+}
+
+// ExpertGemm is the prefill variant of ExpertMatmul: the picks grouped by
+// expert, tb tokens per workgroup (see moe_gemm.wgsl).
+func ExpertGemm(c tensor.Codec, tb int) (string, error) {
+	if tb < 1 || tb > 16 {
+		return "", fmt.Errorf("shaders: expert token block %d out of range 1..16", tb)
+	}
+	pre, err := codecPrelude(c)
+	if err != nil {
+		return "", err
+	}
+	src := strings.NewReplacer("__TB__", fmt.Sprint(tb), "__RED__", fmt.Sprint(2*64*tb)).Replace(read("moe_gemm"))
+	return src + "\n" + pre, nil
 }

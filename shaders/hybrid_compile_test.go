@@ -1,6 +1,7 @@
 package shaders_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/cortiq/cortiq/shaders"
@@ -39,6 +40,16 @@ func TestCompileHybrid(t *testing.T) {
 		}
 		if _, err := d.Pipeline("moe_matmul/"+c.String(), src, []webgpu.BindKind{U, R, R, R, W, R}); err != nil {
 			t.Errorf("moe_matmul/%s: %v", c, err)
+		}
+		for _, tb := range []int{1, 8, 16} {
+			src, err := shaders.ExpertGemm(c, tb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := fmt.Sprintf("moe_gemm/%s/tb%d", c, tb)
+			if _, err := d.Pipeline(key, src, []webgpu.BindKind{U, R, R, R, W, R}); err != nil {
+				t.Errorf("%s: %v", key, err)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package shaders
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,13 @@ func TestHybridSubset(t *testing.T) {
 			t.Fatal(err)
 		}
 		mods["moe_matmul/"+c.String()] = src
+		for _, tb := range []int{1, 8, 16} {
+			src, err := ExpertGemm(c, tb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mods[fmt.Sprintf("moe_gemm/%s/tb%d", c, tb)] = src
+		}
 	}
 	for name, src := range mods {
 		for _, bad := range []string{"__", "enable f16", "override ", "subgroup", "dot4I8Packed", "f16>", ": f16", "<f16"} {
@@ -31,6 +39,9 @@ func TestHybridSubset(t *testing.T) {
 		if !strings.Contains(src, "@compute") {
 			t.Errorf("%s has no entry point", name)
 		}
+	}
+	if _, err := ExpertGemm(Codecs[0], 17); err == nil {
+		t.Error("token block 17 accepted")
 	}
 	if _, err := Hybrid("nope"); err == nil {
 		t.Error("unknown module accepted")

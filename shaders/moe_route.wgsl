@@ -5,7 +5,12 @@
 // in descending order, lower index first on ties, as a stable sort does.
 // The weights are renormalized to sum 1 when norm_topk is set and then
 // multiplied by scale. sel[t*k + j] is the j-th pick's expert, wts[t*k + j]
-// its weight. Dispatch (1, 1, 1); each thread routes tokens t ≡ lid (mod 64).
+// its weight. Then, for moe_gemm, the picks grouped by expert: after the
+// stride*k pick entries of sel, the number of picks of each expert (e
+// entries), then each expert's slots t*k + j in token order (stride entries
+// per expert; stride is the most tokens of a step). Dispatch (1, 1, 1);
+// each thread routes tokens t ≡ lid (mod 64), then groups experts
+// e ≡ lid (mod 64).
 // 48 bytes, the largest parameter block: see hybridParam in webgpu/hybrid.go.
 struct P {
     e: u32,
@@ -14,7 +19,7 @@ struct P {
     norm_topk: u32,
     has_bias: u32,
     scale: f32,
-    _p0: u32,
+    stride: u32,
     _p1: u32,
     _w0: u32,
     _w1: u32,
@@ -88,5 +93,17 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
             }
             wts[t * p.k + j] = wv * p.scale;
         }
+    }
+    storageBarrier();
+    let cbase = p.stride * p.k;
+    for (var e = lid.x; e < p.e; e += 64u) {
+        var c = 0u;
+        for (var s = 0u; s < n * p.k; s++) {
+            if (sel[s] == e) {
+                sel[cbase + p.e + e * p.stride + c] = s;
+                c++;
+            }
+        }
+        sel[cbase + e] = c;
     }
 }

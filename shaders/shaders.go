@@ -109,7 +109,7 @@ func MatmulRows(c tensor.Codec, tb, r int) (string, error) {
 	if tb < 1 || tb > 16 {
 		return "", fmt.Errorf("shaders: matmul token block %d out of range 1..16", tb)
 	}
-	if r < 1 || r > 16 || r*tb > 64 {
+	if r < 1 || r > 16 || r*tb > 48 { // workgroup memory: 288 bytes per output
 		return "", fmt.Errorf("shaders: matmul row block %d (token block %d) out of range", r, tb)
 	}
 	pre, err := codecPrelude(c)

@@ -151,6 +151,19 @@
     }
   }
 
+  // adopt shows a model that something else loaded into the engine (the
+  // remote worker mode of remote.js), so the page can chat with it too.
+  state.adopt = (source, info) => {
+    state.loaded = info;
+    state.history = [];
+    el.model.value = source;
+    el.progress.value = 1;
+    showBackend(info.backend, info.deviceError);
+    setStatus(info.family + ": " + info.layers + " layers, vocab " + info.vocab + " — loaded for the server in " +
+      info.loadSeconds.toFixed(2) + " s");
+    setBusy(state.busy);
+  };
+
   el.load.onclick = load;
   el.send.onclick = send;
   el.stop.onclick = () => cortiq.stop();

@@ -15,11 +15,10 @@ import (
 // read once per token block, so it is not the DRAM rate).
 func BenchmarkMatmulKernel(b *testing.B) {
 	d := testDevice(b)
-	shapes := [][2]int{{3072, 2048}, {16384, 2048}, {2048, 8192}, {128256, 2048}}
+	shapes := [][2]int{{64, 2048}, {3072, 2048}, {16384, 2048}, {2048, 8192}, {128256, 2048}}
 	if d.Info().Type == "cpu" || testing.Short() {
 		shapes = [][2]int{{256, 512}}
 	}
-	const reps = 50
 	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.F32} {
 		for _, sh := range shapes {
 			rows, cols := sh[0], sh[1]
@@ -51,8 +50,11 @@ func BenchmarkMatmulKernel(b *testing.B) {
 			xb, _ := d.NewStorage("x", uint64(4*cols*ntok))
 			ob, _ := d.NewStorage("o", uint64(4*rows*ntok))
 			zb, _ := d.NewStorage("z", uint64(4*rows))
-			for _, v := range [][2]int{{1, 1}, {1, 2}, {1, 4}, {1, 8}, {8, 1}, {8, 2}, {8, 4}, {16, 2}} {
+			for _, v := range [][2]int{{1, 1}, {1, 2}, {1, 4}, {1, 8}, {8, 4}, {4, 8}, {16, 2}, {12, 4}} {
 				tb, rr := v[0], v[1]
+				if c == tensor.F32 && (tb > 1 || rr == 2 || rr == 8) {
+					continue
+				}
 				n := 1
 				if tb > 1 {
 					n = ntok
@@ -75,6 +77,10 @@ func BenchmarkMatmulKernel(b *testing.B) {
 						b.Fatal(err)
 					}
 					gx, gy := matmulGrid(rows, rr)
+					reps := 50
+					if tb > 1 {
+						reps = 5
+					}
 					ds := make([]Dispatch, reps)
 					for i := range ds {
 						ds[i] = Dispatch{P: p, G: g, X: gx, Y: gy, Z: uint32((n + tb - 1) / tb)}
@@ -88,7 +94,7 @@ func BenchmarkMatmulKernel(b *testing.B) {
 						}
 					}
 					sync()
-					b.SetBytes(int64(len(data)) * reps)
+					b.SetBytes(int64(len(data)) * int64(reps))
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
 						sync()
@@ -104,4 +110,44 @@ func BenchmarkMatmulKernel(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkDispatchFloor times a chain of dependent one-workgroup
+// dispatches (the advance kernel): the fixed cost every kernel pays.
+func BenchmarkDispatchFloor(b *testing.B) {
+	d := testDevice(b)
+	p, err := d.Pipeline("advance", mustSource(b, shaders.Advance), kindsAdvance)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sb, _ := d.NewStorage("s", 64)
+	g, err := d.BindGroup(p, "advance", Whole(sb))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, reps := range []int{1, 50, 200} {
+		b.Run(fmt.Sprint(reps), func(b *testing.B) {
+			ds := make([]Dispatch, reps)
+			for i := range ds {
+				ds[i] = Dispatch{P: p, G: g, X: 1, Y: 1, Z: 1}
+			}
+			for i := 0; i < b.N; i++ {
+				if err := d.Run(nil, ds, nil); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := d.ReadBuffer(sb, 16); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*reps), "us/dispatch")
+		})
+	}
+}
+
+func mustSource(b *testing.B, name string) string {
+	src, err := shaders.Source(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return src
 }

@@ -12,7 +12,7 @@ import (
 // CORTIQ_GEMM_TB override them for tuning on a new GPU.
 var (
 	mvRows   = tuneInt("CORTIQ_MV_ROWS", 4, 1, 16)
-	gemmRows = tuneInt("CORTIQ_GEMM_ROWS", 2, 1, 16)
+	gemmRows = tuneInt("CORTIQ_GEMM_ROWS", 4, 1, 16)
 	gemmTB   = tuneInt("CORTIQ_GEMM_TB", 8, 1, 16)
 )
 

@@ -38,6 +38,9 @@ func checkMoE(i int, m *model.MoE, a *model.Arch) error {
 	if m.ExpertHidden <= 0 || m.ExpertHidden%4 != 0 || m.SharedHidden%4 != 0 {
 		return fmt.Errorf("webgpu: %w: layer %d MoE widths %d/%d", ErrUnsupported, i, m.ExpertHidden, m.SharedHidden)
 	}
+	if m.ExpertHidden > 65535 || a.Hidden > 65535 || m.Experts > 65535 {
+		return fmt.Errorf("webgpu: %w: layer %d MoE dims exceed one grid dimension", ErrUnsupported, i)
+	}
 	if int64(m.Experts)*int64(2*m.ExpertHidden)*int64(a.Hidden) >= 1<<32 {
 		return fmt.Errorf("webgpu: %w: layer %d expert bank exceeds 2^32 elements", ErrUnsupported, i)
 	}
@@ -186,12 +189,31 @@ func (dm *dmoe) release() {
 	dm.selBias.Release()
 }
 
+// expertPipe is the routed-expert matvec for codec c; it also builds the
+// prefill variant (expertGemmPipe) so that New reports either's problem.
 func (b *Backend) expertPipe(c tensor.Codec) (*Pipeline, error) {
 	src, err := shaders.ExpertMatmul(c)
 	if err != nil {
 		return nil, err
 	}
-	return b.dev.Pipeline("moe_matmul/"+c.String(), src, kindsExperts)
+	p, err := b.dev.Pipeline("moe_matmul/"+c.String(), src, kindsExperts)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := b.expertGemmPipe(c); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// expertGemmPipe is the prefill expert kernel: picks grouped by expert,
+// gemmTB tokens per workgroup.
+func (b *Backend) expertGemmPipe(c tensor.Codec) (*Pipeline, error) {
+	src, err := shaders.ExpertGemm(c, gemmTB)
+	if err != nil {
+		return nil, err
+	}
+	return b.dev.Pipeline(fmt.Sprintf("moe_gemm/%s/tb%d", c, gemmTB), src, kindsExperts)
 }
 
 func (b *Backend) hybridPipe(name string, kinds []BindKind) (*Pipeline, error) {
@@ -231,7 +253,7 @@ func (s *Session) moeBuffers() (*moeScratch, error) {
 		name string
 		n    int
 	}{
-		{&ms.logits, "moe logits", c * E}, {&ms.sel, "moe picks", c * K}, {&ms.wts, "moe weights", c * K},
+		{&ms.logits, "moe logits", c * E}, {&ms.sel, "moe picks", c*K + E + E*c}, {&ms.wts, "moe weights", c * K},
 		{&ms.act, "moe act", c * K * I}, {&ms.y, "moe out", c * K * a.Hidden}, {&ms.shy, "shared expert out", c * a.Hidden},
 		{&ms.shg, "shared expert gate", max(c, 4)},
 	} {
@@ -273,7 +295,7 @@ func (s *Session) buildMoE(i int, dl *dlayer, in *Buffer, add addFunc, matmul ma
 	}
 	scale := orOne(sp.RoutedScale)
 	add(lbl("moe route"), &op{mv: routeP, rows: rowsOne, x: 1, y: 1}, routeP,
-		s.hybridParam(E, K, sp.Scoring == "sigmoid", sp.NormTopK, hasBias, scale, 0, 0),
+		s.hybridParam(E, K, sp.Scoring == "sigmoid", sp.NormTopK, hasBias, scale, s.chunk, 0),
 		stepB, W(ms.logits), biasB, W(ms.sel), W(ms.wts))
 	act := 0
 	if a.Act == model.ActGELUTanh {
@@ -284,10 +306,16 @@ func (s *Session) buildMoE(i int, dl *dlayer, in *Buffer, add addFunc, matmul ma
 		if err != nil {
 			return err
 		}
+		mm, err := b.expertGemmPipe(w.codec)
+		if err != nil {
+			return err
+		}
 		gx := min(rows, 65535)
 		gy := (rows + 65534) / 65535
-		add(lbl(label), &op{mv: p, rows: rowsTok, x: uint32(gx), y: uint32(gy), zRows: true, wgBytes: w.bytes * int64(K) / int64(E)}, p,
-			s.hybridParam(rows, w.cols, w.soff, gu, K, act, 0, 0), stepB, W(w.buf), W(x), W(out), W(ms.sel))
+		// Prefill (mm): x = rows (checkMoE bounds them), y = experts.
+		add(lbl(label), &op{mv: p, mm: mm, mx: uint32(rows), my: uint32(E), rows: rowsTok, x: uint32(gx), y: uint32(gy), zRows: true,
+			wgBytes: w.bytes * int64(K) / int64(E)}, p,
+			s.hybridParam(rows, w.cols, w.soff, gu, K, act, E, s.chunk), stepB, W(w.buf), W(x), W(out), W(ms.sel))
 		return nil
 	}
 	if err := expert("experts gate/up", dm.gu, I, true, in, ms.act); err != nil {
