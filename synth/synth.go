@@ -44,7 +44,7 @@ var Shapes = map[string]Shape{
 	// A Mixtral-style MoE: 8 experts, top-2.
 	"moe-8x": {Name: "moe-8x", Arch: "llama", Hidden: 2048, Layers: 16, Heads: 32, KVHeads: 8, FFN: 2048, Vocab: 32000, RopeTheta: 1000000, Context: 32768, Experts: 8, ExpertsUsed: 2},
 	// Small shapes for tests.
-	"tiny": {Name: "tiny", Arch: "llama", Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 128, Vocab: 512, RopeTheta: 10000, Context: 256},
+	"tiny":     {Name: "tiny", Arch: "llama", Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 128, Vocab: 512, RopeTheta: 10000, Context: 256},
 	"tiny-moe": {Name: "tiny-moe", Arch: "llama", Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 64, Vocab: 512, RopeTheta: 10000, Context: 256, Experts: 4, ExpertsUsed: 2},
 }
 
