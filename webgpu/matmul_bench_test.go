@@ -2,6 +2,8 @@ package webgpu
 
 import (
 	"fmt"
+
+	"github.com/cogentcore/webgpu/wgpu"
 	"math/rand/v2"
 	"testing"
 
@@ -125,11 +127,26 @@ func BenchmarkDispatchFloor(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, reps := range []int{1, 50, 200} {
+	// The independent variant writes a buffer of its own per dispatch, so
+	// no barrier separates them: the difference is the barrier's cost.
+	const n = 200
+	var gs []*wgpu.BindGroup
+	for i := 0; i < n; i++ {
+		ib, _ := d.NewStorage("s", 64)
+		gi, err := d.BindGroup(p, fmt.Sprint("advance", i), Whole(ib))
+		if err != nil {
+			b.Fatal(err)
+		}
+		gs = append(gs, gi)
+	}
+	for _, reps := range []int{1, 50, n, -n} {
 		b.Run(fmt.Sprint(reps), func(b *testing.B) {
-			ds := make([]Dispatch, reps)
+			ds := make([]Dispatch, max(reps, -reps))
 			for i := range ds {
 				ds[i] = Dispatch{P: p, G: g, X: 1, Y: 1, Z: 1}
+				if reps < 0 {
+					ds[i].G = gs[i]
+				}
 			}
 			for i := 0; i < b.N; i++ {
 				if err := d.Run(nil, ds, nil); err != nil {
@@ -139,7 +156,7 @@ func BenchmarkDispatchFloor(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*reps), "us/dispatch")
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(ds)), "us/dispatch")
 		})
 	}
 }

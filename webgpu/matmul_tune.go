@@ -12,8 +12,8 @@ import (
 // CORTIQ_GEMM_TB override them for tuning on a new GPU.
 var (
 	mvRows   = tuneInt("CORTIQ_MV_ROWS", 4, 1, 16)
-	gemmRows = tuneInt("CORTIQ_GEMM_ROWS", 4, 1, 16)
-	gemmTB   = tuneInt("CORTIQ_GEMM_TB", 8, 1, 16)
+	gemmRows = tuneInt("CORTIQ_GEMM_ROWS", 8, 1, 16)
+	gemmTB   = tuneInt("CORTIQ_GEMM_TB", 4, 1, 16)
 )
 
 func tuneInt(env string, def, lo, hi int) int {
