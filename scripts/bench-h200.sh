@@ -1,15 +1,17 @@
 #!/bin/bash
-# H200 benchmark run (carried with bin/ and .gl/).
+# H200 benchmarks: run through the device tool from the repo root with
+# carry [bin, .gl] after `go build -o bin/cortiq ./cmd/native` (see BENCHMARKS.md).
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f $VK_DRIVER_FILES ] || unset VK_DRIVER_FILES
 export CORTIQ_CACHE=/tmp/cc CORTIQ_PROBE_CACHE=0
 B=${CORTIQ:-./bin/cortiq}
+O=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv
 $B devices 2>&1 | grep -v XDG
-for q in q4_0 q8_0; do $B synth --shape llama-1b --quant $q -o /tmp/m/ 2>&1; done
-for q in q4_0 q8_0; do
-  for p in 128 512; do
-    timeout 200 $B bench -m /tmp/m/llama-1b-$q.gguf --backend webgpu --prompt $p --gen 128 --reps 3 --json 2>&1 | grep -v XDG | tee -a $OUT/bench.jsonl
+for s in llama-1b:q4_0 llama-1b:q8_0 moe-8x:q4_0; do $B synth --shape ${s%:*} --quant ${s#*:} -o /tmp/m/ 2>&1; done
+for m in llama-1b-q4_0 llama-1b-q8_0 moe-8x-q4_0; do
+  for args in "--prompt 128" "--prompt 512" "--prompt 128 --greedy-batch 8"; do
+    timeout 120 $B bench -m /tmp/m/$m.gguf --backend webgpu $args --gen 128 --reps 3 --json 2>&1 | grep -v XDG | tee -a $O/bench.jsonl
   done
 done
