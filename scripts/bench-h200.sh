@@ -10,8 +10,12 @@ O=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv
 $B devices 2>&1 | grep -v XDG
 for s in llama-1b:q4_0 llama-1b:q8_0 moe-8x:q4_0; do $B synth --shape ${s%:*} --quant ${s#*:} -o /tmp/m/ 2>&1; done
+# The SM clock while benchmarks run (short bursty loads may not boost).
+nvidia-smi --query-gpu=clocks.sm --format=csv,noheader -lms 200 > $O/clocks.txt 2>&1 &
 for m in llama-1b-q4_0 llama-1b-q8_0 moe-8x-q4_0; do
   for args in "--prompt 128" "--prompt 512" "--prompt 128 --greedy-batch 8"; do
     timeout 120 $B bench -m /tmp/m/$m.gguf --backend webgpu $args --gen 128 --reps 3 --json 2>&1 | grep -v XDG | tee -a $O/bench.jsonl
   done
 done
+kill %1 2>/dev/null
+sort $O/clocks.txt | uniq -c | sort -rn | head -5
