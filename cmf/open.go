@@ -1,30 +1,25 @@
 package cmf
 
 import (
-	"io"
-	"os"
+	"fmt"
+
+	"github.com/cortiq/cortiq/mapfile"
 )
 
-func openReaderAt(fd *os.File, size int64, path string) (*File, error) {
-	f, err := Read(fd, size, path)
+// Open opens a CMF file. Where the platform maps files (Linux, macOS)
+// tensor data aliases the mapping until Close; elsewhere it is read from
+// the file on demand.
+func Open(path string) (*File, error) {
+	m, err := mapfile.Open(path)
 	if err != nil {
-		fd.Close()
+		return nil, fmt.Errorf("cmf: %w", err)
+	}
+	f, err := Read(m, m.Size(), path)
+	if err != nil {
+		m.Close()
 		return nil, err
 	}
-	f.closer = fd.Close
+	f.mapped = m.Bytes()
+	f.closer = m.Close
 	return f, nil
-}
-
-// readerAtBytes serves ReadAt from a byte slice (a mapping).
-type readerAtBytes []byte
-
-func (b readerAtBytes) ReadAt(p []byte, off int64) (int, error) {
-	if off < 0 || off > int64(len(b)) {
-		return 0, io.EOF
-	}
-	n := copy(p, b[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
 }

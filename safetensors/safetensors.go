@@ -17,13 +17,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 
+	"github.com/cortiq/cortiq/mapfile"
 	"github.com/cortiq/cortiq/tensor"
 )
 
@@ -120,37 +119,19 @@ type File struct {
 
 // Open opens a safetensors file, memory-mapping it when the platform allows.
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	m, err := mapfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
-	st, err := f.Stat()
+	sf, err := parse(m, m.Size(), path)
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("safetensors: %w", err)
-	}
-	size := st.Size()
-	if mapped, unmap, err := mmapFile(f, size); err == nil && mapped != nil {
-		sf, err := parse(bytes.NewReader(mapped), size, path)
-		if err != nil {
-			unmap()
-			f.Close()
-			return nil, err
-		}
-		sf.data = mapped[sf.dataOff:]
-		sf.closer = func() error {
-			e1 := unmap()
-			e2 := f.Close()
-			return errors.Join(e1, e2)
-		}
-		return sf, nil
-	}
-	sf, err := parse(f, size, path)
-	if err != nil {
-		f.Close()
+		m.Close()
 		return nil, err
 	}
-	sf.closer = f.Close
+	if b := m.Bytes(); b != nil {
+		sf.data = b[sf.dataOff:]
+	}
+	sf.closer = m.Close
 	return sf, nil
 }
 
