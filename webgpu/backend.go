@@ -288,8 +288,14 @@ func layerBytes(m *model.Model, i int) int64 {
 		if len(name) > 4 && name[:4] == "blk." {
 			var li int
 			if _, err := fmt.Sscanf(name, "blk.%d.", &li); err == nil && li == i {
-				t, _ := m.Weights.Tensor(name)
-				n += deviceBytes(t.Codec, t.Rows(), t.Cols())
+				// Shape and codec only: reading every tensor to size it
+				// doubled the reads of a model loaded lazily from a file.
+				c, shape, err := weightInfo(m, name)
+				if err != nil {
+					continue
+				}
+				t := tensor.Tensor{Codec: c, Shape: shape}
+				n += deviceBytes(c, t.Rows(), t.Cols())
 			}
 		}
 	}
@@ -298,7 +304,9 @@ func layerBytes(m *model.Model, i int) int64 {
 
 func (b *Backend) load(m *model.Model, allowed []bool) error {
 	a := b.arch
-	embT, err := b.tensor(m, model.TokenEmbd)
+	// Headers only here: the embedding and head are read (in row ranges
+	// where the weights allow) when uploaded.
+	embT, err := tensorHeader(m, model.TokenEmbd)
 	if err != nil {
 		return err
 	}
@@ -307,7 +315,7 @@ func (b *Backend) load(m *model.Model, allowed []bool) error {
 	}
 	headT := embT
 	if !a.TiedEmbeddings {
-		if headT, err = b.tensor(m, model.Output); err != nil {
+		if headT, err = tensorHeader(m, model.Output); err != nil {
 			return err
 		}
 	}
@@ -345,13 +353,13 @@ func (b *Backend) load(m *model.Model, allowed []bool) error {
 	if b.zero, err = b.dev.NewStorage("zero", 16); err != nil {
 		return err
 	}
-	if b.emb, err = b.uploadWeight(model.TokenEmbd, embT); err != nil {
+	if b.emb, err = b.uploadNamed(m, model.TokenEmbd); err != nil {
 		return err
 	}
 	b.embScale = orOne(a.EmbedScale)
 	if a.TiedEmbeddings {
 		b.head = b.emb
-	} else if b.head, err = b.uploadWeight(model.Output, headT); err != nil {
+	} else if b.head, err = b.uploadNamed(m, model.Output); err != nil {
 		return err
 	}
 	if b.head.rows != a.Vocab || b.head.cols != a.Hidden {

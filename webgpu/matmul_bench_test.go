@@ -6,6 +6,7 @@ import (
 	"github.com/cogentcore/webgpu/wgpu"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
@@ -148,15 +149,19 @@ func BenchmarkDispatchFloor(b *testing.B) {
 					ds[i].G = gs[i]
 				}
 			}
+			var host time.Duration
 			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
 				if err := d.Run(nil, ds, nil); err != nil {
 					b.Fatal(err)
 				}
+				host += time.Since(t0)
 				if _, err := d.ReadBuffer(sb, 16); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(ds)), "us/dispatch")
+			b.ReportMetric(float64(host.Microseconds())/float64(b.N*len(ds)), "us-host-encode/dispatch")
 		})
 	}
 }

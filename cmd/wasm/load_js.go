@@ -179,7 +179,7 @@ func (s *state) load(ctx context.Context, r request) (*loadInfo, error) {
 			m.Close()
 		}
 	}()
-	m.Weights = &sampledWeights{Weights: m.Weights, hs: hs}
+	m.Weights = sampleWeights(m.Weights, hs)
 	if m.Tokenizer != nil {
 		tok, err := tokenizer.Load(m.Tokenizer)
 		if err != nil {
