@@ -30,6 +30,10 @@ type Options struct {
 	MaxContext int    // positions per session; 0 = the model's context, capped at 4096
 	GPULayers  string // layer ranges for the device ("0-9,20-29"); "" = all that fit
 	VRAMBudget int64  // bytes the device may hold; 0 = the adapter's limit
+	// PrefillOnCPU runs a generation's prompt on the CPU and hands its
+	// state (KV cache, recurrent state) to the device session for the
+	// decode; a device session that cannot take it replays the prompt.
+	PrefillOnCPU bool
 }
 
 // Engine is a loaded model with its tokenizer and backends. It is safe for
@@ -224,7 +228,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	stopper := newStopMatcher(req.Stop)
 
 	t0 := time.Now()
-	logits, err := sess.Forward(prompt, false)
+	logits, err := sess.prefill(prompt)
 	if err != nil {
 		return nil, err
 	}
@@ -320,6 +324,8 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	res.Backend = sess.name()
 	if sess.failure != nil {
 		res.DeviceError = sess.failure.Error()
+	} else if sess.prefillErr != nil {
+		res.DeviceError = sess.prefillErr.Error()
 	}
 	st := sess.stats()
 	res.FallbackOps = st.FallbackOps + sess.fallbacks

@@ -24,14 +24,15 @@ var newDeviceBackend = func(m *model.Model, opts Options, host backend.Backend) 
 // good, the first time it fails: the CPU replays every position so far, so
 // the sequence continues exactly as a pure CPU run would.
 type session struct {
-	e         *Engine
-	maxLen    int
-	cur       backend.Session
-	onDevice  bool
-	history   []int
-	fallbacks int
-	failure   error // why the session left the device
-	devStats  backend.Stats
+	e          *Engine
+	maxLen     int
+	cur        backend.Session
+	onDevice   bool
+	history    []int
+	fallbacks  int
+	failure    error // why the session left the device
+	prefillErr error // why a CPU prefill's state did not reach the device (prefill.go)
+	devStats   backend.Stats
 }
 
 func (e *Engine) newSession(maxLen int) (*session, error) {

@@ -236,6 +236,11 @@ func (b *Backend) tensor(m *model.Model, name string) (*tensor.Tensor, error) {
 }
 
 func (b *Backend) uploadWeight(label string, ts ...*tensor.Tensor) (*dweight, error) {
+	if len(ts) > 1 {
+		if dw, ok, err := b.uploadParts(label, ts); ok {
+			return dw, err
+		}
+	}
 	data, codec, rows, cols, soff, err := encodeForDevice(ts)
 	if err != nil {
 		return nil, err

@@ -326,6 +326,7 @@ func (s *Session) buildMixer(i int, dl *dlayer, in *Buffer, add addFunc, matmul 
 		if err != nil {
 			return err
 		}
+		s.noteState(i, mixerState{conv: st})
 		p, err := b.hybridPipe(shaders.ShortConv, kindsShortConv)
 		if err != nil {
 			return err
@@ -353,6 +354,7 @@ func (s *Session) buildMixer(i int, dl *dlayer, in *Buffer, add addFunc, matmul 
 		if err != nil {
 			return err
 		}
+		s.noteState(i, mixerState{conv: cst, delta: rst})
 		cp, err := b.hybridPipe(shaders.DeltaConv, kindsDeltaConv)
 		if err != nil {
 			return err

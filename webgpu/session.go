@@ -91,8 +91,9 @@ type Session struct {
 	argmax, advance              *op
 	host                         HostLayers
 	maxGreedy                    int
-	moe                          *moeScratch // nil without MoE layers
-	mix                          *mixScratch // nil without hybrid mixers or output gates
+	moe                          *moeScratch        // nil without MoE layers
+	mix                          *mixScratch        // nil without hybrid mixers or output gates
+	states                       map[int]mixerState // per hybrid layer; see state.go
 }
 
 // splitLenOverride, when set (tests), replaces the split-K span so short

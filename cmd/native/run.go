@@ -25,6 +25,7 @@ type modelFlags struct {
 	ctx        int
 	gpuLayers  string
 	vramBudget string
+	cpuPrefill bool
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -33,6 +34,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&m.ctx, "ctx", 0, "context length (0 = the model's, at most 4096)")
 	fs.StringVar(&m.gpuLayers, "gpu-layers", os.Getenv("CORTIQ_GPU_LAYERS"), "layer ranges on the device, e.g. 0-9,20-29")
 	fs.StringVar(&m.vramBudget, "vram-budget", os.Getenv("CORTIQ_VRAM_BUDGET"), "bytes of device memory for weights (e.g. 2GiB)")
+	fs.BoolVar(&m.cpuPrefill, "prefill-on-cpu", false, "run the prompt on the CPU and hand its KV cache and recurrent state to the device for decoding")
 }
 
 func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
@@ -49,6 +51,7 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	r.Download = hubDownloader()
 	e, err := engine.Load(ctx, r, m.model, engine.Options{
 		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget,
+		PrefillOnCPU: m.cpuPrefill,
 	})
 	if err != nil {
 		return nil, err

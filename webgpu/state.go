@@ -1,0 +1,94 @@
+package webgpu
+
+import (
+	"fmt"
+
+	"github.com/cortiq/cortiq/backend"
+)
+
+// mixerState are the device buffers holding a hybrid layer's recurrent
+// state: the conv window ([K-1, width], oldest first) and, for gated
+// DeltaNet, the recurrent matrices ([vh, dk, dv]). Their layouts are
+// backend.State's, so an import is a plain upload.
+type mixerState struct {
+	conv, delta *Buffer
+}
+
+func (s *Session) noteState(i int, st mixerState) {
+	if s.states == nil {
+		s.states = map[int]mixerState{}
+	}
+	s.states[i] = st
+}
+
+var _ backend.StateImporter = (*Session)(nil)
+
+// ImportState uploads a snapshot (typically a CPU prefill) into the KV
+// caches and recurrent buffers, so the next Forward continues at st.Pos.
+// The kernels read the recurrent buffers whenever a step starts past
+// position 0, so the imported state is what they continue from. A session
+// with layers on the host refuses (ErrUnsupported): the caller replays.
+func (s *Session) ImportState(st *backend.State) error {
+	if s.broken != nil {
+		return fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
+	}
+	if s.host != nil {
+		return fmt.Errorf("webgpu: %w: state import with layers on the host", ErrUnsupported)
+	}
+	a := s.b.arch
+	L := len(a.Layers)
+	kv, conv, delta := make([]int, L), make([]int, L), make([]int, L)
+	for i, dl := range s.b.layers {
+		if dl == nil {
+			return fmt.Errorf("webgpu: %w: layer %d is not on the device", ErrUnsupported, i)
+		}
+		if dl.at != nil {
+			kv[i] = dl.kvw
+		}
+		switch {
+		case dl.conv != nil:
+			conv[i] = (dl.conv.spec.Kernel - 1) * a.Hidden
+		case dl.delta != nil:
+			sp := dl.delta.spec
+			conv[i] = (sp.ConvKernel - 1) * dl.delta.cdim
+			delta[i] = sp.ValueHeads * sp.KeyDim * sp.ValueDim
+		}
+	}
+	if err := st.Check(kv, conv, delta); err != nil {
+		return fmt.Errorf("webgpu: import: %w", err)
+	}
+	if st.Pos > s.maxLen {
+		return fmt.Errorf("webgpu: import of %d positions into a session of %d", st.Pos, s.maxLen)
+	}
+	d := s.b.dev
+	write := func(buf *Buffer, data []float32) error {
+		if len(data) == 0 {
+			return nil
+		}
+		if buf == nil {
+			return fmt.Errorf("webgpu: %w: no device buffer for the state", ErrUnsupported)
+		}
+		return d.Write(buf, 0, F32Bytes(data))
+	}
+	for i, l := range st.Layers {
+		if kv[i] > 0 {
+			if err := write(s.kc[i], l.K); err != nil {
+				return s.fail(fmt.Errorf("webgpu: import layer %d keys: %w", i, err))
+			}
+			if err := write(s.vc[i], l.V); err != nil {
+				return s.fail(fmt.Errorf("webgpu: import layer %d values: %w", i, err))
+			}
+		}
+		if conv[i] > 0 || delta[i] > 0 {
+			ms := s.states[i]
+			if err := write(ms.conv, l.Conv); err != nil {
+				return s.fail(fmt.Errorf("webgpu: import layer %d conv window: %w", i, err))
+			}
+			if err := write(ms.delta, l.Delta); err != nil {
+				return s.fail(fmt.Errorf("webgpu: import layer %d delta state: %w", i, err))
+			}
+		}
+	}
+	s.pos = st.Pos
+	return nil
+}

@@ -1,0 +1,271 @@
+package webgpu
+
+import (
+	"fmt"
+
+	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/shaders"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// rowChunkBytes bounds the encoded bytes of one row range read, converted
+// and written when a tensor is uploaded from a model.RangeReader: the
+// browser reads weights from a file with no mapping, and holding a whole
+// 150k-row embedding plus its repacked copy doubled the load's heap peak.
+// A variable so tests can force many chunks.
+var rowChunkBytes = 4 << 20
+
+// weightInfo returns the named tensor's codec and shape, without reading
+// its data when the weights can say so.
+func weightInfo(m *model.Model, name string) (tensor.Codec, []int, error) {
+	if rr, ok := m.Weights.(model.RangeReader); ok {
+		if c, shape, ok := rr.TensorInfo(name); ok {
+			return c, shape, nil
+		}
+		return 0, nil, fmt.Errorf("webgpu: missing tensor %q", name)
+	}
+	t, ok := m.Weights.Tensor(name)
+	if !ok {
+		return 0, nil, fmt.Errorf("webgpu: missing tensor %q", name)
+	}
+	return t.Codec, t.Shape, nil
+}
+
+// uploadNamed uploads the named weight, in row ranges when the weights are
+// read from a file on demand and the tensor is larger than one range.
+func (b *Backend) uploadNamed(m *model.Model, name string) (*dweight, error) {
+	if rr, ok := m.Weights.(model.RangeReader); ok {
+		c, shape, ok := rr.TensorInfo(name)
+		if !ok {
+			return nil, fmt.Errorf("webgpu: missing tensor %q", name)
+		}
+		if n, err := tensor.ByteLen(c, shape); err == nil && n > int64(rowChunkBytes) && len(shape) >= 2 {
+			return b.uploadRows(rr, name, c, shape)
+		}
+	}
+	t, err := b.tensor(m, name)
+	if err != nil {
+		return nil, err
+	}
+	return b.uploadWeight(name, t)
+}
+
+// uploadRows uploads a weight a range of rows at a time, producing the
+// buffer encodeForDevice would for the whole tensor.
+func (b *Backend) uploadRows(rr model.RangeReader, name string, c tensor.Codec, shape []int) (*dweight, error) {
+	ht := tensor.Tensor{Name: name, Codec: c, Shape: shape}
+	w, err := b.newRowWriter(name, c, ht.Rows(), ht.Cols())
+	if err != nil {
+		return nil, err
+	}
+	per := max(1, rowChunkBytes/w.rb)
+	if w.bpr%2 == 1 && per%2 == 1 {
+		// A range's scale plane (2 bytes a block) must start on a 4-byte
+		// boundary: even block counts per range.
+		per++
+	}
+	raw := make([]byte, min(per, w.rows)*w.rb)
+	for r0 := 0; r0 < w.rows; r0 += per {
+		n := min(per, w.rows-r0)
+		chunk := raw[:n*w.rb]
+		if err := rr.ReadTensorRows(name, r0, n, chunk); err != nil {
+			w.buf.Release()
+			return nil, fmt.Errorf("webgpu: %s: %w", name, err)
+		}
+		if err := w.put(r0, chunk); err != nil {
+			w.buf.Release()
+			return nil, err
+		}
+	}
+	return w.done(), nil
+}
+
+// uploadParts uploads fused tensors (gate and up, q, k and v) one at a
+// time into their places in the fused buffer, instead of concatenating
+// them and converting the concatenation (two extra copies of the fused
+// weight on the host). ok is false when the parts cannot be placed so
+// (mixed codecs, or a part starting mid scale word); the caller then
+// encodes them together.
+func (b *Backend) uploadParts(label string, ts []*tensor.Tensor) (dw *dweight, ok bool, err error) {
+	c, cols := ts[0].Codec, ts[0].Cols()
+	rows := 0
+	for _, t := range ts {
+		want, err := tensor.ByteLen(t.Codec, t.Shape)
+		if t.Codec != c || t.Cols() != cols || err != nil || want != int64(len(t.Data)) {
+			return nil, false, nil
+		}
+		rows += t.Rows()
+	}
+	if dc, err := deviceCodec(c); err != nil || cols%4 != 0 || (dc.Quantized() && cols%32 != 0) {
+		return nil, false, nil
+	}
+	w, err := b.newRowWriter(label, c, rows, cols)
+	if err != nil {
+		return nil, false, nil
+	}
+	r0 := 0
+	for _, t := range ts {
+		if w.bpr%2 == 1 && r0%2 == 1 {
+			w.buf.Release()
+			return nil, false, nil
+		}
+		if err := w.put(r0, t.Data); err != nil {
+			w.buf.Release()
+			return nil, true, err
+		}
+		r0 += t.Rows()
+	}
+	return w.done(), true, nil
+}
+
+// rowWriter fills a weight's device buffer from ranges of its rows, each
+// encoded on its own (rows are independent in every codec): a q8_0/q4_0
+// range's quant and scale planes land at its blocks' places in the whole
+// tensor's two planes.
+type rowWriter struct {
+	b          *Backend
+	name       string
+	c, dc      tensor.Codec
+	rows, cols int
+	rb         int   // source bytes per row
+	drb        int   // device bytes per row (unquantized device codecs)
+	bpr        int   // 32-blocks per row (quantized device codecs)
+	qBytes     int   // quant bytes per block
+	qlen, size int64 // quant plane and buffer bytes
+	buf        *Buffer
+	scratch    []byte
+}
+
+func (b *Backend) newRowWriter(name string, c tensor.Codec, rows, cols int) (*rowWriter, error) {
+	w := &rowWriter{b: b, name: name, c: c, rows: rows, cols: cols}
+	var err error
+	if w.rb, err = c.RowBytes(cols); err != nil {
+		return nil, fmt.Errorf("webgpu: %s: %w", name, err)
+	}
+	if cols%4 != 0 {
+		return nil, fmt.Errorf("webgpu: %w: %s has %d columns (kernels need a multiple of 4)", ErrUnsupported, name, cols)
+	}
+	if w.dc, err = deviceCodec(c); err != nil {
+		return nil, err
+	}
+	if c == tensor.F16 && cols%shaders.ChunkOf(tensor.F16) != 0 {
+		w.dc = tensor.F32
+	}
+	if w.dc.Quantized() {
+		switch w.dc {
+		case tensor.Q8_0:
+			w.qBytes = 32
+		case tensor.Q4_0:
+			w.qBytes = 16
+		default:
+			return nil, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, w.dc)
+		}
+		w.bpr = cols / 32
+		nb := int64(rows) * int64(w.bpr)
+		w.qlen = nb * int64(w.qBytes)
+		w.size = w.qlen + (nb*2+3)&^3
+	} else {
+		if w.drb, err = w.dc.RowBytes(cols); err != nil {
+			return nil, err
+		}
+		w.size = int64(rows) * int64(w.drb)
+	}
+	if w.buf, err = b.dev.NewStorage(name, uint64(w.size)); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// write writes data at off, submitting when enough is staged.
+func (w *rowWriter) write(off int64, data []byte) error {
+	d := w.b.dev
+	if err := d.Write(w.buf, uint64(off), data); err != nil {
+		return fmt.Errorf("webgpu: upload %s: %w", w.name, err)
+	}
+	d.pending += int64(len(data))
+	if d.pending >= flushEvery {
+		if err := d.Flush(); err != nil {
+			return fmt.Errorf("webgpu: upload %s: %w", w.name, err)
+		}
+	}
+	return nil
+}
+
+// put encodes rows [r0, r0+len(chunk)/rb) and writes them. With an odd
+// block count per row, r0 must be even.
+func (w *rowWriter) put(r0 int, chunk []byte) error {
+	n := len(chunk) / w.rb
+	var data []byte
+	var csoff uint32
+	var err error
+	c, dc := w.c, w.dc
+	switch {
+	case c == dc && (c == tensor.F32 || c == tensor.F16):
+		data = chunk
+	case c == dc && (c == tensor.Q8_0 || c == tensor.Q4_0):
+		// Repacked into one reused buffer: a fresh copy per range would
+		// leave a range's worth of garbage behind each time.
+		kb := n * w.bpr
+		if need := kb*w.qBytes + (2*kb+3)&^3; len(w.scratch) < need {
+			w.scratch = make([]byte, need)
+		}
+		data, csoff = repackInto(w.scratch, chunk, w.qBytes+2, w.qBytes)
+	default:
+		ct := &tensor.Tensor{Name: w.name, Codec: c, Shape: []int{n, w.cols}, Data: chunk}
+		if data, _, _, _, csoff, err = encodeForDevice([]*tensor.Tensor{ct}); err != nil {
+			return err
+		}
+	}
+	if !dc.Quantized() {
+		return w.write(int64(r0)*int64(w.drb), data)
+	}
+	if w.bpr%2 == 1 && r0%2 == 1 {
+		return fmt.Errorf("webgpu: upload %s: rows from %d: scale plane misaligned", w.name, r0)
+	}
+	b0, kb := int64(r0)*int64(w.bpr), n*w.bpr
+	if err := w.write(b0*int64(w.qBytes), data[:kb*w.qBytes]); err != nil {
+		return err
+	}
+	s := int(csoff) * 4
+	return w.write(w.qlen+2*b0, data[s:s+(2*kb+3)&^3])
+}
+
+// done accounts the buffer and returns the weight.
+func (w *rowWriter) done() *dweight {
+	b := w.b
+	b.stats.resident += int64(w.buf.Size())
+	b.stats.upload += w.size
+	var soff uint32
+	if w.dc.Quantized() {
+		soff = uint32(w.qlen / 4)
+	}
+	return &dweight{name: w.name, buf: w.buf, codec: w.dc, rows: w.rows, cols: w.cols, soff: soff, bytes: w.size}
+}
+
+// repackInto is shaders.RepackQ8_0/RepackQ4_0 (blocks of blockBytes: an
+// f16 scale, then qBytes of quants) into out, which holds at least the
+// result: the quant plane, then the scales from 4-byte word soff.
+func repackInto(out, src []byte, blockBytes, qBytes int) (data []byte, soff uint32) {
+	n := len(src) / blockBytes
+	qlen := n * qBytes
+	slen := (n*2 + 3) &^ 3
+	data = out[:qlen+slen]
+	for b := 0; b < n; b++ {
+		blk := src[b*blockBytes : (b+1)*blockBytes]
+		copy(data[b*qBytes:(b+1)*qBytes], blk[2:])
+		data[qlen+2*b] = blk[0]
+		data[qlen+2*b+1] = blk[1]
+	}
+	clear(data[qlen+2*n:])
+	return data, uint32(qlen / 4)
+}
+
+// tensorHeader is the named tensor's header (Data nil), for sizing and
+// shape checks.
+func tensorHeader(m *model.Model, name string) (*tensor.Tensor, error) {
+	c, shape, err := weightInfo(m, name)
+	if err != nil {
+		return nil, err
+	}
+	return &tensor.Tensor{Name: name, Codec: c, Shape: shape}, nil
+}
