@@ -29,10 +29,10 @@ func hubDownloader() resolve.Downloader {
 			Quota:    download.CheckSpace(func() (int64, error) { return storage.FreeSpace(filepath.Dir(dst)) }),
 			Retries:  3,
 		})
-		bar.Finish()
 		if err != nil {
 			return err
 		}
+		bar.Finish()
 		if !res.Cached {
 			fmt.Fprintf(os.Stderr, "downloaded %s (%d bytes, verified by %s)\n", dst, res.Size, res.Verified)
 		}
