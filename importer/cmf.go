@@ -38,9 +38,8 @@ type SaveOptions struct {
 // the largest tensor's encoded size. Tensors are written in a deterministic
 // order, so the same model and options give the same bytes.
 //
-// The metadata records m.Arch, m.Tokenizer and m.Source as provenance; set
-// m.Source from GGUFProvenance first for a GGUF source, whose SHA-256
-// FromGGUF leaves empty.
+// The metadata records m.Arch, m.Tokenizer and m.Source as provenance,
+// with the SHA-256 of every source file the importer left undigested.
 func SaveCMF(m *model.Model, path string, opts SaveOptions) error {
 	target := opts.Quant
 	requant := !opts.Keep
@@ -50,7 +49,11 @@ func SaveCMF(m *model.Model, path string, opts SaveOptions) error {
 	if err := m.Arch.Validate(); err != nil {
 		return fmt.Errorf("cmf: %s: %w", path, err)
 	}
-	meta := &cmf.Metadata{Arch: m.Arch, Tokenizer: m.Tokenizer, Provenance: m.Source, CreatedBy: "cortiq"}
+	prov, err := digestProvenance(m.Source)
+	if err != nil {
+		return fmt.Errorf("cmf: %s: provenance: %w", path, err)
+	}
+	meta := &cmf.Metadata{Arch: m.Arch, Tokenizer: m.Tokenizer, Provenance: prov, CreatedBy: "cortiq"}
 	if requant {
 		meta.Extra = map[string]json.RawMessage{"quantization": json.RawMessage(strconv.Quote(target.String()))}
 	}

@@ -1,14 +1,10 @@
 package importer
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -52,8 +48,7 @@ var ggufFamilies = map[string]model.RopeStyle{
 //
 // Model.Source names the file and its size but leaves SHA256 empty, because
 // hashing a multi-gigabyte file on every open is too slow for inference;
-// GGUFProvenance computes it, and callers importing to CMF should set
-// Model.Source from it before SaveCMF.
+// SaveCMF adds it (from Source.Dir) when the model is written as CMF.
 func FromGGUF(path string) (*model.Model, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -70,19 +65,11 @@ func FromGGUF(path string) (*model.Model, error) {
 // GGUFProvenance describes a GGUF file for CMF provenance, with its SHA-256
 // computed by streaming the file.
 func GGUFProvenance(path string) (model.Provenance, error) {
-	fd, err := os.Open(path)
+	sum, n, err := fileSHA256(path)
 	if err != nil {
 		return model.Provenance{}, fmt.Errorf("gguf: %w", err)
 	}
-	defer fd.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, fd)
-	if err != nil {
-		return model.Provenance{}, fmt.Errorf("gguf: %s: %w", path, err)
-	}
-	return model.Provenance{Format: "gguf", Files: []model.SourceFile{{
-		Name: filepath.Base(path), Size: n, SHA256: hex.EncodeToString(h.Sum(nil)),
-	}}}, nil
+	return model.Provenance{Format: "gguf", Files: []model.SourceFile{{Name: filepath.Base(path), Size: n, SHA256: sum}}}, nil
 }
 
 // GGUFTokenizer collects the tokenizer material of a GGUF file: every
@@ -300,7 +287,7 @@ func ggufModel(f *gguf.File) (*model.Model, error) {
 		Arch:      a,
 		Weights:   weights,
 		Tokenizer: tok,
-		Source: model.Provenance{Format: "gguf", Files: []model.SourceFile{{
+		Source: model.Provenance{Format: "gguf", Dir: filepath.Dir(f.Name), Files: []model.SourceFile{{
 			Name: filepath.Base(f.Name), Size: f.Size,
 		}}},
 		Close: f.Close,

@@ -4,12 +4,9 @@
 package importer
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -99,17 +96,11 @@ func FromHF(dir string) (*model.Model, error) {
 }
 
 func hfDigest(path string) (model.SourceFile, error) {
-	f, err := os.Open(path)
+	sum, n, err := fileSHA256(path)
 	if err != nil {
 		return model.SourceFile{}, err
 	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return model.SourceFile{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return model.SourceFile{Name: filepath.Base(path), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	return model.SourceFile{Name: filepath.Base(path), Size: n, SHA256: sum}, nil
 }
 
 // hfParseConfig decodes config.json. A multimodal Gemma 3 checkpoint is

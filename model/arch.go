@@ -250,6 +250,11 @@ type TokenizerData struct {
 type Provenance struct {
 	Format string       `json:"format"` // "hf", "gguf", "cmf"
 	Files  []SourceFile `json:"files"`
+	// Dir is where the files are on this machine. Importers record names
+	// and sizes only; digests are computed from Dir when a CMF is written
+	// (hashing gigabytes on every open would be wasted work). Never
+	// serialized: a local path is not provenance.
+	Dir string `json:"-"`
 }
 
 // SourceFile is one input file of an import.
