@@ -225,7 +225,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		dec = e.Tokenizer.NewStreamDecoder()
 	}
 	var text strings.Builder
-	stopper := newStopMatcher(req.Stop)
+	stopper := NewStopMatcher(req.Stop)
 
 	t0 := time.Now()
 	logits, err := sess.prefill(prompt)
@@ -265,9 +265,9 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 			piece = dec.Next(id)
 		}
 		isEOS := !req.IgnoreEOS && e.isEOS(id)
-		emit, stopped := stopper.push(piece)
+		emit, stopped := stopper.Push(piece)
 		if isEOS {
-			emit += stopper.flush()
+			emit += stopper.Flush()
 		}
 		text.WriteString(emit)
 		if onToken != nil && (!isEOS || emit != "") {
@@ -308,14 +308,14 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		// A character left incomplete by the last token comes out as U+FFFD,
 		// so the streamed text always equals the full decode.
 		if dec != nil {
-			if tail, stopped := stopper.push(dec.Flush()); stopped {
+			if tail, stopped := stopper.Push(dec.Flush()); stopped {
 				text.WriteString(tail)
 				res.FinishReason = "stop"
 			} else {
 				text.WriteString(tail)
 			}
 		}
-		text.WriteString(stopper.flush())
+		text.WriteString(stopper.Flush())
 	}
 	if decoded > 0 {
 		res.DecodeTokS = float64(decoded) / time.Since(t1).Seconds()

@@ -73,11 +73,11 @@ func TestGreedyBatchOnCPU(t *testing.T) {
 }
 
 func TestStopStrings(t *testing.T) {
-	m2 := newStopMatcher([]string{"STOP"})
+	m2 := NewStopMatcher([]string{"STOP"})
 	var o2 strings.Builder
 	stoppedAt := -1
 	for i, p := range []string{"hello S", "T", "OP and more"} {
-		emit, stopped := m2.push(p)
+		emit, stopped := m2.Push(p)
 		o2.WriteString(emit)
 		if stopped {
 			stoppedAt = i

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/model"
@@ -176,56 +175,4 @@ func (s *session) uploadBytes() int64 {
 		}
 	}
 	return 0
-}
-
-// stopMatcher holds back text that could be the start of a stop string, so
-// a stop string is never partly emitted.
-type stopMatcher struct {
-	stops   []string
-	pending string
-}
-
-func newStopMatcher(stops []string) *stopMatcher {
-	var s []string
-	for _, x := range stops {
-		if x != "" {
-			s = append(s, x)
-		}
-	}
-	return &stopMatcher{stops: s}
-}
-
-// push adds text and returns what may be emitted now, and whether a stop
-// string was found (the text before it is emitted, the rest dropped).
-func (m *stopMatcher) push(text string) (string, bool) {
-	if len(m.stops) == 0 {
-		return text, false
-	}
-	m.pending += text
-	for _, st := range m.stops {
-		if i := strings.Index(m.pending, st); i >= 0 {
-			out := m.pending[:i]
-			m.pending = ""
-			return out, true
-		}
-	}
-	// Keep the longest suffix that is a prefix of some stop string.
-	keep := 0
-	for _, st := range m.stops {
-		for k := min(len(st)-1, len(m.pending)); k > keep; k-- {
-			if strings.HasSuffix(m.pending, st[:k]) {
-				keep = k
-				break
-			}
-		}
-	}
-	out := m.pending[:len(m.pending)-keep]
-	m.pending = m.pending[len(m.pending)-keep:]
-	return out, false
-}
-
-func (m *stopMatcher) flush() string {
-	out := m.pending
-	m.pending = ""
-	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/chat"
 	"github.com/cortiq/cortiq/cpu"
+	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/sample"
 	"github.com/cortiq/cortiq/webgpu"
 )
@@ -217,7 +218,7 @@ func (s *state) generate(ctx context.Context, r request) (*genResult, error) {
 	})
 	history := append([]int(nil), prompt...)
 	var text strings.Builder
-	stops := newStopMatcher(r.Stop)
+	stops := engine.NewStopMatcher(r.Stop)
 	var dec interface{ Next(int) string }
 	if s.tok != nil {
 		dec = s.tok.NewStreamDecoder()
@@ -244,9 +245,9 @@ func (s *state) generate(ctx context.Context, r request) (*genResult, error) {
 			piece = dec.Next(id)
 		}
 		eos := !r.IgnoreEOS && s.isEOS(id)
-		emit, stopped := stops.push(piece)
+		emit, stopped := stops.Push(piece)
 		if eos {
-			emit += stops.flush()
+			emit += stops.Flush()
 		}
 		text.WriteString(emit)
 		if !eos || emit != "" {
@@ -276,7 +277,7 @@ func (s *state) generate(ctx context.Context, r request) (*genResult, error) {
 		decoded++
 	}
 	if res.FinishReason == "length" || res.FinishReason == "cancelled" {
-		text.WriteString(stops.flush())
+		text.WriteString(stops.Flush())
 	}
 	if decoded > 0 {
 		res.DecodeTokS = float64(decoded) / time.Since(td).Seconds()
@@ -359,54 +360,5 @@ func (s *state) stats() any {
 			out["gpu"] = st.Stats()
 		}
 	}
-	return out
-}
-
-// stopMatcher holds back text that could be the start of a stop string, so
-// a stop string is never partly emitted (as the engine facade does).
-type stopMatcher struct {
-	stops   []string
-	pending string
-}
-
-func newStopMatcher(stops []string) *stopMatcher {
-	var s []string
-	for _, x := range stops {
-		if x != "" {
-			s = append(s, x)
-		}
-	}
-	return &stopMatcher{stops: s}
-}
-
-func (m *stopMatcher) push(text string) (string, bool) {
-	if len(m.stops) == 0 {
-		return text, false
-	}
-	m.pending += text
-	for _, st := range m.stops {
-		if i := strings.Index(m.pending, st); i >= 0 {
-			out := m.pending[:i]
-			m.pending = ""
-			return out, true
-		}
-	}
-	keep := 0
-	for _, st := range m.stops {
-		for k := min(len(st)-1, len(m.pending)); k > keep; k-- {
-			if strings.HasSuffix(m.pending, st[:k]) {
-				keep = k
-				break
-			}
-		}
-	}
-	out := m.pending[:len(m.pending)-keep]
-	m.pending = m.pending[len(m.pending)-keep:]
-	return out, false
-}
-
-func (m *stopMatcher) flush() string {
-	out := m.pending
-	m.pending = ""
 	return out
 }
