@@ -12,7 +12,7 @@ func TestDeterministic(t *testing.T) {
 	}
 	run := func() []float32 {
 		s, _ := b.NewSession(32)
-		lg, err := s.Forward(ref.inputIDs, true)
+		lg, err := s.Forward(ref.InputIDs, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,14 +34,14 @@ func TestConcurrentSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	s0, _ := b.NewSession(32)
-	want, _ := s0.Forward(ref.inputIDs, true)
+	want, _ := s0.Forward(ref.InputIDs, true)
 	errs := make(chan error, 4)
 	got := make([][]float32, 4)
 	for g := range got {
 		go func() {
 			s, _ := b.NewSession(32)
 			var err error
-			got[g], err = s.Forward(ref.inputIDs, true)
+			got[g], err = s.Forward(ref.InputIDs, true)
 			errs <- err
 		}()
 	}
@@ -66,12 +66,12 @@ func TestReset(t *testing.T) {
 			t.Fatal(err)
 		}
 		s, _ := b.NewSession(64)
-		a, _ := s.Forward(ref.inputIDs, true)
+		a, _ := s.Forward(ref.InputIDs, true)
 		s.Reset()
 		if s.Len() != 0 {
 			t.Fatalf("%s: Len after Reset = %d", name, s.Len())
 		}
-		c, _ := s.Forward(ref.inputIDs, true)
+		c, _ := s.Forward(ref.InputIDs, true)
 		if d, _ := maxAbsDiff(a, c); d != 0 {
 			t.Errorf("%s: after Reset the logits differ by %g", name, d)
 		}

@@ -51,9 +51,9 @@ func TestInt8Decode(t *testing.T) {
 		}
 		decode := func(mode kernel.Mode) []float32 {
 			defer kernel.SetMode(kernel.SetMode(mode))
-			s, _ := b.NewSession(len(ref.inputIDs))
+			s, _ := b.NewSession(len(ref.InputIDs))
 			var all []float32
-			for _, id := range ref.inputIDs {
+			for _, id := range ref.InputIDs {
 				lg, err := s.Forward([]int{id}, false)
 				if err != nil {
 					t.Fatal(err)

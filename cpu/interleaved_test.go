@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/cortiq/cortiq/fixtures"
 	"path/filepath"
 	"testing"
 
@@ -31,7 +32,7 @@ func unpermute(t *tensor.Tensor, heads int) *tensor.Tensor {
 // The stories260K checkpoint with its q/k rows put back in llama2.c's
 // interleaved layout must give the same logits under interleaved RoPE.
 func TestParityInterleavedRope(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "fixtures", "models", "stories260K_hf")
+	dir := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K_hf")
 	m, err := importer.FromHF(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -50,13 +51,13 @@ func TestParityInterleavedRope(t *testing.T) {
 	}
 	im := *m
 	im.Weights = w
-	checkParity(t, &im, loadReference(t, dir))
+	checkParity(t, &im, fixtures.LoadReference(t, dir))
 }
 
 // stories260K.gguf keeps llama2.c's interleaved q/k layout (GGUF "NORM"
 // RoPE); through the GGUF importer it must match the HF checkpoint's logits.
 func TestStories260KGGUF(t *testing.T) {
-	shared := sharedDir(t)
+	shared := fixtures.Dir(t)
 	path := filepath.Join(shared, "fixtures", "models", "stories260K.gguf")
 	m, err := importer.Open(path)
 	if err != nil {
@@ -66,5 +67,5 @@ func TestStories260KGGUF(t *testing.T) {
 	if st := m.Arch.Layers[0].Attn.Rope.Style; st != model.RopeInterleaved {
 		t.Errorf("rope style %q, want interleaved", st)
 	}
-	checkParity(t, m, loadReference(t, filepath.Join(shared, "fixtures", "models", "stories260K_hf")))
+	checkParity(t, m, fixtures.LoadReference(t, filepath.Join(shared, "fixtures", "models", "stories260K_hf")))
 }

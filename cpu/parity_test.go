@@ -3,10 +3,10 @@ package cpu
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/cortiq/cortiq/fixtures"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/cortiq/cortiq/importer"
@@ -17,69 +17,6 @@ import (
 
 // parityTol is the absolute logit tolerance against transformers (float32).
 const parityTol = 1e-4
-
-var denseFixtures = []string{
-	"llama", "mistral", "mistral_sw8", "qwen2", "qwen3", "gemma", "gemma2", "gemma2_sw8",
-	"gemma3_text", "gemma3_text_sw8", "phi3", "granite", "granite_mult", "olmo2", "smollm3",
-}
-
-func sharedDir(t testing.TB) string {
-	_, file, _, _ := runtime.Caller(0)
-	d := filepath.Join(filepath.Dir(file), "..", "..", "shared")
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("shared fixtures not found at %s", d)
-	}
-	return d
-}
-
-type reference struct {
-	inputIDs  []int
-	logits    []float32 // [24, vocab]
-	genIDs    []int
-	stepLog   []float32 // [24, vocab]
-	hidden    []float32 // [L+1, 24, hidden]
-	hiddenDim []int
-}
-
-func loadReference(t testing.TB, dir string) *reference {
-	f, err := safetensors.Open(filepath.Join(dir, "reference.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := &reference{}
-	ints := func(name string) []int {
-		v, err := f.Int64s(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := make([]int, len(v))
-		for i, x := range v {
-			out[i] = int(x)
-		}
-		return out
-	}
-	floats := func(name string) []float32 {
-		v, err := f.Float32s(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	r.inputIDs = ints("input_ids")
-	r.logits = floats("logits")
-	if _, ok := f.Info("generated_ids"); ok {
-		r.genIDs = ints("generated_ids")
-	}
-	if _, ok := f.Info("step_logits_generate"); ok {
-		r.stepLog = floats("step_logits_generate")
-	}
-	if in, ok := f.Info("hidden_states"); ok {
-		r.hidden = floats("hidden_states")
-		r.hiddenDim = in.Shape
-	}
-	return r
-}
 
 func maxAbsDiff(a, b []float32) (float64, int) {
 	var m float64
@@ -117,14 +54,14 @@ func top2Margin(x []float32) float64 {
 	return a - b
 }
 
-func loadFixture(t testing.TB, name string) (*model.Model, *reference) {
-	dir := filepath.Join(sharedDir(t), "fixtures", "tiny", name)
+func loadFixture(t testing.TB, name string) (*model.Model, *fixtures.Reference) {
+	dir := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", name)
 	m, err := importer.FromHF(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	return m, loadReference(t, dir)
+	return m, fixtures.LoadReference(t, dir)
 }
 
 // hiddenDiffs compares the residual stream after the embedding and after
@@ -132,12 +69,12 @@ func loadFixture(t testing.TB, name string) (*model.Model, *reference) {
 // input of layer i, and its last entry is the final norm's output (which
 // replaces the last layer's raw output). It returns the max abs difference
 // per entry.
-func hiddenDiffs(b *Backend, ref *reference) []float64 {
-	if ref.hidden == nil {
+func hiddenDiffs(b *Backend, ref *fixtures.Reference) []float64 {
+	if ref.Hidden == nil {
 		return nil
 	}
 	L := len(b.layers)
-	n, H := len(ref.inputIDs), b.arch.Hidden
+	n, H := len(ref.InputIDs), b.arch.Hidden
 	diffs := make([]float64, L+1)
 	s, _ := b.newSession(n)
 	s.hook = func(layer int, x []float32, rows int) {
@@ -148,15 +85,15 @@ func hiddenDiffs(b *Backend, ref *reference) []float64 {
 		if layer == L {
 			idx = L
 		}
-		diffs[idx], _ = maxAbsDiff(x[:rows*H], ref.hidden[idx*n*H:(idx+1)*n*H])
+		diffs[idx], _ = maxAbsDiff(x[:rows*H], ref.Hidden[idx*n*H:(idx+1)*n*H])
 	}
-	s.Forward(ref.inputIDs, true)
+	s.Forward(ref.InputIDs, true)
 	return diffs
 }
 
 // firstDivergence names the first hidden state that departs from the
 // reference by more than the tolerance (a debugging aid).
-func firstDivergence(b *Backend, ref *reference) string {
+func firstDivergence(b *Backend, ref *fixtures.Reference) string {
 	for i, d := range hiddenDiffs(b, ref) {
 		if d > parityTol {
 			return fmt.Sprintf("hidden_states[%d] (input of layer %d, or final norm) first differs, by %.3g", i, i, d)
@@ -165,37 +102,37 @@ func firstDivergence(b *Backend, ref *reference) string {
 	return "hidden states agree"
 }
 
-func checkParity(t *testing.T, m *model.Model, ref *reference) {
+func checkParity(t *testing.T, m *model.Model, ref *fixtures.Reference) {
 	b, err := New(m, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	V := m.Arch.Vocab
-	n := len(ref.inputIDs)
+	n := len(ref.InputIDs)
 
 	// Whole prompt in one batched forward.
-	s, err := b.NewSession(n + len(ref.genIDs) + 1)
+	s, err := b.NewSession(n + len(ref.Generated) + 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logits, err := s.Forward(ref.inputIDs, true)
+	logits, err := s.Forward(ref.InputIDs, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, at := maxAbsDiff(logits, ref.logits)
+	d, at := maxAbsDiff(logits, ref.Logits)
 	t.Logf("%s: prompt logits max abs diff %.3g; hidden states %.3g", t.Name(), d, hiddenDiffs(b, ref))
 	if d > parityTol {
 		t.Errorf("prompt logits differ by %.3g at token %d id %d (tolerance %g); %s", d, at/V, at%V, parityTol, firstDivergence(b, ref))
 	}
 
 	// Greedy decode one token at a time through the cache.
-	if ref.genIDs == nil || ref.stepLog == nil {
+	if ref.Generated == nil || ref.StepLogits == nil {
 		return
 	}
 	step := logits[(n-1)*V:]
 	var worst float64
-	for i, want := range ref.genIDs {
-		refStep := ref.stepLog[i*V : (i+1)*V]
+	for i, want := range ref.Generated {
+		refStep := ref.StepLogits[i*V : (i+1)*V]
 		d, at := maxAbsDiff(step, refStep)
 		worst = max(worst, d)
 		if d > parityTol {
@@ -216,7 +153,7 @@ func checkParity(t *testing.T, m *model.Model, ref *reference) {
 }
 
 func TestParityDense(t *testing.T) {
-	for _, name := range denseFixtures {
+	for _, name := range fixtures.Dense {
 		t.Run(name, func(t *testing.T) {
 			m, ref := loadFixture(t, name)
 			checkParity(t, m, ref)
@@ -228,7 +165,7 @@ func TestParityDense(t *testing.T) {
 // codec c (f16 or bf16) into dir, and the same weights rounded to c but
 // stored as f32 into dir+"_f32".
 func convertFixture(t *testing.T, name string, c tensor.Codec) (lowDir, f32Dir string) {
-	src := filepath.Join(sharedDir(t), "fixtures", "tiny", name)
+	src := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", name)
 	base := t.TempDir()
 	lowDir, f32Dir = filepath.Join(base, "low"), filepath.Join(base, "f32")
 	f, err := safetensors.Open(filepath.Join(src, "model.safetensors"))
@@ -320,8 +257,8 @@ func TestParityHalfWeights(t *testing.T) {
 						t.Fatal(err)
 					}
 					s, _ := b.NewSession(64)
-					ref := loadReference(t, filepath.Join(sharedDir(t), "fixtures", "tiny", name))
-					lg, err := s.Forward(ref.inputIDs, true)
+					ref := fixtures.LoadReference(t, filepath.Join(fixtures.Dir(t), "fixtures", "tiny", name))
+					lg, err := s.Forward(ref.InputIDs, true)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -338,7 +275,7 @@ func TestParityHalfWeights(t *testing.T) {
 }
 
 func TestStories260K(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "fixtures", "models", "stories260K_hf")
+	dir := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K_hf")
 	m, err := importer.FromHF(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +303,7 @@ func TestStories260K(t *testing.T) {
 	if prompt == nil || want == nil {
 		t.Fatalf("reference.safetensors has %v; want prompt and generated ids", names)
 	}
-	checkParity(t, m, loadReference(t, dir))
+	checkParity(t, m, fixtures.LoadReference(t, dir))
 	b, err := New(m, Options{})
 	if err != nil {
 		t.Fatal(err)

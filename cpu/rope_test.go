@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"encoding/json"
+	"github.com/cortiq/cortiq/fixtures"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,7 +27,7 @@ func TestParityRopeScaling(t *testing.T) {
 			if got := m.Arch.Layers[0].Attn.Rope.Scaling.Type; got != name {
 				t.Fatalf("scaling type %q", got)
 			}
-			ref := loadReference(t, dir)
+			ref := fixtures.LoadReference(t, dir)
 			checkParity(t, m, ref)
 
 			// Negative control: without the scaling the logits must be off,
@@ -38,9 +39,9 @@ func TestParityRopeScaling(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, _ := b.NewSession(len(ref.inputIDs))
-			lg, _ := s.Forward(ref.inputIDs, true)
-			if d, _ := maxAbsDiff(lg, ref.logits); d < 1e-3 {
+			s, _ := b.NewSession(len(ref.InputIDs))
+			lg, _ := s.Forward(ref.InputIDs, true)
+			if d, _ := maxAbsDiff(lg, ref.Logits); d < 1e-3 {
 				t.Errorf("unscaled rope is within %.3g of the reference: the fixture does not exercise %s", d, name)
 			}
 		})
@@ -66,7 +67,7 @@ func TestParityRopeScaling(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			checkParity(t, m, loadReference(t, dir))
+			checkParity(t, m, fixtures.LoadReference(t, dir))
 		})
 	}
 }

@@ -2,29 +2,18 @@ package engine
 
 import (
 	"context"
-	"os"
+	"github.com/cortiq/cortiq/fixtures"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/cortiq/cortiq/resolve"
 )
 
-// sharedDir is ../shared beside the repository root.
-func sharedDir(t *testing.T) string {
-	_, file, _, _ := runtime.Caller(0)
-	d := filepath.Join(filepath.Dir(file), "..", "..", "shared")
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("shared fixtures not found at %s: %v", d, err)
-	}
-	return d
-}
-
 const storiesText = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily's mom said"
 
 func TestStories260KGreedyText(t *testing.T) {
-	path := filepath.Join(sharedDir(t), "fixtures", "models", "stories260K.gguf")
+	path := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
 	e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, path, Options{Backend: "cpu"})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +46,7 @@ func TestStories260KGreedyText(t *testing.T) {
 }
 
 func TestGreedyBatchOnCPU(t *testing.T) {
-	path := filepath.Join(sharedDir(t), "fixtures", "models", "stories260K.gguf")
+	path := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
 	e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, path, Options{Backend: "cpu"})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/cortiq/cortiq/fixtures"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // generation: the generation must continue on the CPU with exactly the
 // tokens of a pure CPU run (issue 4, acceptance 3).
 func TestDeviceFaultsFallBack(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "fixtures", "tiny", "qwen3")
+	dir := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", "qwen3")
 	load := func(backend string) *Engine {
 		e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, dir, Options{Backend: backend})
 		if err != nil {
@@ -91,7 +92,7 @@ func TestDeviceFaultsFallBack(t *testing.T) {
 // prefix on the device and the rest on the CPU, with the CPU run's tokens
 // (issue 4, acceptance 4); so does CORTIQ_GPU_LAYERS-style selection.
 func TestBudgetSplit(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "fixtures", "tiny", "gemma3_text_sw8")
+	dir := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", "gemma3_text_sw8")
 	ids := []int{5, 17, 33, 101, 7, 250, 64, 3, 9, 12, 40}
 	run := func(o Options) *Result {
 		e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, dir, o)
@@ -139,7 +140,7 @@ func TestDevicePrefillCPUDecode(t *testing.T) {
 	ids := []int{5, 17, 33, 101, 7, 250, 64, 3, 9, 12}
 	for _, arch := range []string{"qwen2_moe", "qwen3_moe", "mixtral", "lfm2", "qwen3_next"} {
 		t.Run(arch, func(t *testing.T) {
-			dir := filepath.Join(sharedDir(t), "fixtures", "tiny", arch)
+			dir := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", arch)
 			load := func(backend string) *Engine {
 				e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, dir, Options{Backend: backend})
 				if err != nil {

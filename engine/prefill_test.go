@@ -5,6 +5,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/cortiq/cortiq/fixtures"
 	"math"
 	"path/filepath"
 	"testing"
@@ -21,7 +22,7 @@ import (
 func TestCPUPrefillDeviceDecode(t *testing.T) {
 	for _, arch := range []string{"qwen2_moe", "qwen3_moe", "mixtral", "lfm2", "qwen3_next", "llama", "gemma2_sw8"} {
 		t.Run(arch, func(t *testing.T) {
-			dir := filepath.Join(sharedDir(t), "fixtures", "tiny", arch)
+			dir := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", arch)
 			load := func(opts Options) *Engine {
 				e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, dir, opts)
 				if err != nil {
@@ -123,7 +124,7 @@ func TestCPUPrefillDeviceDecode(t *testing.T) {
 // CPU's state (layers on the host) replays the prompt on the device, and
 // the generation still gives the pure CPU tokens.
 func TestCPUPrefillReplayFallback(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "fixtures", "tiny", "llama")
+	dir := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", "llama")
 	load := func(opts Options) *Engine {
 		e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, dir, opts)
 		if err != nil {
@@ -171,7 +172,7 @@ func TestCPUPrefillReplayFallback(t *testing.T) {
 // TestCPUPrefillLongPrompt carries a prompt long enough for the device's
 // split-K attention over the imported cache.
 func TestCPUPrefillLongPrompt(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "fixtures", "tiny", "llama")
+	dir := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", "llama")
 	load := func(opts Options) *Engine {
 		e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, dir, opts)
 		if err != nil {

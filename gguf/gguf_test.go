@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/cortiq/cortiq/fixtures"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,15 +15,6 @@ import (
 
 	"github.com/cortiq/cortiq/tensor"
 )
-
-func sharedDir(t testing.TB) string {
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "shared")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared fixtures not found at %s: %v", dir, err)
-	}
-	return dir
-}
 
 // sampleMetadata exercises every value type.
 func sampleMetadata() ([]string, map[string]any) {
@@ -255,7 +247,7 @@ func TestWriterErrors(t *testing.T) {
 }
 
 func TestStories260K(t *testing.T) {
-	path := filepath.Join(sharedDir(t), "fixtures", "models", "stories260K.gguf")
+	path := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
 	f, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +296,7 @@ func TestStories260K(t *testing.T) {
 }
 
 func TestVocabOnlyFiles(t *testing.T) {
-	paths, _ := filepath.Glob(filepath.Join(sharedDir(t), "fixtures", "llama-cpp-vocab", "*.gguf"))
+	paths, _ := filepath.Glob(filepath.Join(fixtures.Dir(t), "fixtures", "llama-cpp-vocab", "*.gguf"))
 	if len(paths) == 0 {
 		t.Skip("no vocabulary files")
 	}

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"github.com/cortiq/cortiq/fixtures"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -103,7 +104,7 @@ func BenchmarkEncode(b *testing.B) {
 }
 
 func BenchmarkEncodeGGUFSPM(b *testing.B) {
-	path := filepath.Join(sharedDir(b), "fixtures", "llama-cpp-vocab", "ggml-vocab-llama-spm.gguf")
+	path := filepath.Join(fixtures.Dir(b), "fixtures", "llama-cpp-vocab", "ggml-vocab-llama-spm.gguf")
 	if _, err := os.Stat(path); err != nil {
 		b.Skipf("%s: %v", path, err)
 	}

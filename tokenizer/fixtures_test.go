@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"github.com/cortiq/cortiq/fixtures"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,19 +14,6 @@ import (
 
 	"github.com/cortiq/cortiq/gguf"
 )
-
-// sharedDir is ../shared beside the repository root.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	d, err := filepath.Abs(filepath.Join("..", "..", "shared"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("shared fixtures not found at %s", d)
-	}
-	return d
-}
 
 type expectedCase struct {
 	Text           string   `json:"text"`
@@ -52,7 +40,7 @@ var (
 // fixtureTokenizer loads fixtures/tokenizers/<name>.tokenizer.json[.gz] once.
 func fixtureTokenizer(t testing.TB, name string) *Tokenizer {
 	t.Helper()
-	dir := filepath.Join(sharedDir(t), "fixtures", "tokenizers")
+	dir := filepath.Join(fixtures.Dir(t), "fixtures", "tokenizers")
 	tokCacheMu.Lock()
 	defer tokCacheMu.Unlock()
 	if tk, ok := tokCache[name]; ok {
@@ -71,7 +59,7 @@ func fixtureTokenizer(t testing.TB, name string) *Tokenizer {
 }
 
 func loadExpected(t testing.TB) *expectedFile {
-	path := filepath.Join(sharedDir(t), "fixtures", "tokenizers", "expected_ids.json")
+	path := filepath.Join(fixtures.Dir(t), "fixtures", "tokenizers", "expected_ids.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +159,7 @@ func llamaCppCases(t *testing.T, base string) (texts []string, want [][]int) {
 }
 
 func TestLlamaCppVocab(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "fixtures", "llama-cpp-vocab")
+	dir := filepath.Join(fixtures.Dir(t), "fixtures", "llama-cpp-vocab")
 	for _, name := range []string{"llama-spm", "phi-3", "gpt-2", "llama-bpe", "deepseek-llm", "falcon", "mpt", "bert-bge"} {
 		t.Run(name, func(t *testing.T) {
 			base := filepath.Join(dir, "ggml-vocab-"+name+".gguf")
@@ -205,7 +193,7 @@ func TestLlamaCppVocab(t *testing.T) {
 }
 
 func TestStories260K(t *testing.T) {
-	path := filepath.Join(sharedDir(t), "fixtures", "models", "stories260K.gguf")
+	path := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)

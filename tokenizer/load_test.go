@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"github.com/cortiq/cortiq/fixtures"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,7 +14,7 @@ import (
 )
 
 func TestLoadHFWithConfig(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "fixtures", "tokenizers")
+	dir := filepath.Join(fixtures.Dir(t), "fixtures", "tokenizers")
 	tj, err := os.ReadFile(filepath.Join(dir, "smollm-135m.tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestChatTemplateConfig(t *testing.T) {
 }
 
 func TestGGUFChatTemplate(t *testing.T) {
-	f, err := gguf.Open(filepath.Join(sharedDir(t), "fixtures", "llama-cpp-vocab", "ggml-vocab-phi-3.gguf"))
+	f, err := gguf.Open(filepath.Join(fixtures.Dir(t), "fixtures", "llama-cpp-vocab", "ggml-vocab-phi-3.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestLoadLlama2Config(t *testing.T) {
 // TestGGUFJSONRoundTrip loads a GGUF vocabulary as the importer stores it
 // (metadata through JSON) and checks it encodes like the typed metadata.
 func TestGGUFJSONRoundTrip(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "fixtures", "llama-cpp-vocab")
+	dir := filepath.Join(fixtures.Dir(t), "fixtures", "llama-cpp-vocab")
 	for _, name := range []string{"llama-spm", "gpt-2"} {
 		f, err := gguf.Open(filepath.Join(dir, "ggml-vocab-"+name+".gguf"))
 		if err != nil {

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"github.com/cortiq/cortiq/fixtures"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -46,7 +47,7 @@ func mustSplit(t *testing.T, pat string) *preSplit {
 // TestGPTNeoXVocab: llama.cpp ships no .inp/.out for this vocabulary, so
 // only loading and the byte-level round trip are checked.
 func TestGPTNeoXVocab(t *testing.T) {
-	tk, err := FromGGUFFile(filepath.Join(sharedDir(t), "fixtures", "llama-cpp-vocab", "ggml-vocab-gpt-neox.gguf"))
+	tk, err := FromGGUFFile(filepath.Join(fixtures.Dir(t), "fixtures", "llama-cpp-vocab", "ggml-vocab-gpt-neox.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}

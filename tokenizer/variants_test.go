@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"github.com/cortiq/cortiq/fixtures"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,7 +14,7 @@ import (
 // hand scanners disabled: the general regex path must give the same ids.
 func TestRegexFallbackMatchesScanner(t *testing.T) {
 	ef := loadExpected(t)
-	dir := filepath.Join(sharedDir(t), "fixtures", "tokenizers")
+	dir := filepath.Join(fixtures.Dir(t), "fixtures", "tokenizers")
 	disableScanners = true
 	defer func() { disableScanners = false }()
 	for _, name := range []string{"gpt2", "smollm-135m"} {
@@ -34,7 +35,7 @@ func TestRegexFallbackMatchesScanner(t *testing.T) {
 // hub files still use; the ids must not change.
 func TestLegacyMetaspace(t *testing.T) {
 	ef := loadExpected(t)
-	path := filepath.Join(sharedDir(t), "fixtures", "tokenizers", "llama2.tokenizer.json")
+	path := filepath.Join(fixtures.Dir(t), "fixtures", "tokenizers", "llama2.tokenizer.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

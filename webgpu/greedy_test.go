@@ -27,7 +27,7 @@ func TestForwardGreedy(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			p := ref.inputIDs
+			p := ref.InputIDs
 			if _, err := s.Forward(p[:len(p)-1], false); err != nil {
 				t.Fatal(err)
 			}
@@ -63,11 +63,11 @@ func TestForwardGreedy(t *testing.T) {
 			}
 			vocab := m.Arch.Vocab
 			for i, tok := range got {
-				if top2Margin(ref.stepLog[i*vocab:(i+1)*vocab]) <= parityTol {
+				if top2Margin(ref.StepLogits[i*vocab:(i+1)*vocab]) <= parityTol {
 					break // later steps may follow another branch legitimately
 				}
-				if tok != ref.genIDs[i] {
-					t.Errorf("step %d: %d, reference %d", i, tok, ref.genIDs[i])
+				if tok != ref.Generated[i] {
+					t.Errorf("step %d: %d, reference %d", i, tok, ref.Generated[i])
 					break
 				}
 			}
@@ -91,7 +91,7 @@ func TestStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Forward(ref.inputIDs, false); err != nil { // 24 tokens, 3 chunks
+	if _, err := s.Forward(ref.InputIDs, false); err != nil { // 24 tokens, 3 chunks
 		t.Fatal(err)
 	}
 	for range 8 {
@@ -157,11 +157,11 @@ func TestFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			if _, err := s.Forward(ref.inputIDs[:10], false); err != nil {
+			if _, err := s.Forward(ref.InputIDs[:10], false); err != nil {
 				t.Fatal(err)
 			}
 			f.arm()
-			l, err := s.Forward(ref.inputIDs[10:12], false)
+			l, err := s.Forward(ref.InputIDs[10:12], false)
 			if err == nil || l != nil {
 				t.Fatalf("faulted Forward returned %d logits, err %v", len(l), err)
 			}
@@ -173,7 +173,7 @@ func TestFaults(t *testing.T) {
 			}
 			// Reset makes it usable again (the facade may also discard it).
 			s.Reset()
-			if _, err := s.Forward(ref.inputIDs[:3], false); err != nil {
+			if _, err := s.Forward(ref.InputIDs[:3], false); err != nil {
 				t.Fatalf("after Reset: %v", err)
 			}
 		})
@@ -193,11 +193,11 @@ func TestFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.ForwardGreedy(ref.inputIDs[0], 4); err != nil {
+		if _, err := s.ForwardGreedy(ref.InputIDs[0], 4); err != nil {
 			t.Fatal(err)
 		}
 		own.Faults.LoseDevice.Store(true)
-		ids, err := s.ForwardGreedy(ref.inputIDs[1], 4)
+		ids, err := s.ForwardGreedy(ref.InputIDs[1], 4)
 		if err == nil || ids != nil || !errors.Is(err, ErrDeviceLost) {
 			t.Fatalf("after loss: ids %v err %v", ids, err)
 		}

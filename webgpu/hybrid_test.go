@@ -10,9 +10,6 @@ import (
 	"github.com/cortiq/cortiq/tensor"
 )
 
-// hybridFixtures are the MoE and hybrid-mixer fixtures.
-var hybridFixtures = []string{"qwen2_moe", "qwen3_moe", "mixtral", "lfm2", "qwen3_next"}
-
 // TestParityHybridSplitK reruns qwen3_next (one attention layer among
 // DeltaNet layers) with split-K attention over 8-position splits.
 func TestParityHybridSplitK(t *testing.T) {
@@ -38,7 +35,7 @@ func TestGreedyHybrid(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			p := ref.inputIDs
+			p := ref.InputIDs
 			if _, err := s.Forward(p[:len(p)-1], false); err != nil {
 				t.Fatal(err)
 			}
@@ -93,17 +90,17 @@ func TestSplitHybridCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	got, err := s.Forward(ref.inputIDs, true)
+	got, err := s.Forward(ref.InputIDs, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	vocab := m.Arch.Vocab
-	checkRows(t, "prompt", got, ref.logits, vocab, parityTol)
-	l, err := s.Forward(ref.genIDs[:1], false)
+	checkRows(t, "prompt", got, ref.Logits, vocab, parityTol)
+	l, err := s.Forward(ref.Generated[:1], false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRows(t, "decode", l, ref.stepLog[vocab:2*vocab], vocab, parityTol)
+	checkRows(t, "decode", l, ref.StepLogits[vocab:2*vocab], vocab, parityTol)
 }
 
 // quantizedWide re-encodes with codec c every matrix whose rows c can
@@ -180,7 +177,7 @@ func TestParityHybridQuantized(t *testing.T) {
 	}{{"qwen2_moe", tensor.Q4_0}, {"qwen2_moe", tensor.F16}, {"lfm2", tensor.Q8_0}, {"qwen3_next", tensor.Q8_0}} {
 		t.Run(tc.name+"/"+tc.c.String(), func(t *testing.T) {
 			m, ref := loadFixture(t, tc.name)
-			cpuParity(t, quantizedWide(t, m, tc.c), ref.inputIDs, quantTol)
+			cpuParity(t, quantizedWide(t, m, tc.c), ref.InputIDs, quantTol)
 		})
 	}
 }
@@ -224,8 +221,8 @@ func TestMoERoutingVariants(t *testing.T) {
 				}
 			}
 			q.Weights = w
-			got := cpuParity(t, &q, ref.inputIDs, quantTol)
-			if d, _ := maxAbsDiff(got, ref.logits); d < 1e-3 {
+			got := cpuParity(t, &q, ref.InputIDs, quantTol)
+			if d, _ := maxAbsDiff(got, ref.Logits); d < 1e-3 {
 				t.Errorf("routing variant moved the logits by only %.2e: not exercised", d)
 			}
 		})

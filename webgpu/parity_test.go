@@ -1,15 +1,12 @@
 package webgpu
 
 import (
+	"github.com/cortiq/cortiq/fixtures"
 	"math"
-	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
-	"github.com/cortiq/cortiq/safetensors"
 )
 
 // parityTol is the absolute logit tolerance against transformers: the
@@ -17,29 +14,8 @@ import (
 // costs a few float32 ulps per layer, well inside 2e-3.
 const parityTol = 2e-3
 
-var denseFixtures = []string{
-	"llama", "mistral", "mistral_sw8", "qwen2", "qwen3", "gemma", "gemma2", "gemma2_sw8",
-	"gemma3_text", "gemma3_text_sw8", "phi3", "granite", "granite_mult", "olmo2", "smollm3",
-}
-
-func sharedDir(t testing.TB) string {
-	_, file, _, _ := runtime.Caller(0)
-	d := filepath.Join(filepath.Dir(file), "..", "..", "shared")
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("shared fixtures not found at %s", d)
-	}
-	return d
-}
-
-type reference struct {
-	inputIDs []int
-	logits   []float32 // [24, vocab]
-	genIDs   []int
-	stepLog  []float32 // [24, vocab]
-}
-
-func loadFixture(t testing.TB, name string) (*model.Model, *reference) {
-	dir := filepath.Join(sharedDir(t), "fixtures", "tiny", name)
+func loadFixture(t testing.TB, name string) (*model.Model, *fixtures.Reference) {
+	dir := fixtures.Tiny(t, name)
 	m, err := importer.FromHF(dir)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
@@ -49,30 +25,7 @@ func loadFixture(t testing.TB, name string) (*model.Model, *reference) {
 			m.Close()
 		}
 	})
-	f, err := safetensors.Open(filepath.Join(dir, "reference.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ints := func(n string) []int {
-		v, err := f.Int64s(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := make([]int, len(v))
-		for i, x := range v {
-			out[i] = int(x)
-		}
-		return out
-	}
-	floats := func(n string) []float32 {
-		v, err := f.Float32s(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	return m, &reference{inputIDs: ints("input_ids"), logits: floats("logits"), genIDs: ints("generated_ids"), stepLog: floats("step_logits_generate")}
+	return m, fixtures.LoadReference(t, dir)
 }
 
 func maxAbsDiff(a, b []float32) (float64, int) {
@@ -130,7 +83,7 @@ func checkRows(t *testing.T, what string, got, want []float32, vocab int, tol fl
 	}
 }
 
-func TestParityDense(t *testing.T) { parityDense(t, denseFixtures) }
+func TestParityDense(t *testing.T) { parityDense(t, fixtures.Dense) }
 
 // TestParitySplitK reruns fixtures with split-K attention over 8-position
 // splits, windows included.
@@ -157,27 +110,27 @@ func parityDense(t *testing.T, fixtures []string) {
 			}
 			defer s.Close()
 			// The 24-token prompt spans two prefill chunks of 16.
-			got, err := s.Forward(ref.inputIDs, true)
+			got, err := s.Forward(ref.InputIDs, true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkRows(t, "prompt", got, ref.logits, vocab, parityTol)
+			checkRows(t, "prompt", got, ref.Logits, vocab, parityTol)
 			// Cached decode, fed the reference's greedy tokens.
 			s.Reset()
-			last, err := s.Forward(ref.inputIDs, false)
+			last, err := s.Forward(ref.InputIDs, false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			steps := make([]float32, 0, len(ref.stepLog))
+			steps := make([]float32, 0, len(ref.StepLogits))
 			steps = append(steps, last...)
-			for _, tok := range ref.genIDs[:len(ref.genIDs)-1] {
+			for _, tok := range ref.Generated[:len(ref.Generated)-1] {
 				l, err := s.Forward([]int{tok}, false)
 				if err != nil {
 					t.Fatal(err)
 				}
 				steps = append(steps, l...)
 			}
-			checkRows(t, "decode", steps, ref.stepLog, vocab, parityTol)
+			checkRows(t, "decode", steps, ref.StepLogits, vocab, parityTol)
 		})
 	}
 }

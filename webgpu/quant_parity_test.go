@@ -66,7 +66,7 @@ func TestParityQuantized(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, err := cs.Forward(ref.inputIDs, true)
+				want, err := cs.Forward(ref.InputIDs, true)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -80,12 +80,12 @@ func TestParityQuantized(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer gs.Close()
-				got, err := gs.Forward(ref.inputIDs, true)
+				got, err := gs.Forward(ref.InputIDs, true)
 				if err != nil {
 					t.Fatal(err)
 				}
 				diff, _ := maxAbsDiff(got, want)
-				dq, _ := maxAbsDiff(want, ref.logits)
+				dq, _ := maxAbsDiff(want, ref.Logits)
 				t.Logf("device vs cpu %.2e (cpu %s vs f32 reference %.2e)", diff, c, dq)
 				checkRows(t, c.String(), got, want, m.Arch.Vocab, quantTol)
 			})

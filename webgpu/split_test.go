@@ -94,16 +94,16 @@ func TestSplitLayers(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			got, err := s.Forward(ref.inputIDs, true)
+			got, err := s.Forward(ref.InputIDs, true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkRows(t, "prompt", got, ref.logits, m.Arch.Vocab, parityTol)
-			l, err := s.Forward(ref.genIDs[:1], false)
+			checkRows(t, "prompt", got, ref.Logits, m.Arch.Vocab, parityTol)
+			l, err := s.Forward(ref.Generated[:1], false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkRows(t, "decode", l, ref.stepLog[m.Arch.Vocab:2*m.Arch.Vocab], m.Arch.Vocab, parityTol)
+			checkRows(t, "decode", l, ref.StepLogits[m.Arch.Vocab:2*m.Arch.Vocab], m.Arch.Vocab, parityTol)
 			if st := b.Stats(); st.FallbackOps == 0 {
 				t.Errorf("no host layer runs counted: %+v", st)
 			}

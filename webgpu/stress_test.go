@@ -38,7 +38,7 @@ func TestReadbackUnderGC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := s.Forward(ref.inputIDs[:4], false)
+		l, err := s.Forward(ref.InputIDs[:4], false)
 		s.Close()
 		if err != nil {
 			t.Fatal(err)

@@ -5,11 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/cortiq/cortiq/fixtures"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -35,15 +35,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func shared(t *testing.T) string {
-	_, file, _, _ := runtime.Caller(0)
-	d := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared")
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("shared fixtures not found at %s: %v", d, err)
-	}
-	return d
-}
-
 func cortiq(t *testing.T, env []string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(cortiqBin, args...)
@@ -54,40 +45,6 @@ func cortiq(t *testing.T, env []string, args ...string) string {
 		t.Fatalf("cortiq %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String()
-}
-
-var denseFixtures = []string{"llama", "mistral", "mistral_sw8", "qwen2", "qwen3", "gemma", "gemma2", "gemma2_sw8",
-	"gemma3_text", "gemma3_text_sw8", "phi3", "granite", "granite_mult", "olmo2", "smollm3"}
-
-var hybridFixtures = []string{"qwen2_moe", "qwen3_moe", "mixtral", "lfm2", "qwen3_next"}
-
-type reference struct {
-	ids       []int
-	logits    []float32
-	generated []int
-	stepLog   []float32
-	vocab     int
-}
-
-func loadReference(t *testing.T, dir string) reference {
-	f, err := safetensors.Open(filepath.Join(dir, "reference.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var r reference
-	ids, _ := f.Int64s("input_ids")
-	gen, _ := f.Int64s("generated_ids")
-	for _, v := range ids {
-		r.ids = append(r.ids, int(v))
-	}
-	for _, v := range gen {
-		r.generated = append(r.generated, int(v))
-	}
-	r.logits, _ = f.Float32s("logits")
-	r.stepLog, _ = f.Float32s("step_logits_generate")
-	r.vocab = len(r.logits) / len(r.ids)
-	return r
 }
 
 func idList(ids []int) string {
@@ -164,26 +121,26 @@ func runGreedy(t *testing.T, model string, ids []int, n int, extra ...string) ru
 // TestCLIParity is acceptance 1 of the foundation: every fixture, from its
 // HF directory and from its f32 CMF import, through the CLI.
 func TestCLIParity(t *testing.T) {
-	root := shared(t)
-	for _, arch := range append(append([]string{}, denseFixtures...), hybridFixtures...) {
+	root := fixtures.Dir(t)
+	for _, arch := range append(append([]string{}, fixtures.Dense...), fixtures.Hybrid...) {
 		t.Run(arch, func(t *testing.T) {
 			dir := filepath.Join(root, "fixtures", "tiny", arch)
-			ref := loadReference(t, dir)
+			ref := fixtures.LoadReference(t, dir)
 			tmp := t.TempDir()
 			cmfPath := filepath.Join(tmp, arch+".cmf")
 			cortiq(t, nil, "import", dir, "-o", cmfPath, "--quant", "f32")
 			for _, src := range []string{dir, cmfPath} {
 				out := filepath.Join(tmp, "logits.safetensors")
-				cortiq(t, []string{"CORTIQ_CACHE=" + tmp}, "logits", "-m", src, "--backend", "cpu", "--ids", idList(ref.ids), "-o", out)
-				if d := maxAbsDiff(readLogits(t, out), ref.logits); d > 1e-4 {
+				cortiq(t, []string{"CORTIQ_CACHE=" + tmp}, "logits", "-m", src, "--backend", "cpu", "--ids", idList(ref.InputIDs), "-o", out)
+				if d := maxAbsDiff(readLogits(t, out), ref.Logits); d > 1e-4 {
 					t.Errorf("%s: logits differ from the reference by %.3g (> 1e-4)", src, d)
 				}
-				got := runGreedy(t, src, ref.ids, len(ref.generated), "--backend", "cpu")
+				got := runGreedy(t, src, ref.InputIDs, len(ref.Generated), "--backend", "cpu")
 				for i, id := range got.IDs {
-					if id != ref.generated[i] {
-						m := top2Margin(ref.stepLog[i*ref.vocab : (i+1)*ref.vocab])
+					if id != ref.Generated[i] {
+						m := top2Margin(ref.StepLogits[i*ref.Vocab : (i+1)*ref.Vocab])
 						if m > 1e-3 {
-							t.Errorf("%s: generated[%d] = %d, want %d (reference margin %.3g)", src, i, id, ref.generated[i], m)
+							t.Errorf("%s: generated[%d] = %d, want %d (reference margin %.3g)", src, i, id, ref.Generated[i], m)
 						}
 						break // later tokens follow a different prefix
 					}
@@ -211,10 +168,10 @@ func TestCLIParity(t *testing.T) {
 // quantization does to a trained model is checked by
 // TestQuantizedStoriesText.
 func TestQuantizedImportError(t *testing.T) {
-	root := shared(t)
+	root := fixtures.Dir(t)
 	for _, arch := range []string{"llama", "qwen3", "gemma2"} {
 		dir := filepath.Join(root, "fixtures", "tiny", arch)
-		ref := loadReference(t, dir)
+		ref := fixtures.LoadReference(t, dir)
 		tmp := t.TempDir()
 		for _, q := range []struct {
 			codec       string
@@ -229,26 +186,26 @@ func TestQuantizedImportError(t *testing.T) {
 			// default Int8 mode rounds activations in decode;
 			// cpu.TestInt8Decode bounds that).
 			exact := []string{"CORTIQ_KERNEL=exact"}
-			cortiq(t, exact, "logits", "-m", p, "--backend", "cpu", "--ids", idList(ref.ids), "-o", out)
+			cortiq(t, exact, "logits", "-m", p, "--backend", "cpu", "--ids", idList(ref.InputIDs), "-o", out)
 			got := readLogits(t, out)
-			cortiq(t, exact, "logits", "-m", deq, "--backend", "cpu", "--ids", idList(ref.ids), "-o", out)
+			cortiq(t, exact, "logits", "-m", deq, "--backend", "cpu", "--ids", idList(ref.InputIDs), "-o", out)
 			if d := maxAbsDiff(got, readLogits(t, out)); d > 1e-4 {
 				t.Errorf("%s %s: quantized kernels differ from f32 math on the dequantized weights by %.3g", arch, q.codec, d)
 			}
 			var mean, sq, errSq, errMax float64
-			for i := range ref.logits {
-				mean += float64(ref.logits[i])
+			for i := range ref.Logits {
+				mean += float64(ref.Logits[i])
 			}
-			mean /= float64(len(ref.logits))
-			for i := range ref.logits {
-				d := float64(ref.logits[i]) - mean
+			mean /= float64(len(ref.Logits))
+			for i := range ref.Logits {
+				d := float64(ref.Logits[i]) - mean
 				sq += d * d
-				e := float64(got[i] - ref.logits[i])
+				e := float64(got[i] - ref.Logits[i])
 				errSq += e * e
 				errMax = math.Max(errMax, math.Abs(e))
 			}
-			std := math.Sqrt(sq / float64(len(ref.logits)))
-			rms := math.Sqrt(errSq/float64(len(ref.logits))) / std
+			std := math.Sqrt(sq / float64(len(ref.Logits)))
+			rms := math.Sqrt(errSq/float64(len(ref.Logits))) / std
 			t.Logf("%s %s: logit error RMS %.4f×std, max %.4f×std (std %.3f)", arch, q.codec, rms, errMax/std, std)
 			if rms > q.rms || errMax/std > q.maxRel {
 				t.Errorf("%s %s: RMS %.4f (limit %.2f), max %.4f (limit %.2f) of the logit std", arch, q.codec, rms, q.rms, errMax/std, q.maxRel)
@@ -260,7 +217,7 @@ func TestQuantizedImportError(t *testing.T) {
 // TestQuantizedStoriesText: on a trained model q8_0 keeps the greedy text
 // word for word.
 func TestQuantizedStoriesText(t *testing.T) {
-	src := filepath.Join(shared(t), "fixtures", "models", "stories260K.gguf")
+	src := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
 	p := filepath.Join(t.TempDir(), "s-q8_0.cmf")
 	cortiq(t, nil, "import", src, "-o", p, "--quant", "q8_0")
 	out := cortiq(t, nil, "run", "-m", p, "-p", "Once upon a time", "-n", "64", "--temp", "0")
@@ -273,7 +230,7 @@ const storiesWant = "Once upon a time, there was a little girl named Lily. She l
 
 // TestStoriesText is acceptance 3: the known greedy text, word for word.
 func TestStoriesText(t *testing.T) {
-	p := filepath.Join(shared(t), "fixtures", "models", "stories260K.gguf")
+	p := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
 	out := cortiq(t, nil, "run", "-m", p, "-p", "Once upon a time", "-n", "64", "--temp", "0")
 	if out != storiesWant {
 		t.Fatalf("got\n%q\nwant\n%q", out, storiesWant)
@@ -285,12 +242,12 @@ func TestStoriesText(t *testing.T) {
 // steady decode token, no uploads after the first token, and the logits
 // within 2e-3 of the reference. It skips where no adapter exists.
 func TestCLIWebGPU(t *testing.T) {
-	root := shared(t)
+	root := fixtures.Dir(t)
 	for _, arch := range []string{"llama", "gemma2_sw8", "qwen3"} {
 		t.Run(arch, func(t *testing.T) {
 			dir := filepath.Join(root, "fixtures", "tiny", arch)
-			ref := loadReference(t, dir)
-			out := cortiq(t, nil, "run", "-m", dir, "--ids", idList(ref.ids), "-n", "8", "--temp", "0", "--ignore-eos", "--json", "--backend", "webgpu")
+			ref := fixtures.LoadReference(t, dir)
+			out := cortiq(t, nil, "run", "-m", dir, "--ids", idList(ref.InputIDs), "-n", "8", "--temp", "0", "--ignore-eos", "--json", "--backend", "webgpu")
 			lines := strings.Split(strings.TrimSpace(out), "\n")
 			var final struct {
 				Backend          string  `json:"backend"`
@@ -309,13 +266,13 @@ func TestCLIWebGPU(t *testing.T) {
 			if final.FallbackOps != 0 || final.SubmitsPerToken != 1 || final.UploadBytesDelta == nil || *final.UploadBytesDelta != 0 {
 				t.Errorf("final %+v: want fallback_ops 0, submits_per_token 1, upload_bytes_delta 0", final)
 			}
-			batched := runGreedy(t, dir, ref.ids, 8, "--backend", "webgpu", "--greedy-batch", "4")
+			batched := runGreedy(t, dir, ref.InputIDs, 8, "--backend", "webgpu", "--greedy-batch", "4")
 			if fmt.Sprint(batched.IDs) != fmt.Sprint(final.IDs) {
 				t.Errorf("--greedy-batch 4 gave %v, one token per submit %v", batched.IDs, final.IDs)
 			}
 			p := filepath.Join(t.TempDir(), "l.safetensors")
-			cortiq(t, nil, "logits", "-m", dir, "--backend", "webgpu", "--ids", idList(ref.ids), "-o", p)
-			if d := maxAbsDiff(readLogits(t, p), ref.logits); d > 2e-3 {
+			cortiq(t, nil, "logits", "-m", dir, "--backend", "webgpu", "--ids", idList(ref.InputIDs), "-o", p)
+			if d := maxAbsDiff(readLogits(t, p), ref.Logits); d > 2e-3 {
 				t.Errorf("webgpu logits differ from the reference by %.3g (> 2e-3)", d)
 			}
 		})
