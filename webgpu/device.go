@@ -186,7 +186,7 @@ func (d *Device) Write(b *Buffer, off uint64, data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
-	if err := d.queue.WriteBuffer(b.b, off, data); err != nil {
+	if err := d.writeBuffer(b, off, data); err != nil {
 		return fmt.Errorf("webgpu: write buffer: %w", err)
 	}
 	return nil

@@ -5,6 +5,8 @@ package webgpu
 import (
 	"errors"
 	"fmt"
+	"syscall/js"
+	"unsafe"
 
 	"github.com/cogentcore/webgpu/wgpu"
 )
@@ -46,3 +48,19 @@ func (d *Device) mapRead(b *Buffer, n uint64) ([]byte, error) {
 // wait is a no-op in the browser: the queue drains on its own and a map
 // awaits the work before it.
 func (d *Device) wait() {}
+
+// writeBuffer copies data into a JS-owned array first. The binding's
+// WriteBuffer passes a view of the wasm memory, and the Go allocations made
+// while the call's arguments are converted can grow that memory, which
+// detaches the view: the browser then sees a zero-length array and rejects
+// the write ("Number of bytes to write is too large"), intermittently.
+func (d *Device) writeBuffer(b *Buffer, off uint64, data []byte) error {
+	arr := js.Global().Get("Uint8Array").New(len(data))
+	js.CopyBytesToJS(arr, data)
+	// The js build's wgpu.Queue and wgpu.Buffer each hold exactly one
+	// js.Value (checked by TestJSHandleLayout); the binding does not export it.
+	q := *(*js.Value)(unsafe.Pointer(d.queue))
+	buf := *(*js.Value)(unsafe.Pointer(b.b))
+	q.Call("writeBuffer", buf, float64(off), arr)
+	return nil
+}

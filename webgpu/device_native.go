@@ -99,3 +99,7 @@ func adapterName(ai wgpu.AdapterInfo) string {
 	}
 	return "unknown"
 }
+
+func (d *Device) writeBuffer(b *Buffer, off uint64, data []byte) error {
+	return d.queue.WriteBuffer(b.b, off, data)
+}
