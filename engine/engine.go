@@ -238,9 +238,13 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	t1 := time.Now()
 	decoded := 0
 	p := req.Sampling
+	// Greedy picks without penalties need no logits on the host: the device
+	// takes the argmax and sends back one id (a vocabulary of logits per
+	// token costs a large readback plus garbage), GreedyBatch of them per
+	// submit.
 	batch := 0
-	if req.GreedyBatch > 1 && p.Greedy() && (p.RepeatPenalty == 0 || p.RepeatPenalty == 1) && p.PresencePenalty == 0 && p.FrequencyPenalty == 0 {
-		batch = req.GreedyBatch
+	if p.Greedy() && (p.RepeatPenalty == 0 || p.RepeatPenalty == 1) && p.PresencePenalty == 0 && p.FrequencyPenalty == 0 {
+		batch = max(req.GreedyBatch, 1)
 	}
 	// pending holds ids the device already picked; all but the last of
 	// them are already consumed.
@@ -290,7 +294,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 			decoded++
 			continue
 		}
-		if batch > 1 {
+		if batch > 0 {
 			pending, err = sess.ForwardGreedy(id, min(batch, maxNew-1-n))
 		} else {
 			logits, err = sess.Forward([]int{id}, false)

@@ -100,9 +100,11 @@ func (s *session) toCPU(cause error) error {
 }
 
 // greedyStepper is implemented by device sessions that pick greedy tokens
-// on the device, k per submit.
+// on the device, k per submit, when GreedyOnDevice says they can (a model
+// split with host layers cannot).
 type greedyStepper interface {
 	ForwardGreedy(first, k int) ([]int, error)
+	GreedyOnDevice() bool
 }
 
 // ForwardGreedy consumes first and then k-1 greedy picks, returning the k
@@ -112,7 +114,7 @@ func (s *session) ForwardGreedy(first, k int) ([]int, error) {
 	if len(s.history)+k > s.maxLen {
 		return nil, fmt.Errorf("engine: %d positions exceed the session's context of %d", len(s.history)+k, s.maxLen)
 	}
-	if g, ok := s.cur.(greedyStepper); ok && s.onDevice {
+	if g, ok := s.cur.(greedyStepper); ok && s.onDevice && g.GreedyOnDevice() {
 		ids, err := g.ForwardGreedy(first, k)
 		if err == nil && len(ids) == k {
 			s.history = append(s.history, first)

@@ -1,10 +1,11 @@
-// Gated FFN activation: out[t, i] = act(gu[t, i]) * gu[t, f + i], where a
-// row of gu holds the gate projection then the up projection (width 2f).
+// Gated FFN activation: out[t, i] = act(gate_i) * up_i over a row of gu
+// (width 2f): the gate projection then the up projection, or with
+// interleaved = 1 the two alternating (gate_0, up_0, gate_1, ...).
 // act 0 = SiLU, 1 = GELU (tanh approximation). Dispatch (ceil(f/64), ntok, 1).
 struct P {
     f: u32,
     act: u32,
-    _p0: u32,
+    interleaved: u32,
     _p1: u32,
 }
 @group(0) @binding(0) var<uniform> p: P;
@@ -25,8 +26,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (t >= step[1] || i >= p.f) {
         return;
     }
-    let g = gu[t * 2u * p.f + i];
-    let u = gu[t * 2u * p.f + p.f + i];
+    var g = gu[t * 2u * p.f + i];
+    var u = gu[t * 2u * p.f + p.f + i];
+    if (p.interleaved == 1u) {
+        g = gu[t * 2u * p.f + 2u * i];
+        u = gu[t * 2u * p.f + 2u * i + 1u];
+    }
     var a: f32;
     if (p.act == 1u) {
         a = 0.5 * g * (1.0 + safe_tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));

@@ -2,13 +2,22 @@
 // step, with grouped-query heads, an optional sliding window, the score
 // scale and an optional tanh softcap. Keys are visited in tiles of 64 with
 // an online (running max) softmax, so any context length works with a fixed
-// amount of workgroup memory. head_dim <= 256. Dispatch (heads, ntok, S).
+// amount of workgroup memory. head_dim <= 256 and a multiple of 4 (q, k
+// and v are read as vec4). Dispatch (heads, ntok, S).
+//
+// Latency, not bandwidth, bounds this kernel at decode (one workgroup per
+// head), so no thread walks a long dependent chain: a score is a dot of
+// vec4s (four independent sums), and the weighted sum of values is split
+// over four key groups of 16 threads (each thread owns up to four vec4s of
+// the output) that meet in workgroup memory at the end.
 //
 // split_len 0: one workgroup covers a token's whole span and writes out.
 // split_len > 0 (split-K, "flash decoding"): workgroup z covers positions
-// lo + z*split_len .. +split_len-1 of the span and writes its partial
-// (running max, sum, unnormalized output) to part, so a long context is
-// spread over many workgroups; attn_combine merges the partials.
+// lo + z*L .. +L-1 of the span and writes its partial (running max, sum,
+// unnormalized output) to part, so a long context is spread over many
+// workgroups; attn_combine merges the partials. L = splitSpan(span): the
+// smallest multiple of split_len with which max_splits parts cover the
+// span; attn_combine uses the same rule.
 struct P {
     heads: u32,
     kv_heads: u32,
@@ -25,19 +34,25 @@ struct P {
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
-@group(0) @binding(2) var<storage, read> qkv: array<f32>;
-@group(0) @binding(3) var<storage, read> kc: array<f32>;
-@group(0) @binding(4) var<storage, read> vc: array<f32>;
+@group(0) @binding(2) var<storage, read> qkv: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> kc: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> vc: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 @group(0) @binding(6) var<storage, read_write> part: array<f32>;
 
-var<workgroup> qs: array<f32, 256>;
-var<workgroup> sc: array<f32, 64>;
+var<workgroup> qs: array<vec4<f32>, 64>;
+var<workgroup> pw: array<f32, 64>;
+var<workgroup> red: array<vec4<f32>, 256>;
 
 fn safe_tanh(v: f32) -> f32 {
     let c = clamp(v, -15.0, 15.0);
     let e = exp(2.0 * c);
     return (e - 1.0) / (e + 1.0);
+}
+
+fn splitSpan(span: u32) -> u32 {
+    let even = (span + p.max_splits - 1u) / p.max_splits;
+    return max(1u, (even + p.split_len - 1u) / p.split_len) * p.split_len;
 }
 
 @compute @workgroup_size(64)
@@ -49,8 +64,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     let pos = step[0] + t;
     let kvh = h / (p.heads / p.kv_heads);
-    let kvw = p.kv_heads * p.hd;
-    let koff = kvh * p.hd;
+    let hd4 = p.hd / 4u;
+    let kvw4 = p.kv_heads * hd4;
+    let koff4 = kvh * hd4;
     var lo = 0u;
     if (p.window > 0u && pos + 1u > p.window) {
         lo = pos + 1u - p.window;
@@ -58,7 +74,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     var hi = pos;
     let pb = ((t * p.heads + h) * p.max_splits + wg.z) * (p.hd + 2u);
     if (p.split_len > 0u) {
-        lo = lo + wg.z * p.split_len;
+        let sl = splitSpan(pos + 1u - lo);
+        lo = lo + wg.z * sl;
         if (lo > pos) {
             if (lid.x == 0u) {
                 part[pb] = -1e30;
@@ -66,74 +83,93 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             }
             return;
         }
-        hi = min(pos, lo + p.split_len - 1u);
+        hi = min(pos, lo + sl - 1u);
     }
-    let qb = t * p.q_stride + h * p.hd;
-    for (var d = lid.x; d < p.hd; d += 64u) {
-        qs[d] = qkv[qb + d];
+    let qb4 = (t * p.q_stride + h * p.hd) / 4u;
+    for (var d = lid.x; d < hd4; d += 64u) {
+        qs[d] = qkv[qb4 + d];
     }
     workgroupBarrier();
+    let kg = lid.x / 16u; // key group of the value sum
+    let dv = lid.x % 16u; // this thread's vec4s: dv, dv+16, dv+32, dv+48
     var m = -1e30;
     var l = 0.0;
-    var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
+    var acc = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
     for (var j0 = lo; j0 <= hi; j0 += 64u) {
         let j = j0 + lid.x;
+        let n = min(64u, hi + 1u - j0);
         var s = -3.0e38;
-        if (j <= hi) {
-            var dd = 0.0;
-            let kb = j * kvw + koff;
-            for (var d = 0u; d < p.hd; d++) {
+        if (lid.x < n) {
+            let kb = j * kvw4 + koff4;
+            var dd = vec4<f32>(0.0);
+            for (var d = 0u; d < hd4; d++) {
                 dd += qs[d] * kc[kb + d];
             }
-            s = dd * p.scale;
+            s = ((dd.x + dd.y) + (dd.z + dd.w)) * p.scale;
             if (p.softcap > 0.0) {
                 s = p.softcap * safe_tanh(s / p.softcap);
             }
         }
-        sc[lid.x] = s;
+        pw[lid.x] = s;
         workgroupBarrier();
-        let n = min(64u, hi + 1u - j0);
         var mt = m;
         for (var jj = 0u; jj < n; jj++) {
-            mt = max(mt, sc[jj]);
+            mt = max(mt, pw[jj]);
         }
+        workgroupBarrier();
+        pw[lid.x] = select(0.0, exp(s - mt), lid.x < n);
+        workgroupBarrier();
         let corr = exp(m - mt);
-        l *= corr;
+        var ls = 0.0;
+        for (var jj = 0u; jj < n; jj++) {
+            ls += pw[jj];
+        }
+        l = l * corr + ls;
         for (var r = 0u; r < 4u; r++) {
             acc[r] *= corr;
         }
-        for (var jj = 0u; jj < n; jj++) {
-            let pj = exp(sc[jj] - mt);
-            l += pj;
-            let vb = (j0 + jj) * kvw + koff;
+        for (var jj = kg; jj < n; jj += 4u) {
+            let pj = pw[jj];
+            let vb = (j0 + jj) * kvw4 + koff4;
             for (var r = 0u; r < 4u; r++) {
-                let d = lid.x + 64u * r;
-                if (d < p.hd) {
-                    acc[r] += pj * vc[vb + d];
+                let d4 = dv + 16u * r;
+                if (d4 < hd4) {
+                    acc[r] += pj * vc[vb + d4];
                 }
             }
         }
         m = mt;
         workgroupBarrier();
     }
-    if (p.split_len > 0u) {
-        if (lid.x == 0u) {
-            part[pb] = m;
-            part[pb + 1u] = l;
-        }
-        for (var r = 0u; r < 4u; r++) {
-            let d = lid.x + 64u * r;
-            if (d < p.hd) {
-                part[pb + 2u + d] = acc[r];
-            }
-        }
+    for (var r = 0u; r < 4u; r++) {
+        red[kg * 64u + dv + 16u * r] = acc[r];
+    }
+    workgroupBarrier();
+    if (kg != 0u) {
         return;
+    }
+    if (p.split_len > 0u && lid.x == 0u) {
+        part[pb] = m;
+        part[pb + 1u] = l;
     }
     let ob = t * p.heads * p.hd + h * p.hd;
     for (var r = 0u; r < 4u; r++) {
-        let d = lid.x + 64u * r;
-        if (d < p.hd) {
-            out[ob + d] = acc[r] / l;
+        let d4 = dv + 16u * r;
+        if (d4 < hd4) {
+            let v = (red[d4] + red[64u + d4]) + (red[128u + d4] + red[192u + d4]);
+            if (p.split_len > 0u) {
+                let o = pb + 2u + 4u * d4;
+                part[o] = v.x;
+                part[o + 1u] = v.y;
+                part[o + 2u] = v.z;
+                part[o + 3u] = v.w;
+            } else {
+                let o = ob + 4u * d4;
+                out[o] = v.x / l;
+                out[o + 1u] = v.y / l;
+                out[o + 2u] = v.z / l;
+                out[o + 3u] = v.w / l;
+            }
         }
     }
 }

@@ -28,7 +28,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (p.window > 0u) {
         span = min(span, p.window);
     }
-    let ns = min((span + p.split_len - 1u) / p.split_len, p.max_splits);
+    // The split span of attention.wgsl's splitSpan.
+    let even = (span + p.max_splits - 1u) / p.max_splits;
+    let sl = max(1u, (even + p.split_len - 1u) / p.split_len) * p.split_len;
+    let ns = min((span + sl - 1u) / sl, p.max_splits);
     let base = (t * p.heads + h) * p.max_splits * (p.hd + 2u);
     var mx = -1e30;
     for (var z = 0u; z < ns; z++) {

@@ -12,7 +12,9 @@
 //
 // Which rows of x: sel 0 = rows 0..step.ntok, sel 1 = the head rows
 // step[2]..step[2]+step[3], sel 2 = rows 0..step[3]. Output row t (relative).
-// mode 0: out = softcap(alpha * y); mode 1: out += alpha * y (residual add).
+// mode 0: out = softcap(alpha * y); mode 1: out += alpha * y (residual add);
+// mode 2: the rows are interleaved gate/up pairs of a gated FFN (R even)
+// and out[row/2] = act(y_gate) * y_up, act 0 = SiLU, 1 = GELU (tanh).
 // Output element (t, o) is out[out_off + t*out_stride + o], so q/k/v or
 // gate/up projections can write side by side into one activation row.
 struct P {
@@ -26,7 +28,7 @@ struct P {
     has_bias: u32,
     out_stride: u32,
     out_off: u32,
-    _p0: u32,
+    act: u32,
     _p1: u32,
 }
 @group(0) @binding(0) var<uniform> p: P;
@@ -110,7 +112,23 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         let k = i % TB;
         let row = row0 + r;
         let t = t0 + k;
-        if (row < p.rows && t < cnt) {
+        if (p.mode == 2u) {
+            if (row < p.rows && t < cnt && r % 2u == 0u) {
+                let b = i * 8u;
+                let c = b + TB * 8u; // the up row: r + 1, same token
+                let g = ((red2[b] + red2[b + 1u]) + (red2[b + 2u] + red2[b + 3u])) +
+                        ((red2[b + 4u] + red2[b + 5u]) + (red2[b + 6u] + red2[b + 7u]));
+                let u = ((red2[c] + red2[c + 1u]) + (red2[c + 2u] + red2[c + 3u])) +
+                        ((red2[c + 4u] + red2[c + 5u]) + (red2[c + 6u] + red2[c + 7u]));
+                var a: f32;
+                if (p.act == 1u) {
+                    a = 0.5 * g * (1.0 + safe_tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+                } else {
+                    a = g / (1.0 + exp(-g));
+                }
+                out[p.out_off + t * p.out_stride + row / 2u] = a * u;
+            }
+        } else if (row < p.rows && t < cnt) {
             let b = i * 8u;
             var y = ((red2[b] + red2[b + 1u]) + (red2[b + 2u] + red2[b + 3u])) +
                     ((red2[b + 4u] + red2[b + 5u]) + (red2[b + 6u] + red2[b + 7u]));

@@ -5,7 +5,9 @@
 // sel as in matmul (input rows); output rows are relative to the selection.
 // mode 0: out = y; mode 1: out += alpha * y (post-norm residual add).
 // The IO placeholder below declares x/out: separate buffers, or one read_write buffer for the
-// in-place variant.
+// in-place variant. 256 threads: a hidden row of a few thousand values is
+// then a handful of independent loads per thread, not a long dependent
+// chain (one workgroup is all a decode step gives this kernel).
 struct P {
     n: u32,
     eps: f32,
@@ -25,9 +27,9 @@ struct P {
 @group(0) @binding(2) var<storage, read> nw: array<f32>;
 __IO__
 
-var<workgroup> red: array<f32, 64>;
+var<workgroup> red: array<f32, 256>;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let seg = wg.x;
     let t = wg.y;
@@ -44,14 +46,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let ob = p.out_off + t * p.out_stride + seg * p.n;
     var ss = 0.0;
     if (live) {
-        for (var i = lid.x; i < p.n; i += 64u) {
+        for (var i = lid.x; i < p.n; i += 256u) {
             let v = x[ib + i];
             ss += v * v;
         }
     }
     red[lid.x] = ss;
     workgroupBarrier();
-    for (var s = 32u; s > 0u; s >>= 1u) {
+    for (var s = 128u; s > 0u; s >>= 1u) {
         if (lid.x < s) {
             red[lid.x] += red[lid.x + s];
         }
@@ -61,7 +63,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (!live) {
         return;
     }
-    for (var i = lid.x; i < p.n; i += 64u) {
+    for (var i = lid.x; i < p.n; i += 256u) {
         var g = nw[i];
         if (p.plus_one == 1u) {
             g += 1.0;

@@ -117,9 +117,10 @@ func MatmulRows(c tensor.Codec, tb, r int) (string, error) {
 		return "", err
 	}
 	// Array sizes must be literals for wgpu-native's WGSL front end.
+	kernel := "matmul"
 	src := strings.NewReplacer("__TB__", fmt.Sprint(tb), "__R__", fmt.Sprint(r),
 		"__NO__", fmt.Sprint(r*tb), "__RED__", fmt.Sprint(64*r*tb), "__RED2__", fmt.Sprint(8*r*tb),
-		"__CQ__", fmt.Sprint(ChunkOf(c)/4)).Replace(read("matmul"))
+		"__CQ__", fmt.Sprint(ChunkOf(c)/4)).Replace(read(kernel))
 	return src + "\n" + pre, nil
 }
 

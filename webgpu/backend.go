@@ -118,7 +118,8 @@ type dlayer struct {
 	oBias                                        *Buffer
 	qkn                                          *Buffer // [q norm | k norm] or nil
 	knOff                                        int
-	gu                                           []*dweight // fused [gate;up] or gate, up
+	gu                                           []*dweight // fused and interleaved (see guInterleaved) or gate, up
+	guInterleaved                                bool       // gu[0] rows are gate 0, up 0, gate 1, up 1, ...
 	down                                         *dweight
 	invFreq                                      []float32
 	mscale                                       float32
@@ -609,11 +610,19 @@ func (b *Backend) loadFFN(m *model.Model, i int, dl *dlayer) (*dlayer, error) {
 		return nil, err
 	}
 	if sameCodec(gate, up) {
-		w, err := b.uploadWeight(name("ffn_gate_up"), gate, up)
+		// Rows interleaved, so a matvec workgroup holds each gate row next
+		// to its up row and can apply the activation itself (see
+		// matmul.wgsl's mode 2): one dispatch less per layer at decode.
+		gu, err := interleaveRows(name("ffn_gate_up"), gate, up)
+		if err != nil {
+			return nil, err
+		}
+		w, err := b.uploadWeight(gu.Name, gu)
 		if err != nil {
 			return nil, err
 		}
 		dl.gu = []*dweight{w}
+		dl.guInterleaved = true
 	} else {
 		for _, t := range []*tensor.Tensor{gate, up} {
 			w, err := b.uploadWeight(t.Name, t)
@@ -858,4 +867,25 @@ func (b *Backend) Close() error {
 func (b *Backend) DeviceID() string {
 	i := b.dev.Info()
 	return i.Name + "|" + i.Backend + "|" + i.Driver
+}
+
+// interleaveRows returns the rows of a and b alternated (a0, b0, a1, b1,
+// ...): both have the same codec and shape, and a row is an independent
+// byte range in every codec.
+func interleaveRows(name string, a, b *tensor.Tensor) (*tensor.Tensor, error) {
+	n, err := tensor.ByteLen(a.Codec, a.Shape)
+	if err != nil {
+		return nil, fmt.Errorf("webgpu: %s: %w", a.Name, err)
+	}
+	rows := a.Rows()
+	if b.Codec != a.Codec || b.Rows() != rows || b.Cols() != a.Cols() || int64(len(a.Data)) != n || int64(len(b.Data)) != n || rows == 0 {
+		return nil, fmt.Errorf("webgpu: %s and %s cannot be interleaved (%s %v, %s %v)", a.Name, b.Name, a.Codec, a.Shape, b.Codec, b.Shape)
+	}
+	rb := int(n) / rows
+	data := make([]byte, 0, 2*n)
+	for r := 0; r < rows; r++ {
+		data = append(data, a.Data[r*rb:(r+1)*rb]...)
+		data = append(data, b.Data[r*rb:(r+1)*rb]...)
+	}
+	return &tensor.Tensor{Name: name, Codec: a.Codec, Shape: []int{2 * rows, a.Cols()}, Data: data}, nil
 }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cogentcore/webgpu/wgpu"
 )
@@ -405,12 +408,15 @@ func (d *Device) Run(pre []Copy, ds []Dispatch, post []Copy) error {
 	if len(ds) > 0 {
 		pass := enc.BeginComputePass(nil)
 		for _, x := range ds {
-			if x.X == 0 || x.Y == 0 || x.Z == 0 {
+			if x.X == 0 || x.Y == 0 || x.Z == 0 || skipForProfile(x.Label) {
 				continue
 			}
 			pass.SetPipeline(x.P.pipe)
 			pass.SetBindGroup(0, x.G, nil)
 			pass.DispatchWorkgroups(x.X, x.Y, x.Z)
+			if profileDup != nil && matchesAny(x.Label, profileDup) {
+				pass.DispatchWorkgroups(x.X, x.Y, x.Z)
+			}
 		}
 		pass.End()
 		pass.Release()
@@ -444,23 +450,52 @@ func (d *Device) Flush() error {
 // Read maps staging buffer b and copies its first n bytes out. The caller
 // has already submitted the copy into b.
 func (d *Device) Read(b *Buffer, n uint64) ([]byte, error) {
-	if err := d.Err(); err != nil {
-		return nil, err
-	}
-	if d.Faults.Readback.CompareAndSwap(true, false) {
-		return nil, errors.New("webgpu: readback: injected fault")
-	}
-	if n > b.size {
-		return nil, fmt.Errorf("webgpu: read of %d bytes from a %d-byte buffer", n, b.size)
-	}
-	out, err := d.mapRead(b, (n+3)&^3)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.Err(); err != nil {
+	out := make([]byte, (n+3)&^3)
+	if err := d.readInto(b, out); err != nil {
 		return nil, err
 	}
 	return out[:n], nil
+}
+
+// ReadF32 is Read of n float32 values, copied from the mapping straight into
+// the result: per-token logits are half a megabyte at real vocabulary
+// sizes, and a byte copy plus a conversion doubled the garbage per token.
+func (d *Device) ReadF32(b *Buffer, n int) ([]float32, error) {
+	v := make([]float32, n)
+	if n == 0 {
+		return v, nil
+	}
+	if !littleEndian {
+		raw, err := d.Read(b, uint64(4*n))
+		if err != nil {
+			return nil, err
+		}
+		return BytesF32(raw), nil
+	}
+	if err := d.readInto(b, unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*n)); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// readInto fills dst (a multiple of 4 bytes) from the start of staging
+// buffer b.
+func (d *Device) readInto(b *Buffer, dst []byte) error {
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if d.Faults.Readback.CompareAndSwap(true, false) {
+		return errors.New("webgpu: readback: injected fault")
+	}
+	if uint64(len(dst)) > b.size {
+		return fmt.Errorf("webgpu: read of %d bytes from a %d-byte buffer", len(dst), b.size)
+	}
+	if err := d.mapRead(b, dst); err != nil {
+		return err
+	}
+	return d.Err()
 }
 
 // ReadBuffer copies n bytes of storage buffer src to the host through a
@@ -530,4 +565,34 @@ func params(vals ...any) []byte {
 		b = append(b, 0, 0, 0, 0)
 	}
 	return b
+}
+
+// profileSkip and profileDup list label substrings whose dispatches Run
+// leaves out (CORTIQ_GPU_SKIP=a,b) or issues twice (CORTIQ_GPU_DUP=a,b): a
+// profiling aid that attributes a decode step's time to kernel classes by
+// difference. Results are garbage while either is set.
+var (
+	profileSkip = profileList("CORTIQ_GPU_SKIP")
+	profileDup  = profileList("CORTIQ_GPU_DUP")
+)
+
+func profileList(env string) []string {
+	v := os.Getenv(env)
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+func skipForProfile(label string) bool {
+	return profileSkip != nil && matchesAny(label, profileSkip)
+}
+
+func matchesAny(label string, subs []string) bool {
+	for _, s := range subs {
+		if s != "" && strings.Contains(label, s) {
+			return true
+		}
+	}
+	return false
 }

@@ -30,19 +30,20 @@ var openDevice = func() (*Device, error) {
 	return d, nil
 }
 
-func (d *Device) mapRead(b *Buffer, n uint64) ([]byte, error) {
+func (d *Device) mapRead(b *Buffer, dst []byte) error {
+	n := uint64(len(dst))
 	ok := false
 	if err := b.b.MapAsync(wgpu.MapModeRead, 0, n, func(s wgpu.BufferMapAsyncStatus) {
 		ok = s == wgpu.BufferMapAsyncStatusSuccess
 	}); err != nil {
-		return nil, fmt.Errorf("webgpu: map: %w", err)
+		return fmt.Errorf("webgpu: map: %w", err)
 	}
 	if !ok {
-		return nil, errors.New("webgpu: map failed")
+		return errors.New("webgpu: map failed")
 	}
-	out := b.b.GetMappedRange(0, uint(n))
+	copy(dst, b.b.GetMappedRange(0, uint(n)))
 	b.b.Unmap()
-	return append([]byte(nil), out...), nil
+	return nil
 }
 
 // wait is a no-op in the browser: the queue drains on its own and a map

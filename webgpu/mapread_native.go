@@ -58,16 +58,16 @@ func checkRawBuffer(b *wgpu.Buffer) error {
 	return nil
 }
 
-func (d *Device) mapRead(b *Buffer, n uint64) ([]byte, error) {
+func (d *Device) mapRead(b *Buffer, dst []byte) error {
+	n := uint64(len(dst))
 	if err := d.mapWait(b, wgpu.MapModeRead, n); err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]byte, n)
-	copy(out, b.b.GetMappedRange(0, uint(n)))
+	copy(dst, b.b.GetMappedRange(0, uint(n)))
 	if err := b.b.Unmap(); err != nil {
-		return nil, fmt.Errorf("webgpu: unmap: %w", err)
+		return fmt.Errorf("webgpu: unmap: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 func (d *Device) mapWait(b *Buffer, mode wgpu.MapMode, n uint64) error {
@@ -78,7 +78,9 @@ func (d *Device) mapWait(b *Buffer, mode wgpu.MapMode, n uint64) error {
 	// 5 s fence timeout and then reports the submission done while the
 	// device still runs it (measured on lavapipe: a 6.6 s submit "finished"
 	// at 5.005 s, and freeing its resources crashed the driver). Spin
-	// briefly for the common sub-millisecond case, then back off.
+	// through the common case (a decode step is a few milliseconds, and a
+	// sleep, however short it asks to be, came back late enough to cost
+	// ~1 ms per token on the H200), then back off.
 	start := time.Now()
 	deadline := start.Add(readbackTimeout)
 	for C.cortiq_map_state(state) == 0 {
@@ -86,7 +88,7 @@ func (d *Device) mapWait(b *Buffer, mode wgpu.MapMode, n uint64) error {
 		if C.cortiq_map_state(state) != 0 {
 			break
 		}
-		if el := time.Since(start); el > 200*time.Microsecond {
+		if el := time.Since(start); el > spinWait {
 			time.Sleep(min(el/8, time.Millisecond))
 		}
 		if err := d.Err(); err != nil {
@@ -103,11 +105,14 @@ func (d *Device) mapWait(b *Buffer, mode wgpu.MapMode, n uint64) error {
 	return nil
 }
 
+// spinWait is how long a wait for the device polls without sleeping.
+const spinWait = 20 * time.Millisecond
+
 // wait blocks until the queue is idle (see mapWait on why not Poll(true)).
 func (d *Device) wait() {
 	start := time.Now()
 	for !d.dev.Poll(false, nil) && time.Since(start) < readbackTimeout {
-		if el := time.Since(start); el > 200*time.Microsecond {
+		if el := time.Since(start); el > spinWait {
 			time.Sleep(min(el/8, time.Millisecond))
 		}
 	}

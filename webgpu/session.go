@@ -31,10 +31,16 @@ type op struct {
 	wgBytes int64
 
 	// Attention only: the split-K variant and its combine, used when the
-	// span to attend over needs at least two splits.
-	split, combine *op
-	window         int
-	label          string
+	// span to attend over needs at least two splits; splitDec and
+	// combineDec are the one-token (decode) variant, which splits short
+	// spans too since one workgroup per head would leave the GPU idle.
+	split, combine       *op
+	splitDec, combineDec *op
+
+	gm          *wgpu.BindGroup // the prefill pipeline's bind group, when it differs from g
+	prefillOnly bool            // left out of one-token steps (done by a fused kernel there)
+	window      int
+	label       string
 }
 
 func (o *op) dispatch(ntok, headRows int) Dispatch {
@@ -51,6 +57,9 @@ func (o *op) dispatch(ntok, headRows int) Dispatch {
 		p, tb = o.mm, gemmTB
 	}
 	d := Dispatch{P: p, G: o.g, X: o.x, Y: o.y, Z: 1, Label: o.label}
+	if p == o.mm && o.gm != nil {
+		d.G = o.gm
+	}
 	if p == o.mm && o.mx != 0 {
 		d.X, d.Y = o.mx, o.my
 	}
@@ -80,6 +89,7 @@ type Session struct {
 	slot   uint64
 
 	splitLen, maxSplits          int
+	decSplitLen, decSplits       int // the same for one-token steps
 	part                         *Buffer
 	step, tokens, ids            *Buffer
 	x, h, qkv, att, tmp, gu, act *Buffer
@@ -99,6 +109,13 @@ type Session struct {
 // splitLenOverride, when set (tests), replaces the split-K span so short
 // test sequences take the split path.
 var splitLenOverride int
+
+// Split-K geometry of one-token attention: parts of at least decSplitLen
+// positions (one tile), at most maxDecSplits of them.
+const (
+	decSplitLen  = 64
+	maxDecSplits = 32
+)
 
 // maxGreedySteps bounds ForwardGreedy's k (the ids buffer).
 const maxGreedySteps = 256
@@ -123,6 +140,13 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		s.splitLen = splitLenOverride
 	}
 	s.maxSplits = (maxLen + s.splitLen - 1) / s.splitLen
+	// One-token steps split from decSplitLen positions on, into at most
+	// decSplits parts (attention.wgsl's splitSpan widens the parts).
+	s.decSplitLen = decSplitLen
+	if splitLenOverride > 0 {
+		s.decSplitLen = splitLenOverride
+	}
+	s.decSplits = min(maxDecSplits, (maxLen+s.decSplitLen-1)/s.decSplitLen)
 	ok := false
 	defer func() {
 		if !ok {
@@ -179,7 +203,7 @@ func (s *Session) alloc() error {
 		{&s.gu, "gu", c * 2 * s.b.maxFFN},
 		{&s.act, "act", c * s.b.maxFFN},
 		{&s.logits, "logits", c * a.Vocab},
-		{&s.part, "attention partials", c * s.b.maxHeads * s.maxSplits * (s.b.maxHD + 2)},
+		{&s.part, "attention partials", max(c*s.maxSplits, s.decSplits) * s.b.maxHeads * (s.b.maxHD + 2)},
 	}
 	for _, sp := range specs {
 		var err error
@@ -225,10 +249,11 @@ func (s *Session) param(vals ...any) Binding {
 }
 
 type pendingOp struct {
-	o     *op
-	p     *Pipeline
-	binds []Binding
-	label string
+	o       *op
+	p       *Pipeline
+	binds   []Binding
+	label   string
+	prefill bool // the bind group is o.gm
 }
 
 // build lays out every op of the graph, then creates the parameter buffer
@@ -397,6 +422,16 @@ func (s *Session) build() error {
 					s.param(at.Heads, at.HeadDim, at.Window, s.splitLen, s.maxSplits, 0, 0, 0),
 					stepB, W(s.part), W(s.att))
 			}
+			if s.decSplits > 1 {
+				attn.splitDec = &op{mv: attnP, x: uint32(at.Heads)}
+				add(lbl("attention split"), attn.splitDec, attnP,
+					s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, s.decSplitLen, s.decSplits, 0, 0, 0),
+					stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(s.part))
+				attn.combineDec = &op{mv: combP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true}
+				add(lbl("attention combine"), attn.combineDec, combP,
+					s.param(at.Heads, at.HeadDim, at.Window, s.decSplitLen, s.decSplits, 0, 0, 0),
+					stepB, W(s.part), W(s.att))
+			}
 			if err := s.gateApply(i, dl, add); err != nil {
 				return err
 			}
@@ -423,19 +458,29 @@ func (s *Session) build() error {
 				return err
 			}
 		} else {
+			act := 0
+			if a.Act == model.ActGELUTanh {
+				act = 1
+			}
+			// Interleaved gate/up rows: one-token steps apply the
+			// activation in the matvec (mode 2, straight into act); longer
+			// steps write gu and run act_mul over the interleaved rows.
+			fused := dl.guInterleaved && mvRows%2 == 0
 			off := 0
 			for _, w := range dl.gu {
 				if err := matmul(lbl("gate/up"), w, in, s.gu, nil, 0, 1, 0, 0, 2*dl.f, off, rowsTok); err != nil {
 					return err
 				}
+				if fused {
+					o := pend[len(pend)-1].o
+					pend[len(pend)-1].prefill = true
+					pend = append(pend, pendingOp{o: o, p: o.mv, label: lbl("gate/up act"),
+						binds: []Binding{s.param(w.rows, w.cols, w.soff, 2, float32(1), float32(0), 0, false, dl.f, 0, act), stepB, W(w.buf), W(in), W(s.act), W(b.zero)}})
+				}
 				off += w.rows
 			}
-			act := 0
-			if a.Act == model.ActGELUTanh {
-				act = 1
-			}
-			add(lbl("act"), &op{mv: actP, rows: rowsTok, x: uint32((dl.f + 63) / 64), y: 1, perRow: true}, actP,
-				s.param(dl.f, act, 0, 0), stepB, W(s.gu), W(s.act))
+			add(lbl("act"), &op{mv: actP, rows: rowsTok, x: uint32((dl.f + 63) / 64), y: 1, perRow: true, prefillOnly: fused}, actP,
+				s.param(dl.f, act, dl.guInterleaved, 0), stepB, W(s.gu), W(s.act))
 			if l.PostFFNNorm {
 				if err := matmul(lbl("down"), dl.down, s.act, s.tmp, nil, 0, 1, 0, 0, a.Hidden, 0, rowsTok); err != nil {
 					return err
@@ -448,7 +493,7 @@ func (s *Session) build() error {
 			}
 		}
 		for _, p := range pend[start:] {
-			if p.o != attn.split && p.o != attn.combine {
+			if p.o != attn.split && p.o != attn.combine && p.o != attn.splitDec && p.o != attn.combineDec {
 				s.layerOps[i] = append(s.layerOps[i], p.o)
 			}
 		}
@@ -495,7 +540,11 @@ func (s *Session) build() error {
 		if err != nil {
 			return err
 		}
-		p.o.g = g
+		if p.prefill {
+			p.o.gm = g
+		} else {
+			p.o.g = g
+		}
 		s.groups = append(s.groups, g)
 
 	}
@@ -507,11 +556,24 @@ func (s *Session) build() error {
 func (s *Session) encodeLayers(ds []Dispatch, from, to, n, headRows, posEnd int) []Dispatch {
 	for i := from; i < to; i++ {
 		for _, o := range s.layerOps[i] {
-			if o.split != nil {
-				span := posEnd
-				if o.window > 0 {
-					span = min(span, o.window)
+			if o.prefillOnly && n == 1 {
+				continue
+			}
+			span := posEnd
+			if o.window > 0 {
+				span = min(span, o.window)
+			}
+			// One token: z covers every step of a greedy batch (the
+			// kernel's own split span is never shorter than decSplitLen;
+			// parts past a step's span are empty).
+			if o.splitDec != nil && n == 1 {
+				if z := min((span+s.decSplitLen-1)/s.decSplitLen, s.decSplits); z >= 2 {
+					ds = append(ds, Dispatch{P: o.splitDec.mv, G: o.splitDec.g, X: o.splitDec.x, Y: 1, Z: uint32(z)},
+						o.combineDec.dispatch(n, headRows))
+					continue
 				}
+			}
+			if o.split != nil {
 				if z := (span + s.splitLen - 1) / s.splitLen; z >= 2 {
 					ds = append(ds, Dispatch{P: o.split.mv, G: o.split.g, X: o.split.x, Y: uint32(n), Z: uint32(min(z, s.maxSplits))},
 						o.combine.dispatch(n, headRows))
@@ -667,11 +729,11 @@ func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) 
 			return nil, err
 		}
 		submits++
-		raw, err := d.Read(s.stLogits, bytes)
+		var err error
+		logits, err = d.ReadF32(s.stLogits, headRows*a.Vocab)
 		if err != nil {
 			return nil, err
 		}
-		logits = BytesF32(raw)
 	} else {
 		if err := d.Run(nil, ds, nil); err != nil {
 			return nil, err
@@ -705,10 +767,8 @@ func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
 	if s.pos+k > s.maxLen {
 		return nil, fmt.Errorf("webgpu: %d positions exceed the session's %d", s.pos+k, s.maxLen)
 	}
-	for _, ops := range s.layerOps {
-		if ops == nil {
-			return nil, fmt.Errorf("webgpu: %w: greedy steps need every layer on the device", ErrUnsupported)
-		}
+	if !s.GreedyOnDevice() {
+		return nil, fmt.Errorf("webgpu: %w: greedy steps need every layer on the device", ErrUnsupported)
 	}
 	if err := s.writeStep(s.pos, 1, 0, 1); err != nil {
 		return nil, s.fail(err)
@@ -742,6 +802,17 @@ func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
 	s.pos += k
 	b.count(1, int64(k), 0)
 	return out, nil
+}
+
+// GreedyOnDevice reports whether ForwardGreedy can run: every layer is on
+// the device.
+func (s *Session) GreedyOnDevice() bool {
+	for _, ops := range s.layerOps {
+		if ops == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // ForwardLayers runs decoder layers [from, to) on the device for n hidden

@@ -1,0 +1,481 @@
+package webgpu
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cogentcore/webgpu/wgpu"
+
+	"github.com/cortiq/cortiq/shaders"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// BenchmarkDispatchShapes separates the parts of a dispatch's fixed cost:
+// an empty kernel with one or many workgroups, the pipeline and bind group
+// set once or per dispatch, one compute pass for all or one per dispatch,
+// and a read-write buffer shared by all (a barrier between each pair).
+func BenchmarkDispatchShapes(b *testing.B) {
+	d := testDevice(b)
+	empty, err := d.Pipeline("bench/empty", `
+@group(0) @binding(0) var<uniform> u: vec4<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
+    _ = u.x;
+}`, []BindKind{Uniform})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ub, _ := d.NewUniform("u", make([]byte, 16))
+	ug, err := d.BindGroup(empty, "bench/empty", Whole(ub))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rw, err := d.Pipeline("bench/rw", `
+@group(0) @binding(0) var<storage, read_write> s: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x == 0u) {
+        s[0] = s[0] + 1u;
+    }
+}`, []BindKind{ReadWrite})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sb, _ := d.NewStorage("s", 64)
+	sg, err := d.BindGroup(rw, "bench/rw", Whole(sb))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 400
+	type shape struct {
+		name       string
+		p          *Pipeline
+		g          *wgpu.BindGroup
+		wg         uint32
+		once, pass bool
+		alt        []*Pipeline       // cycle through these pipelines
+		altG       []*wgpu.BindGroup // and these bind groups
+	}
+	var alt []*Pipeline
+	var altG []*wgpu.BindGroup
+	for i := 0; i < 8; i++ {
+		pi, err := d.Pipeline(fmt.Sprint("bench/rw", i), fmt.Sprintf(`
+@group(0) @binding(0) var<storage, read_write> s: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x == 0u) {
+        s[0] = s[0] + %du;
+    }
+}`, i+1), []BindKind{ReadWrite})
+		if err != nil {
+			b.Fatal(err)
+		}
+		alt = append(alt, pi)
+		big, err := d.NewStorage("big", 120<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		gi, err := d.BindGroup(rw, fmt.Sprint("bench/big", i), Whole(big))
+		if err != nil {
+			b.Fatal(err)
+		}
+		altG = append(altG, gi)
+	}
+	for _, s := range []shape{
+		{"empty/wg1", empty, ug, 1, false, false, nil, nil},
+		{"empty/wg1/set-once", empty, ug, 1, true, false, nil, nil},
+		{"empty/wg1/pass-each", empty, ug, 1, false, true, nil, nil},
+		{"empty/wg1024", empty, ug, 1024, false, false, nil, nil},
+		{"empty/wg16384", empty, ug, 16384, false, false, nil, nil},
+		{"rw-dep/wg1", rw, sg, 1, false, false, nil, nil},
+		{"rw-dep/wg1024", rw, sg, 1024, false, false, nil, nil},
+		{"rw-dep/wg1/pass-each", rw, sg, 1, false, true, nil, nil},
+		{"rw-dep/wg64/alt8-pipelines", rw, sg, 64, false, false, alt, nil},
+		{"rw-dep/wg64/alt8-bg-120MiB", rw, sg, 64, false, false, nil, altG},
+	} {
+		b.Run(s.name, func(b *testing.B) {
+			run := func(k int) {
+				enc, err := d.dev.CreateCommandEncoder(&wgpu.CommandEncoderDescriptor{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var pass *wgpu.ComputePassEncoder
+				for i := 0; i < k; i++ {
+					if pass == nil {
+						pass = enc.BeginComputePass(nil)
+					}
+					if !s.once || i == 0 {
+						p, g := s.p, s.g
+						if s.alt != nil {
+							p = s.alt[i%len(s.alt)]
+						}
+						if s.altG != nil {
+							g = s.altG[i%len(s.altG)]
+						}
+						pass.SetPipeline(p.pipe)
+						pass.SetBindGroup(0, g, nil)
+					}
+					pass.DispatchWorkgroups(s.wg, 1, 1)
+					if s.pass {
+						pass.End()
+						pass.Release()
+						pass = nil
+					}
+				}
+				if pass != nil {
+					pass.End()
+					pass.Release()
+				}
+				cb, err := enc.Finish(nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				d.queue.Submit(cb)
+				cb.Release()
+				enc.Release()
+				if _, err := d.ReadBuffer(sb, 16); err != nil {
+					b.Fatal(err)
+				}
+			}
+			run(n)
+			// The difference between n and 0 dispatches per submit is the
+			// dispatches' own cost, free of the submit and readback.
+			var t0, tn float64
+			for i := 0; i < b.N; i++ {
+				s0 := time.Now()
+				run(0)
+				t0 += float64(time.Since(s0).Microseconds())
+				s0 = time.Now()
+				run(n)
+				tn += float64(time.Since(s0).Microseconds())
+			}
+			b.ReportMetric((tn-t0)/float64(b.N*n), "us/dispatch")
+			b.ReportMetric(t0/float64(b.N), "us/empty-submit")
+		})
+	}
+}
+
+// BenchmarkMatvecFloor compares the decode matvec with stripped-down
+// kernels over the same bindings and memory pattern (3072×2048 q4_0 sized),
+// to locate a fixed per-dispatch cost inside the kernel.
+func BenchmarkMatvecFloor(b *testing.B) {
+	d := testDevice(b)
+	const rows, cols = 3072, 2048
+	wbytes := rows * cols / 2 * 9 / 8
+	wb, _ := d.NewStorage("w", uint64(wbytes))
+	d.Write(wb, 0, make([]byte, wbytes))
+	xb, _ := d.NewStorage("x", 4*cols)
+	ob, _ := d.NewStorage("o", 4*rows)
+	zb, _ := d.NewStorage("z", 4*rows)
+	sb, _ := d.NewStorage("s", 32)
+	d.Write(sb, 0, U32Bytes([]uint32{0, 1, 0, 1, 0, 0, 0, 0}))
+	ub, _ := d.NewUniform("p", params(rows, cols, uint32(rows*cols/8), 0, float32(1), float32(0), 0, 0, rows, 0))
+	head := `struct P { rows: u32, cols: u32, soff: u32, mode: u32, alpha: f32, softcap: f32, sel: u32, has_bias: u32, out_stride: u32, out_off: u32, _p0: u32, _p1: u32, }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> step: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<storage, read> bias: array<f32>;
+var<workgroup> red: array<f32, 64>;
+`
+	kernels := map[string]string{
+		// One 16-byte weight load per thread and row, a shared-memory sum.
+		"stream-r4": head + `
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let row0 = wg.x * 4u;
+    var acc = 0.0;
+    for (var r = 0u; r < 4u; r++) {
+        let q = w[((row0 + r) * p.cols) / 32u + lid.x];
+        acc += f32(q.x & 255u) * x[lid.x].x;
+    }
+    red[lid.x] = acc;
+    workgroupBarrier();
+    if (lid.x == 0u) {
+        var s = 0.0;
+        for (var i = 0u; i < 64u; i++) { s += red[i]; }
+        out[row0] = s;
+    }
+}`,
+		// The same without the workgroup reduction.
+		"stream-noreduce": head + `
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let row0 = wg.x * 4u;
+    var acc = 0.0;
+    for (var r = 0u; r < 4u; r++) {
+        let q = w[((row0 + r) * p.cols) / 32u + lid.x];
+        acc += f32(q.x & 255u) * x[lid.x].x;
+    }
+    if (acc == 12345.0) { out[row0] = acc; }
+}`,
+		// Only the output write.
+		"write-only": head + `
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    if (lid.x < 4u) { out[wg.x * 4u + lid.x] = f32(step[1]); }
+}`,
+	}
+	real, err := shaders.MatmulRows(tensor.Q4_0, 1, 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kernels["real-q4_0-r4"] = real
+	realF32, _ := shaders.MatmulRows(tensor.F32, 1, 4)
+	kernels["real-f32-r4"] = realF32
+	for _, name := range []string{"write-only", "stream-noreduce", "stream-r4", "real-q4_0-r4", "real-f32-r4"} {
+		b.Run(name, func(b *testing.B) {
+			p, err := d.Pipeline("floor/"+name, kernels[name], kindsMatmul)
+			if err != nil {
+				b.Fatal(err)
+			}
+			g, err := d.BindGroup(p, "floor/"+name, Whole(ub), Whole(sb), Whole(wb), Whole(xb), Whole(ob), Whole(zb))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, reps := range []int{1, 100} {
+				ds := make([]Dispatch, reps)
+				for i := range ds {
+					ds[i] = Dispatch{P: p, G: g, X: rows / 4, Y: 1, Z: 1}
+				}
+				run := func(ds []Dispatch) {
+					if err := d.Run(nil, ds, nil); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := d.ReadBuffer(sb, 16); err != nil {
+						b.Fatal(err)
+					}
+				}
+				run(ds)
+				var t0, tn float64
+				for i := 0; i < b.N; i++ {
+					s0 := time.Now()
+					run(nil)
+					t0 += float64(time.Since(s0).Microseconds())
+					s0 = time.Now()
+					run(ds)
+					tn += float64(time.Since(s0).Microseconds())
+				}
+				b.ReportMetric((tn-t0)/float64(b.N*reps), fmt.Sprintf("us/dispatch@%d", reps))
+			}
+		})
+	}
+}
+
+// BenchmarkRoundTrip splits one submit-and-read-back into its phases: host
+// encoding, the submit call, and the wait for the mapped result, for an
+// empty command buffer (a 16-byte copy) and for n trivial dispatches.
+func BenchmarkRoundTrip(b *testing.B) {
+	d := testDevice(b)
+	p, err := d.Pipeline("advance", mustSource(b, shaders.Advance), kindsAdvance)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sb, _ := d.NewStorage("s", 64)
+	g, err := d.BindGroup(p, "advance", Whole(sb))
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, _ := d.NewStaging("st", 16)
+	for _, n := range []int{0, 150} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			ds := make([]Dispatch, n)
+			for i := range ds {
+				ds[i] = Dispatch{P: p, G: g, X: 1, Y: 1, Z: 1}
+			}
+			var tRun, tWait time.Duration
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				if err := d.Run(nil, ds, []Copy{{Src: sb, Dst: st, Size: 16}}); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if _, err := d.Read(st, 16); err != nil {
+					b.Fatal(err)
+				}
+				tRun += t1.Sub(t0)
+				tWait += time.Since(t1)
+			}
+			b.ReportMetric(float64(tRun.Microseconds())/float64(b.N), "us-encode+submit")
+			b.ReportMetric(float64(tWait.Microseconds())/float64(b.N), "us-wait+map")
+		})
+	}
+}
+
+// BenchmarkMatvecCold times decode matvecs the way a decode step meets
+// them: each dispatch reads a different weight buffer, so the weights come
+// from device memory, not from the L2 cache a repeated dispatch hits.
+func BenchmarkMatvecCold(b *testing.B) {
+	d := testDevice(b)
+	shapes := [][2]int{{3072, 2048}, {16384, 2048}, {2048, 8192}}
+	nbuf := 40
+	if d.Info().Type == "cpu" || testing.Short() {
+		shapes, nbuf = [][2]int{{256, 512}}, 4
+	}
+	for _, sh := range shapes {
+		rows, cols := sh[0], sh[1]
+		wbytes := rows * cols / 2 * 9 / 8
+		n := min(nbuf, max(4, (160<<20)/wbytes))
+		var wbs []*Buffer
+		for i := 0; i < n; i++ {
+			wb, err := d.NewStorage("w", uint64(wbytes))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := d.Write(wb, 0, make([]byte, wbytes)); err != nil {
+				b.Fatal(err)
+			}
+			wbs = append(wbs, wb)
+		}
+		d.Flush()
+		xb, _ := d.NewStorage("x", uint64(4*cols))
+		ob, _ := d.NewStorage("o", uint64(4*rows))
+		zb, _ := d.NewStorage("z", uint64(4*rows))
+		sb, _ := d.NewStorage("s", 32)
+		d.Write(sb, 0, U32Bytes([]uint32{0, 1, 0, 1, 0, 0, 0, 0}))
+		ub, _ := d.NewUniform("p", params(rows, cols, uint32(rows*cols/8), 0, float32(1), float32(0), 0, 0, rows, 0))
+		type variant struct {
+			name    string
+			w, rpt  int // stream: threads per workgroup, rows per thread
+			persist int // stream: workgroups that loop over the row groups (0: one per group)
+			r       int // the real kernel's rows per workgroup
+		}
+		vs := []variant{{"real-r4", 0, 0, 0, 4}, {"real-r8", 0, 0, 0, 8},
+			{"stream-w64-r4", 64, 4, 0, 0}, {"stream-w64-r16", 64, 16, 0, 0}, {"stream-w256-r1", 256, 1, 0, 0},
+			{"stream-w256-r4", 256, 4, 0, 0}, {"stream-w128-r8", 128, 8, 0, 0},
+			{"stream-w256-r4-p1056", 256, 4, 1056, 0}, {"stream-w256-r2-p528", 256, 2, 528, 0}}
+		for _, v := range vs {
+			b.Run(fmt.Sprintf("q4_0/%dx%d/%s", rows, cols, v.name), func(b *testing.B) {
+				var src, key string
+				var err error
+				r := v.r
+				if v.r > 0 {
+					src, err = shaders.MatmulRows(tensor.Q4_0, 1, v.r)
+					if err != nil {
+						b.Fatal(err)
+					}
+					key = fmt.Sprintf("matmul/q4_0/tb1/r%d", r)
+				} else {
+					src, key = streamKernel(v.w, v.rpt, v.persist > 0), "bench/"+v.name
+					r = v.w / 64 * v.rpt
+				}
+				p, err := d.Pipeline(key, src, kindsMatmul)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var ds []Dispatch
+				gx, gy := matmulGrid(rows, r)
+				if v.persist > 0 {
+					gx, gy = uint32(v.persist), 1
+				}
+				for _, wb := range wbs {
+					g, err := d.BindGroup(p, key, Whole(ub), Whole(sb), Whole(wb), Whole(xb), Whole(ob), Whole(zb))
+					if err != nil {
+						b.Fatal(err)
+					}
+					ds = append(ds, Dispatch{P: p, G: g, X: gx, Y: gy, Z: 1})
+				}
+				run := func(ds []Dispatch) {
+					if err := d.Run(nil, ds, nil); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := d.ReadBuffer(sb, 16); err != nil {
+						b.Fatal(err)
+					}
+				}
+				run(ds)
+				var t0, tn float64
+				for i := 0; i < b.N; i++ {
+					s0 := time.Now()
+					run(nil)
+					t0 += float64(time.Since(s0).Microseconds())
+					s0 = time.Now()
+					run(ds)
+					tn += float64(time.Since(s0).Microseconds())
+				}
+				us := (tn - t0) / float64(b.N*len(ds))
+				b.ReportMetric(us, "us/dispatch")
+				b.ReportMetric(float64(wbytes)/us/1e3, "GB/s")
+			})
+		}
+	}
+}
+
+// streamKernel is the floor of a q4_0 matvec's memory pattern: 64 threads
+// per row read its 16-byte blocks, each thread rpt rows (independent
+// loads), w threads per workgroup; persist makes a fixed grid loop over the
+// row groups.
+func streamKernel(w, rpt int, persist bool) string {
+	loop := "let g = wg.x + wg.y * nwg.x;"
+	end := ""
+	if persist {
+		loop = "for (var g = wg.x; g < (p.rows + RPW - 1u) / RPW; g += nwg.x) {"
+		end = "}"
+	}
+	return fmt.Sprintf(`struct P { rows: u32, cols: u32, soff: u32, mode: u32, alpha: f32, softcap: f32, sel: u32, has_bias: u32, out_stride: u32, out_off: u32, _p0: u32, _p1: u32, }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> step: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<storage, read> bias: array<f32>;
+const W: u32 = %du;
+const RPT: u32 = %du;
+const RPW: u32 = %du;
+var<workgroup> red: array<f32, W>;
+@compute @workgroup_size(W)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let nb = p.cols / 32u;
+    %s
+    let row0 = g * RPW + lid.x / 64u;
+    var acc = 0.0;
+    for (var j = lid.x %% 64u; j < nb; j += 64u) {
+        var q: array<vec4<u32>, RPT>;
+        for (var r = 0u; r < RPT; r++) {
+            q[r] = w[min(row0 + r * (W / 64u), p.rows - 1u) * nb + j];
+        }
+        let xv = x[j].x;
+        for (var r = 0u; r < RPT; r++) {
+            acc += f32(q[r].x & 255u) * xv;
+        }
+    }
+    red[lid.x] = acc;
+    workgroupBarrier();
+    if (lid.x %% 64u == 0u) {
+        var s = 0.0;
+        for (var i = 0u; i < 64u; i++) { s += red[lid.x + i]; }
+        out[min(row0, p.rows - 1u)] = s;
+    }
+    workgroupBarrier();
+    %s
+}`, w, rpt, w/64*rpt, loop, end)
+}
+
+const streamR4 = `struct P { rows: u32, cols: u32, soff: u32, mode: u32, alpha: f32, softcap: f32, sel: u32, has_bias: u32, out_stride: u32, out_off: u32, _p0: u32, _p1: u32, }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> step: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<storage, read> bias: array<f32>;
+var<workgroup> red: array<f32, 64>;
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let row0 = (wg.x + wg.y * nwg.x) * 4u;
+    var acc = 0.0;
+    for (var j = lid.x; j < p.cols / 32u; j += 64u) {
+        for (var r = 0u; r < 4u; r++) {
+            let q = w[(min(row0 + r, p.rows - 1u) * p.cols) / 32u + j];
+            acc += f32(q.x & 255u) * x[j].x;
+        }
+    }
+    red[lid.x] = acc;
+    workgroupBarrier();
+    if (lid.x == 0u) {
+        var s = 0.0;
+        for (var i = 0u; i < 64u; i++) { s += red[i]; }
+        out[min(row0, p.rows - 1u)] = s;
+    }
+}`
