@@ -760,6 +760,11 @@ func (b *Backend) buildPipelines() error {
 		if _, err := b.matmulPipe(c, gemmTB, gemmRows); err != nil {
 			return err
 		}
+		for _, rows := range []int{1, gemmLargeRows} {
+			if _, err := b.gemmFor(c, rows); err != nil {
+				return err
+			}
+		}
 	}
 	for _, ip := range []bool{false, true} {
 		if _, err := b.normPipe(ip); err != nil {

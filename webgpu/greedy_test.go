@@ -226,3 +226,36 @@ func TestSoftwareAdapterDeclined(t *testing.T) {
 	}
 	b.Close()
 }
+
+// TestGraphOpsOnce guards the graph's construction: an op with a second
+// bind group (the fused gate/up activation) must still be dispatched once.
+func TestGraphOpsOnce(t *testing.T) {
+	d := testDevice(t)
+	m, _ := loadFixture(t, "llama")
+	b, err := New(m, Options{Device: d, Chunk: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s, err := b.newSession(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i, ops := range s.layerOps {
+		seen := map[*op]bool{}
+		for _, o := range ops {
+			if seen[o] {
+				t.Errorf("layer %d: op %q appears twice", i, o.label)
+			}
+			seen[o] = true
+		}
+		var labels []string
+		for _, d := range s.encodeLayers(nil, i, i+1, 1, 1, 8) {
+			labels = append(labels, d.Label)
+		}
+		if slices.Contains(labels, "L0 act") || (i == 0 && !slices.Contains(labels, "L0 gate/up")) {
+			t.Errorf("layer %d one-token dispatches %q: want the fused gate/up and no act", i, labels)
+		}
+	}
+}

@@ -37,8 +37,10 @@ type op struct {
 	split, combine       *op
 	splitDec, combineDec *op
 
-	gm          *wgpu.BindGroup // the prefill pipeline's bind group, when it differs from g
-	prefillOnly bool            // left out of one-token steps (done by a fused kernel there)
+	gm          *wgpu.BindGroup // the prefill pipelines' bind group, when it differs from g
+	gemm        gemmKernel      // matmuls: the tiled GEMM for steps of gemmMinTokens or more
+	gemmRows    int
+	prefillOnly bool // left out of one-token steps (done by a fused kernel there)
 	window      int
 	label       string
 }
@@ -62,6 +64,10 @@ func (o *op) dispatch(ntok, headRows int) Dispatch {
 	}
 	if p == o.mm && o.mx != 0 {
 		d.X, d.Y = o.mx, o.my
+	}
+	if p == o.mm && o.gemm.p != nil && n >= gemmMinTokens {
+		d.P, tb = o.gemm.p, o.gemm.tileTokens
+		d.X, d.Y, _ = o.gemm.grid(o.gemmRows, n)
 	}
 	if o.zRows {
 		d.Z = uint32((n + tb - 1) / tb)
@@ -254,6 +260,7 @@ type pendingOp struct {
 	binds   []Binding
 	label   string
 	prefill bool // the bind group is o.gm
+	second  bool // o's second bind group: o is already in the graph
 }
 
 // build lays out every op of the graph, then creates the parameter buffer
@@ -289,7 +296,11 @@ func (s *Session) build() error {
 		bb, hasBias := bias(biasBuf)
 		gx, gy := matmulGrid(w.rows, mvRows)
 		mx, my := matmulGrid(w.rows, gemmRows)
-		o := &op{mv: mv, mm: mm, rows: rows, x: gx, y: gy, mx: mx, my: my, zRows: true, wgBytes: w.bytes}
+		gk, err := b.gemmFor(w.codec, w.rows)
+		if err != nil {
+			return err
+		}
+		o := &op{mv: mv, mm: mm, rows: rows, x: gx, y: gy, mx: mx, my: my, zRows: true, wgBytes: w.bytes, gemm: gk, gemmRows: w.rows}
 		add(label, o, mv, s.param(w.rows, w.cols, w.soff, mode, alpha, softcap, sel, hasBias, outStride, outOff),
 			stepB, W(w.buf), W(x), W(out), bb)
 		return nil
@@ -474,7 +485,7 @@ func (s *Session) build() error {
 				if fused {
 					o := pend[len(pend)-1].o
 					pend[len(pend)-1].prefill = true
-					pend = append(pend, pendingOp{o: o, p: o.mv, label: lbl("gate/up act"),
+					pend = append(pend, pendingOp{o: o, p: o.mv, label: lbl("gate/up act"), second: true,
 						binds: []Binding{s.param(w.rows, w.cols, w.soff, 2, float32(1), float32(0), 0, false, dl.f, 0, act), stepB, W(w.buf), W(in), W(s.act), W(b.zero)}})
 				}
 				off += w.rows
@@ -493,7 +504,7 @@ func (s *Session) build() error {
 			}
 		}
 		for _, p := range pend[start:] {
-			if p.o != attn.split && p.o != attn.combine && p.o != attn.splitDec && p.o != attn.combineDec {
+			if !p.second && p.o != attn.split && p.o != attn.combine && p.o != attn.splitDec && p.o != attn.combineDec {
 				s.layerOps[i] = append(s.layerOps[i], p.o)
 			}
 		}
@@ -507,7 +518,9 @@ func (s *Session) build() error {
 		return err
 	}
 	for _, p := range pend[start:] {
-		s.headOps = append(s.headOps, p.o)
+		if !p.second {
+			s.headOps = append(s.headOps, p.o)
+		}
 	}
 	amP, err := b.namedPipe("argmax", kindsArgmax)
 	if err != nil {

@@ -1,0 +1,244 @@
+package shaders
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// GemmTiling is the shape of the tiled prefill GEMM (gemm.wgsl): a
+// workgroup computes Rows x Tokens outputs, staging K inner-dimension
+// elements per step, and each thread a micro-tile of ThreadRows x
+// ThreadTokens outputs held in registers.
+type GemmTiling struct {
+	Rows, Tokens, K          int
+	ThreadRows, ThreadTokens int
+	// Unroll writes the K step's multiply loop out in full instead of
+	// leaving the unrolling to the driver's compiler.
+	Unroll bool
+	// Double stages the next step into a second workgroup buffer while
+	// the current one is multiplied: one barrier per step, not two (it
+	// halves the K that fits in 16 KiB; no gain on the H200).
+	Double bool
+}
+
+func (g GemmTiling) buffers() int {
+	if g.Double {
+		return 2
+	}
+	return 1
+}
+
+// gemmTiling is the tiling Gemm uses: on an NVIDIA H200 it was the best
+// all-round one over llama-1b's shapes at 512 tokens (see BenchmarkGemm in
+// package webgpu): 4x8 micro-tiles keep 128 threads per 64x64 tile, enough
+// workgroups in flight for the 2048-row weights (8x8 micro-tiles on the
+// same tile ran a third slower).
+var gemmTiling = GemmTiling{Rows: 64, Tokens: 64, K: 32, ThreadRows: 4, ThreadTokens: 8, Unroll: true}
+
+// GemmLarge is a tiling for weights of many rows (thousands of row tiles
+// at the prompt lengths prefill sees): 128x128 tiles of 8x8 micro-tiles
+// read workgroup memory half as often per multiply-add as Gemm's, which
+// paid on the H200 for the 16384-row fused gate/up weight (about 15%) and
+// lost on the 2048-row ones (too few workgroups to fill the GPU).
+func GemmLarge() GemmTiling {
+	return GemmTiling{Rows: 128, Tokens: 128, K: 16, ThreadRows: 8, ThreadTokens: 8, Unroll: true}
+}
+
+// maxWorkgroupBytes is WebGPU's default maxComputeWorkgroupStorageSize,
+// the most a browser grants without asking.
+const maxWorkgroupBytes = 16384
+
+func (g GemmTiling) threads() int {
+	if g.ThreadRows <= 0 || g.ThreadTokens <= 0 {
+		return 0
+	}
+	return (g.Rows / g.ThreadRows) * (g.Tokens / g.ThreadTokens)
+}
+
+// Check reports whether the tiling can be generated: micro-tiles a
+// multiple of 4 that divide the tile, 32..256 threads, staging work that
+// divides evenly among them and workgroup memory within 16 KiB.
+func (g GemmTiling) Check() error {
+	bad := func(why string) error { return fmt.Errorf("shaders: gemm tiling %+v: %s", g, why) }
+	switch {
+	case g.ThreadRows < 4 || g.ThreadRows%4 != 0 || g.ThreadTokens < 4 || g.ThreadTokens%4 != 0 || g.ThreadRows > 16 || g.ThreadTokens > 16:
+		return bad("micro-tile sides must be 4, 8, 12 or 16")
+	case g.Rows <= 0 || g.Tokens <= 0 || g.Rows%g.ThreadRows != 0 || g.Tokens%g.ThreadTokens != 0:
+		return bad("micro-tile does not divide the tile")
+	case g.K < 4 || g.K%4 != 0 || g.K > 64:
+		return bad("K must be a multiple of 4 up to 64")
+	}
+	nt := g.threads()
+	switch {
+	case nt < 32 || nt > 256:
+		return bad(fmt.Sprintf("%d threads, want 32..256", nt))
+	case !divides(g.Rows*g.K/16, nt) || !divides(g.Tokens*g.K/16, nt):
+		return bad("staging does not divide evenly among the threads")
+	case g.buffers()*4*g.K*(g.Rows+g.Tokens) > maxWorkgroupBytes:
+		return bad(fmt.Sprintf("%d bytes of workgroup memory", g.buffers()*4*g.K*(g.Rows+g.Tokens)))
+	}
+	return nil
+}
+
+// divides reports whether n staging items spread evenly over nt threads
+// (or over the first n of them).
+func divides(n, nt int) bool { return n > 0 && (n%nt == 0 || nt%n == 0) }
+
+// Gemm is the tiled prefill GEMM module for weights of codec c: the same
+// bindings, uniform and semantics as the matmul module (MatmulRows), for
+// many tokens at once. With (tr, tt) = GemmTile(c), dispatch it over
+// (min(g, 65535), ceil(g/65535), ceil(ntok/tt)) workgroups, where
+// g = ceil(rows/tr) is the number of row tiles.
+func Gemm(c tensor.Codec) (string, error) { return GemmTiled(c, gemmTiling) }
+
+// GemmTile is the tile one workgroup of Gemm(c) covers: rows output rows
+// (the grid's x/y) by tokens tokens (the grid's z).
+func GemmTile(c tensor.Codec) (rows, tokens int) { return gemmTiling.Rows, gemmTiling.Tokens }
+
+// GemmTiled is Gemm with an explicit tiling (GemmLarge, or one being tuned
+// on new hardware); its workgroup covers g.Rows x g.Tokens.
+func GemmTiled(c tensor.Codec, g GemmTiling) (string, error) {
+	if err := g.Check(); err != nil {
+		return "", err
+	}
+	pre, err := codecPrelude(c)
+	if err != nil {
+		return "", err
+	}
+	nt := g.threads()
+	mt, ny := g.Rows/g.ThreadRows, g.Tokens/g.ThreadTokens
+	mi, nj := g.ThreadRows/4, g.ThreadTokens/4 // vec4 groups per thread
+	wTotal, xTotal := g.Rows*g.K/16, g.Tokens*g.K/16
+	nw, nx := max(1, wTotal/nt), max(1, xTotal/nt)
+	var setup, acc, load, store, fma, epi strings.Builder
+	ind := func(b *strings.Builder, depth int, format string, args ...any) {
+		b.WriteString(strings.Repeat("    ", depth))
+		fmt.Fprintf(b, format, args...)
+		b.WriteByte('\n')
+	}
+	// Staging: item s of a thread covers 4 consecutive rows (tokens) v at 4
+	// consecutive k; consecutive threads take consecutive v, so the stores
+	// of a warp into ws[k] are contiguous.
+	for s := 0; s < nw; s++ {
+		ind(&setup, 1, "let wi%d = min(l + %du, %du);", s, s*nt, wTotal-1)
+		ind(&setup, 1, "let wv%d = wi%d %% %du;", s, s, g.Rows/4)
+		ind(&setup, 1, "let wk%d = (wi%d / %du) * 4u;", s, s, g.Rows/4)
+		for r := 0; r < 4; r++ {
+			ind(&setup, 1, "let wr%d_%d = min(row0 + wv%d * 4u + %du, last) * p.cols;", s, r, s, r)
+			ind(&setup, 1, "var pw%d_%d: vec4<f32>;", s, r)
+			ind(&load, 0, "pw%d_%d = wk4(wr%d_%d, k0 + wk%d);", s, r, s, r, s)
+		}
+		if wTotal < nt {
+			ind(&store, 0, "if (l < %du) {", wTotal)
+		}
+		gd := 0
+		if wTotal < nt {
+			gd = 1
+		}
+		for q := 0; q < 4; q++ {
+			ind(&store, gd, "ws[BUF][wk%d + %du][wv%d] = vec4<f32>(pw%d_0[%d], pw%d_1[%d], pw%d_2[%d], pw%d_3[%d]);",
+				s, q, s, s, q, s, q, s, q, s, q)
+		}
+		if wTotal < nt {
+			ind(&store, 0, "}")
+		}
+	}
+	for s := 0; s < nx; s++ {
+		ind(&setup, 1, "let xi%d = min(l + %du, %du);", s, s*nt, xTotal-1)
+		ind(&setup, 1, "let xv%d = xi%d %% %du;", s, s, g.Tokens/4)
+		ind(&setup, 1, "let xk%d = (xi%d / %du) * 4u;", s, s, g.Tokens/4)
+		for r := 0; r < 4; r++ {
+			ind(&setup, 1, "let xr%d_%d = (base + min(t0 + xv%d * 4u + %du, cnt - 1u)) * c4;", s, r, s, r)
+			ind(&setup, 1, "var px%d_%d: vec4<f32>;", s, r)
+			ind(&load, 0, "px%d_%d = xk4(xr%d_%d, k0 + xk%d);", s, r, s, r, s)
+		}
+		if xTotal < nt {
+			ind(&store, 0, "if (l < %du) {", xTotal)
+		}
+		gd := 0
+		if xTotal < nt {
+			gd = 1
+		}
+		for q := 0; q < 4; q++ {
+			ind(&store, gd, "xs[BUF][xk%d + %du][xv%d] = vec4<f32>(px%d_0[%d], px%d_1[%d], px%d_2[%d], px%d_3[%d]);",
+				s, q, s, s, q, s, q, s, q, s, q)
+		}
+		if xTotal < nt {
+			ind(&store, 0, "}")
+		}
+	}
+	// Thread (tx, ty) owns row groups tx + i·MT and token groups ty + j·NY:
+	// the groups of a warp are contiguous in ws/xs (no bank conflicts).
+	cur := "0u"
+	if g.Double {
+		cur = "cur"
+	}
+	comp := "xyzw"
+	body := func(k string, depth int) {
+		ind(&fma, depth, "{")
+		for i := 0; i < mi; i++ {
+			ind(&fma, depth+1, "let a%d = ws[%s][%s][tx + %du];", i, cur, k, i*mt)
+		}
+		for j := 0; j < nj; j++ {
+			ind(&fma, depth+1, "let b%d = xs[%s][%s][ty + %du];", j, cur, k, j*ny)
+		}
+		for i := 0; i < mi; i++ {
+			for j := 0; j < nj; j++ {
+				for c := 0; c < 4; c++ {
+					ind(&fma, depth+1, "c%d_%d_%d = fma(a%d, vec4<f32>(b%d.%c), c%d_%d_%d);", i, j, c, i, j, comp[c], i, j, c)
+				}
+			}
+		}
+		ind(&fma, depth, "}")
+	}
+	fmaDepth := 2
+	if g.Unroll {
+		for k := 0; k < g.K; k++ {
+			body(fmt.Sprintf("%du", k), fmaDepth)
+		}
+	} else {
+		ind(&fma, 2, "for (var k = 0u; k < BK; k++) {")
+		body("k", 3)
+		ind(&fma, 2, "}")
+	}
+	for i := 0; i < mi; i++ {
+		for j := 0; j < nj; j++ {
+			for c := 0; c < 4; c++ {
+				ind(&acc, 1, "var c%d_%d_%d = vec4<f32>(0.0);", i, j, c)
+				ind(&epi, 1, "emit4(row0 + (tx + %du) * 4u, t0 + (ty + %du) * 4u + %du, cnt, c%d_%d_%d);",
+					i*mt, j*ny, c, i, j, c)
+			}
+		}
+	}
+	// at re-indents generated lines to depth and names the store buffer.
+	at := func(b *strings.Builder, depth int, buf string) string {
+		var o strings.Builder
+		for _, line := range strings.SplitAfter(strings.TrimSuffix(b.String(), "\n"), "\n") {
+			o.WriteString(strings.Repeat("    ", depth) + strings.ReplaceAll(line, "BUF", buf))
+		}
+		return o.String() + "\n"
+	}
+	var loop strings.Builder
+	if !g.Double {
+		loop.WriteString("    var k0 = 0u;\n" + at(&load, 1, ""))
+		loop.WriteString("    for (var kt = 0u; kt < nk; kt++) {\n" + at(&store, 2, "0u"))
+		loop.WriteString("        workgroupBarrier();\n        k0 += BK;\n        if (kt + 1u < nk) {\n" + at(&load, 3, "") + "        }\n")
+		loop.WriteString(fma.String() + "        workgroupBarrier();\n    }\n")
+	} else {
+		loop.WriteString("    var k0 = 0u;\n" + at(&load, 1, "") + at(&store, 1, "0u") + "    workgroupBarrier();\n")
+		loop.WriteString("    for (var kt = 0u; kt < nk; kt++) {\n        let cur = kt & 1u;\n        let more = kt + 1u < nk;\n")
+		loop.WriteString("        k0 += BK;\n        if (more) {\n" + at(&load, 3, "") + "        }\n")
+		loop.WriteString(fma.String() + "        if (more) {\n" + at(&store, 3, "cur ^ 1u") + "        }\n")
+		loop.WriteString("        workgroupBarrier();\n    }\n")
+	}
+	src := strings.NewReplacer(
+		"__SETUP__\n", setup.String(), "__ACC__\n", acc.String(), "__LOOP__\n", loop.String(),
+		"__EPI__\n", epi.String(), "__NB__", fmt.Sprint(g.buffers()),
+		"__NT__", fmt.Sprint(nt), "__BM4__", fmt.Sprint(g.Rows/4), "__BN4__", fmt.Sprint(g.Tokens/4),
+		"__BM__", fmt.Sprint(g.Rows), "__BN__", fmt.Sprint(g.Tokens), "__BK__", fmt.Sprint(g.K),
+		"__TM__", fmt.Sprint(g.ThreadRows), "__TN__", fmt.Sprint(g.ThreadTokens),
+		"__MT__", fmt.Sprint(mt), "__NY__", fmt.Sprint(ny)).Replace(read("gemm"))
+	return src + "\n" + pre, nil
+}
