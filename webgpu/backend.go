@@ -64,7 +64,10 @@ type Options struct {
 	// ("0-9,20-29"); empty reads CORTIQ_GPU_LAYERS, and when that is unset
 	// too every layer is eligible.
 	Layers string
-	// Chunk is the number of prompt positions per prefill submit (default 32).
+	// Chunk is the number of prompt positions per prefill submit (default
+	// 512: the tiled GEMM needs hundreds of tokens to fill a large GPU).
+	// Steps that return every position's logits go in chunks of at most
+	// headChunk.
 	Chunk int
 	// Host runs the layers the device does not. Required only then.
 	Host HostFactory
@@ -140,7 +143,7 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	if opts.Chunk <= 0 {
-		opts.Chunk = 32
+		opts.Chunk = 512
 	}
 	spec := opts.Layers
 	if spec == "" {

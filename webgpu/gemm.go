@@ -20,7 +20,7 @@ const gemmLargeRows = 8192
 // gemmMinTokens is the step length from which matmuls use the tiled GEMM:
 // a tile of 64 tokens mostly idles on fewer, where the row-blocked matmul
 // kernel does better.
-const gemmMinTokens = 16
+const gemmMinTokens = 128
 
 // gemmPipe is the default tiled GEMM for device codec c; dispatch it over
 // gemmGrid.

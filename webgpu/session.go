@@ -83,6 +83,8 @@ type Session struct {
 	b      *Backend
 	maxLen int
 	chunk  int
+	// headChunk bounds the rows of one step's logits (Forward with all).
+	headChunk int
 	pos    int
 	broken error
 
@@ -123,6 +125,13 @@ const (
 	maxDecSplits = 32
 )
 
+// moeChunk bounds the step length of models with routed experts.
+const moeChunk = 64
+
+// headChunk is the most positions whose logits one step returns: the
+// logits buffer holds that many vocabulary rows.
+const headChunk = 32
+
 // maxGreedySteps bounds ForwardGreedy's k (the ids buffer).
 const maxGreedySteps = 256
 
@@ -139,6 +148,14 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		return nil, fmt.Errorf("webgpu: session length %d", maxLen)
 	}
 	s := &Session{b: b, maxLen: maxLen, chunk: min(b.opts.Chunk, maxLen), maxGreedy: maxGreedySteps}
+	for _, dl := range b.layers {
+		if dl != nil && dl.moe != nil {
+			// Routed-expert scratch grows with chunk x top-k x the expert
+			// width: keep it within a browser's 128 MiB bindings.
+			s.chunk = min(s.chunk, moeChunk)
+		}
+	}
+	s.headChunk = min(s.chunk, headChunk)
 	// Split-K attention: at most 64 splits of at least 256 positions.
 	s.splitLen = max(256, (maxLen+63)/64)
 	s.splitLen = (s.splitLen + 63) &^ 63
@@ -146,6 +163,10 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		s.splitLen = splitLenOverride
 	}
 	s.maxSplits = (maxLen + s.splitLen - 1) / s.splitLen
+	// A long step has chunk x heads workgroups already; fewer, longer
+	// splits keep its partials buffer at the size a 32-token chunk with 64
+	// splits needs (attention.wgsl widens the splits to cover the span).
+	s.maxSplits = max(1, min(s.maxSplits, 2048/s.chunk))
 	// One-token steps split from decSplitLen positions on, into at most
 	// decSplits parts (attention.wgsl's splitSpan widens the parts).
 	s.decSplitLen = decSplitLen
@@ -208,7 +229,7 @@ func (s *Session) alloc() error {
 		{&s.att, "att", c * s.b.maxAtt},
 		{&s.gu, "gu", c * 2 * s.b.maxFFN},
 		{&s.act, "act", c * s.b.maxFFN},
-		{&s.logits, "logits", c * a.Vocab},
+		{&s.logits, "logits", s.headChunk * a.Vocab},
 		{&s.part, "attention partials", max(c*s.maxSplits, s.decSplits) * s.b.maxHeads * (s.b.maxHD + 2)},
 	}
 	for _, sp := range specs {
@@ -221,7 +242,7 @@ func (s *Session) alloc() error {
 	for _, st := range []struct {
 		dst **Buffer
 		n   int
-	}{{&s.stLogits, c * a.Vocab}, {&s.stX, c * a.Hidden}, {&s.stIDs, s.maxGreedy}} {
+	}{{&s.stLogits, s.headChunk * a.Vocab}, {&s.stX, c * a.Hidden}, {&s.stIDs, s.maxGreedy}} {
 		if *st.dst, err = s.b.dev.NewStaging("staging", uint64(4*st.n)); err != nil {
 			return err
 		}
@@ -663,8 +684,12 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 	if all {
 		out = make([]float32, 0, len(tokens)*a.Vocab)
 	}
-	for c0 := 0; c0 < len(tokens); c0 += s.chunk {
-		chunk := tokens[c0:min(c0+s.chunk, len(tokens))]
+	step := s.chunk
+	if all {
+		step = s.headChunk
+	}
+	for c0 := 0; c0 < len(tokens); c0 += step {
+		chunk := tokens[c0:min(c0+step, len(tokens))]
 		last := c0+len(chunk) == len(tokens)
 		logits, err := s.forwardChunk(chunk, all, last)
 		if err != nil {
