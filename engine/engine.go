@@ -295,7 +295,8 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 			continue
 		}
 		if batch > 0 {
-			pending, err = sess.ForwardGreedy(id, min(batch, maxNew-1-n))
+			k := min(batch, maxNew-1-n)
+			pending, err = sess.ForwardGreedy(id, k, min(batch, maxNew-1-n-k))
 		} else {
 			logits, err = sess.Forward([]int{id}, false)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/sample"
+	"github.com/cortiq/cortiq/webgpu"
 )
 
 // autoDevice is what Backend "auto" tries first; the device backend itself
@@ -32,6 +33,12 @@ type session struct {
 	failure    error // why the session left the device
 	prefillErr error // why a CPU prefill's state did not reach the device (prefill.go)
 	devStats   backend.Stats
+
+	// ahead is a greedy batch submitted to continue from the last batch's
+	// final pick (aheadFrom) before the host read that batch: the device
+	// runs it while the host handles the tokens just read.
+	ahead     *webgpu.GreedyBatch
+	aheadFrom int
 }
 
 func (e *Engine) newSession(maxLen int) (*session, error) {
@@ -56,6 +63,15 @@ func (e *Engine) newSession(maxLen int) (*session, error) {
 func (s *session) Forward(tokens []int, all bool) ([]float32, error) {
 	if len(s.history)+len(tokens) > s.maxLen {
 		return nil, fmt.Errorf("engine: %d positions exceed the session's context of %d", len(s.history)+len(tokens), s.maxLen)
+	}
+	if s.ahead != nil {
+		// A greedy batch submitted ahead that this call does not follow.
+		if p, ok := s.cur.(greedyPipeliner); ok {
+			if err := p.DropGreedy(s.ahead); err != nil {
+				return nil, err
+			}
+		}
+		s.ahead = nil
 	}
 	out, err := s.cur.Forward(tokens, all)
 	if err == nil {
@@ -107,15 +123,35 @@ type greedyStepper interface {
 	GreedyOnDevice() bool
 }
 
+// greedyPipeliner is implemented by device sessions that can submit a
+// greedy batch before the host has read the previous one.
+type greedyPipeliner interface {
+	SubmitGreedy(first, k int) (*webgpu.GreedyBatch, error)
+	CollectGreedy(g *webgpu.GreedyBatch) ([]int, error)
+	DropGreedy(g *webgpu.GreedyBatch) error
+}
+
 // ForwardGreedy consumes first and then k-1 greedy picks, returning the k
 // picks (the last is not consumed). On the device it is one submit; on the
 // CPU, or after a device failure, k ordinary steps with the same argmax.
-func (s *session) ForwardGreedy(first, k int) ([]int, error) {
+// next > 0 announces the following call (first = this call's last pick, k
+// = next): a device that can submits it now, so it runs while the host
+// handles these picks; a different following call just drops it.
+func (s *session) ForwardGreedy(first, k, next int) ([]int, error) {
 	if len(s.history)+k > s.maxLen {
 		return nil, fmt.Errorf("engine: %d positions exceed the session's context of %d", len(s.history)+k, s.maxLen)
 	}
+	if len(s.history)+k+next > s.maxLen {
+		next = 0
+	}
 	if g, ok := s.cur.(greedyStepper); ok && s.onDevice && g.GreedyOnDevice() {
-		ids, err := g.ForwardGreedy(first, k)
+		var ids []int
+		var err error
+		if p, ok := s.cur.(greedyPipeliner); ok {
+			ids, err = s.pipelinedGreedy(p, first, k, next)
+		} else {
+			ids, err = g.ForwardGreedy(first, k)
+		}
 		if err == nil && len(ids) == k {
 			s.history = append(s.history, first)
 			s.history = append(s.history, ids[:k-1]...)
@@ -124,6 +160,7 @@ func (s *session) ForwardGreedy(first, k int) ([]int, error) {
 		if err == nil {
 			err = fmt.Errorf("engine: device returned %d greedy ids, want %d", len(ids), k)
 		}
+		s.ahead = nil
 		if err := s.toCPU(err); err != nil {
 			return nil, err
 		}
@@ -137,6 +174,41 @@ func (s *session) ForwardGreedy(first, k int) ([]int, error) {
 		}
 		tok = sample.Argmax(l)
 		ids = append(ids, tok)
+	}
+	return ids, nil
+}
+
+// pipelinedGreedy runs the batch (first, k), from the batch submitted
+// ahead when it is that batch, and submits (its last pick, next) before
+// waiting for it.
+func (s *session) pipelinedGreedy(p greedyPipeliner, first, k, next int) ([]int, error) {
+	cur := s.ahead
+	s.ahead = nil
+	if cur != nil && (s.aheadFrom != first || cur.Steps() != k) {
+		if err := p.DropGreedy(cur); err != nil {
+			return nil, err
+		}
+		cur = nil
+	}
+	if cur == nil {
+		var err error
+		if cur, err = p.SubmitGreedy(first, k); err != nil {
+			return nil, err
+		}
+	}
+	if next > 0 {
+		ahead, err := p.SubmitGreedy(-1, next)
+		if err != nil {
+			return nil, err
+		}
+		s.ahead = ahead
+	}
+	ids, err := p.CollectGreedy(cur)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) > 0 {
+		s.aheadFrom = ids[len(ids)-1]
 	}
 	return ids, nil
 }

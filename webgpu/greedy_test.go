@@ -61,6 +61,55 @@ func TestForwardGreedy(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("greedy on device %v\nForward+argmax    %v", got, want)
 			}
+			// Pipelined: the second batch continues from the device's own
+			// last pick before the host has read the first; a dropped third
+			// batch gives its positions back.
+			s.Reset()
+			if _, err := s.Forward(p[:len(p)-1], false); err != nil {
+				t.Fatal(err)
+			}
+			g1, err := s.SubmitGreedy(p[len(p)-1], 12)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g2, err := s.SubmitGreedy(-1, 12)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.SubmitGreedy(-1, 1); err == nil {
+				t.Error("a third batch in flight was accepted")
+			}
+			a1, err := s.CollectGreedy(g1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g3, err := s.SubmitGreedy(-1, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a2, err := s.CollectGreedy(g2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DropGreedy(g3); err != nil {
+				t.Fatal(err)
+			}
+			if piped := append(a1, a2...); !slices.Equal(piped, want) {
+				t.Errorf("pipelined greedy %v\nForward+argmax   %v", piped, want)
+			}
+			if s.Len() != len(p)-1+24 {
+				t.Errorf("Len %d after a dropped batch, want %d", s.Len(), len(p)-1+24)
+			}
+			if _, err := s.SubmitGreedy(-1, 1); err == nil {
+				t.Error("a continuation after a dropped batch was accepted")
+			}
+			l, err = s.Forward([]int{a2[11]}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l2, err := s.Forward([]int{argmaxF(l)}, false); err != nil || len(l2) != len(l) {
+				t.Fatalf("Forward after a dropped batch: %v", err)
+			}
 			vocab := m.Arch.Vocab
 			for i, tok := range got {
 				if top2Margin(ref.StepLogits[i*vocab:(i+1)*vocab]) <= parityTol {

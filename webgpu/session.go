@@ -101,7 +101,11 @@ type Session struct {
 	part                         *Buffer
 	step, tokens, ids            *Buffer
 	x, h, qkv, att, tmp, gu, act *Buffer
-	logits, stLogits, stX, stIDs *Buffer
+	logits, stLogits, stX        *Buffer
+	stIDs                        []*Buffer      // one per greedy batch in flight
+	inflight                     []*GreedyBatch // submitted, not collected, oldest first
+	nextSlot                     int
+	greedyTail                   bool // tokens[0] on the device holds the last greedy pick
 	kc, vc                       []*Buffer
 	embed                        *op
 	layerOps                     [][]*op // per layer; nil on host layers
@@ -242,11 +246,19 @@ func (s *Session) alloc() error {
 	for _, st := range []struct {
 		dst **Buffer
 		n   int
-	}{{&s.stLogits, s.headChunk * a.Vocab}, {&s.stX, c * a.Hidden}, {&s.stIDs, s.maxGreedy}} {
+	}{{&s.stLogits, s.headChunk * a.Vocab}, {&s.stX, c * a.Hidden}} {
 		if *st.dst, err = s.b.dev.NewStaging("staging", uint64(4*st.n)); err != nil {
 			return err
 		}
 		s.bufs = append(s.bufs, *st.dst)
+	}
+	for range 2 {
+		st, err := s.b.dev.NewStaging("greedy ids", uint64(4*s.maxGreedy))
+		if err != nil {
+			return err
+		}
+		s.bufs = append(s.bufs, st)
+		s.stIDs = append(s.stIDs, st)
 	}
 	s.kc = make([]*Buffer, len(a.Layers))
 	s.vc = make([]*Buffer, len(a.Layers))
@@ -626,6 +638,8 @@ func (s *Session) Len() int { return s.pos }
 // Reset forgets every position; buffers and bind groups are kept.
 func (s *Session) Reset() {
 	s.pos = 0
+	s.inflight = nil
+	s.greedyTail = false
 	s.broken = nil
 	if s.host != nil {
 		s.host.Reset()
@@ -705,6 +719,10 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 }
 
 func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) {
+	if len(s.inflight) > 0 {
+		return nil, errors.New("webgpu: Forward while greedy batches are in flight")
+	}
+	s.greedyTail = false
 	b := s.b
 	a := b.arch
 	d := b.dev
@@ -791,6 +809,28 @@ func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) 
 // (lowest index on ties). It needs every layer on the device; otherwise it
 // returns an error wrapping ErrUnsupported and the caller uses Forward.
 func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
+	g, err := s.SubmitGreedy(first, k)
+	if err != nil {
+		return nil, err
+	}
+	return s.CollectGreedy(g)
+}
+
+// GreedyBatch is a submitted run of greedy steps whose picks have not been
+// read back yet.
+type GreedyBatch struct {
+	k, slot int
+}
+
+// Steps is the number of greedy steps in the batch.
+func (g *GreedyBatch) Steps() int { return g.k }
+
+// SubmitGreedy is ForwardGreedy without the wait: it submits the k steps
+// and returns at once, so the host can encode the next batch while the
+// device runs this one. first < 0 continues from the device's own last
+// pick (the previous batch's, which the host may not have read yet). At
+// most two batches may be outstanding; CollectGreedy reads them in order.
+func (s *Session) SubmitGreedy(first, k int) (*GreedyBatch, error) {
 	if s.broken != nil {
 		return nil, fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
 	}
@@ -799,8 +839,11 @@ func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
 	if k <= 0 || k > s.maxGreedy {
 		return nil, fmt.Errorf("webgpu: greedy steps %d outside 1..%d", k, s.maxGreedy)
 	}
-	if first < 0 || first >= a.Vocab {
+	if first >= a.Vocab {
 		return nil, fmt.Errorf("webgpu: token %d outside the vocabulary (%d)", first, a.Vocab)
+	}
+	if first < 0 && !s.greedyTail {
+		return nil, errors.New("webgpu: a continued greedy batch needs a greedy batch before it")
 	}
 	if s.pos+k > s.maxLen {
 		return nil, fmt.Errorf("webgpu: %d positions exceed the session's %d", s.pos+k, s.maxLen)
@@ -808,11 +851,18 @@ func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
 	if !s.GreedyOnDevice() {
 		return nil, fmt.Errorf("webgpu: %w: greedy steps need every layer on the device", ErrUnsupported)
 	}
+	if len(s.inflight) == len(s.stIDs) {
+		return nil, errors.New("webgpu: too many greedy batches in flight")
+	}
+	// Queue writes take effect after the work submitted before them, so
+	// these never disturb a batch still running.
 	if err := s.writeStep(s.pos, 1, 0, 1); err != nil {
 		return nil, s.fail(err)
 	}
-	if err := s.b.dev.Write(s.tokens, 0, U32Bytes([]uint32{uint32(first)})); err != nil {
-		return nil, s.fail(err)
+	if first >= 0 {
+		if err := s.b.dev.Write(s.tokens, 0, U32Bytes([]uint32{uint32(first)})); err != nil {
+			return nil, s.fail(err)
+		}
 	}
 	var ds []Dispatch
 	for range k {
@@ -823,23 +873,54 @@ func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
 		}
 		ds = append(ds, s.argmax.dispatch(1, 1), s.advance.dispatch(1, 1))
 	}
-	if err := b.dev.Run(nil, ds, []Copy{{Src: s.ids, Dst: s.stIDs, Size: uint64(4 * k)}}); err != nil {
+	g := &GreedyBatch{k: k, slot: s.nextSlot}
+	s.nextSlot = (s.nextSlot + 1) % len(s.stIDs)
+	if err := b.dev.Run(nil, ds, []Copy{{Src: s.ids, Dst: s.stIDs[g.slot], Size: uint64(4 * k)}}); err != nil {
 		return nil, s.fail(err)
 	}
-	raw, err := b.dev.Read(s.stIDs, uint64(4*k))
+	s.inflight = append(s.inflight, g)
+	s.greedyTail = true
+	s.pos += k
+	b.count(1, int64(k), 0)
+	return g, nil
+}
+
+// CollectGreedy waits for batch g and returns its k picks. Batches are
+// collected in the order they were submitted.
+func (s *Session) CollectGreedy(g *GreedyBatch) ([]int, error) {
+	if s.broken != nil {
+		return nil, fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
+	}
+	if len(s.inflight) == 0 || s.inflight[0] != g {
+		return nil, errors.New("webgpu: greedy batches are collected in submission order")
+	}
+	s.inflight = s.inflight[1:]
+	raw, err := s.b.dev.Read(s.stIDs[g.slot], uint64(4*g.k))
 	if err != nil {
 		return nil, s.fail(err)
 	}
-	out := make([]int, k)
+	out := make([]int, g.k)
 	for i := range out {
 		out[i] = int(binary.LittleEndian.Uint32(raw[4*i:]))
-		if out[i] >= a.Vocab {
+		if out[i] >= s.b.arch.Vocab {
 			return nil, s.fail(fmt.Errorf("webgpu: device picked token %d outside the vocabulary", out[i]))
 		}
 	}
-	s.pos += k
-	b.count(1, int64(k), 0)
 	return out, nil
+}
+
+// DropGreedy forgets the newest batch, uncollected: its positions are
+// given back (the cache entries it wrote are overwritten by later steps).
+func (s *Session) DropGreedy(g *GreedyBatch) error {
+	if len(s.inflight) == 0 || s.inflight[len(s.inflight)-1] != g {
+		return errors.New("webgpu: only the newest greedy batch can be dropped")
+	}
+	s.inflight = s.inflight[:len(s.inflight)-1]
+	s.pos -= g.k
+	// The device's last pick is now the dropped batch's: a continuation
+	// would start from the wrong token.
+	s.greedyTail = false
+	return nil
 }
 
 // GreedyOnDevice reports whether ForwardGreedy can run: every layer is on

@@ -29,6 +29,7 @@ var _ backend.StateImporter = (*Session)(nil)
 // position 0, so the imported state is what they continue from. A session
 // with layers on the host refuses (ErrUnsupported): the caller replays.
 func (s *Session) ImportState(st *backend.State) error {
+	s.greedyTail = false
 	if s.broken != nil {
 		return fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
 	}
