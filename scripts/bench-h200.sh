@@ -1,6 +1,8 @@
 #!/bin/bash
 # H200 benchmarks: run through the device tool from the repo root with
-# carry [bin, .gl] after `go build -o bin/cortiq ./cmd/native` (see BENCHMARKS.md).
+# carry [bin/cortiq.gz, .gl] after `go build -ldflags "-s -w" -o bin/cortiq ./cmd/native &&
+# gzip -kf bin/cortiq` (the device tool carries at most 64 MiB; see BENCHMARKS.md).
+[ -f bin/cortiq.gz ] && gunzip -kf bin/cortiq.gz
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f $VK_DRIVER_FILES ] || unset VK_DRIVER_FILES

@@ -85,8 +85,8 @@ type Session struct {
 	chunk  int
 	// headChunk bounds the rows of one step's logits (Forward with all).
 	headChunk int
-	pos    int
-	broken error
+	pos       int
+	broken    error
 
 	bufs   []*Buffer
 	groups []*wgpu.BindGroup
