@@ -14,7 +14,14 @@
 // step[2]..step[2]+step[3], sel 2 = rows 0..step[3]. Output row t (relative).
 // mode 0: out = softcap(alpha * y); mode 1: out += alpha * y (residual add);
 // mode 2: the rows are interleaved gate/up pairs of a gated FFN (R even)
-// and out[row/2] = act(y_gate) * y_up, act 0 = SiLU, 1 = GELU (tanh).
+// and out[row/2] = act(y_gate) * y_up, act bit 0: 0 = SiLU, 1 = GELU (tanh).
+//
+// The fused-norm variant (MatmulRowsNorm) multiplies by RMSNorm(x) instead
+// of x: it reads the raw row, its norm weights from binding 6 (plus one
+// when act bit 1 is set, Gemma's 1+w) and eps from the last field, and
+// scales each sum by 1/sqrt(mean(x²) + eps) from the sums of squares its
+// threads gather while reading x: the norm costs no dispatch and no pass of
+// its own.
 // Output element (t, o) is out[out_off + t*out_stride + o], so q/k/v or
 // gate/up projections can write side by side into one activation row.
 struct P {
@@ -37,12 +44,14 @@ struct P {
 @group(0) @binding(3) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read> bias: array<f32>;
+__NORMDECL__
 
 const TB: u32 = __TB__u;
 const R: u32 = __R__u;
 const NO: u32 = __NO__u; // R * TB outputs per workgroup
-var<workgroup> red: array<f32, __RED__>; // NO * 64 partial sums
-var<workgroup> red2: array<f32, __RED2__>; // NO * 8
+const NN: u32 = __NN__u; // sums per thread: the outputs, then (fused norm) TB sums of squares
+var<workgroup> red: array<f32, __RED__>; // NN * 64 partial sums
+var<workgroup> red2: array<f32, __RED2__>; // NN * 8
 
 fn safe_tanh(v: f32) -> f32 {
     let c = clamp(v, -15.0, 15.0);
@@ -63,8 +72,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         cnt = step[3];
     }
     let t0 = wg.z * TB;
-    var acc: array<f32, __NO__>;
-    for (var k = 0u; k < NO; k++) {
+    var acc: array<f32, __NN__>;
+    for (var k = 0u; k < NN; k++) {
         acc[k] = 0.0;
     }
     // Rows past the end read the last row again (in bounds, uniform
@@ -89,7 +98,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let xo = j * (CHUNK / 4u);
             for (var k = 0u; k < TB; k++) {
                 for (var q = 0u; q < CHUNK / 4u; q++) {
-                    let xv = x[xt[k] + xo + q];
+                    __XLOAD__
                     for (var r = 0u; r < R; r++) {
                         acc[r * TB + k] += dot(wv[r][q], xv);
                     }
@@ -97,11 +106,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             }
         }
     }
-    for (var k = 0u; k < NO; k++) {
+    for (var k = 0u; k < NN; k++) {
         red[k * 64u + lid.x] = acc[k];
     }
     workgroupBarrier();
-    for (var i = lid.x; i < NO * 8u; i += 64u) {
+    for (var i = lid.x; i < NN * 8u; i += 64u) {
         let b = (i / 8u) * 64u + (i % 8u) * 8u;
         red2[i] = ((red[b] + red[b + 1u]) + (red[b + 2u] + red[b + 3u])) +
                   ((red[b + 4u] + red[b + 5u]) + (red[b + 6u] + red[b + 7u]));
@@ -116,12 +125,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             if (row < p.rows && t < cnt && r % 2u == 0u) {
                 let b = i * 8u;
                 let c = b + TB * 8u; // the up row: r + 1, same token
-                let g = ((red2[b] + red2[b + 1u]) + (red2[b + 2u] + red2[b + 3u])) +
+                var g = ((red2[b] + red2[b + 1u]) + (red2[b + 2u] + red2[b + 3u])) +
                         ((red2[b + 4u] + red2[b + 5u]) + (red2[b + 6u] + red2[b + 7u]));
-                let u = ((red2[c] + red2[c + 1u]) + (red2[c + 2u] + red2[c + 3u])) +
+                var u = ((red2[c] + red2[c + 1u]) + (red2[c + 2u] + red2[c + 3u])) +
                         ((red2[c + 4u] + red2[c + 5u]) + (red2[c + 6u] + red2[c + 7u]));
+                __NORMGU__
                 var a: f32;
-                if (p.act == 1u) {
+                if ((p.act & 1u) == 1u) {
                     a = 0.5 * g * (1.0 + safe_tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
                 } else {
                     a = g / (1.0 + exp(-g));
@@ -132,6 +142,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let b = i * 8u;
             var y = ((red2[b] + red2[b + 1u]) + (red2[b + 2u] + red2[b + 3u])) +
                     ((red2[b + 4u] + red2[b + 5u]) + (red2[b + 6u] + red2[b + 7u]));
+            __NORMY__
             if (p.has_bias == 1u) {
                 y += bias[row];
             }

@@ -105,7 +105,13 @@ func Matmul(c tensor.Codec, tb int) (string, error) { return MatmulRows(c, tb, 1
 
 // MatmulRows is the matmul module computing r consecutive output rows for
 // tb tokens per workgroup: the grid's x/y count blocks of r rows.
-func MatmulRows(c tensor.Codec, tb, r int) (string, error) {
+func MatmulRows(c tensor.Codec, tb, r int) (string, error) { return matmulRows(c, tb, r, false) }
+
+// MatmulRowsNorm is MatmulRows multiplying by the RMSNorm of x (see
+// matmul.wgsl): one more binding, 6, for the norm weights.
+func MatmulRowsNorm(c tensor.Codec, tb, r int) (string, error) { return matmulRows(c, tb, r, true) }
+
+func matmulRows(c tensor.Codec, tb, r int, norm bool) (string, error) {
 	if tb < 1 || tb > 16 {
 		return "", fmt.Errorf("shaders: matmul token block %d out of range 1..16", tb)
 	}
@@ -116,11 +122,31 @@ func MatmulRows(c tensor.Codec, tb, r int) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	no := r * tb
+	nn := no
+	xload := "let xv = x[xt[k] + xo + q];"
+	decl, normY, normGU := "", "", ""
+	if norm {
+		nn = no + tb
+		decl = "@group(0) @binding(6) var<storage, read> nw: array<vec4<f32>>;"
+		xload = `let xr = x[xt[k] + xo + q];
+                    acc[NO + k] += dot(xr, xr);
+                    let xv = xr * (nw[xo + q] + vec4<f32>(f32((p.act >> 1u) & 1u)));`
+		rms := `let sb = (NO + k) * 8u;
+                let ss = ((red2[sb] + red2[sb + 1u]) + (red2[sb + 2u] + red2[sb + 3u])) +
+                         ((red2[sb + 4u] + red2[sb + 5u]) + (red2[sb + 6u] + red2[sb + 7u]));
+                let rr = 1.0 / sqrt(ss / f32(p.cols) + p.eps);`
+		normY = rms + "\n            y *= rr;"
+		normGU = rms + "\n                g *= rr;\n                u *= rr;"
+	}
 	// Array sizes must be literals for wgpu-native's WGSL front end.
-	kernel := "matmul"
 	src := strings.NewReplacer("__TB__", fmt.Sprint(tb), "__R__", fmt.Sprint(r),
-		"__NO__", fmt.Sprint(r*tb), "__RED__", fmt.Sprint(64*r*tb), "__RED2__", fmt.Sprint(8*r*tb),
-		"__CQ__", fmt.Sprint(ChunkOf(c)/4)).Replace(read(kernel))
+		"__NO__", fmt.Sprint(no), "__NN__", fmt.Sprint(nn), "__RED__", fmt.Sprint(64*nn), "__RED2__", fmt.Sprint(8*nn),
+		"__CQ__", fmt.Sprint(ChunkOf(c)/4), "__XLOAD__", xload, "__NORMDECL__", decl,
+		"__NORMY__", normY, "__NORMGU__", normGU).Replace(read("matmul"))
+	if norm {
+		src = strings.Replace(src, "    _p1: u32,\n}", "    eps: f32,\n}", 1)
+	}
 	return src + "\n" + pre, nil
 }
 

@@ -669,16 +669,18 @@ func (b *Backend) finishLayer(dl *dlayer, i int) (*dlayer, error) {
 
 // Kinds of the kernels' bindings.
 var (
-	kindsEmbed   = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
-	kindsMatmul  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadOnly}
-	kindsNorm    = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
-	kindsNormIP  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
-	kindsPrep    = []BindKind{Uniform, ReadOnly, ReadWrite, ReadWrite, ReadWrite, ReadOnly, ReadOnly}
-	kindsAttn    = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
-	kindsCombine = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
-	kindsAct     = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
-	kindsArgmax  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
-	kindsAdvance = []BindKind{ReadWrite}
+	kindsEmbed  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
+	kindsMatmul = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadOnly}
+	// kindsMatmulNorm adds the norm weights of the fused-norm matvec.
+	kindsMatmulNorm = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadOnly, ReadOnly}
+	kindsNorm       = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
+	kindsNormIP     = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
+	kindsPrep       = []BindKind{Uniform, ReadOnly, ReadWrite, ReadWrite, ReadWrite, ReadOnly, ReadOnly}
+	kindsAttn       = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
+	kindsCombine    = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
+	kindsAct        = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
+	kindsArgmax     = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
+	kindsAdvance    = []BindKind{ReadWrite}
 )
 
 // Matmul geometry (see matmul_tune.go): gemmTB tokens per workgroup for
@@ -699,6 +701,16 @@ func (b *Backend) matmulPipe(c tensor.Codec, tb, r int) (*Pipeline, error) {
 		return nil, err
 	}
 	return b.dev.Pipeline(fmt.Sprintf("matmul/%s/tb%d/r%d", c, tb, r), src, kindsMatmul)
+}
+
+// matmulNormPipe is the decode matvec that multiplies by RMSNorm(x) itself
+// (shaders.MatmulRowsNorm).
+func (b *Backend) matmulNormPipe(c tensor.Codec) (*Pipeline, error) {
+	src, err := shaders.MatmulRowsNorm(c, 1, mvRows)
+	if err != nil {
+		return nil, err
+	}
+	return b.dev.Pipeline(fmt.Sprintf("matmul-norm/%s/tb1/r%d", c, mvRows), src, kindsMatmulNorm)
 }
 
 func (b *Backend) namedPipe(name string, kinds []BindKind) (*Pipeline, error) {
@@ -761,6 +773,9 @@ func (b *Backend) buildPipelines() error {
 			return err
 		}
 		if _, err := b.matmulPipe(c, gemmTB, gemmRows); err != nil {
+			return err
+		}
+		if _, err := b.matmulNormPipe(c); err != nil {
 			return err
 		}
 		for _, rows := range []int{1, gemmLargeRows} {

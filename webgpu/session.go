@@ -354,6 +354,29 @@ func (s *Session) build() error {
 		return nil
 	}
 
+	// fuseNorm gives the matmul just added (reading normOp's output) a
+	// one-token variant that reads normOp's input raw and applies the norm
+	// itself (shaders.MatmulRowsNorm), writing out with mode and act as
+	// given; normOp is then left out of one-token steps.
+	fuseNorm := func(normOp *op, nw *Buffer, w *dweight, biasBuf, out *Buffer, mode, act, outStride, outOff int) error {
+		if a.Norm == model.NormRMSPlusOne {
+			act |= 2
+		}
+		np, err := b.matmulNormPipe(w.codec)
+		if err != nil {
+			return err
+		}
+		o := pend[len(pend)-1].o
+		pend[len(pend)-1].prefill = true
+		o.mv = np
+		bb, hasBias := bias(biasBuf)
+		pend = append(pend, pendingOp{o: o, p: np, label: o.label + " (norm)", second: true,
+			binds: []Binding{s.param(w.rows, w.cols, w.soff, mode, float32(1), float32(0), 0, hasBias, outStride, outOff, act, a.NormEps),
+				stepB, W(w.buf), W(s.x), W(out), bb, W(nw)}})
+		normOp.prefillOnly = true
+		return nil
+	}
+
 	// Embedding.
 	ep, err := b.embedPipe(b.emb.codec)
 	if err != nil {
@@ -389,11 +412,18 @@ func (s *Session) build() error {
 		l, at := dl.spec, dl.at
 		lbl := func(s string) string { return fmt.Sprintf("L%d %s", i, s) }
 		in := s.x
+		// normOp and normW: the pre-norm just added, whose one-token
+		// work the matvecs that read its output take over (fuseNorm).
+		var normOp *op
+		var normW *Buffer
 		if l.PreMixerNorm {
 			if err := norm(lbl("attn norm"), dl.attnNorm, s.x, s.h, a.Hidden, 1, 0, 1, 0, a.Hidden, 0, a.Hidden, 0, rowsTok); err != nil {
 				return err
 			}
 			in = s.h
+			if at != nil && dl.qGate == nil {
+				normOp, normW = pend[len(pend)-1].o, dl.attnNorm
+			}
 		}
 		attn := &op{}
 		if at == nil {
@@ -410,6 +440,11 @@ func (s *Session) build() error {
 				}
 				if err := matmul(lbl("qkv"), w, in, s.qkv, bb, 0, 1, 0, 0, qkvw, off, rowsTok); err != nil {
 					return err
+				}
+				if normOp != nil {
+					if err := fuseNorm(normOp, normW, w, bb, s.qkv, 0, 0, qkvw, off); err != nil {
+						return err
+					}
 				}
 				off += w.rows
 			}
@@ -491,11 +526,15 @@ func (s *Session) build() error {
 			return err
 		}
 		in = s.x
+		normOp, normW = nil, nil
 		if l.PreFFNNorm {
 			if err := norm(lbl("ffn norm"), dl.ffnNorm, s.x, s.h, a.Hidden, 1, 0, 1, 0, a.Hidden, 0, a.Hidden, 0, rowsTok); err != nil {
 				return err
 			}
 			in = s.h
+			if dl.moe == nil {
+				normOp, normW = pend[len(pend)-1].o, dl.ffnNorm
+			}
 		}
 		if dl.moe != nil {
 			if err := s.buildMoE(i, dl, in, add, matmul, norm); err != nil {
@@ -515,7 +554,16 @@ func (s *Session) build() error {
 				if err := matmul(lbl("gate/up"), w, in, s.gu, nil, 0, 1, 0, 0, 2*dl.f, off, rowsTok); err != nil {
 					return err
 				}
-				if fused {
+				switch {
+				case normOp != nil && fused:
+					if err := fuseNorm(normOp, normW, w, nil, s.act, 2, act, dl.f, 0); err != nil {
+						return err
+					}
+				case normOp != nil:
+					if err := fuseNorm(normOp, normW, w, nil, s.gu, 0, 0, 2*dl.f, off); err != nil {
+						return err
+					}
+				case fused:
 					o := pend[len(pend)-1].o
 					pend[len(pend)-1].prefill = true
 					pend = append(pend, pendingOp{o: o, p: o.mv, label: lbl("gate/up act"), second: true,
