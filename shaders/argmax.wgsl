@@ -20,13 +20,29 @@ var<workgroup> bi: array<u32, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     let row = (step[3] - 1u) * p.n;
-    var best = -3.4e38;
-    var idx = 0xFFFFFFFFu;
-    for (var i = lid.x; i < p.n; i += 256u) {
-        let v = logits[row + i];
-        if (v > best || (idx == 0xFFFFFFFFu && v == best)) {
-            best = v;
-            idx = i;
+    // Four independent running picks per thread (indices i, i+256, i+512,
+    // i+768 of each 1024): a single chain waits on every load in turn,
+    // and over a vocabulary of 100k+ that serial latency was the cost.
+    var bestv = array<f32, 4>(-3.4e38, -3.4e38, -3.4e38, -3.4e38);
+    var besti = array<u32, 4>(0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu);
+    for (var i0 = lid.x; i0 < p.n; i0 += 1024u) {
+        for (var c = 0u; c < 4u; c++) {
+            let i = i0 + 256u * c;
+            if (i < p.n) {
+                let v = logits[row + i];
+                if (v > bestv[c] || (besti[c] == 0xFFFFFFFFu && v == bestv[c])) {
+                    bestv[c] = v;
+                    besti[c] = i;
+                }
+            }
+        }
+    }
+    var best = bestv[0];
+    var idx = besti[0];
+    for (var c = 1u; c < 4u; c++) {
+        if (besti[c] != 0xFFFFFFFFu && (idx == 0xFFFFFFFFu || bestv[c] > best || (bestv[c] == best && besti[c] < idx))) {
+            best = bestv[c];
+            idx = besti[c];
         }
     }
     bv[lid.x] = best;

@@ -19,3 +19,12 @@ fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 2> {
     let d = unpack2x16float(q.w);
     return array<vec4<f32>, 2>(vec4<f32>(a.x, a.y, b.x, b.y), vec4<f32>(c.x, c.y, d.x, d.y));
 }
+
+// fetchq and chunkscale split fetchc (see codec_f32.wgsl).
+fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 2> {
+    return fetchc(e, soff);
+}
+
+fn chunkscale(e: u32, soff: u32) -> f32 {
+    return 1.0;
+}

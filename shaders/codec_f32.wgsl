@@ -8,3 +8,14 @@ fn fetch4(e: u32, soff: u32) -> vec4<f32> {
 fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 1> {
     return array<vec4<f32>, 1>(bitcast<vec4<f32>>(w[e / 4u]));
 }
+
+// fetchq and chunkscale split fetchc for kernels that apply a chunk's
+// scale once to a sum instead of to every element: fetchc(e) equals
+// fetchq(e) * chunkscale(e).
+fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 1> {
+    return fetchc(e, soff);
+}
+
+fn chunkscale(e: u32, soff: u32) -> f32 {
+    return 1.0;
+}

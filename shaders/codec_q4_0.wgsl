@@ -36,3 +36,17 @@ fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 8> {
         q4x4(q.x & m, d), q4x4(q.y & m, d), q4x4(q.z & m, d), q4x4(q.w & m, d),
         q4x4((q.x >> 4u) & m, d), q4x4((q.y >> 4u) & m, d), q4x4((q.z >> 4u) & m, d), q4x4((q.w >> 4u) & m, d));
 }
+
+// fetchq and chunkscale split fetchc (see codec_f32.wgsl): the values
+// nibble-8, and the block scale applied once per chunk sum.
+fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 8> {
+    let q = w[e / 32u];
+    let m = 0x0F0F0F0Fu;
+    return array<vec4<f32>, 8>(
+        q4x4(q.x & m, 1.0), q4x4(q.y & m, 1.0), q4x4(q.z & m, 1.0), q4x4(q.w & m, 1.0),
+        q4x4((q.x >> 4u) & m, 1.0), q4x4((q.y >> 4u) & m, 1.0), q4x4((q.z >> 4u) & m, 1.0), q4x4((q.w >> 4u) & m, 1.0));
+}
+
+fn chunkscale(e: u32, soff: u32) -> f32 {
+    return q4scale(e / 32u, soff);
+}

@@ -29,3 +29,14 @@ fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 4> {
     let d = q8scale(e / 32u, soff);
     return array<vec4<f32>, 4>(q8x4(q.x) * d, q8x4(q.y) * d, q8x4(q.z) * d, q8x4(q.w) * d);
 }
+
+// fetchq and chunkscale split fetchc (see codec_f32.wgsl): the int8
+// values, and the block scale applied once per chunk sum.
+fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 4> {
+    let q = w[e / 16u];
+    return array<vec4<f32>, 4>(q8x4(q.x), q8x4(q.y), q8x4(q.z), q8x4(q.w));
+}
+
+fn chunkscale(e: u32, soff: u32) -> f32 {
+    return q8scale(e / 32u, soff);
+}

@@ -15,7 +15,8 @@ import (
 // shaders.GemmLarge: on an H200 at 512 tokens it ran the 16384-row fused
 // gate/up weight about 15% faster than the default tiling, and the
 // 2048..3072-row weights slower (too few workgroups to fill the GPU).
-const gemmLargeRows = 8192
+// CORTIQ_GEMM_LARGE_ROWS overrides it for tuning.
+var gemmLargeRows = tuneInt("CORTIQ_GEMM_LARGE_ROWS", 8192, 1, 1<<30)
 
 // gemmMinTokens is the step length from which matmuls use the tiled GEMM:
 // a tile of 64 tokens mostly idles on fewer, where the row-blocked matmul
