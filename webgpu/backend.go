@@ -65,7 +65,9 @@ type Options struct {
 	// too every layer is eligible.
 	Layers string
 	// Chunk is the number of prompt positions per prefill submit (default
-	// 512: the tiled GEMM needs hundreds of tokens to fill a large GPU).
+	// 512: the tiled GEMM needs hundreds of tokens to fill a large GPU;
+	// fewer when an activation buffer would outgrow a storage binding, and
+	// at most moeChunk with routed experts).
 	// Steps that return every position's logits go in chunks of at most
 	// headChunk.
 	Chunk int

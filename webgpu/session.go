@@ -159,6 +159,14 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 			s.chunk = min(s.chunk, moeChunk)
 		}
 	}
+	// Every chunk-sized activation buffer must fit one storage binding
+	// (128 MiB in browsers by default): the widest is gate/up's.
+	limit := uint64(maxBinding)
+	if l := b.dev.Limits().MaxStorageBufferBindingSize; l > 0 {
+		limit = min(limit, l)
+	}
+	widest := max(b.arch.Hidden, b.maxQKV, b.maxAtt, 2*b.maxFFN)
+	s.chunk = max(1, min(s.chunk, int(limit/uint64(4*widest))))
 	s.headChunk = min(s.chunk, headChunk)
 	// Split-K attention: at most 64 splits of at least 256 positions.
 	s.splitLen = max(256, (maxLen+63)/64)
