@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cortiq/cortiq/backend"
@@ -42,9 +43,13 @@ type Engine struct {
 	Model     *model.Model
 	Tokenizer *tokenizer.Tokenizer // nil when the source carries none
 	opts      Options
-	cpu       backend.Backend
 	dev       backend.Backend // nil when running on the CPU only
 	devErr    error           // why the device backend is not in use
+	owned     bool            // Close releases the backends and the model
+
+	cpuMu  sync.Mutex
+	cpu    backend.Backend // built by cpuNew on first use when nil
+	cpuNew func() (backend.Backend, error)
 }
 
 // NewFromModel builds an engine around an already imported model.
@@ -52,7 +57,7 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 	if opts.Backend == "" {
 		opts.Backend = "auto"
 	}
-	e := &Engine{Model: m, opts: opts}
+	e := &Engine{Model: m, opts: opts, owned: true}
 	if m.Tokenizer != nil {
 		tok, err := tokenizer.Load(m.Tokenizer)
 		if err != nil {
@@ -95,6 +100,32 @@ func (e *Engine) wantDevice() string {
 	return autoDevice
 }
 
+// NewWithBackends builds an engine around backends its caller made and
+// keeps (the browser build, which loads them its own way): dev may be nil,
+// with devErr saying why; cpu builds the CPU backend the first time a
+// session needs it, so a model the device holds is not also read into
+// memory. Close leaves the backends and the model to the caller.
+func NewWithBackends(m *model.Model, tok *tokenizer.Tokenizer, dev backend.Backend, devErr error, cpu func() (backend.Backend, error), opts Options) *Engine {
+	return &Engine{Model: m, Tokenizer: tok, opts: opts, dev: dev, devErr: devErr, cpuNew: cpu}
+}
+
+// cpuBackend is the CPU backend, built on first use.
+func (e *Engine) cpuBackend() (backend.Backend, error) {
+	e.cpuMu.Lock()
+	defer e.cpuMu.Unlock()
+	if e.cpu == nil {
+		if e.cpuNew == nil {
+			return nil, errors.New("engine: no CPU backend")
+		}
+		c, err := e.cpuNew()
+		if err != nil {
+			return nil, err
+		}
+		e.cpu = c
+	}
+	return e.cpu, nil
+}
+
 // DeviceError says why no device backend is in use (nil when one is, or
 // when none was asked for).
 func (e *Engine) DeviceError() error { return e.devErr }
@@ -104,11 +135,14 @@ func (e *Engine) BackendName() string {
 	if e.dev != nil {
 		return e.dev.Name()
 	}
-	return e.cpu.Name()
+	return "cpu"
 }
 
 // Close releases the backends and the model's mapping.
 func (e *Engine) Close() error {
+	if !e.owned {
+		return nil
+	}
 	var errs []error
 	if e.dev != nil {
 		errs = append(errs, e.dev.Close())
@@ -140,6 +174,7 @@ type Request struct {
 	Stop       []string // stop strings (not included in the text)
 	IgnoreEOS  bool     // keep going past end-of-sequence ids
 	MaxContext int      // 0 = the engine's
+	Backend    string   // "cpu" runs this request on the CPU even when a device is in use
 	// GreedyBatch > 1 lets a greedy generation without penalties pick that
 	// many tokens per device submit (the argmax feeding the next embedding
 	// on the device). Tokens still stream one by one, in bursts.
@@ -148,8 +183,9 @@ type Request struct {
 
 // Token is one generated token as it streams.
 type Token struct {
-	ID   int    `json:"id"`
-	Text string `json:"text"` // the UTF-8 text this token completes (may be "")
+	ID      int    `json:"id"`
+	Text    string `json:"text"` // the UTF-8 text this token completes (may be "")
+	Backend string `json:"-"`    // the backend that computed it
 }
 
 // Result summarizes a finished generation.
@@ -208,7 +244,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	if maxNew <= 0 || len(prompt)+maxNew > maxCtx {
 		maxNew = maxCtx - len(prompt)
 	}
-	sess, err := e.newSession(maxCtx)
+	sess, err := e.newSession(maxCtx, req.Backend)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +311,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		}
 		text.WriteString(emit)
 		if onToken != nil && (!isEOS || emit != "") {
-			if err := onToken(Token{ID: id, Text: emit}); err != nil {
+			if err := onToken(Token{ID: id, Text: emit, Backend: sess.name()}); err != nil {
 				return nil, err
 			}
 		}
@@ -362,10 +398,40 @@ func (e *Engine) isEOS(id int) bool {
 
 // Logits returns the logits of every position of ids ([len(ids)*vocab]).
 func (e *Engine) Logits(ctx context.Context, ids []int) ([]float32, error) {
-	sess, err := e.newSession(len(ids) + 1)
+	r, err := e.LogitsOn(ctx, ids, "")
+	if err != nil {
+		return nil, err
+	}
+	return r.Logits, nil
+}
+
+// LogitsResult is what LogitsOn computed and where.
+type LogitsResult struct {
+	Logits      []float32 // [len(ids)*vocab]
+	Backend     string
+	DeviceError string // why the device did not compute them, when it was to
+}
+
+// LogitsOn is Logits on the backend Request.Backend would choose.
+func (e *Engine) LogitsOn(ctx context.Context, ids []int, backend string) (*LogitsResult, error) {
+	vocab := e.Model.Arch.Vocab
+	for _, id := range ids {
+		if id < 0 || id >= vocab {
+			return nil, fmt.Errorf("engine: token id %d outside the vocabulary (0..%d)", id, vocab-1)
+		}
+	}
+	sess, err := e.newSession(len(ids)+1, backend)
 	if err != nil {
 		return nil, err
 	}
 	defer sess.Close()
-	return sess.Forward(ids, true)
+	out, err := sess.Forward(ids, true)
+	if err != nil {
+		return nil, err
+	}
+	r := &LogitsResult{Logits: out, Backend: sess.name()}
+	if sess.failure != nil {
+		r.DeviceError = sess.failure.Error()
+	}
+	return r, nil
 }

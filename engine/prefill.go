@@ -35,14 +35,18 @@ func (s *session) prefill(prompt []int) ([]float32, error) {
 
 // cpuPrefill runs prompt on a fresh CPU session and snapshots it.
 func (s *session) cpuPrefill(prompt []int) ([]float32, *backend.State, error) {
-	cs, err := s.e.cpu.NewSession(s.maxLen)
+	c, err := s.e.cpuBackend()
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := c.NewSession(s.maxLen)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer cs.Close()
 	ex, ok := cs.(backend.StateExporter)
 	if !ok {
-		return nil, nil, fmt.Errorf("engine: the %s backend cannot export its state", s.e.cpu.Name())
+		return nil, nil, fmt.Errorf("engine: the %s backend cannot export its state", c.Name())
 	}
 	logits, err := cs.Forward(prompt, false)
 	if err != nil {

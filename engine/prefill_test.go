@@ -144,7 +144,7 @@ func TestCPUPrefillReplayFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := e.newSession(64)
+	s, err := e.newSession(64, "")
 	if err != nil {
 		t.Fatal(err)
 	}

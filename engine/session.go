@@ -41,9 +41,10 @@ type session struct {
 	aheadFrom int
 }
 
-func (e *Engine) newSession(maxLen int) (*session, error) {
+// newSession starts on the device unless want is "cpu" or there is none.
+func (e *Engine) newSession(maxLen int, want string) (*session, error) {
 	s := &session{e: e, maxLen: maxLen}
-	if e.dev != nil {
+	if e.dev != nil && want != "cpu" {
 		ds, err := e.dev.NewSession(maxLen)
 		if err == nil {
 			s.cur, s.onDevice = ds, true
@@ -51,7 +52,11 @@ func (e *Engine) newSession(maxLen int) (*session, error) {
 		}
 		s.fallbacks++
 	}
-	cs, err := e.cpu.NewSession(maxLen)
+	c, err := e.cpuBackend()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := c.NewSession(maxLen)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +106,11 @@ func (s *session) toCPU(cause error) error {
 	}
 	s.cur.Close()
 	s.onDevice = false
-	cs, err := s.e.cpu.NewSession(s.maxLen)
+	c, err := s.e.cpuBackend()
+	if err != nil {
+		return errors.Join(cause, err)
+	}
+	cs, err := c.NewSession(s.maxLen)
 	if err != nil {
 		return errors.Join(cause, err)
 	}
@@ -219,7 +228,7 @@ func (s *session) name() string {
 	if s.onDevice {
 		return s.e.dev.Name()
 	}
-	return s.e.cpu.Name()
+	return "cpu"
 }
 
 func (s *session) stats() backend.Stats {

@@ -3,7 +3,8 @@
 //   await cortiq.ready                       the engine is up ({webgpu})
 //   await cortiq.load(nameOrURL, {onProgress, backend, sha256, size, refresh, retries, checkpoint})
 //   await cortiq.generate({prompt | ids | messages, maxTokens, temperature, topK, topP, minP,
-//                          repeatPenalty, seed, backend, stop, ignoreEOS}, onToken)
+//                          repeatPenalty, presencePenalty, frequencyPenalty, repeatLastN,
+//                          seed, backend, stop, ignoreEOS}, onToken)
 //        -> {text, ids, promptIds, backend, prefillTokS, decodeTokS, finishReason, deviceError}
 //   await cortiq.logits(ids, {backend})      -> {logits: Float32Array [positions*vocab], vocab, positions, backend}
 //   await cortiq.stats()   await cortiq.unload()   cortiq.stop()

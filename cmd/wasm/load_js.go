@@ -20,6 +20,7 @@ import (
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/cpu"
+	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/storage"
@@ -51,6 +52,7 @@ type state struct {
 	gpu    *webgpu.Backend // nil when the device declined or is absent
 	gpuErr error
 	cpu    backend.Backend // built on first use when the GPU runs the model
+	eng    *engine.Engine  // over the backends above; built on first use
 	info   *loadInfo
 }
 
@@ -122,7 +124,7 @@ func (s *state) unload() error {
 	if s.m != nil && s.m.Close != nil {
 		errs = append(errs, s.m.Close())
 	}
-	s.m, s.tok, s.gpu, s.gpuErr, s.cpu, s.info = nil, nil, nil, nil, nil, nil
+	s.m, s.tok, s.gpu, s.gpuErr, s.cpu, s.eng, s.info = nil, nil, nil, nil, nil, nil, nil
 	runtime.GC()
 	return errors.Join(errs...)
 }

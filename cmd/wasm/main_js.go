@@ -65,6 +65,9 @@ type request struct {
 	TopP        float32   `json:"topP"`
 	MinP        float32   `json:"minP"`
 	Repeat      float32   `json:"repeatPenalty"`
+	Presence    float32   `json:"presencePenalty"`
+	Frequency   float32   `json:"frequencyPenalty"`
+	RepeatLastN int       `json:"repeatLastN"`
 	Seed        uint64    `json:"seed"`
 	IgnoreEOS   bool      `json:"ignoreEOS"`
 	Stop        []string  `json:"stop"`
