@@ -125,7 +125,7 @@ type cliServer struct {
 
 // serveCLI starts `cortiq serve` on a free loopback port with the bundle
 // and the model, once /healthz answers.
-func serveCLI(t *testing.T, bin, web, model string) *cliServer {
+func serveCLI(t *testing.T, bin, web, model string, extra ...string) *cliServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -133,7 +133,7 @@ func serveCLI(t *testing.T, bin, web, model string) *cliServer {
 	}
 	s := &cliServer{t: t, addr: ln.Addr().String()}
 	ln.Close()
-	s.args = []string{bin, "serve", "--addr", s.addr, "--web", web, "-m", model}
+	s.args = append([]string{bin, "serve", "--addr", s.addr, "--web", web, "-m", model}, extra...)
 	s.start()
 	t.Cleanup(func() {
 		s.stop()
@@ -411,5 +411,62 @@ func remoteGreedy(t *testing.T, ctx context.Context, bin, srv, tab string, nativ
 	}
 	if final.line.TTFTMs >= final.line.TotalMs {
 		t.Errorf("server saw the first token at %.1f ms of %.1f ms: not streamed", final.line.TTFTMs, final.line.TotalMs)
+	}
+}
+
+// TestRemoteWorkerToken: on a server started with --token, the tab opened
+// with &token= fetches the model files with the bearer header (the server
+// answers 401 without it) and serves a generation.
+func TestRemoteWorkerToken(t *testing.T) {
+	needBrowser(t)
+	gguf := needShared(t, "fixtures/models/stories260K.gguf")
+	bin := cli(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const token = "e2e-secret-token"
+	srv := serveCLI(t, bin, bundle(t), gguf, "--token", token)
+	if r, err := http.Get(srv.url() + "/models/stories260K/"); err != nil || r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("model listing without the token: %v %v, want 401", r, err)
+	}
+	b := newBrowser(t, false, "")
+	b.open(srv.url() + "/?worker=1&name=e2e-token-tab&model=stories260K&token=" + token)
+	var st struct {
+		Status    string `json:"status"`
+		Worker    string `json:"worker"`
+		Loaded    string `json:"loaded"`
+		LoadError string `json:"loadError"`
+		LastError string `json:"lastError"`
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b.mustEval(`window.cortiqRemote`, &st, 5*time.Second)
+		if st.LoadError != "" {
+			t.Fatalf("the tab could not load the model: %s", st.LoadError)
+		}
+		if st.Status == "attached" && st.Loaded == "stories260K" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tab state after 60 s: %+v", st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c, err := server.Dial(ctx, srv.url(), token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := 0
+	res, err := c.Generate(ctx, &server.Msg{Worker: st.Worker, Prompt: storiesPrompt, MaxTokens: 8}, func(server.Token) error { n++; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 8 || res.FinishReason != "length" {
+		t.Errorf("generation on the tab: %d tokens, finish %q; want 8, length", n, res.FinishReason)
+	}
+	var href string
+	b.mustEval(`location.href`, &href, 5*time.Second)
+	if strings.Contains(href, token) {
+		t.Errorf("the token stayed in the address bar: %s", href)
 	}
 }

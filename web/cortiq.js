@@ -1,7 +1,8 @@
 // window.cortiq: the page's API to the engine, which runs in worker.js.
 //
 //   await cortiq.ready                       the engine is up ({webgpu})
-//   await cortiq.load(nameOrURL, {onProgress, backend, sha256, size, refresh, retries, checkpoint})
+//   await cortiq.load(nameOrURL, {onProgress, backend, sha256, size, refresh, retries, checkpoint,
+//                                 token})   token: bearer for this page's own origin only
 //   await cortiq.generate({prompt | ids | messages, maxTokens, temperature, topK, topP, minP,
 //                          repeatPenalty, presencePenalty, frequencyPenalty, repeatLastN,
 //                          seed, backend, stop, ignoreEOS}, onToken)

@@ -125,7 +125,9 @@
   async function loadModel(source, onProgress) {
     let info;
     try {
-      info = await cortiq.load(source, { backend: opts.backend, onProgress });
+      // A server started with --token serves its model files only with
+      // the bearer header; the worker sends it to that origin alone.
+      info = await cortiq.load(source, { backend: opts.backend, onProgress, token: opts.token });
     } catch (e) {
       state.loadError = "loading " + source + " failed: " + e.message;
       show();

@@ -290,11 +290,15 @@ func (s *state) fetchModel(ctx context.Context, r request, src source, fsys stor
 	// Whatever manifest there was no longer describes what will be there.
 	hackpadfs.Remove(fsys, dir+"/"+manifestName)
 	client := http.DefaultClient
+	header := http.Header{}
+	if r.Token != "" && sameOrigin(src.Base, origin()) {
+		header.Set("Authorization", "Bearer "+r.Token)
+	}
 	var files []remoteFile
 	entry := ""
 	switch src.Kind {
 	case sourceName:
-		b, err := httpGetSmall(ctx, client, src.Base, 4<<20)
+		b, err := httpGetSmall(ctx, client, src.Base, header, 4<<20)
 		if err != nil {
 			return nil, fmt.Errorf("model %q: listing %s: %w", src.Spec, src.Base, err)
 		}
@@ -351,6 +355,7 @@ func (s *state) fetchModel(ctx context.Context, r request, src source, fsys stor
 		res, err := download.Fetch(ctx, fsys, u, dst, download.Options{
 			SHA256:           f.SHA256,
 			Size:             f.Size,
+			Header:           header,
 			Retries:          retries,
 			RetryDelay:       500 * time.Millisecond,
 			CheckpointBytes:  checkpoint,
@@ -428,10 +433,13 @@ func escapePath(p string) string {
 
 // httpGetSmall fetches a small document (a listing), refusing more than max
 // bytes.
-func httpGetSmall(ctx context.Context, c *http.Client, u string, max int64) ([]byte, error) {
+func httpGetSmall(ctx context.Context, c *http.Client, u string, h http.Header, max int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
+	}
+	for k, vs := range h {
+		req.Header[k] = vs
 	}
 	resp, err := c.Do(req)
 	if err != nil {

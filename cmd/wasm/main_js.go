@@ -50,6 +50,9 @@ type request struct {
 	// an interruption loses at most this much (default 1 MiB).
 	Checkpoint int64 `json:"checkpoint"`
 	Persisted  bool  `json:"persisted"` // what navigator.storage.persist() said on the page
+	// Token is the bearer token of the page's own server (cortiq serve
+	// --token): sent with model requests to that origin, never elsewhere.
+	Token string `json:"token"`
 	// AvailableBytes, when positive, stands in for the origin's free space
 	// (quota - usage) in the quota checks: tests and demos of the failure.
 	AvailableBytes int64 `json:"availableBytes"`

@@ -266,3 +266,17 @@ func parseManifest(b []byte) (*manifest, error) {
 	}
 	return &m, nil
 }
+
+// sameOrigin reports whether URL u is on origin (scheme://host[:port]): a
+// bearer token of the page's own server goes nowhere else.
+func sameOrigin(u, origin string) bool {
+	a, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	b, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	return a.Scheme != "" && a.Host != "" && strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Host, b.Host)
+}

@@ -136,3 +136,23 @@ func FuzzPickFiles(f *testing.F) {
 		}
 	})
 }
+
+func TestSameOrigin(t *testing.T) {
+	for _, c := range []struct {
+		u    string
+		want bool
+	}{
+		{"http://127.0.0.1:8080/models/x/", true},
+		{"HTTP://127.0.0.1:8080/models/x/", true},
+		{"http://127.0.0.1:8081/models/x/", false},
+		{"https://127.0.0.1:8080/models/x/", false},
+		{"https://huggingface.co/x/resolve/main/", false},
+		{"http://127.0.0.1:8080.evil.example/", false},
+		{"/models/x/", false},
+		{"::", false},
+	} {
+		if got := sameOrigin(c.u, "http://127.0.0.1:8080"); got != c.want {
+			t.Errorf("sameOrigin(%q) = %v, want %v", c.u, got, c.want)
+		}
+	}
+}
