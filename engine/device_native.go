@@ -27,7 +27,7 @@ func openWebGPU(m *model.Model, opts Options, host backend.Backend) (backend.Bac
 	}
 	info := dev.Info()
 	forced := opts.Backend == "webgpu" || os.Getenv("CORTIQ_GPU") == "1"
-	if !forced && strings.EqualFold(info.Type, "cpu") {
+	if !forced && !autoKeepsSoftware && strings.EqualFold(info.Type, "cpu") {
 		dev.Close()
 		return nil, fmt.Errorf("adapter %q is a software rasterizer, slower than the CPU engine (--backend webgpu forces it)", info.Name)
 	}
@@ -56,6 +56,10 @@ func openWebGPU(m *model.Model, opts Options, host backend.Backend) (backend.Bac
 	}
 	return &deviceBackend{Backend: b, dev: dev}, nil
 }
+
+// autoKeepsSoftware lets tests run --backend auto's speed probe on a
+// software adapter.
+var autoKeepsSoftware bool
 
 // onDeviceOpen lets tests inject faults into a freshly opened device.
 var onDeviceOpen func(*webgpu.Device)

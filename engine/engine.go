@@ -73,15 +73,29 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 	switch want := e.wantDevice(); want {
 	case "webgpu":
 		dev, err := newDeviceBackend(m, opts, c)
-		if err != nil {
+		switch {
+		case err != nil:
 			// Even an explicit request runs, honestly, on the CPU; the
 			// reason is reported in Result.DeviceError.
 			e.devErr = err
-		} else {
+		case e.autoChoice():
+			if keep, why := keepDeviceByProbe(m, dev, c); !keep {
+				dev.Close()
+				e.devErr = why
+				break
+			}
+			e.dev = dev
+		default:
 			e.dev = dev
 		}
 	}
 	return e, nil
+}
+
+// autoChoice reports whether the device was not asked for explicitly (by
+// --backend webgpu or CORTIQ_GPU=1), so a measurement may decline it.
+func (e *Engine) autoChoice() bool {
+	return e.opts.Backend != "webgpu" && os.Getenv("CORTIQ_GPU") != "1"
 }
 
 func (e *Engine) wantDevice() string {

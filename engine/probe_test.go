@@ -1,0 +1,67 @@
+//go:build !js
+
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cortiq/cortiq/fixtures"
+	"github.com/cortiq/cortiq/probe"
+	"github.com/cortiq/cortiq/resolve"
+	"github.com/cortiq/cortiq/webgpu"
+)
+
+// TestAutoProbe: with --backend auto the engine times the device against
+// the CPU and keeps the faster. On a software adapter and a tiny model the
+// CPU wins by far; the verdict is cached, so the next load does not
+// measure, and --backend webgpu still forces the device.
+func TestAutoProbe(t *testing.T) {
+	if d, err := webgpu.Open(); err != nil {
+		t.Skipf("no WebGPU adapter: %v", err)
+	} else {
+		d.Close()
+	}
+	autoKeepsSoftware = true
+	defer func() { autoKeepsSoftware = false }()
+	cache := filepath.Join(t.TempDir(), "probe.json")
+	probePath = func() string { return cache }
+	defer func() { probePath = probe.DefaultPath }()
+	t.Setenv("CORTIQ_GPU", "")
+	t.Setenv("CORTIQ_PROBE", "")
+	dir := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", "llama")
+	load := func(backend string) *Engine {
+		e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, dir, Options{Backend: backend})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	e := load("auto")
+	if e.dev != nil || e.DeviceError() == nil || !strings.Contains(e.DeviceError().Error(), "measured just now") {
+		t.Fatalf("auto on a software adapter: device kept %v, reason %v; want the CPU, measured", e.dev != nil, e.DeviceError())
+	}
+	data, err := os.ReadFile(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := probe.ParseCache(data)
+	if err != nil || len(entries) != 1 || entries[0].Winner != "host" || !strings.HasPrefix(entries[0].Class, "decode llama ") {
+		t.Fatalf("cached verdicts %+v (%v), want one host verdict for decode llama", entries, err)
+	}
+	t.Logf("verdict: %v", e.DeviceError())
+	if e := load("auto"); e.dev != nil || !strings.Contains(e.DeviceError().Error(), "earlier load") {
+		t.Errorf("second load: device kept %v, reason %v; want the cached verdict", e.dev != nil, e.DeviceError())
+	}
+	if e := load("webgpu"); e.dev == nil {
+		t.Errorf("--backend webgpu: %v; want the device regardless of the verdict", e.DeviceError())
+	}
+	t.Setenv("CORTIQ_PROBE", "0")
+	if e := load("auto"); e.dev == nil {
+		t.Errorf("CORTIQ_PROBE=0: %v; want the device kept without a probe", e.DeviceError())
+	}
+}
