@@ -65,3 +65,53 @@ func TestAutoProbe(t *testing.T) {
 		t.Errorf("CORTIQ_PROBE=0: %v; want the device kept without a probe", e.DeviceError())
 	}
 }
+
+// TestPipelinedGreedyStops: on the device the next greedy batch is already
+// running when a stop string or the length limit ends the generation; the
+// text and ids must still be exactly the CPU's, for batches of 1 and 5.
+func TestPipelinedGreedyStops(t *testing.T) {
+	if d, err := webgpu.Open(); err != nil {
+		t.Skipf("no WebGPU adapter: %v", err)
+	} else {
+		d.Close()
+	}
+	path := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
+	load := func(backend string) *Engine {
+		e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, path, Options{Backend: backend})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	cpu, dev := load("cpu"), load("webgpu")
+	if dev.dev == nil {
+		t.Fatalf("device refused: %v", dev.DeviceError())
+	}
+	for _, req := range []Request{
+		{Prompt: "Once upon a time", MaxTokens: 40, Stop: []string{"park"}},
+		{Prompt: "Once upon a time", MaxTokens: 40, Stop: []string{"park"}, GreedyBatch: 5},
+		{Prompt: "Once upon a time", MaxTokens: 23, GreedyBatch: 5},
+		{Prompt: "Once upon a time", MaxTokens: 1},
+	} {
+		want, err := cpu.Generate(context.Background(), req, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var streamed strings.Builder
+		got, err := dev.Generate(context.Background(), req, func(tok Token) error {
+			streamed.WriteString(tok.Text)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Text != want.Text || !equal(got.IDs, want.IDs) || got.FinishReason != want.FinishReason || streamed.String() != got.Text {
+			t.Errorf("%+v on %s: %q %v (%s), streamed %q; CPU %q %v (%s)", req, got.Backend, got.Text, got.IDs, got.FinishReason,
+				streamed.String(), want.Text, want.IDs, want.FinishReason)
+		}
+		if got.DeviceError != "" {
+			t.Errorf("%+v: device error %s", req, got.DeviceError)
+		}
+	}
+}
