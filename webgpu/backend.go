@@ -780,11 +780,6 @@ func (b *Backend) buildPipelines() error {
 		if _, err := b.matmulNormPipe(c); err != nil {
 			return err
 		}
-		for _, rows := range []int{1, gemmLargeRows} {
-			if _, err := b.gemmFor(c, rows); err != nil {
-				return err
-			}
-		}
 	}
 	for _, ip := range []bool{false, true} {
 		if _, err := b.normPipe(ip); err != nil {

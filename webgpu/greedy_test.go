@@ -2,9 +2,12 @@ package webgpu
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cortiq/cortiq/cpu"
 )
 
 func TestForwardGreedy(t *testing.T) {
@@ -306,5 +309,76 @@ func TestGraphOpsOnce(t *testing.T) {
 		if slices.Contains(labels, "L0 act") || (i == 0 && !slices.Contains(labels, "L0 gate/up")) {
 			t.Errorf("layer %d one-token dispatches %q: want the fused gate/up and no act", i, labels)
 		}
+	}
+}
+
+// TestLongPrefillGemm runs prompts long enough for the tiled GEMM (and a
+// second chunk) through the graph: the last position's logits equal the
+// CPU engine's, and the row-blocked kernel's, for a dense model with fused
+// gate/up rows and one with biases and Gemma norms.
+func TestLongPrefillGemm(t *testing.T) {
+	d := testDevice(t)
+	for _, name := range []string{"llama", "qwen2", "gemma3_text_sw8"} {
+		t.Run(name, func(t *testing.T) {
+			m, _ := loadFixture(t, name)
+			n := 2*gemmMinTokens + 37
+			if m.Arch.Context > 0 {
+				n = min(n, m.Arch.Context-1)
+			}
+			if n < gemmMinTokens {
+				t.Skipf("context %d is shorter than a GEMM step", m.Arch.Context)
+			}
+			ids := make([]int, n)
+			for i := range ids {
+				ids[i] = (i*7919 + 13) % m.Arch.Vocab
+			}
+			cb, err := cpu.New(m, cpu.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cb.Close()
+			cs, err := cb.NewSession(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := cs.Forward(ids, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := func(gemm bool) []float32 {
+				b, err := New(m, Options{Device: d, Chunk: gemmMinTokens + 64})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer b.Close()
+				s, err := b.newSession(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				if !gemm {
+					s.gemmReady = true // leave every matmul on the row-blocked kernel
+				}
+				got, err := s.Forward(ids, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range s.layerOps[0] {
+					if gemm && o.gemmRows > 0 && o.gemm.p == nil {
+						t.Fatalf("%s: the tiled GEMM was not used", o.label)
+					}
+				}
+				return got
+			}
+			withGemm, rowBlocked := run(true), run(false)
+			for i := range want {
+				if d := math.Abs(float64(withGemm[i] - want[i])); d > 1e-4*max(1, math.Abs(float64(want[i]))) {
+					t.Fatalf("logit %d: GEMM %g, CPU %g", i, withGemm[i], want[i])
+				}
+				if d := math.Abs(float64(withGemm[i] - rowBlocked[i])); d > 1e-4*max(1, math.Abs(float64(want[i]))) {
+					t.Fatalf("logit %d: GEMM %g, row-blocked kernel %g", i, withGemm[i], rowBlocked[i])
+				}
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/cogentcore/webgpu/wgpu"
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/tensor"
 )
 
 // Which row count sizes a dispatch.
@@ -38,8 +39,9 @@ type op struct {
 	splitDec, combineDec *op
 
 	gm          *wgpu.BindGroup // the prefill pipelines' bind group, when it differs from g
-	gemm        gemmKernel      // matmuls: the tiled GEMM for steps of gemmMinTokens or more
+	gemm        gemmKernel      // matmuls: the tiled GEMM for steps of gemmMinTokens or more (see prepareGemm)
 	gemmRows    int
+	gemmCodec   tensor.Codec
 	prefillOnly bool // left out of one-token steps (done by a fused kernel there)
 	window      int
 	label       string
@@ -106,6 +108,7 @@ type Session struct {
 	inflight                     []*GreedyBatch // submitted, not collected, oldest first
 	nextSlot                     int
 	greedyTail                   bool // tokens[0] on the device holds the last greedy pick
+	gemmReady                    bool // prepareGemm ran
 	kc, vc                       []*Buffer
 	embed                        *op
 	layerOps                     [][]*op // per layer; nil on host layers
@@ -337,11 +340,7 @@ func (s *Session) build() error {
 		bb, hasBias := bias(biasBuf)
 		gx, gy := matmulGrid(w.rows, mvRows)
 		mx, my := matmulGrid(w.rows, gemmRows)
-		gk, err := b.gemmFor(w.codec, w.rows)
-		if err != nil {
-			return err
-		}
-		o := &op{mv: mv, mm: mm, rows: rows, x: gx, y: gy, mx: mx, my: my, zRows: true, wgBytes: w.bytes, gemm: gk, gemmRows: w.rows}
+		o := &op{mv: mv, mm: mm, rows: rows, x: gx, y: gy, mx: mx, my: my, zRows: true, wgBytes: w.bytes, gemmRows: w.rows, gemmCodec: w.codec}
 		add(label, o, mv, s.param(w.rows, w.cols, w.soff, mode, alpha, softcap, sel, hasBias, outStride, outOff),
 			stepB, W(w.buf), W(x), W(out), bb)
 		return nil
@@ -688,6 +687,32 @@ func (s *Session) encodeLayers(ds []Dispatch, from, to, n, headRows, posEnd int)
 	return ds
 }
 
+// prepareGemm builds the tiled GEMM pipelines the first time a step is long
+// enough to use them. Not at load: the large tilings are big shaders, and
+// a software adapter (SwiftShader in a browser) spent seconds compiling
+// them for a session that never saw a long prompt. A GEMM that does not
+// build leaves its matmul on the row-blocked kernel, which is correct,
+// only slower.
+func (s *Session) prepareGemm(n int) {
+	if s.gemmReady || n < gemmMinTokens {
+		return
+	}
+	s.gemmReady = true
+	prep := func(ops []*op) {
+		for _, o := range ops {
+			if o.mm != nil && o.gemmRows > 0 && o.gemm.p == nil {
+				if k, err := s.b.gemmFor(o.gemmCodec, o.gemmRows); err == nil {
+					o.gemm = k
+				}
+			}
+		}
+	}
+	for _, ops := range s.layerOps {
+		prep(ops)
+	}
+	prep(s.headOps)
+}
+
 // Len is the number of positions consumed.
 func (s *Session) Len() int { return s.pos }
 
@@ -779,6 +804,7 @@ func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) 
 		return nil, errors.New("webgpu: Forward while greedy batches are in flight")
 	}
 	s.greedyTail = false
+	s.prepareGemm(len(tokens))
 	b := s.b
 	a := b.arch
 	d := b.dev
@@ -1016,6 +1042,7 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 		}
 	}
 	d := s.b.dev
+	s.prepareGemm(min(n, s.chunk))
 	for r0 := 0; r0 < n; r0 += s.chunk {
 		m := min(s.chunk, n-r0)
 		part := x[r0*a.Hidden : (r0+m)*a.Hidden]
