@@ -39,8 +39,8 @@ func TestGemmSubset(t *testing.T) {
 			t.Errorf("GemmTile(%s) = %d, %d", c, r, n)
 		}
 	}
-	if _, err := Gemm(tensor.Q4_K); err == nil {
-		t.Error("q4_K gemm module produced")
+	if _, err := Gemm(tensor.Q6_K); err == nil {
+		t.Error("q6_K gemm module produced")
 	}
 	for _, g := range []GemmTiling{
 		{},

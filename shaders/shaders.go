@@ -11,7 +11,8 @@
 // a codec prelude over the storage array `w: array<vec4<u32>>`: fetch4(e,
 // soff) returns weight elements e..e+3 (e a multiple of 4, counted over the
 // whole tensor in row-major order), and fetchc(e, soff) the CHUNK elements
-// from e that one 16-byte load holds (4 f32, 8 f16, 16 q8_0, 32 q4_0), e a
+// from e that one 16-byte load holds (4 f32, 8 f16, 16 q8_0, 32 q4_0; one
+// 32-element sub-block of q4_K, from two loads and its block's header), e a
 // multiple of CHUNK. A matmul's inner dimension must be a multiple of the
 // codec's CHUNK (ChunkOf). Weight layouts on the device:
 //
@@ -20,6 +21,7 @@
 //	          32-element block, then a scale plane (f16 pairs) from u32 soff.
 //	q4_0      repacked the same way (see RepackQ4_0): 4 u32 of nibbles per
 //	          block, then the f16 scale plane.
+//	q4_K      GGUF's 144-byte super-blocks unchanged (rows of 256s).
 //
 // Activations are f32 throughout.
 package shaders
@@ -54,7 +56,7 @@ const (
 )
 
 // Codecs lists the weight codecs the kernels read directly.
-var Codecs = []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0}
+var Codecs = []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K}
 
 // ChunkOf is the number of elements of codec c one 16-byte load holds; a
 // matmul's inner dimension must be a multiple of it.
@@ -66,7 +68,7 @@ func ChunkOf(c tensor.Codec) int {
 		return 8
 	case tensor.Q8_0:
 		return 16
-	case tensor.Q4_0:
+	case tensor.Q4_0, tensor.Q4_K:
 		return 32
 	}
 	return 0

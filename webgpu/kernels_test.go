@@ -124,8 +124,8 @@ func encodeWeight(t *testing.T, c tensor.Codec, rows, cols int, v []float32) ([]
 	if err := tensor.Dequantize(dec, c, raw); err != nil {
 		t.Fatal(err)
 	}
-	if c == tensor.Q4_K || c == tensor.Q6_K {
-		// The device holds K-quants requantized to q8_0: that is exact truth.
+	if c == tensor.Q6_K {
+		// The device holds q6_K requantized to q8_0: that is exact truth.
 		rb8, _ := tensor.Q8_0.RowBytes(cols)
 		q := make([]byte, rows*rb8)
 		if err := tensor.Quantize(q, tensor.Q8_0, dec); err != nil {

@@ -96,7 +96,7 @@ func (b *Backend) uploadParts(label string, ts []*tensor.Tensor) (dw *dweight, o
 		}
 		rows += t.Rows()
 	}
-	if dc, err := deviceCodec(c); err != nil || cols%4 != 0 || (dc.Quantized() && cols%32 != 0) {
+	if dc, err := deviceCodec(c); err != nil || cols%4 != 0 || (planar(dc) && cols%32 != 0) {
 		return nil, false, nil
 	}
 	w, err := b.newRowWriter(label, c, rows, cols)
@@ -151,7 +151,7 @@ func (b *Backend) newRowWriter(name string, c tensor.Codec, rows, cols int) (*ro
 	if c == tensor.F16 && cols%shaders.ChunkOf(tensor.F16) != 0 {
 		w.dc = tensor.F32
 	}
-	if w.dc.Quantized() {
+	if planar(w.dc) {
 		switch w.dc {
 		case tensor.Q8_0:
 			w.qBytes = 32
@@ -200,7 +200,7 @@ func (w *rowWriter) put(r0 int, chunk []byte) error {
 	var err error
 	c, dc := w.c, w.dc
 	switch {
-	case c == dc && (c == tensor.F32 || c == tensor.F16):
+	case c == dc && !planar(dc):
 		data = chunk
 	case c == dc && (c == tensor.Q8_0 || c == tensor.Q4_0):
 		// Repacked into one reused buffer: a fresh copy per range would
@@ -216,7 +216,7 @@ func (w *rowWriter) put(r0 int, chunk []byte) error {
 			return err
 		}
 	}
-	if !dc.Quantized() {
+	if !planar(dc) {
 		return w.write(int64(r0)*int64(w.drb), data)
 	}
 	if w.bpr%2 == 1 && r0%2 == 1 {
@@ -236,7 +236,7 @@ func (w *rowWriter) done() *dweight {
 	b.stats.resident += int64(w.buf.Size())
 	b.stats.upload += w.size
 	var soff uint32
-	if w.dc.Quantized() {
+	if planar(w.dc) {
 		soff = uint32(w.qlen / 4)
 	}
 	return &dweight{name: w.name, buf: w.buf, codec: w.dc, rows: w.rows, cols: w.cols, soff: soff, bytes: w.size}

@@ -19,22 +19,28 @@ type dweight struct {
 }
 
 // deviceCodec is the codec a weight of codec c is held in on the device.
-// q4_K and q6_K are converted at load to q8_0 (dequantize, requantize per
-// 32-block): the kernels stay simple, the result stays 8-bit (error of one
-// q8_0 rounding on top of the K-quant's, ~0.4% of a block's largest
-// magnitude) at 1.9x (q4_K) / 1.3x (q6_K) the bytes. bf16 widens to f32
-// (exact) because f16 cannot hold bf16's range.
+// q4_K (the bulk of the common Q4_K_M files) is read directly, GGUF's
+// super-blocks unchanged and decoded exactly as the CPU does. q6_K is
+// converted at load to q8_0 (dequantize, requantize per 32-block): the
+// result stays 8-bit (error of one q8_0 rounding on top of the K-quant's,
+// ~0.4% of a block's largest magnitude) at 1.3x the bytes. bf16 widens to
+// f32 (exact) because f16 cannot hold bf16's range.
 func deviceCodec(c tensor.Codec) (tensor.Codec, error) {
 	switch c {
-	case tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0:
+	case tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K:
 		return c, nil
 	case tensor.BF16:
 		return tensor.F32, nil
-	case tensor.Q4_K, tensor.Q6_K:
+	case tensor.Q6_K:
 		return tensor.Q8_0, nil
 	}
 	return 0, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, c)
 }
+
+// planar reports whether device codec dc is stored as a quant plane then a
+// scale plane (q8_0, q4_0: GGUF's 34- and 18-byte blocks are not 4-byte
+// aligned); every other device codec keeps its bytes.
+func planar(dc tensor.Codec) bool { return dc == tensor.Q8_0 || dc == tensor.Q4_0 }
 
 // deviceBytes is the size of rows x cols elements of codec c on the device.
 func deviceBytes(c tensor.Codec, rows, cols int) int64 {
@@ -50,7 +56,7 @@ func deviceBytes(c tensor.Codec, rows, cols int) int64 {
 		return 0
 	}
 	n := int64(rows) * int64(rb)
-	if dc.Quantized() {
+	if planar(dc) {
 		n += 4 // scale plane padding
 	}
 	return n
@@ -97,7 +103,7 @@ func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows
 		return F32Bytes(f), tensor.F32, rows, cols, 0, nil
 	}
 	switch c {
-	case tensor.F32, tensor.F16:
+	case tensor.F32, tensor.F16, tensor.Q4_K:
 		return raw, c, rows, cols, 0, nil
 	case tensor.BF16:
 		f := make([]float32, rows*cols)
@@ -111,7 +117,7 @@ func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows
 	case tensor.Q4_0:
 		data, soff, err = shaders.RepackQ4_0(raw)
 		return data, c, rows, cols, soff, err
-	case tensor.Q4_K, tensor.Q6_K:
+	case tensor.Q6_K:
 		f := make([]float32, rows*cols)
 		if err := tensor.Dequantize(f, c, raw); err != nil {
 			return nil, 0, 0, 0, 0, err
