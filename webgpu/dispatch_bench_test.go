@@ -452,30 +452,3 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     %s
 }`, w, rpt, w/64*rpt, loop, end)
 }
-
-const streamR4 = `struct P { rows: u32, cols: u32, soff: u32, mode: u32, alpha: f32, softcap: f32, sel: u32, has_bias: u32, out_stride: u32, out_off: u32, _p0: u32, _p1: u32, }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> step: array<u32>;
-@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
-@group(0) @binding(5) var<storage, read> bias: array<f32>;
-var<workgroup> red: array<f32, 64>;
-@compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let row0 = (wg.x + wg.y * nwg.x) * 4u;
-    var acc = 0.0;
-    for (var j = lid.x; j < p.cols / 32u; j += 64u) {
-        for (var r = 0u; r < 4u; r++) {
-            let q = w[(min(row0 + r, p.rows - 1u) * p.cols) / 32u + j];
-            acc += f32(q.x & 255u) * x[j].x;
-        }
-    }
-    red[lid.x] = acc;
-    workgroupBarrier();
-    if (lid.x == 0u) {
-        var s = 0.0;
-        for (var i = 0u; i < 64u; i++) { s += red[i]; }
-        out[min(row0, p.rows - 1u)] = s;
-    }
-}`
