@@ -22,6 +22,7 @@
 //	q4_0      repacked the same way (see RepackQ4_0): 4 u32 of nibbles per
 //	          block, then the f16 scale plane.
 //	q4_K      GGUF's 144-byte super-blocks unchanged (rows of 256s).
+//	q6_K      GGUF's 210-byte super-blocks, each padded to 224 bytes (PadQ6_K).
 //
 // Activations are f32 throughout.
 package shaders
@@ -56,7 +57,7 @@ const (
 )
 
 // Codecs lists the weight codecs the kernels read directly.
-var Codecs = []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K}
+var Codecs = []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K}
 
 // ChunkOf is the number of elements of codec c one 16-byte load holds; a
 // matmul's inner dimension must be a multiple of it.
@@ -68,7 +69,7 @@ func ChunkOf(c tensor.Codec) int {
 		return 8
 	case tensor.Q8_0:
 		return 16
-	case tensor.Q4_0, tensor.Q4_K:
+	case tensor.Q4_0, tensor.Q4_K, tensor.Q6_K:
 		return 32
 	}
 	return 0
@@ -189,6 +190,29 @@ func RepackQ8_0(src []byte) ([]byte, uint32, error) {
 // of nibbles).
 func RepackQ4_0(src []byte) ([]byte, uint32, error) {
 	return repack(src, 18, 16)
+}
+
+// Q6KDeviceBlock is the bytes of one q6_K super-block on the device.
+const Q6KDeviceBlock = 224
+
+// PadQ6_K lays q6_K super-blocks (210 bytes) out for the device: each one
+// padded with zeros to Q6KDeviceBlock bytes, so every block starts on a
+// 16-byte boundary; the bytes keep their offsets within the block.
+func PadQ6_K(dst, src []byte) ([]byte, error) {
+	if len(src)%210 != 0 {
+		return nil, fmt.Errorf("shaders: %d bytes is not a whole number of 210-byte q6_K blocks", len(src))
+	}
+	n := len(src) / 210
+	if cap(dst) < n*Q6KDeviceBlock {
+		dst = make([]byte, n*Q6KDeviceBlock)
+	}
+	dst = dst[:n*Q6KDeviceBlock]
+	for b := 0; b < n; b++ {
+		o := dst[b*Q6KDeviceBlock : (b+1)*Q6KDeviceBlock]
+		copy(o, src[b*210:(b+1)*210])
+		clear(o[210:])
+	}
+	return dst, nil
 }
 
 func repack(src []byte, blockBytes, qBytes int) ([]byte, uint32, error) {

@@ -124,17 +124,6 @@ func encodeWeight(t *testing.T, c tensor.Codec, rows, cols int, v []float32) ([]
 	if err := tensor.Dequantize(dec, c, raw); err != nil {
 		t.Fatal(err)
 	}
-	if c == tensor.Q6_K {
-		// The device holds q6_K requantized to q8_0: that is exact truth.
-		rb8, _ := tensor.Q8_0.RowBytes(cols)
-		q := make([]byte, rows*rb8)
-		if err := tensor.Quantize(q, tensor.Q8_0, dec); err != nil {
-			t.Fatal(err)
-		}
-		if err := tensor.Dequantize(dec, tensor.Q8_0, q); err != nil {
-			t.Fatal(err)
-		}
-	}
 	data, codec, _, _, soff, err := encodeForDevice([]*tensor.Tensor{{Name: "w", Codec: c, Shape: []int{rows, cols}, Data: raw}})
 	if err != nil {
 		t.Fatal(err)

@@ -51,9 +51,8 @@ func quantized(t *testing.T, m *model.Model, c tensor.Codec) *model.Model {
 // difference is the order of float32 additions: measured at most 1.1e-5
 // absolute on these models for every codec, so quantTol (1e-4, the CPU's
 // own bound against transformers) holds with a 10x margin. (K-quants cannot
-// encode these 64-wide rows: TestParityQ4K covers q4_K on a 256-wide model,
-// and q6_K's load-time conversion is covered by the kernel tests, where the
-// device's q8_0 values are the reference.)
+// encode these 64-wide rows: TestParityKQuants covers them on a 256-wide
+// model.)
 func TestParityQuantized(t *testing.T) {
 	d := testDevice(t)
 	for _, name := range []string{"llama", "gemma2", "qwen2", "olmo2"} {
@@ -97,14 +96,14 @@ func TestParityQuantized(t *testing.T) {
 	}
 }
 
-// TestParityQ4K runs q4_K weights (which need rows of 256) read directly by
-// the kernels: a synthetic llama of hidden 256 with every matrix in q4_K,
-// prefill logits of every position and decode steps (fused norm and
-// gate/up) against the CPU engine on the same weights.
-func TestParityQ4K(t *testing.T) {
+// TestParityKQuants runs q4_K and q6_K weights (which need rows of 256),
+// read directly by the kernels: a synthetic llama of hidden 256 with every
+// matrix in the codec, prefill logits of every position and decode steps
+// (fused norm and gate/up) against the CPU engine on the same weights.
+func TestParityKQuants(t *testing.T) {
 	d := testDevice(t)
-	path := filepath.Join(t.TempDir(), "q4k.gguf")
-	shape := synth.Shape{Name: "q4k", Arch: "llama", Hidden: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512,
+	path := filepath.Join(t.TempDir(), "k.gguf")
+	shape := synth.Shape{Name: "k", Arch: "llama", Hidden: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512,
 		Vocab: 512, RopeTheta: 10000, Context: 64}
 	if err := synth.Write(path, shape, tensor.F32); err != nil {
 		t.Fatal(err)
@@ -114,48 +113,52 @@ func TestParityQ4K(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m := quantized(t, f, tensor.Q4_K)
-	ids := []int{1, 7, 300, 42, 511, 2, 99, 3, 250, 17}
-	cb, err := cpu.New(m, cpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cb.Close()
-	gb, err := New(m, Options{Device: d, Chunk: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gb.Close()
-	if got := gb.layers[0].down.codec; got != tensor.Q4_K {
-		t.Fatalf("device holds ffn_down as %s, want q4_K read directly", got)
-	}
-	cs, err := cb.NewSession(32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs, err := gb.NewSession(32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gs.Close()
-	want, err := cs.Forward(ids, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := gs.Forward(ids, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkRows(t, "prefill", got, want, shape.Vocab, quantTol)
-	for _, tok := range []int{5, 6, 7, 8} {
-		want, err := cs.Forward([]int{tok}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := gs.Forward([]int{tok}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkRows(t, "decode", got, want, shape.Vocab, quantTol)
+	for _, c := range []tensor.Codec{tensor.Q4_K, tensor.Q6_K} {
+		t.Run(c.String(), func(t *testing.T) {
+			m := quantized(t, f, c)
+			ids := []int{1, 7, 300, 42, 511, 2, 99, 3, 250, 17}
+			cb, err := cpu.New(m, cpu.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cb.Close()
+			gb, err := New(m, Options{Device: d, Chunk: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gb.Close()
+			if got := gb.layers[0].down.codec; got != c {
+				t.Fatalf("device holds ffn_down as %s, want %s read directly", got, c)
+			}
+			cs, err := cb.NewSession(32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs, err := gb.NewSession(32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gs.Close()
+			want, err := cs.Forward(ids, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := gs.Forward(ids, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRows(t, "prefill", got, want, shape.Vocab, quantTol)
+			for _, tok := range []int{5, 6, 7, 8} {
+				want, err := cs.Forward([]int{tok}, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := gs.Forward([]int{tok}, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkRows(t, "decode", got, want, shape.Vocab, quantTol)
+			}
+		})
 	}
 }

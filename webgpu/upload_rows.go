@@ -165,7 +165,7 @@ func (b *Backend) newRowWriter(name string, c tensor.Codec, rows, cols int) (*ro
 		w.qlen = nb * int64(w.qBytes)
 		w.size = w.qlen + (nb*2+3)&^3
 	} else {
-		if w.drb, err = w.dc.RowBytes(cols); err != nil {
+		if w.drb, err = deviceRowBytes(w.dc, cols); err != nil {
 			return nil, err
 		}
 		w.size = int64(rows) * int64(w.drb)
@@ -200,6 +200,11 @@ func (w *rowWriter) put(r0 int, chunk []byte) error {
 	var err error
 	c, dc := w.c, w.dc
 	switch {
+	case c == dc && dc == tensor.Q6_K:
+		if data, err = shaders.PadQ6_K(w.scratch, chunk); err != nil {
+			return err
+		}
+		w.scratch = data
 	case c == dc && !planar(dc):
 		data = chunk
 	case c == dc && (c == tensor.Q8_0 || c == tensor.Q4_0):

@@ -49,9 +49,9 @@ func TestUploadRowsMatchesWhole(t *testing.T) {
 	withRowChunk(t, 4<<10)
 	b := &Backend{dev: d}
 	rng := rand.New(rand.NewSource(1))
-	for _, c := range []tensor.Codec{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0} {
-		for _, cols := range []int{64, 96, 100} {
-			if c.Quantized() && cols%32 != 0 {
+	for _, c := range []tensor.Codec{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
+		for _, cols := range []int{64, 96, 100, 512} {
+			if _, err := c.RowBytes(cols); err != nil {
 				continue
 			}
 			rows := 301
@@ -224,8 +224,11 @@ func TestUploadPartsMatchesFused(t *testing.T) {
 	d := testDevice(t)
 	b := &Backend{dev: d}
 	rng := rand.New(rand.NewSource(2))
-	for _, c := range []tensor.Codec{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0} {
-		for _, cols := range []int{64, 96} {
+	for _, c := range []tensor.Codec{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
+		for _, cols := range []int{64, 96, 256} {
+			if _, err := c.RowBytes(cols); err != nil {
+				continue
+			}
 			for _, parts := range [][]int{{10, 6, 6}, {7, 3}} {
 				var ts []*tensor.Tensor
 				for i, rows := range parts {

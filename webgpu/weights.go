@@ -19,22 +19,28 @@ type dweight struct {
 }
 
 // deviceCodec is the codec a weight of codec c is held in on the device.
-// q4_K (the bulk of the common Q4_K_M files) is read directly, GGUF's
-// super-blocks unchanged and decoded exactly as the CPU does. q6_K is
-// converted at load to q8_0 (dequantize, requantize per 32-block): the
-// result stays 8-bit (error of one q8_0 rounding on top of the K-quant's,
-// ~0.4% of a block's largest magnitude) at 1.3x the bytes. bf16 widens to
-// f32 (exact) because f16 cannot hold bf16's range.
+// q4_K and q6_K (the two codecs of the common Q4_K_M files) are read
+// directly, GGUF's super-blocks kept (q6_K padded to 224 bytes) and decoded
+// exactly as the CPU does. bf16 widens to f32 (exact) because f16 cannot
+// hold bf16's range.
 func deviceCodec(c tensor.Codec) (tensor.Codec, error) {
 	switch c {
-	case tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K:
+	case tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K:
 		return c, nil
 	case tensor.BF16:
 		return tensor.F32, nil
-	case tensor.Q6_K:
-		return tensor.Q8_0, nil
 	}
 	return 0, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, c)
+}
+
+// deviceRowBytes is the bytes of one row of cols elements of device codec
+// dc (q6_K blocks are padded on the device).
+func deviceRowBytes(dc tensor.Codec, cols int) (int, error) {
+	rb, err := dc.RowBytes(cols)
+	if err != nil || dc != tensor.Q6_K {
+		return rb, err
+	}
+	return rb / 210 * shaders.Q6KDeviceBlock, nil
 }
 
 // planar reports whether device codec dc is stored as a quant plane then a
@@ -51,7 +57,7 @@ func deviceBytes(c tensor.Codec, rows, cols int) int64 {
 	if dc == tensor.F16 && cols%shaders.ChunkOf(tensor.F16) != 0 {
 		dc = tensor.F32
 	}
-	rb, err := dc.RowBytes(cols)
+	rb, err := deviceRowBytes(dc, cols)
 	if err != nil {
 		return 0
 	}
@@ -118,17 +124,8 @@ func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows
 		data, soff, err = shaders.RepackQ4_0(raw)
 		return data, c, rows, cols, soff, err
 	case tensor.Q6_K:
-		f := make([]float32, rows*cols)
-		if err := tensor.Dequantize(f, c, raw); err != nil {
-			return nil, 0, 0, 0, 0, err
-		}
-		rb, _ := tensor.Q8_0.RowBytes(cols)
-		q := make([]byte, rows*rb)
-		if err := tensor.Quantize(q, tensor.Q8_0, f); err != nil {
-			return nil, 0, 0, 0, 0, err
-		}
-		data, soff, err = shaders.RepackQ8_0(q)
-		return data, tensor.Q8_0, rows, cols, soff, err
+		data, err = shaders.PadQ6_K(nil, raw)
+		return data, c, rows, cols, 0, err
 	}
 	return nil, 0, 0, 0, 0, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, c)
 }
