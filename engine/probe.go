@@ -39,8 +39,11 @@ func keepDeviceByProbe(m *model.Model, dev, cpu backend.Backend) (keep bool, why
 	path := probePath()
 	tbl := probe.NewTable(probeVersion, dev.Name(), path)
 	cls := tbl.Class("decode " + shapeKey(m))
-	if v := cls.Verdict(); v != probe.Undecided {
-		return v == probe.DeviceWins, hostWinsError(dev, path, true)
+	switch cls.Verdict() {
+	case probe.DeviceWins:
+		return true, nil
+	case probe.HostWins:
+		return false, hostWinsError(dev, path, true)
 	}
 	ds, err := dev.NewSession(probeSteps + 2)
 	if err != nil {
@@ -70,7 +73,10 @@ func keepDeviceByProbe(m *model.Model, dev, cpu backend.Backend) (keep bool, why
 		}
 	}
 	// A close race left undecided after probeSteps keeps the device.
-	return cls.Verdict() != probe.HostWins, hostWinsError(dev, path, false)
+	if cls.Verdict() == probe.HostWins {
+		return false, hostWinsError(dev, path, false)
+	}
+	return true, nil
 }
 
 func hostWinsError(dev backend.Backend, path string, cached bool) error {

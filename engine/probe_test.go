@@ -20,11 +20,7 @@ import (
 // CPU wins by far; the verdict is cached, so the next load does not
 // measure, and --backend webgpu still forces the device.
 func TestAutoProbe(t *testing.T) {
-	if d, err := webgpu.Open(); err != nil {
-		t.Skipf("no WebGPU adapter: %v", err)
-	} else {
-		d.Close()
-	}
+	needAdapter(t)
 	autoKeepsSoftware = true
 	defer func() { autoKeepsSoftware = false }()
 	cache := filepath.Join(t.TempDir(), "probe.json")
@@ -33,14 +29,7 @@ func TestAutoProbe(t *testing.T) {
 	t.Setenv("CORTIQ_GPU", "")
 	t.Setenv("CORTIQ_PROBE", "")
 	dir := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", "llama")
-	load := func(backend string) *Engine {
-		e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, dir, Options{Backend: backend})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		return e
-	}
+	load := func(backend string) *Engine { return loadEngine(t, dir, backend) }
 	e := load("auto")
 	if e.dev != nil || e.DeviceError() == nil || !strings.Contains(e.DeviceError().Error(), "measured just now") {
 		t.Fatalf("auto on a software adapter: device kept %v, reason %v; want the CPU, measured", e.dev != nil, e.DeviceError())
@@ -70,20 +59,9 @@ func TestAutoProbe(t *testing.T) {
 // running when a stop string or the length limit ends the generation; the
 // text and ids must still be exactly the CPU's, for batches of 1 and 5.
 func TestPipelinedGreedyStops(t *testing.T) {
-	if d, err := webgpu.Open(); err != nil {
-		t.Skipf("no WebGPU adapter: %v", err)
-	} else {
-		d.Close()
-	}
+	needAdapter(t)
 	path := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
-	load := func(backend string) *Engine {
-		e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, path, Options{Backend: backend})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		return e
-	}
+	load := func(backend string) *Engine { return loadEngine(t, path, backend) }
 	cpu, dev := load("cpu"), load("webgpu")
 	if dev.dev == nil {
 		t.Fatalf("device refused: %v", dev.DeviceError())
@@ -114,4 +92,26 @@ func TestPipelinedGreedyStops(t *testing.T) {
 			t.Errorf("%+v: device error %s", req, got.DeviceError)
 		}
 	}
+}
+
+// needAdapter skips the test when no WebGPU adapter opens.
+func needAdapter(t *testing.T) {
+	t.Helper()
+	d, err := webgpu.Open()
+	if err != nil {
+		t.Skipf("no WebGPU adapter: %v", err)
+	}
+	d.Close()
+}
+
+// loadEngine loads the model at path with the given backend, closed when
+// the test ends.
+func loadEngine(t *testing.T, path, backend string) *Engine {
+	t.Helper()
+	e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, path, Options{Backend: backend})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }

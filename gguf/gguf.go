@@ -277,8 +277,14 @@ func (f *File) ArrayLen(key string) (int, bool) {
 	return 0, false
 }
 
+// IntValue is v as an int64 when v is a metadata integer of any width (or
+// a Go int) that fits, as the Int getters read it.
+func IntValue(v any) (int64, bool) { return toInt(v) }
+
 func toInt(v any) (int64, bool) {
 	switch v := v.(type) {
+	case int:
+		return int64(v), true
 	case uint8:
 		return int64(v), true
 	case int8:

@@ -120,55 +120,42 @@ func GemmTiled(c tensor.Codec, g GemmTiling) (string, error) {
 	}
 	// Staging: item s of a thread covers 4 consecutive rows (tokens) v at 4
 	// consecutive k; consecutive threads take consecutive v, so the stores
-	// of a warp into ws[k] are contiguous.
-	for s := 0; s < nw; s++ {
-		ind(&setup, 1, "let wi%d = min(l + %du, %du);", s, s*nt, wTotal-1)
-		ind(&setup, 1, "let wv%d = wi%d %% %du;", s, s, g.Rows/4)
-		ind(&setup, 1, "let wk%d = (wi%d / %du) * 4u;", s, s, g.Rows/4)
-		for r := 0; r < 4; r++ {
-			ind(&setup, 1, "let wr%d_%d = min(row0 + wv%d * 4u + %du, last) * p.cols;", s, r, s, r)
-			ind(&setup, 1, "var pw%d_%d: vec4<f32>;", s, r)
-			ind(&load, 0, "pw%d_%d = wk4(wr%d_%d, k0 + wk%d);", s, r, s, r, s)
-		}
-		if wTotal < nt {
-			ind(&store, 0, "if (l < %du) {", wTotal)
-		}
+	// of a warp into ws[k] (xs[k]) are contiguous. The W and x operands
+	// stage alike: o names the variables, items per thread n out of total,
+	// span vec4 groups along rows (tokens), row(s, r) the element offset of
+	// item s's row r, fetch the prelude loader, dst the workgroup array.
+	stage := func(o string, n, total, span int, row func(s, r int) string, fetch, dst string) {
 		gd := 0
-		if wTotal < nt {
+		if total < nt {
 			gd = 1
 		}
-		for q := 0; q < 4; q++ {
-			ind(&store, gd, "ws[BUF][wk%d + %du][wv%d] = vec4<f32>(pw%d_0[%d], pw%d_1[%d], pw%d_2[%d], pw%d_3[%d]);",
-				s, q, s, s, q, s, q, s, q, s, q)
-		}
-		if wTotal < nt {
-			ind(&store, 0, "}")
-		}
-	}
-	for s := 0; s < nx; s++ {
-		ind(&setup, 1, "let xi%d = min(l + %du, %du);", s, s*nt, xTotal-1)
-		ind(&setup, 1, "let xv%d = xi%d %% %du;", s, s, g.Tokens/4)
-		ind(&setup, 1, "let xk%d = (xi%d / %du) * 4u;", s, s, g.Tokens/4)
-		for r := 0; r < 4; r++ {
-			ind(&setup, 1, "let xr%d_%d = (base + min(t0 + xv%d * 4u + %du, cnt - 1u)) * c4;", s, r, s, r)
-			ind(&setup, 1, "var px%d_%d: vec4<f32>;", s, r)
-			ind(&load, 0, "px%d_%d = xk4(xr%d_%d, k0 + xk%d);", s, r, s, r, s)
-		}
-		if xTotal < nt {
-			ind(&store, 0, "if (l < %du) {", xTotal)
-		}
-		gd := 0
-		if xTotal < nt {
-			gd = 1
-		}
-		for q := 0; q < 4; q++ {
-			ind(&store, gd, "xs[BUF][xk%d + %du][xv%d] = vec4<f32>(px%d_0[%d], px%d_1[%d], px%d_2[%d], px%d_3[%d]);",
-				s, q, s, s, q, s, q, s, q, s, q)
-		}
-		if xTotal < nt {
-			ind(&store, 0, "}")
+		for s := 0; s < n; s++ {
+			ind(&setup, 1, "let %si%d = min(l + %du, %du);", o, s, s*nt, total-1)
+			ind(&setup, 1, "let %sv%d = %si%d %% %du;", o, s, o, s, span)
+			ind(&setup, 1, "let %sk%d = (%si%d / %du) * 4u;", o, s, o, s, span)
+			for r := 0; r < 4; r++ {
+				ind(&setup, 1, "let %sr%d_%d = %s;", o, s, r, row(s, r))
+				ind(&setup, 1, "var p%s%d_%d: vec4<f32>;", o, s, r)
+				ind(&load, 0, "p%s%d_%d = %s(%sr%d_%d, k0 + %sk%d);", o, s, r, fetch, o, s, r, o, s)
+			}
+			if gd == 1 {
+				ind(&store, 0, "if (l < %du) {", total)
+			}
+			for q := 0; q < 4; q++ {
+				ind(&store, gd, "%s[BUF][%sk%d + %du][%sv%d] = vec4<f32>(p%s%d_0[%d], p%s%d_1[%d], p%s%d_2[%d], p%s%d_3[%d]);",
+					dst, o, s, q, o, s, o, s, q, o, s, q, o, s, q, o, s, q)
+			}
+			if gd == 1 {
+				ind(&store, 0, "}")
+			}
 		}
 	}
+	stage("w", nw, wTotal, g.Rows/4, func(s, r int) string {
+		return fmt.Sprintf("min(row0 + wv%d * 4u + %du, last) * p.cols", s, r)
+	}, "wk4", "ws")
+	stage("x", nx, xTotal, g.Tokens/4, func(s, r int) string {
+		return fmt.Sprintf("(base + min(t0 + xv%d * 4u + %du, cnt - 1u)) * c4", s, r)
+	}, "xk4", "xs")
 	// Thread (tx, ty) owns row groups tx + i·MT and token groups ty + j·NY:
 	// the groups of a warp are contiguous in ws/xs (no bank conflicts).
 	cur := "0u"
@@ -239,6 +226,6 @@ func GemmTiled(c tensor.Codec, g GemmTiling) (string, error) {
 		"__NT__", fmt.Sprint(nt), "__BM4__", fmt.Sprint(g.Rows/4), "__BN4__", fmt.Sprint(g.Tokens/4),
 		"__BM__", fmt.Sprint(g.Rows), "__BN__", fmt.Sprint(g.Tokens), "__BK__", fmt.Sprint(g.K),
 		"__TM__", fmt.Sprint(g.ThreadRows), "__TN__", fmt.Sprint(g.ThreadTokens),
-		"__MT__", fmt.Sprint(mt), "__NY__", fmt.Sprint(ny)).Replace(read("gemm"))
+		"__MT__", fmt.Sprint(mt), "__NY__", fmt.Sprint(ny), "__MATMUL_IO__", read("matmul_io")).Replace(read("gemm"))
 	return src + "\n" + pre, nil
 }

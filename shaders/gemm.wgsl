@@ -21,26 +21,7 @@
 // read the last row (in bounds) and are not written, tokens past the end
 // the last selected token's x; inner-dimension steps past cols read zeros,
 // so cols needs only be a multiple of the codec's CHUNK.
-struct P {
-    rows: u32,
-    cols: u32,
-    soff: u32,
-    mode: u32,
-    alpha: f32,
-    softcap: f32,
-    sel: u32,
-    has_bias: u32,
-    out_stride: u32,
-    out_off: u32,
-    _p0: u32,
-    _p1: u32,
-}
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> step: array<u32>;
-@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
-@group(0) @binding(5) var<storage, read> bias: array<f32>;
+__MATMUL_IO__
 
 const BM: u32 = __BM__u; // rows per tile
 const BN: u32 = __BN__u; // tokens per tile

@@ -24,26 +24,7 @@
 // its own.
 // Output element (t, o) is out[out_off + t*out_stride + o], so q/k/v or
 // gate/up projections can write side by side into one activation row.
-struct P {
-    rows: u32,
-    cols: u32,
-    soff: u32,
-    mode: u32,
-    alpha: f32,
-    softcap: f32,
-    sel: u32,
-    has_bias: u32,
-    out_stride: u32,
-    out_off: u32,
-    act: u32,
-    _p1: u32,
-}
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> step: array<u32>;
-@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
-@group(0) @binding(5) var<storage, read> bias: array<f32>;
+__MATMUL_IO__
 __NORMDECL__
 
 const TB: u32 = __TB__u;

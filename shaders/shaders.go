@@ -146,12 +146,17 @@ func matmulRows(c tensor.Codec, tb, r int, norm bool) (string, error) {
 	src := strings.NewReplacer("__TB__", fmt.Sprint(tb), "__R__", fmt.Sprint(r),
 		"__NO__", fmt.Sprint(no), "__NN__", fmt.Sprint(nn), "__RED__", fmt.Sprint(64*nn), "__RED2__", fmt.Sprint(8*nn),
 		"__CQ__", fmt.Sprint(ChunkOf(c)/4), "__XLOAD__", xload, "__NORMDECL__", decl,
-		"__NORMY__", normY, "__NORMGU__", normGU).Replace(read("matmul"))
+		"__NORMY__", normY, "__NORMGU__", normGU, "__MATMUL_IO__", read("matmul_io")).Replace(read("matmul"))
 	if norm {
 		src = strings.Replace(src, "    _p1: u32,\n}", "    eps: f32,\n}", 1)
 	}
 	return src + "\n" + pre, nil
 }
+
+// MatmulIO is the parameters and bindings every matmul-shaped kernel
+// declares (matmul_io.wgsl): a kernel that starts with it binds like the
+// matmul module (benchmarks build stripped-down kernels on it).
+func MatmulIO() string { return read("matmul_io") }
 
 // RMSNorm is the RMSNorm module; inPlace selects the variant that
 // normalizes a read_write buffer in place (binding 3) instead of reading

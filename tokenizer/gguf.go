@@ -339,29 +339,13 @@ func mdBool(md map[string]any, key string, def bool) bool {
 	return def
 }
 
+// anyInt reads an integer from GGUF metadata (any width, as gguf's Int
+// getters do) or from JSON-decoded values (whole float64/float32).
 func anyInt(v any) (int64, bool) {
+	if n, ok := gguf.IntValue(v); ok {
+		return n, true
+	}
 	switch v := v.(type) {
-	case uint8:
-		return int64(v), true
-	case int8:
-		return int64(v), true
-	case uint16:
-		return int64(v), true
-	case int16:
-		return int64(v), true
-	case uint32:
-		return int64(v), true
-	case int32:
-		return int64(v), true
-	case int64:
-		return v, true
-	case int:
-		return int64(v), true
-	case uint64:
-		if v > math.MaxInt64 {
-			return 0, false
-		}
-		return int64(v), true
 	case float64:
 		if v != math.Trunc(v) || math.Abs(v) > 1<<53 {
 			return 0, false

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync"
 	"testing"
+
+	"github.com/cortiq/cortiq/model"
 )
 
 var (
@@ -51,4 +53,21 @@ func TestOpen(t *testing.T) {
 	if err := d.Write(b, 60, make([]byte, 8)); err == nil {
 		t.Fatal("overflowing write accepted")
 	}
+}
+
+// testSession builds a backend for m with opts and one session of maxLen
+// positions, both closed when the test ends.
+func testSession(t testing.TB, m *model.Model, opts Options, maxLen int) (*Backend, *Session) {
+	t.Helper()
+	b, err := New(m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	s, err := b.newSession(maxLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return b, s
 }

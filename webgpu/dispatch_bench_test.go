@@ -171,13 +171,7 @@ func BenchmarkMatvecFloor(b *testing.B) {
 	sb, _ := d.NewStorage("s", 32)
 	d.Write(sb, 0, U32Bytes([]uint32{0, 1, 0, 1, 0, 0, 0, 0}))
 	ub, _ := d.NewUniform("p", params(rows, cols, uint32(rows*cols/8), 0, float32(1), float32(0), 0, 0, rows, 0))
-	head := `struct P { rows: u32, cols: u32, soff: u32, mode: u32, alpha: f32, softcap: f32, sel: u32, has_bias: u32, out_stride: u32, out_off: u32, _p0: u32, _p1: u32, }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> step: array<u32>;
-@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
-@group(0) @binding(5) var<storage, read> bias: array<f32>;
+	head := shaders.MatmulIO() + `
 var<workgroup> red: array<f32, 64>;
 `
 	kernels := map[string]string{
@@ -240,25 +234,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 				for i := range ds {
 					ds[i] = Dispatch{P: p, G: g, X: rows / 4, Y: 1, Z: 1}
 				}
-				run := func(ds []Dispatch) {
-					if err := d.Run(nil, ds, nil); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := d.ReadBuffer(sb, 16); err != nil {
-						b.Fatal(err)
-					}
-				}
-				run(ds)
-				var t0, tn float64
-				for i := 0; i < b.N; i++ {
-					s0 := time.Now()
-					run(nil)
-					t0 += float64(time.Since(s0).Microseconds())
-					s0 = time.Now()
-					run(ds)
-					tn += float64(time.Since(s0).Microseconds())
-				}
-				b.ReportMetric((tn-t0)/float64(b.N*reps), fmt.Sprintf("us/dispatch@%d", reps))
+				b.ReportMetric(usPerDispatch(b, d, sb, ds, 1), fmt.Sprintf("us/dispatch@%d", reps))
 			}
 		})
 	}
@@ -377,25 +353,7 @@ func BenchmarkMatvecCold(b *testing.B) {
 					}
 					ds = append(ds, Dispatch{P: p, G: g, X: gx, Y: gy, Z: 1})
 				}
-				run := func(ds []Dispatch) {
-					if err := d.Run(nil, ds, nil); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := d.ReadBuffer(sb, 16); err != nil {
-						b.Fatal(err)
-					}
-				}
-				run(ds)
-				var t0, tn float64
-				for i := 0; i < b.N; i++ {
-					s0 := time.Now()
-					run(nil)
-					t0 += float64(time.Since(s0).Microseconds())
-					s0 = time.Now()
-					run(ds)
-					tn += float64(time.Since(s0).Microseconds())
-				}
-				us := (tn - t0) / float64(b.N*len(ds))
+				us := usPerDispatch(b, d, sb, ds, 1)
 				b.ReportMetric(us, "us/dispatch")
 				b.ReportMetric(float64(wbytes)/us/1e3, "GB/s")
 			})
@@ -414,13 +372,7 @@ func streamKernel(w, rpt int, persist bool) string {
 		loop = "for (var g = wg.x; g < (p.rows + RPW - 1u) / RPW; g += nwg.x) {"
 		end = "}"
 	}
-	return fmt.Sprintf(`struct P { rows: u32, cols: u32, soff: u32, mode: u32, alpha: f32, softcap: f32, sel: u32, has_bias: u32, out_stride: u32, out_off: u32, _p0: u32, _p1: u32, }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> step: array<u32>;
-@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
-@group(0) @binding(5) var<storage, read> bias: array<f32>;
+	return shaders.MatmulIO() + fmt.Sprintf(`
 const W: u32 = %du;
 const RPT: u32 = %du;
 const RPW: u32 = %du;
@@ -451,4 +403,34 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     workgroupBarrier();
     %s
 }`, w, rpt, w/64*rpt, loop, end)
+}
+
+// usPerDispatch times the chain ds by difference: each iteration submits
+// ds and reads 16 bytes of sb back, and an empty submit + readback is timed
+// alongside and subtracted. A round trip costs a millisecond or two here;
+// divided over a chain it read as tens of microseconds per small kernel in
+// earlier notes. warm runs of ds go first (clocks, caches, compiles).
+func usPerDispatch(b *testing.B, d *Device, sb *Buffer, ds []Dispatch, warm int) float64 {
+	b.Helper()
+	run := func(ds []Dispatch) {
+		if err := d.Run(nil, ds, nil); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := d.ReadBuffer(sb, 16); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range warm {
+		run(ds)
+	}
+	var t0, tn time.Duration
+	for i := 0; i < b.N; i++ {
+		s0 := time.Now()
+		run(nil)
+		t0 += time.Since(s0)
+		s0 = time.Now()
+		run(ds)
+		tn += time.Since(s0)
+	}
+	return float64((tn - t0).Nanoseconds()) / 1e3 / float64(b.N*len(ds))
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
@@ -129,27 +128,7 @@ func BenchmarkGemm(b *testing.B) {
 					for i := range ds {
 						ds[i] = Dispatch{P: p, G: g, X: gx, Y: gy, Z: gz}
 					}
-					run := func(ds []Dispatch) {
-						if err := d.Run(nil, ds, nil); err != nil {
-							b.Fatal(err)
-						}
-						if _, err := d.ReadBuffer(sb, 16); err != nil {
-							b.Fatal(err)
-						}
-					}
-					for range 3 { // warm up: clocks, caches
-						run(ds)
-					}
-					var t0, tn float64
-					for i := 0; i < b.N; i++ {
-						s0 := time.Now()
-						run(nil)
-						t0 += time.Since(s0).Seconds()
-						s0 = time.Now()
-						run(ds)
-						tn += time.Since(s0).Seconds()
-					}
-					sec := (tn - t0) / float64(b.N*reps)
+					sec := usPerDispatch(b, d, sb, ds, 3) / 1e6
 					b.ReportMetric(sec*1e6, "us/dispatch")
 					b.ReportMetric(2*float64(rows)*float64(cols)*float64(ntok)/sec/1e12, "TFLOPs")
 				})

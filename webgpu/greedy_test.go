@@ -20,16 +20,7 @@ func TestForwardGreedy(t *testing.T) {
 				defer func() { splitLenOverride = 0 }()
 			}
 			m, ref := loadFixture(t, name)
-			b, err := New(m, Options{Device: d, Chunk: 16})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
-			s, err := b.newSession(64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			_, s := testSession(t, m, Options{Device: d, Chunk: 16}, 64)
 			p := ref.InputIDs
 			if _, err := s.Forward(p[:len(p)-1], false); err != nil {
 				t.Fatal(err)
@@ -284,16 +275,7 @@ func TestSoftwareAdapterDeclined(t *testing.T) {
 func TestGraphOpsOnce(t *testing.T) {
 	d := testDevice(t)
 	m, _ := loadFixture(t, "llama")
-	b, err := New(m, Options{Device: d, Chunk: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	s, err := b.newSession(64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, s := testSession(t, m, Options{Device: d, Chunk: 16}, 64)
 	for i, ops := range s.layerOps {
 		seen := map[*op]bool{}
 		for _, o := range ops {
@@ -346,16 +328,7 @@ func TestLongPrefillGemm(t *testing.T) {
 				t.Fatal(err)
 			}
 			run := func(gemm bool) []float32 {
-				b, err := New(m, Options{Device: d, Chunk: gemmMinTokens + 64})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer b.Close()
-				s, err := b.newSession(n)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
+				_, s := testSession(t, m, Options{Device: d, Chunk: gemmMinTokens + 64}, n)
 				if !gemm {
 					s.gemmReady = true // leave every matmul on the row-blocked kernel
 				}

@@ -25,16 +25,7 @@ func TestGreedyHybrid(t *testing.T) {
 	for _, name := range []string{"qwen3_moe", "lfm2", "qwen3_next"} {
 		t.Run(name, func(t *testing.T) {
 			m, ref := loadFixture(t, name)
-			b, err := New(m, Options{Device: d, Chunk: 16})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
-			s, err := b.newSession(64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			_, s := testSession(t, m, Options{Device: d, Chunk: 16}, 64)
 			p := ref.InputIDs
 			if _, err := s.Forward(p[:len(p)-1], false); err != nil {
 				t.Fatal(err)

@@ -88,9 +88,7 @@ func (d *Device) mapWait(b *Buffer, mode wgpu.MapMode, n uint64) error {
 		if C.cortiq_map_state(state) != 0 {
 			break
 		}
-		if el := time.Since(start); el > spinWait {
-			time.Sleep(min(el/8, time.Millisecond))
-		}
+		backOff(start)
 		if err := d.Err(); err != nil {
 			return err
 		}
@@ -108,12 +106,18 @@ func (d *Device) mapWait(b *Buffer, mode wgpu.MapMode, n uint64) error {
 // spinWait is how long a wait for the device polls without sleeping.
 const spinWait = 20 * time.Millisecond
 
+// backOff is one pause of a poll loop that started at start: none while
+// spinning, then sleeps growing with the wait, up to 1 ms.
+func backOff(start time.Time) {
+	if el := time.Since(start); el > spinWait {
+		time.Sleep(min(el/8, time.Millisecond))
+	}
+}
+
 // wait blocks until the queue is idle (see mapWait on why not Poll(true)).
 func (d *Device) wait() {
 	start := time.Now()
 	for !d.dev.Poll(false, nil) && time.Since(start) < readbackTimeout {
-		if el := time.Since(start); el > spinWait {
-			time.Sleep(min(el/8, time.Millisecond))
-		}
+		backOff(start)
 	}
 }

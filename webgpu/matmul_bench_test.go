@@ -88,29 +88,8 @@ func BenchmarkMatmulKernel(b *testing.B) {
 					for i := range ds {
 						ds[i] = Dispatch{P: p, G: g, X: gx, Y: gy, Z: uint32((n + tb - 1) / tb)}
 					}
-					sync := func(ds []Dispatch) {
-						if err := d.Run(nil, ds, nil); err != nil {
-							b.Fatal(err)
-						}
-						if _, err := d.ReadBuffer(sb, 16); err != nil {
-							b.Fatal(err)
-						}
-					}
-					sync(ds)
 					b.SetBytes(int64(len(data)) * int64(reps))
-					// A submit and readback cost a millisecond or two here:
-					// time them alone and subtract, or small kernels read as
-					// tens of microseconds (they did, in earlier notes).
-					var t0, tn time.Duration
-					for i := 0; i < b.N; i++ {
-						s0 := time.Now()
-						sync(nil)
-						t0 += time.Since(s0)
-						s0 = time.Now()
-						sync(ds)
-						tn += time.Since(s0)
-					}
-					us := float64((tn - t0).Microseconds()) / float64(b.N*reps)
+					us := usPerDispatch(b, d, sb, ds, 1)
 					b.ReportMetric(us, "us/dispatch")
 					b.ReportMetric(float64(len(data))/us/1e3, "GB/s")
 					if n > 1 {

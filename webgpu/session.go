@@ -365,6 +365,15 @@ func (s *Session) build() error {
 	// one-token variant that reads normOp's input raw and applies the norm
 	// itself (shaders.MatmulRowsNorm), writing out with mode and act as
 	// given; normOp is then left out of one-token steps.
+	// oneToken gives the matmul op just added a one-token variant: its
+	// own pipeline p (o.mv) and bind group binds; the op's first bind
+	// group then serves the prefill pipelines only.
+	oneToken := func(p *Pipeline, label string, binds ...Binding) {
+		o := pend[len(pend)-1].o
+		pend[len(pend)-1].prefill = true
+		o.mv = p
+		pend = append(pend, pendingOp{o: o, p: p, label: label, second: true, binds: binds})
+	}
 	fuseNorm := func(normOp *op, nw *Buffer, w *dweight, biasBuf, out *Buffer, mode, act, outStride, outOff int) error {
 		if a.Norm == model.NormRMSPlusOne {
 			act |= 2
@@ -373,13 +382,10 @@ func (s *Session) build() error {
 		if err != nil {
 			return err
 		}
-		o := pend[len(pend)-1].o
-		pend[len(pend)-1].prefill = true
-		o.mv = np
 		bb, hasBias := bias(biasBuf)
-		pend = append(pend, pendingOp{o: o, p: np, label: o.label + " (norm)", second: true,
-			binds: []Binding{s.param(w.rows, w.cols, w.soff, mode, float32(1), float32(0), 0, hasBias, outStride, outOff, act, a.NormEps),
-				stepB, W(w.buf), W(s.x), W(out), bb, W(nw)}})
+		oneToken(np, pend[len(pend)-1].label+" (norm)",
+			s.param(w.rows, w.cols, w.soff, mode, float32(1), float32(0), 0, hasBias, outStride, outOff, act, a.NormEps),
+			stepB, W(w.buf), W(s.x), W(out), bb, W(nw))
 		normOp.prefillOnly = true
 		return nil
 	}
@@ -498,25 +504,22 @@ func (s *Session) build() error {
 			attn = add(lbl("attention"), &op{mv: attnP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true, window: at.Window}, attnP,
 				s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, 0, 1, 0, 0, 0),
 				stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(b.zero))
-			if s.maxSplits > 1 {
-				attn.split = &op{mv: attnP, x: uint32(at.Heads)}
-				add(lbl("attention split"), attn.split, attnP,
-					s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, s.splitLen, s.maxSplits, 0, 0, 0),
+			// The split-K variant and its combine for parts of splitLen
+			// positions, at most splits of them.
+			splitK := func(splitLen, splits int) (split, combine *op) {
+				split = add(lbl("attention split"), &op{mv: attnP, x: uint32(at.Heads)}, attnP,
+					s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, splitLen, splits, 0, 0, 0),
 					stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(s.part))
-				attn.combine = &op{mv: combP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true}
-				add(lbl("attention combine"), attn.combine, combP,
-					s.param(at.Heads, at.HeadDim, at.Window, s.splitLen, s.maxSplits, 0, 0, 0),
+				combine = add(lbl("attention combine"), &op{mv: combP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true}, combP,
+					s.param(at.Heads, at.HeadDim, at.Window, splitLen, splits, 0, 0, 0),
 					stepB, W(s.part), W(s.att))
+				return split, combine
+			}
+			if s.maxSplits > 1 {
+				attn.split, attn.combine = splitK(s.splitLen, s.maxSplits)
 			}
 			if s.decSplits > 1 {
-				attn.splitDec = &op{mv: attnP, x: uint32(at.Heads)}
-				add(lbl("attention split"), attn.splitDec, attnP,
-					s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, s.decSplitLen, s.decSplits, 0, 0, 0),
-					stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(s.part))
-				attn.combineDec = &op{mv: combP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true}
-				add(lbl("attention combine"), attn.combineDec, combP,
-					s.param(at.Heads, at.HeadDim, at.Window, s.decSplitLen, s.decSplits, 0, 0, 0),
-					stepB, W(s.part), W(s.att))
+				attn.splitDec, attn.combineDec = splitK(s.decSplitLen, s.decSplits)
 			}
 			if err := s.gateApply(i, dl, add); err != nil {
 				return err
@@ -571,10 +574,8 @@ func (s *Session) build() error {
 						return err
 					}
 				case fused:
-					o := pend[len(pend)-1].o
-					pend[len(pend)-1].prefill = true
-					pend = append(pend, pendingOp{o: o, p: o.mv, label: lbl("gate/up act"), second: true,
-						binds: []Binding{s.param(w.rows, w.cols, w.soff, 2, float32(1), float32(0), 0, false, dl.f, 0, act), stepB, W(w.buf), W(in), W(s.act), W(b.zero)}})
+					oneToken(pend[len(pend)-1].o.mv, lbl("gate/up act"),
+						s.param(w.rows, w.cols, w.soff, 2, float32(1), float32(0), 0, false, dl.f, 0, act), stepB, W(w.buf), W(in), W(s.act), W(b.zero))
 				}
 				off += w.rows
 			}
