@@ -36,12 +36,6 @@ const NY: u32 = __NY__u; // threads along tokens: BN / TN
 var<workgroup> ws: array<array<array<vec4<f32>, __BM4__>, __BK__>, __NB__>;
 var<workgroup> xs: array<array<array<vec4<f32>, __BN4__>, __BK__>, __NB__>;
 
-fn safe_tanh(v: f32) -> f32 {
-    let c = clamp(v, -15.0, 15.0);
-    let e = exp(2.0 * c);
-    return (e - 1.0) / (e + 1.0);
-}
-
 // Weight elements k..k+3 of the row starting at element rb; zeros past the
 // row's end (the last step of a cols that is not a multiple of BK).
 fn wk4(rb: u32, k: u32) -> vec4<f32> {
@@ -65,22 +59,8 @@ fn emit4(o: u32, t: u32, cnt: u32, y4: vec4<f32>) {
         return;
     }
     for (var r = 0u; r < 4u; r++) {
-        let row = o + r;
-        if (row < p.rows) {
-            var y = y4[r];
-            if (p.has_bias == 1u) {
-                y += bias[row];
-            }
-            let i = p.out_off + t * p.out_stride + row;
-            if (p.mode == 1u) {
-                out[i] += p.alpha * y;
-            } else {
-                y *= p.alpha;
-                if (p.softcap > 0.0) {
-                    y = p.softcap * safe_tanh(y / p.softcap);
-                }
-                out[i] = y;
-            }
+        if (o + r < p.rows) {
+            store(o + r, t, y4[r]);
         }
     }
 }

@@ -34,12 +34,6 @@ const NN: u32 = __NN__u; // sums per thread: the outputs, then (fused norm) TB s
 var<workgroup> red: array<f32, __RED__>; // NN * 64 partial sums
 var<workgroup> red2: array<f32, __RED2__>; // NN * 8
 
-fn safe_tanh(v: f32) -> f32 {
-    let c = clamp(v, -15.0, 15.0);
-    let e = exp(2.0 * c);
-    return (e - 1.0) / (e + 1.0);
-}
-
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -137,19 +131,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             var y = ((red2[b] + red2[b + 1u]) + (red2[b + 2u] + red2[b + 3u])) +
                     ((red2[b + 4u] + red2[b + 5u]) + (red2[b + 6u] + red2[b + 7u]));
             __NORMY__
-            if (p.has_bias == 1u) {
-                y += bias[row];
-            }
-            let o = p.out_off + t * p.out_stride + row;
-            if (p.mode == 1u) {
-                out[o] += p.alpha * y;
-            } else {
-                y *= p.alpha;
-                if (p.softcap > 0.0) {
-                    y = p.softcap * safe_tanh(y / p.softcap);
-                }
-                out[o] = y;
-            }
+            store(row, t, y);
         }
     }
 }
