@@ -21,6 +21,10 @@ type GemmTiling struct {
 	// the current one is multiplied: one barrier per step, not two (it
 	// halves the K that fits in 16 KiB; no gain on the H200).
 	Double bool
+	// Shared is the workgroup memory the tiling may use: 0 means
+	// WebGPU's default 16 KiB, what every browser grants; a device whose
+	// limits allow more (native adapters) can stage a deeper K.
+	Shared int
 }
 
 func (g GemmTiling) buffers() int {
@@ -67,8 +71,8 @@ func (g GemmTiling) Check() error {
 		return bad("micro-tile sides must be 4, 8, 12 or 16")
 	case g.Rows <= 0 || g.Tokens <= 0 || g.Rows%g.ThreadRows != 0 || g.Tokens%g.ThreadTokens != 0:
 		return bad("micro-tile does not divide the tile")
-	case g.K < 4 || g.K%4 != 0 || g.K > 64:
-		return bad("K must be a multiple of 4 up to 64")
+	case g.K < 4 || g.K%4 != 0 || g.K > 128:
+		return bad("K must be a multiple of 4 up to 128")
 	}
 	nt := g.threads()
 	switch {
@@ -76,7 +80,7 @@ func (g GemmTiling) Check() error {
 		return bad(fmt.Sprintf("%d threads, want 32..256", nt))
 	case !divides(g.Rows*g.K/16, nt) || !divides(g.Tokens*g.K/16, nt):
 		return bad("staging does not divide evenly among the threads")
-	case g.buffers()*4*g.K*(g.Rows+g.Tokens) > maxWorkgroupBytes:
+	case g.buffers()*4*g.K*(g.Rows+g.Tokens) > max(maxWorkgroupBytes, g.Shared):
 		return bad(fmt.Sprintf("%d bytes of workgroup memory", g.buffers()*4*g.K*(g.Rows+g.Tokens)))
 	}
 	return nil

@@ -48,12 +48,13 @@ func read(name string) string {
 
 // Kernel names of the self-contained modules (see Module for the others).
 const (
-	QKVPrep   = "qkv_prep"
-	Attention = "attention"
-	ActMul    = "act_mul"
-	Argmax    = "argmax"
-	Advance   = "advance"
-	Combine   = "attn_combine"
+	QKVPrep    = "qkv_prep"
+	Attention  = "attention"
+	ActMul     = "act_mul"
+	Argmax     = "argmax"
+	ArgmaxPart = "argmax_part"
+	Advance    = "advance"
+	Combine    = "attn_combine"
 )
 
 // Codecs lists the weight codecs the kernels read directly.
@@ -174,10 +175,10 @@ func RMSNorm(inPlace bool) string {
 }
 
 // Source returns a self-contained module by name (QKVPrep, Attention, Combine,
-// ActMul, Argmax, Advance).
+// ActMul, Argmax, ArgmaxPart, Advance).
 func Source(name string) (string, error) {
 	switch name {
-	case QKVPrep, Attention, Combine, ActMul, Argmax, Advance:
+	case QKVPrep, Attention, Combine, ActMul, Argmax, ArgmaxPart, Advance:
 		return read(name), nil
 	}
 	return "", fmt.Errorf("shaders: no module %q", name)
@@ -235,4 +236,28 @@ func repack(src []byte, blockBytes, qBytes int) ([]byte, uint32, error) {
 		out[qlen+2*b+1] = blk[1]
 	}
 	return out, uint32(qlen / 4), nil
+}
+
+// AttnPrefill is the tiled attention for long steps (attn_prefill.wgsl):
+// the attention module's bindings and uniform, one workgroup per head and
+// 64 tokens, for a head dimension hd that is a multiple of 4 up to 128
+// (its query and output rows live in registers).
+func AttnPrefill(hd int) (string, error) { return AttnPrefillRows(hd, AttnPrefillBlock) }
+
+// AttnPrefillBlock is the tokens (threads) one workgroup of AttnPrefill
+// takes.
+const AttnPrefillBlock = 64
+
+// AttnPrefillRows is AttnPrefill with bq tokens per workgroup (16..256, a
+// multiple of 16): dispatch (heads, ceil(ntok/bq), 1).
+func AttnPrefillRows(hd, bq int) (string, error) {
+	if hd <= 0 || hd%4 != 0 || hd > 128 {
+		return "", fmt.Errorf("shaders: tiled attention for head dim %d: want a multiple of 4 up to 128", hd)
+	}
+	if bq < 16 || bq > 256 || bq%16 != 0 {
+		return "", fmt.Errorf("shaders: tiled attention with %d tokens per workgroup: want a multiple of 16 up to 256", bq)
+	}
+	const bk = 16 // keys per tile: K and V tiles of 16·hd floats, 16 KiB at hd 128
+	return strings.NewReplacer("__HD4__", fmt.Sprint(hd/4), "__HD__", fmt.Sprint(hd), "__BK__", fmt.Sprint(bk),
+		"__BQ__", fmt.Sprint(bq), "__TILE__", fmt.Sprint(bk*hd/4)).Replace(read("attn_prefill")), nil
 }

@@ -2,6 +2,7 @@ package shaders
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -25,7 +26,23 @@ func allModules(t *testing.T) map[string]string {
 			mods["matmul/"+c.String()+"/"+string(rune('0'+tb))] = src
 		}
 	}
-	for _, n := range []string{QKVPrep, Attention, Combine, ActMul, Argmax, Advance} {
+	for _, c := range Codecs {
+		for _, norm := range []bool{false, true} {
+			src, err := Matvec(c, MatvecShape{Rows: 4, Sets: 2, Groups: 2}, 2048, norm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mods["matvec/"+c.String()+map[bool]string{false: "", true: "/norm"}[norm]] = src
+		}
+	}
+	for _, hd := range []int{64, 128} {
+		src, err := AttnPrefill(hd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods[fmt.Sprintf("attn_prefill/%d", hd)] = src
+	}
+	for _, n := range []string{QKVPrep, Attention, Combine, ActMul, Argmax, ArgmaxPart, Advance} {
 		src, err := Source(n)
 		if err != nil {
 			t.Fatal(err)

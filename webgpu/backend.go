@@ -682,6 +682,7 @@ var (
 	kindsCombine    = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
 	kindsAct        = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
 	kindsArgmax     = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
+	kindsArgmaxPart = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
 	kindsAdvance    = []BindKind{ReadWrite}
 )
 
@@ -698,21 +699,67 @@ func (b *Backend) embedPipe(c tensor.Codec) (*Pipeline, error) {
 }
 
 func (b *Backend) matmulPipe(c tensor.Codec, tb, r int) (*Pipeline, error) {
-	src, err := shaders.MatmulRows(c, tb, r)
-	if err != nil {
-		return nil, err
-	}
-	return b.dev.Pipeline(fmt.Sprintf("matmul/%s/tb%d/r%d", c, tb, r), src, kindsMatmul)
+	return b.dev.PipelineOf(fmt.Sprintf("matmul/%s/tb%d/r%d", c, tb, r), func() (string, error) { return shaders.MatmulRows(c, tb, r) }, kindsMatmul)
 }
 
 // matmulNormPipe is the decode matvec that multiplies by RMSNorm(x) itself
 // (shaders.MatmulRowsNorm).
 func (b *Backend) matmulNormPipe(c tensor.Codec) (*Pipeline, error) {
-	src, err := shaders.MatmulRowsNorm(c, 1, mvRows)
-	if err != nil {
-		return nil, err
+	return b.dev.PipelineOf(fmt.Sprintf("matmul-norm/%s/tb1/r%d", c, mvRows), func() (string, error) { return shaders.MatmulRowsNorm(c, 1, mvRows) }, kindsMatmulNorm)
+}
+
+// matvecPipe is the decode matvec (one token per workgroup row) for a
+// rows x cols weight of codec c, with the fused RMSNorm when norm, and the
+// rows one workgroup computes. It is the staged kernel (shaders.Matvec:
+// x read once per workgroup into workgroup memory) when the row fits the
+// device's workgroup memory, else the row-blocked one (MatmulRows,
+// MatmulRowsNorm). The choice depends on the weight's shape only, so a
+// weight's plain and fused-norm variants share one grid.
+func (b *Backend) matvecPipe(c tensor.Codec, rows, cols int, norm bool) (*Pipeline, int, error) {
+	sh := matvecShape(rows)
+	if !stagedMatvec || !stagedCodec(c) || cols%shaders.ChunkOf(c) != 0 ||
+		shaders.MatvecSharedBytes(sh, cols) > int(b.dev.Limits().MaxComputeWorkgroupStorageSize) {
+		if norm {
+			p, err := b.matmulNormPipe(c)
+			return p, mvRows, err
+		}
+		p, err := b.matmulPipe(c, 1, mvRows)
+		return p, mvRows, err
 	}
-	return b.dev.Pipeline(fmt.Sprintf("matmul-norm/%s/tb1/r%d", c, mvRows), src, kindsMatmulNorm)
+	kinds := kindsMatmul
+	if norm {
+		kinds = kindsMatmulNorm
+	}
+	p, err := b.dev.PipelineOf(fmt.Sprintf("matvec/%s/r%ds%dg%d/%d/%v", c, sh.Rows, sh.Sets, sh.Groups, cols, norm),
+		func() (string, error) { return shaders.Matvec(c, sh, cols, norm) }, kinds)
+	return p, sh.RowsPerWorkgroup(), err
+}
+
+// tiledMinTokens is the shortest step whose attention runs tiled
+// (attn_prefill.wgsl): with fewer queries per workgroup than this the
+// per-query kernel, split over the span, keeps more of the GPU busy.
+const tiledMinTokens = 32
+
+// attnBlock is the tokens per workgroup of the tiled attention
+// (CORTIQ_ATTN_BLOCK overrides, for tuning).
+var attnBlock = tuneInt("CORTIQ_ATTN_BLOCK", shaders.AttnPrefillBlock, 16, 256)
+
+// attnPrefillPipe is the tiled prefill attention for head dimension hd, or
+// nil where it does not apply (the per-query kernel then serves).
+func (b *Backend) attnPrefillPipe(hd int) *Pipeline {
+	p, err := b.dev.PipelineOf(fmt.Sprintf("attn_prefill/%d/%d", hd, attnBlock), func() (string, error) { return shaders.AttnPrefillRows(hd, attnBlock) }, kindsAttn)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// matvecPairsRows reports whether w's decode matvec gives each thread an
+// even number of consecutive rows, as interleaved gate/up rows (mode 2)
+// need.
+func (b *Backend) matvecPairsRows(w *dweight) bool {
+	_, rpw, err := b.matvecPipe(w.codec, w.rows, w.cols, false)
+	return err == nil && rpw%2 == 0
 }
 
 func (b *Backend) namedPipe(name string, kinds []BindKind) (*Pipeline, error) {
@@ -787,7 +834,7 @@ func (b *Backend) buildPipelines() error {
 		}
 	}
 	for name, k := range map[string][]BindKind{shaders.QKVPrep: kindsPrep, shaders.Attention: kindsAttn, shaders.Combine: kindsCombine,
-		shaders.ActMul: kindsAct, shaders.Argmax: kindsArgmax, shaders.Advance: kindsAdvance} {
+		shaders.ActMul: kindsAct, shaders.Argmax: kindsArgmax, shaders.ArgmaxPart: kindsArgmaxPart, shaders.Advance: kindsAdvance} {
 		if _, err := b.namedPipe(name, k); err != nil {
 			return err
 		}

@@ -57,6 +57,8 @@ type Device struct {
 	Faults Faults
 
 	release func()
+
+	prof *profiler // CORTIQ_GPU_PROFILE=1 (native only)
 }
 
 // Faults makes the next matching operation fail, so callers can prove that
@@ -286,6 +288,13 @@ func (d *Device) layoutFor(kinds []BindKind) (*sharedLayout, error) {
 // once per key (the cache key names the shader variant). kinds lists the
 // bindings 0..n-1 of group 0.
 func (d *Device) Pipeline(key, src string, kinds []BindKind) (*Pipeline, error) {
+	return d.PipelineOf(key, func() (string, error) { return src, nil }, kinds)
+}
+
+// PipelineOf is Pipeline with the source generated only when key is not
+// built yet: generating an unrolled kernel's source costs more than the
+// lookup, and sessions ask for their pipelines op by op.
+func (d *Device) PipelineOf(key string, gen func() (string, error), kinds []BindKind) (*Pipeline, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if p, ok := d.pipes[key]; ok {
@@ -294,11 +303,14 @@ func (d *Device) Pipeline(key, src string, kinds []BindKind) (*Pipeline, error) 
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
+	src, err := gen()
+	if err != nil {
+		return nil, err
+	}
 	if d.Faults.PipelineBuild.CompareAndSwap(true, false) {
 		return nil, fmt.Errorf("webgpu: pipeline %q: injected fault", key)
 	}
 	p := &Pipeline{kinds: append([]BindKind(nil), kinds...)}
-	var err error
 	p.mod, err = d.dev.CreateShaderModule(&wgpu.ShaderModuleDescriptor{
 		Label:          key,
 		WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: src},
@@ -394,6 +406,9 @@ func (d *Device) Run(pre []Copy, ds []Dispatch, post []Copy) error {
 	}
 	if d.Faults.Submit.CompareAndSwap(true, false) {
 		return errors.New("webgpu: submit: injected fault")
+	}
+	if d.prof != nil {
+		return d.runProfiled(pre, ds, post)
 	}
 	enc, err := d.dev.CreateCommandEncoder(&wgpu.CommandEncoderDescriptor{})
 	if err != nil {

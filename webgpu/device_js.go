@@ -65,3 +65,13 @@ func (d *Device) writeBuffer(b *Buffer, off uint64, data []byte) error {
 	q.Call("writeBuffer", buf, float64(off), arr)
 	return nil
 }
+
+// ProfileReport is empty in the browser: no timestamp queries.
+func (d *Device) ProfileReport() string { return "" }
+
+func (d *Device) runProfiled(pre []Copy, ds []Dispatch, post []Copy) error { return d.Run(pre, ds, post) }
+
+type profiler struct{}
+
+// ProfileReport is empty in the browser: no timestamp queries.
+func ProfileReport() string { return "" }

@@ -49,7 +49,8 @@ func openNative() (*Device, error) {
 	}
 	dev, err := ad.RequestDevice(&wgpu.DeviceDescriptor{
 		Label:          "cortiq",
-		RequiredLimits: &wgpu.RequiredLimits{Limits: lim},
+		RequiredLimits:   &wgpu.RequiredLimits{Limits: lim},
+		RequiredFeatures: profileFeatures(ad),
 		// No DeviceLostCallback: the binding (v0.23.0) stores a Go pointer
 		// in C-visible memory for it and panics under the default cgocheck.
 		// A lost device surfaces instead as failing calls, a failed map or
@@ -80,6 +81,12 @@ func openNative() (*Device, error) {
 		dev.Release()
 		ad.Release()
 		inst.Release()
+	}
+	if len(profileFeatures(ad)) > 0 {
+		if err := d.startProfiler(); err != nil {
+			d.Close()
+			return nil, err
+		}
 	}
 	return d, nil
 }

@@ -30,11 +30,7 @@ func (b *Backend) gemmPipe(c tensor.Codec) (*Pipeline, error) {
 }
 
 func gemmPipeline(d *Device, c tensor.Codec) (*Pipeline, error) {
-	src, err := shaders.Gemm(c)
-	if err != nil {
-		return nil, err
-	}
-	return d.Pipeline("gemm/"+c.String(), src, kindsMatmul)
+	return d.PipelineOf("gemm/"+c.String(), func() (string, error) { return shaders.Gemm(c) }, kindsMatmul)
 }
 
 // gemmGrid is the workgroup grid of gemmPipe(c) for rows output rows and
@@ -69,10 +65,6 @@ func (b *Backend) gemmFor(c tensor.Codec, rows int) (gemmKernel, error) {
 		return gemmKernel{p, tr, tt}, err
 	}
 	g := shaders.GemmLarge()
-	src, err := shaders.GemmTiled(c, g)
-	if err != nil {
-		return gemmKernel{}, err
-	}
-	p, err := b.dev.Pipeline(fmt.Sprintf("gemm/%s/large", c), src, kindsMatmul)
+	p, err := b.dev.PipelineOf(fmt.Sprintf("gemm/%s/large", c), func() (string, error) { return shaders.GemmTiled(c, g) }, kindsMatmul)
 	return gemmKernel{p, g.Rows, g.Tokens}, err
 }

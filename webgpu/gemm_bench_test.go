@@ -3,6 +3,7 @@ package webgpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/cortiq/cortiq/shaders"
@@ -40,7 +41,14 @@ func BenchmarkGemm(b *testing.B) {
 		{Rows: 128, Tokens: 64, K: 16, ThreadRows: 4, ThreadTokens: 8, Unroll: true},
 		{Rows: 64, Tokens: 128, K: 16, ThreadRows: 4, ThreadTokens: 8, Unroll: true},
 		shaders.GemmLarge(),
+		{Rows: 128, Tokens: 128, K: 32, ThreadRows: 8, ThreadTokens: 8, Unroll: true, Shared: 32768},
+		{Rows: 128, Tokens: 64, K: 32, ThreadRows: 8, ThreadTokens: 8, Unroll: true, Shared: 32768},
+		{Rows: 64, Tokens: 64, K: 64, ThreadRows: 4, ThreadTokens: 8, Unroll: true, Shared: 32768},
+		{Rows: 64, Tokens: 128, K: 32, ThreadRows: 4, ThreadTokens: 8, Unroll: true, Shared: 32768},
 	} {
+		if g.Shared > int(d.Limits().MaxComputeWorkgroupStorageSize) {
+			continue
+		}
 		g := g
 		name := fmt.Sprintf("gemm-%dx%dk%d-%dx%d", g.Rows, g.Tokens, g.K, g.ThreadRows, g.ThreadTokens)
 		if g.Unroll {
@@ -71,7 +79,11 @@ func BenchmarkGemm(b *testing.B) {
 			},
 		})
 	}
-	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.F16, tensor.F32} {
+	codecs := []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.F16, tensor.F32}
+	if os.Getenv("CORTIQ_GEMM_BENCH_Q4") == "1" {
+		codecs = codecs[:1]
+	}
+	for _, c := range codecs {
 		for _, sh := range shapes {
 			rows, cols := sh[0], sh[1]
 			var qbytes, sbytes int

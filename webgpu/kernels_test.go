@@ -365,13 +365,17 @@ func TestKernelQKVPrep(t *testing.T) {
 func TestKernelAttention(t *testing.T) {
 	k := newKT(t)
 	r := rand.New(rand.NewPCG(9, 10))
-	const heads, kvh, ntok = 4, 2, 3
+	const heads, kvh = 4, 2
 	for _, tc := range []struct {
 		hd, pos0, window int
 		softcap          float32
-	}{{16, 0, 0, 0}, {64, 90, 0, 0}, {32, 70, 8, 0}, {256, 130, 0, 50}, {16, 5, 3, 20}} {
-		t.Run(fmt.Sprintf("hd%d/pos%d/win%d/cap%v", tc.hd, tc.pos0, tc.window, tc.softcap), func(t *testing.T) {
-			hd := tc.hd
+		ntok             int
+	}{{16, 0, 0, 0, 3}, {64, 90, 0, 0, 3}, {32, 70, 8, 0, 3}, {256, 130, 0, 50, 3}, {16, 5, 3, 20, 3},
+		// Steps long enough for the tiled prefill kernel: several blocks
+		// of 64 rows, tiles cut by the causal edge and by a window.
+		{64, 30, 0, 0, 150}, {32, 10, 40, 0, 100}, {16, 0, 0, 20, 70}, {128, 3, 0, 0, 65}} {
+		t.Run(fmt.Sprintf("hd%d/pos%d/win%d/cap%v/n%d", tc.hd, tc.pos0, tc.window, tc.softcap, tc.ntok), func(t *testing.T) {
+			hd, ntok := tc.hd, tc.ntok
 			maxLen := tc.pos0 + ntok
 			stride := (heads + 2*kvh) * hd
 			qkv := randVec(r, ntok*stride, 1)
@@ -429,14 +433,28 @@ func TestKernelAttention(t *testing.T) {
 				}
 				maxSplits := ns + 1 // one slot more than needed: must be ignored
 				out, part := k.zeros(len(want)), k.zeros(ntok*heads*maxSplits*(hd+2))
-				k.run("attention", src, kindsAttn, [3]uint32{heads, ntok, uint32(ns)},
+				k.run("attention", src, kindsAttn, [3]uint32{heads, uint32(ntok), uint32(ns)},
 					k.uniform(heads, kvh, hd, tc.window, scale, tc.softcap, stride, split, maxSplits, 0, 0, 0),
 					k.step(tc.pos0, ntok, 0, 1), k.f32(qkv), k.f32(kc), k.f32(vc), out, part)
 				if split > 0 {
-					k.run("attn_combine", comb, kindsCombine, [3]uint32{heads, ntok, 1},
+					k.run("attn_combine", comb, kindsCombine, [3]uint32{heads, uint32(ntok), 1},
 						k.uniform(heads, hd, tc.window, split, maxSplits, 0, 0, 0), k.step(tc.pos0, ntok, 0, 1), part, out)
 				}
 				closeTo(t, fmt.Sprintf("attention split %d", split), k.read(out, len(want)), want, 1e-5)
+			}
+			for _, bq := range []int{16, shaders.AttnPrefillBlock} {
+				tiled, err := shaders.AttnPrefillRows(hd, bq)
+				if err != nil {
+					if hd <= 128 {
+						t.Fatal(err)
+					}
+					continue
+				}
+				out := k.zeros(len(want))
+				k.run(fmt.Sprintf("attn_prefill/%d/%d", hd, bq), tiled, kindsAttn, [3]uint32{heads, uint32((ntok + bq - 1) / bq), 1},
+					k.uniform(heads, kvh, hd, tc.window, scale, tc.softcap, stride, 0, 1, 0, 0, 0),
+					k.step(tc.pos0, ntok, 0, 1), k.f32(qkv), k.f32(kc), k.f32(vc), out, k.zeros(4))
+				closeTo(t, fmt.Sprintf("attention tiled (%d tokens per workgroup)", bq), k.read(out, len(want)), want, 1e-5)
 			}
 		})
 	}
@@ -468,36 +486,57 @@ func TestKernelActMul(t *testing.T) {
 	}
 }
 
+// TestKernelArgmax runs both stages of the greedy pick (argmax_part over
+// spans of the row, argmax over the spans' picks) on rows of one span,
+// several, and spans longer than one round of loads.
 func TestKernelArgmax(t *testing.T) {
 	k := newKT(t)
 	r := rand.New(rand.NewPCG(13, 14))
-	const n = 1000
-	for _, tc := range []struct {
-		name string
-		set  func(v []float32)
-		want int
-	}{
-		{"max", func(v []float32) { v[733] = 9 }, 733},
-		{"tie-lowest", func(v []float32) { v[901] = 9; v[17] = 9; v[400] = 9 }, 17},
-		{"nan-skipped", func(v []float32) { v[5] = float32(math.NaN()); v[6] = 8 }, 6},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rows := randVec(r, 2*n, 1)
-			tc.set(rows[n:]) // the second (last head) row counts
-			rows[3] = 50     // a larger value in the first row must not
-			toks, ids := k.zeros(4), k.zeros(4)
-			st := k.storage(U32Bytes([]uint32{0, 2, 0, 2, 1, 0, 0, 0}))
-			src, _ := shaders.Source(shaders.Argmax)
-			k.run("argmax", src, kindsArgmax, [3]uint32{1, 1, 1}, k.uniform(n, 0, 0, 0), st, k.f32(rows), toks, ids)
-			rawT, _ := k.d.ReadBuffer(toks, 4)
-			rawI, _ := k.d.ReadBuffer(ids, 8)
-			if got := int(u32s(rawT)[0]); got != tc.want {
-				t.Errorf("tokens[0] = %d, want %d", got, tc.want)
-			}
-			if got := int(u32s(rawI)[1]); got != tc.want {
-				t.Errorf("ids[1] = %d, want %d", got, tc.want)
-			}
-		})
+	for _, n := range []int{1000, 5000, 300000} {
+		nan := float32(math.NaN())
+		for _, tc := range []struct {
+			name string
+			set  func(v []float32)
+			want int
+		}{
+			{"max", func(v []float32) { v[733] = 9 }, 733},
+			{"max-last", func(v []float32) { v[n-1] = 9 }, n - 1},
+			{"tie-lowest", func(v []float32) { v[n-99] = 9; v[17] = 9; v[400] = 9; v[n/2] = 9 }, 17},
+			{"tie-across-spans", func(v []float32) { v[n-1] = 9; v[n/2+1] = 9 }, n/2 + 1},
+			{"nan-skipped", func(v []float32) { v[5] = nan; v[6] = 8 }, 6},
+			{"nan-span", func(v []float32) {
+				for i := range min(n, 2048) {
+					v[i] = nan
+				}
+				v[n-3] = 7
+			}, n - 3},
+			{"all-nan", func(v []float32) {
+				for i := range v {
+					v[i] = nan
+				}
+			}, 0},
+		} {
+			t.Run(fmt.Sprintf("%d/%s", n, tc.name), func(t *testing.T) {
+				rows := randVec(r, 2*n, 1)
+				tc.set(rows[n:]) // the second (last head) row counts
+				rows[3] = 50     // a larger value in the first row must not
+				per, parts := argmaxSpans(n)
+				picks, toks, ids := k.zeros(2*parts), k.zeros(4), k.zeros(4)
+				st := k.storage(U32Bytes([]uint32{0, 2, 0, 2, 1, 0, 0, 0}))
+				src, _ := shaders.Source(shaders.ArgmaxPart)
+				k.run("argmax_part", src, kindsArgmaxPart, [3]uint32{uint32(parts), 1, 1}, k.uniform(n, per, 0, 0), st, k.f32(rows), picks)
+				src, _ = shaders.Source(shaders.Argmax)
+				k.run("argmax", src, kindsArgmax, [3]uint32{1, 1, 1}, k.uniform(parts, 0, 0, 0), st, picks, toks, ids)
+				rawT, _ := k.d.ReadBuffer(toks, 4)
+				rawI, _ := k.d.ReadBuffer(ids, 8)
+				if got := int(u32s(rawT)[0]); got != tc.want {
+					t.Errorf("tokens[0] = %d, want %d", got, tc.want)
+				}
+				if got := int(u32s(rawI)[1]); got != tc.want {
+					t.Errorf("ids[1] = %d, want %d", got, tc.want)
+				}
+			})
+		}
 	}
 }
 

@@ -1,8 +1,12 @@
 package webgpu
 
 import (
+	"fmt"
 	"os"
 	"strconv"
+
+	"github.com/cortiq/cortiq/shaders"
+	"github.com/cortiq/cortiq/tensor"
 )
 
 // Matmul geometry. Each workgroup of the matmul kernel computes mvRows
@@ -15,6 +19,49 @@ var (
 	gemmRows = tuneInt("CORTIQ_GEMM_ROWS", 8, 1, 16)
 	gemmTB   = tuneInt("CORTIQ_GEMM_TB", 4, 1, 16)
 )
+
+// stagedMatvec selects the staged decode matvec (shaders.Matvec) where
+// the x row fits workgroup memory; CORTIQ_MATVEC=rows keeps the
+// row-blocked kernel everywhere (for A/B timing).
+var stagedMatvec = os.Getenv("CORTIQ_MATVEC") != "rows"
+
+// stagedCodec reports whether decode matvecs over weights of codec c are
+// staged: for 4-bit weights a workgroup's x row outweighs its weight rows
+// (two bytes of x per weight byte with 4 rows per workgroup, three with
+// the fused norm), and staging paid (llama-1b q4_0 decode 766 → 805 tok/s
+// on an H200); for q8_0 it lost (794 → 758: the lm head and the wide
+// weights ran slower), and the wider codecs read even less x per byte.
+func stagedCodec(c tensor.Codec) bool { return c == tensor.Q4_0 || c == tensor.Q4_K }
+
+// matvecShape is the staged matvec's work per workgroup for a weight of
+// rows rows. Measured on an H200 over llama-1b's q4_0 shapes (BenchmarkMatvecVariants):
+// 256 threads of 4 rows each in one pass suit the weights of a few
+// thousand rows (q/k/v 5.6 µs vs 5.9 with the fused norm, down 5.9 vs
+// 7.7); for the wide ones (gate/up, the head) 128 threads of 8 rows in two
+// passes halve the workgroups that stage x (gate/up with the fused norm
+// 5.8 µs vs 15, the lm head 56 vs 72). The row count is even, as mode 2
+// (interleaved gate/up rows) needs. CORTIQ_MATVEC_SHAPE=r,s,g overrides.
+func matvecShape(rows int) shaders.MatvecShape {
+	if matvecOverride.Rows > 0 {
+		return matvecOverride
+	}
+	if rows >= 8192 {
+		return shaders.MatvecShape{Rows: 8, Sets: 2, Groups: 2}
+	}
+	return shaders.MatvecShape{Rows: 4, Sets: 4, Groups: 1}
+}
+
+var matvecOverride = func() shaders.MatvecShape {
+	var r, s, g int
+	if n, _ := fmt.Sscanf(os.Getenv("CORTIQ_MATVEC_SHAPE"), "%d,%d,%d", &r, &s, &g); n == 3 && r%2 == 0 {
+		return shaders.MatvecShape{Rows: r, Sets: s, Groups: g}
+	}
+	return shaders.MatvecShape{}
+}()
+
+// traceSteps (CORTIQ_TRACE_STEPS=1) prints the host's share of each
+// prefill step: encoding and submitting, then waiting and reading back.
+var traceSteps = os.Getenv("CORTIQ_TRACE_STEPS") == "1"
 
 func tuneInt(env string, def, lo, hi int) int {
 	if n, err := strconv.Atoi(os.Getenv(env)); err == nil && n >= lo && n <= hi {

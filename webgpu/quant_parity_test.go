@@ -91,6 +91,29 @@ func TestParityQuantized(t *testing.T) {
 				dq, _ := maxAbsDiff(want, ref.Logits)
 				t.Logf("device vs cpu %.2e (cpu %s vs f32 reference %.2e)", diff, c, dq)
 				checkRows(t, c.String(), got, want, m.Arch.Vocab, quantTol)
+				// One-token steps: the decode matvecs (staged for q4_0,
+				// with the fused norm and gate/up activation). The CPU's
+				// own one-token steps multiply quantized weights by int8
+				// activations (as llama.cpp does), so the exact reference
+				// is its batched pass over the whole sequence.
+				seq := append(append([]int(nil), ref.InputIDs...), ref.Generated[:3]...)
+				cs2, err := cb.NewSession(32)
+				if err != nil {
+					t.Fatal(err)
+				}
+				all, err := cs2.Forward(seq, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v := m.Arch.Vocab
+				for i, tok := range ref.Generated[:3] {
+					got, err := gs.Forward([]int{tok}, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					row := len(ref.InputIDs) + i
+					checkRows(t, c.String()+" decode", got, all[row*v:(row+1)*v], v, quantTol)
+				}
 			})
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
 	"github.com/cortiq/cortiq/backend"
@@ -37,6 +39,10 @@ type op struct {
 	// spans too since one workgroup per head would leave the GPU idle.
 	split, combine       *op
 	splitDec, combineDec *op
+	// tiled is the attention for steps of tiledMinTokens or more
+	// (shaders.AttnPrefill; o's bind group and uniform), nil where the
+	// head dimension does not suit it.
+	tiled *Pipeline
 
 	gm          *wgpu.BindGroup // the prefill pipelines' bind group, when it differs from g
 	gemm        gemmKernel      // matmuls: the tiled GEMM for steps of gemmMinTokens or more (see prepareGemm)
@@ -102,6 +108,7 @@ type Session struct {
 	decSplitLen, decSplits       int // the same for one-token steps
 	part                         *Buffer
 	step, tokens, ids            *Buffer
+	picks                        *Buffer // argmax_part's per-span picks
 	x, h, qkv, att, tmp, gu, act *Buffer
 	logits, stLogits, stX        *Buffer
 	stIDs                        []*Buffer      // one per greedy batch in flight
@@ -113,7 +120,7 @@ type Session struct {
 	embed                        *op
 	layerOps                     [][]*op // per layer; nil on host layers
 	headOps                      []*op
-	argmax, advance              *op
+	argmaxPart, argmax, advance  *op
 	host                         HostLayers
 	maxGreedy                    int
 	moe                          *moeScratch        // nil without MoE layers
@@ -225,6 +232,19 @@ func (s *Session) buf(label string, size int) (*Buffer, error) {
 	return buf, nil
 }
 
+// argmaxSpans splits a row of n logits for argmax_part: spans of per
+// elements (a multiple of the 1024 one workgroup reads in one round of
+// loads), at most 256 of them (the final argmax's one pass).
+func argmaxSpans(n int) (per, parts int) {
+	per = max(1024, (n+256*1024-1)/(256*1024)*1024)
+	return per, (n + per - 1) / per
+}
+
+func argmaxParts(n int) int {
+	_, parts := argmaxSpans(n)
+	return parts
+}
+
 func (s *Session) alloc() error {
 	a := s.b.arch
 	c := s.chunk
@@ -237,6 +257,7 @@ func (s *Session) alloc() error {
 		{&s.step, "step", 8},
 		{&s.tokens, "tokens", c},
 		{&s.ids, "ids", s.maxGreedy},
+		{&s.picks, "argmax picks", 2 * argmaxParts(a.Vocab)},
 		{&s.x, "x", c * a.Hidden},
 		{&s.h, "h", c * a.Hidden},
 		{&s.tmp, "tmp", c * a.Hidden},
@@ -329,7 +350,7 @@ func (s *Session) build() error {
 	}
 	// matmul adds one projection: out[t*outStride+outOff+o] (=|+=) alpha*W·x.
 	matmul := func(label string, w *dweight, x, out *Buffer, biasBuf *Buffer, mode int, alpha, softcap float32, sel int, outStride, outOff int, rows rowsOf) error {
-		mv, err := b.matmulPipe(w.codec, 1, mvRows)
+		mv, rpw, err := b.matvecPipe(w.codec, w.rows, w.cols, false)
 		if err != nil {
 			return err
 		}
@@ -338,7 +359,7 @@ func (s *Session) build() error {
 			return err
 		}
 		bb, hasBias := bias(biasBuf)
-		gx, gy := matmulGrid(w.rows, mvRows)
+		gx, gy := matmulGrid(w.rows, rpw)
 		mx, my := matmulGrid(w.rows, gemmRows)
 		o := &op{mv: mv, mm: mm, rows: rows, x: gx, y: gy, mx: mx, my: my, zRows: true, wgBytes: w.bytes, gemmRows: w.rows, gemmCodec: w.codec}
 		add(label, o, mv, s.param(w.rows, w.cols, w.soff, mode, alpha, softcap, sel, hasBias, outStride, outOff),
@@ -378,7 +399,7 @@ func (s *Session) build() error {
 		if a.Norm == model.NormRMSPlusOne {
 			act |= 2
 		}
-		np, err := b.matmulNormPipe(w.codec)
+		np, _, err := b.matvecPipe(w.codec, w.rows, w.cols, true)
 		if err != nil {
 			return err
 		}
@@ -518,6 +539,7 @@ func (s *Session) build() error {
 			if s.maxSplits > 1 {
 				attn.split, attn.combine = splitK(s.splitLen, s.maxSplits)
 			}
+			attn.tiled = b.attnPrefillPipe(at.HeadDim)
 			if s.decSplits > 1 {
 				attn.splitDec, attn.combineDec = splitK(s.decSplitLen, s.decSplits)
 			}
@@ -558,7 +580,7 @@ func (s *Session) build() error {
 			// Interleaved gate/up rows: one-token steps apply the
 			// activation in the matvec (mode 2, straight into act); longer
 			// steps write gu and run act_mul over the interleaved rows.
-			fused := dl.guInterleaved && mvRows%2 == 0
+			fused := dl.guInterleaved && b.matvecPairsRows(dl.gu[0])
 			off := 0
 			for _, w := range dl.gu {
 				if err := matmul(lbl("gate/up"), w, in, s.gu, nil, 0, 1, 0, 0, 2*dl.f, off, rowsTok); err != nil {
@@ -611,12 +633,21 @@ func (s *Session) build() error {
 			s.headOps = append(s.headOps, p.o)
 		}
 	}
+	// The greedy pick: argmax_part's workgroups each reduce a span of
+	// the row, argmax the spans' picks.
+	apP, err := b.namedPipe("argmax_part", kindsArgmaxPart)
+	if err != nil {
+		return err
+	}
 	amP, err := b.namedPipe("argmax", kindsArgmax)
 	if err != nil {
 		return err
 	}
+	per, parts := argmaxSpans(a.Vocab)
+	s.argmaxPart = add("argmax part", &op{mv: apP, rows: rowsOne, x: uint32(parts), y: 1}, apP,
+		s.param(a.Vocab, per, 0, 0), stepB, W(s.logits), W(s.picks))
 	s.argmax = add("argmax", &op{mv: amP, rows: rowsOne, x: 1, y: 1}, amP,
-		s.param(a.Vocab, 0, 0, 0), stepB, W(s.logits), W(s.tokens), W(s.ids))
+		s.param(parts, 0, 0, 0), stepB, W(s.picks), W(s.tokens), W(s.ids))
 	advP, err := b.namedPipe("advance", kindsAdvance)
 	if err != nil {
 		return err
@@ -670,14 +701,18 @@ func (s *Session) encodeLayers(ds []Dispatch, from, to, n, headRows, posEnd int)
 			// parts past a step's span are empty).
 			if o.splitDec != nil && n == 1 {
 				if z := min((span+s.decSplitLen-1)/s.decSplitLen, s.decSplits); z >= 2 {
-					ds = append(ds, Dispatch{P: o.splitDec.mv, G: o.splitDec.g, X: o.splitDec.x, Y: 1, Z: uint32(z)},
+					ds = append(ds, Dispatch{P: o.splitDec.mv, G: o.splitDec.g, X: o.splitDec.x, Y: 1, Z: uint32(z), Label: o.splitDec.label},
 						o.combineDec.dispatch(n, headRows))
 					continue
 				}
 			}
+			if o.tiled != nil && n >= tiledMinTokens {
+				ds = append(ds, Dispatch{P: o.tiled, G: o.g, X: o.x, Y: uint32((n + attnBlock - 1) / attnBlock), Z: 1, Label: o.label + " tiled"})
+				continue
+			}
 			if o.split != nil {
 				if z := (span + s.splitLen - 1) / s.splitLen; z >= 2 {
-					ds = append(ds, Dispatch{P: o.split.mv, G: o.split.g, X: o.split.x, Y: uint32(n), Z: uint32(min(z, s.maxSplits))},
+					ds = append(ds, Dispatch{P: o.split.mv, G: o.split.g, X: o.split.x, Y: uint32(n), Z: uint32(min(z, s.maxSplits)), Label: o.split.label},
 						o.combine.dispatch(n, headRows))
 					continue
 				}
@@ -776,6 +811,11 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 			return nil, fmt.Errorf("webgpu: token %d outside the vocabulary (%d)", t, a.Vocab)
 		}
 	}
+	if traceSteps {
+		defer func(t0 time.Time) {
+			fmt.Fprintf(os.Stderr, "webgpu: Forward of %d tokens: %v\n", len(tokens), time.Since(t0))
+		}(time.Now())
+	}
 	var out []float32
 	if all {
 		out = make([]float32, 0, len(tokens)*a.Vocab)
@@ -864,14 +904,19 @@ func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) 
 			ds = append(ds, o.dispatch(n, headRows))
 		}
 		bytes := uint64(4 * headRows * a.Vocab)
+		t0 := time.Now()
 		if err := d.Run(nil, ds, []Copy{{Src: s.logits, Dst: s.stLogits, Size: bytes}}); err != nil {
 			return nil, err
 		}
+		t1 := time.Now()
 		submits++
 		var err error
 		logits, err = d.ReadF32(s.stLogits, headRows*a.Vocab)
 		if err != nil {
 			return nil, err
+		}
+		if traceSteps {
+			fmt.Fprintf(os.Stderr, "webgpu: step of %d tokens: %d dispatches, encode+submit %v, wait+read %v\n", n, len(ds), t1.Sub(t0), time.Since(t1))
 		}
 	} else {
 		if err := d.Run(nil, ds, nil); err != nil {
@@ -954,7 +999,7 @@ func (s *Session) SubmitGreedy(first, k int) (*GreedyBatch, error) {
 		for _, o := range s.headOps {
 			ds = append(ds, o.dispatch(1, 1))
 		}
-		ds = append(ds, s.argmax.dispatch(1, 1), s.advance.dispatch(1, 1))
+		ds = append(ds, s.argmaxPart.dispatch(1, 1), s.argmax.dispatch(1, 1), s.advance.dispatch(1, 1))
 	}
 	g := &GreedyBatch{k: k, slot: s.nextSlot}
 	s.nextSlot = (s.nextSlot + 1) % len(s.stIDs)

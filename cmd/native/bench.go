@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/cortiq/cortiq/webgpu"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -91,6 +92,10 @@ func cmdBench(args []string) error {
 		}
 	}
 	best.WeightGBs = best.DecodeTokS * float64(best.WeightBytesTok) / 1e9
+	// CORTIQ_GPU_PROFILE=1: GPU time per kernel class over all reps.
+	if r := webgpu.ProfileReport(); r != "" {
+		fmt.Fprint(os.Stderr, r)
+	}
 	if *jsonOut {
 		return json.NewEncoder(os.Stdout).Encode(best)
 	}

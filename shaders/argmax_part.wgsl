@@ -1,0 +1,71 @@
+// First stage of the greedy pick: workgroup g finds the largest value of
+// elements [g·per, (g+1)·per) of the last head row of the logits (the
+// lowest index on ties, NaN never chosen) and writes (value bits, index)
+// to part[g], index 0xFFFFFFFF when its span holds no pick. One workgroup
+// reading a whole 100k+ vocabulary waited on ~100 loads in turn per
+// thread (90 µs on an H200); spread over many workgroups each thread makes
+// a few independent loads. Dispatch (ceil(n/per), 1, 1); argmax.wgsl
+// reduces the parts.
+struct P {
+    n: u32,
+    per: u32,
+    _p1: u32,
+    _p2: u32,
+}
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> step: array<u32>;
+@group(0) @binding(2) var<storage, read> logits: array<f32>;
+@group(0) @binding(3) var<storage, read_write> part: array<vec2<u32>>;
+
+var<workgroup> bv: array<f32, 256>;
+var<workgroup> bi: array<u32, 256>;
+
+const NONE: u32 = 0xFFFFFFFFu;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let row = (step[3] - 1u) * p.n;
+    let lo = wg.x * p.per;
+    let hi = min(lo + p.per, p.n);
+    // Four independent running picks per thread (indices i, i+256, i+512,
+    // i+768 of each 1024), merged lowest index first on ties.
+    var bestv = array<f32, 4>(-3.4e38, -3.4e38, -3.4e38, -3.4e38);
+    var besti = array<u32, 4>(NONE, NONE, NONE, NONE);
+    for (var i0 = lo + lid.x; i0 < hi; i0 += 1024u) {
+        for (var c = 0u; c < 4u; c++) {
+            let i = i0 + 256u * c;
+            if (i < hi) {
+                let v = logits[row + i];
+                if (v > bestv[c] || (besti[c] == NONE && v == bestv[c])) {
+                    bestv[c] = v;
+                    besti[c] = i;
+                }
+            }
+        }
+    }
+    var best = bestv[0];
+    var idx = besti[0];
+    for (var c = 1u; c < 4u; c++) {
+        if (besti[c] != NONE && (idx == NONE || bestv[c] > best || (bestv[c] == best && besti[c] < idx))) {
+            best = bestv[c];
+            idx = besti[c];
+        }
+    }
+    bv[lid.x] = best;
+    bi[lid.x] = idx;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s >>= 1u) {
+        if (lid.x < s) {
+            let ov = bv[lid.x + s];
+            let oi = bi[lid.x + s];
+            if (oi != NONE && (bi[lid.x] == NONE || ov > bv[lid.x] || (ov == bv[lid.x] && oi < bi[lid.x]))) {
+                bv[lid.x] = ov;
+                bi[lid.x] = oi;
+            }
+        }
+        workgroupBarrier();
+    }
+    if (lid.x == 0u) {
+        part[wg.x] = vec2<u32>(bitcast<u32>(bv[0]), bi[0]);
+    }
+}

@@ -1,0 +1,165 @@
+package webgpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/cogentcore/webgpu/wgpu"
+	"github.com/cortiq/cortiq/shaders"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// BenchmarkMatvecVariants times the decode matvec's variants as the graph
+// runs them, over distinct weights (from HBM, as in decode) and chained:
+// plain, with the RMSNorm of x fused in (MatmulRowsNorm), with the gated
+// activation of interleaved gate/up rows (mode 2), and both.
+func BenchmarkMatvecVariants(b *testing.B) {
+	d := testDevice(b)
+	shapes := [][2]int{{3072, 2048}, {2048, 2048}, {16384, 2048}, {2048, 8192}, {128256, 2048}}
+	nbuf := 40
+	if d.Info().Type == "cpu" || testing.Short() {
+		shapes, nbuf = [][2]int{{256, 512}}, 4
+	}
+	pat := make([]byte, 1<<20)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i+8 <= len(pat); i += 8 {
+		v := r.Uint64() & 0x3bff3bff3bff3bff
+		for k := 0; k < 8; k++ {
+			pat[i+k] = byte(v >> (8 * k))
+		}
+	}
+	codec := tensor.Q4_0
+	if c, err := tensor.ParseCodec(os.Getenv("CORTIQ_MV_BENCH_CODEC")); err == nil {
+		codec = c
+	}
+	for _, sh := range shapes {
+		rows, cols := sh[0], sh[1]
+		rb, err := codec.RowBytes(cols)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wbytes := (rows*rb + 15) &^ 15
+		var soff uint32 // the scale plane follows the quant plane
+		switch codec {
+		case tensor.Q8_0:
+			soff = uint32(rows * cols / 4)
+		case tensor.Q4_0:
+			soff = uint32(rows * cols / 8)
+		}
+		n := min(nbuf, max(4, (200<<20)/wbytes))
+		var wbs []*Buffer
+		for i := 0; i < n; i++ {
+			wb, err := d.NewStorage("w", uint64(wbytes))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for off := 0; off < wbytes; off += len(pat) {
+				if err := d.Write(wb, uint64(off), pat[:min(len(pat), wbytes-off)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			wbs = append(wbs, wb)
+		}
+		d.Flush()
+		xb, _ := d.NewStorage("x", uint64(4*cols))
+		d.Write(xb, 0, F32Bytes(randVec(r, cols, 1)))
+		nwb, _ := d.NewStorage("nw", uint64(4*cols))
+		d.Write(nwb, 0, F32Bytes(randVec(r, cols, 1)))
+		ob, _ := d.NewStorage("o", uint64(4*rows))
+		zb, _ := d.NewStorage("z", uint64(4*rows))
+		sb, _ := d.NewStorage("s", 32)
+		d.Write(sb, 0, U32Bytes([]uint32{0, 1, 0, 1, 0, 0, 0, 0}))
+		type variant struct {
+			name   string
+			norm   bool
+			mode   int
+			rows   int                 // row-blocked kernel (MatmulRows)
+			staged shaders.MatvecShape // staged kernel (Matvec) when rows is 0
+		}
+		var vs []variant
+		for _, k := range []struct {
+			name string
+			norm bool
+			mode int
+		}{{"plain", false, 0}, {"norm", true, 0}, {"act", false, 2}, {"norm+act", true, 2}} {
+			if rows > 100000 && k.name != "plain" { // the lm head: a plain matvec
+				continue
+			}
+			vs = append(vs, variant{k.name, k.norm, k.mode, mvRows, shaders.MatvecShape{}})
+			for _, sh := range [][3]int{{4, 1, 4}, {4, 1, 8}, {4, 2, 2}, {4, 2, 4}, {4, 4, 1}, {4, 4, 2}, {4, 4, 4}, {2, 4, 4}, {8, 1, 4}, {8, 2, 2}} {
+				sh := shaders.MatvecShape{Rows: sh[0], Sets: sh[1], Groups: sh[2]}
+				if shaders.MatvecSharedBytes(sh, cols) > int(d.Limits().MaxComputeWorkgroupStorageSize) {
+					continue
+				}
+				vs = append(vs, variant{fmt.Sprintf("%s-staged-r%ds%dg%d", k.name, sh.Rows, sh.Sets, sh.Groups), k.norm, k.mode, 0, sh})
+			}
+		}
+		for _, v := range vs {
+			b.Run(fmt.Sprintf("%s/%dx%d/%s", codec, rows, cols, v.name), func(b *testing.B) {
+				outStride := rows
+				if v.mode == 2 {
+					outStride = rows / 2
+				}
+				ub, _ := d.NewUniform("p", params(rows, cols, soff, v.mode, float32(1), float32(0), 0, 0, outStride, 0, 0, float32(1e-5)))
+				var src, key string
+				var err error
+				kinds := kindsMatmul
+				if v.norm {
+					kinds = kindsMatmulNorm
+				}
+				rpw := v.rows
+				switch {
+				case v.rows == 0:
+					src, err = shaders.Matvec(codec, v.staged, cols, v.norm)
+					key, rpw = fmt.Sprintf("matvec/%s/%v/%d/%v", codec, v.staged, cols, v.norm), v.staged.RowsPerWorkgroup()
+				case v.norm:
+					src, err = shaders.MatmulRowsNorm(codec, 1, v.rows)
+					key = fmt.Sprintf("matmul-norm/%s/tb1/r%d", codec, v.rows)
+				default:
+					src, err = shaders.MatmulRows(codec, 1, v.rows)
+					key = fmt.Sprintf("matmul/%s/tb1/r%d", codec, v.rows)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				p, err := d.Pipeline(key, src, kinds)
+				if err != nil {
+					b.Fatal(err)
+				}
+				gx, gy := matmulGrid(rows, rpw)
+				var ds []Dispatch
+				var gs []*wgpu.BindGroup
+				for _, wb := range wbs {
+					binds := []Binding{Whole(ub), Whole(sb), Whole(wb), Whole(xb), Whole(ob), Whole(zb)}
+					if v.norm {
+						binds = append(binds, Whole(nwb))
+					}
+					g, err := d.BindGroup(p, key, binds...)
+					if err != nil {
+						b.Fatal(err)
+					}
+					gs = append(gs, g)
+					ds = append(ds, Dispatch{P: p, G: g, X: gx, Y: gy, Z: 1})
+				}
+				us := usPerDispatch(b, d, sb, repeat(ds, 10), 1)
+				b.ReportMetric(us, "us/matvec")
+				b.ReportMetric(float64(wbytes)/us/1e3, "GB/s")
+				for _, g := range gs {
+					g.Release()
+				}
+			})
+		}
+	}
+}
+
+// repeat is ds n times over: chains long enough that the GPU time dwarfs
+// the noise of the submit and readback they are timed against.
+func repeat(ds []Dispatch, n int) []Dispatch {
+	var out []Dispatch
+	for range n {
+		out = append(out, ds...)
+	}
+	return out
+}
