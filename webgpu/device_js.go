@@ -69,7 +69,9 @@ func (d *Device) writeBuffer(b *Buffer, off uint64, data []byte) error {
 // ProfileReport is empty in the browser: no timestamp queries.
 func (d *Device) ProfileReport() string { return "" }
 
-func (d *Device) runProfiled(pre []Copy, ds []Dispatch, post []Copy) error { return d.Run(pre, ds, post) }
+func (d *Device) runProfiled(pre []Copy, ds []Dispatch, post []Copy) error {
+	return d.Run(pre, ds, post)
+}
 
 type profiler struct{}
 

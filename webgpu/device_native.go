@@ -48,7 +48,7 @@ func openNative() (*Device, error) {
 		},
 	}
 	dev, err := ad.RequestDevice(&wgpu.DeviceDescriptor{
-		Label:          "cortiq",
+		Label:            "cortiq",
 		RequiredLimits:   &wgpu.RequiredLimits{Limits: lim},
 		RequiredFeatures: profileFeatures(ad),
 		// No DeviceLostCallback: the binding (v0.23.0) stores a Go pointer
