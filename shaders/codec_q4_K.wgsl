@@ -60,13 +60,35 @@ fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 8> {
         q4k4((qb.x >> sh) & m, s), q4k4((qb.y >> sh) & m, s), q4k4((qb.z >> sh) & m, s), q4k4((qb.w >> sh) & m, s));
 }
 
-// fetchq and chunkscale split fetchc (see codec_f32.wgsl); a sub-block's
-// min makes its values affine in q, so the scale cannot wait for the sum:
-// fetchq is fetchc.
+// fetchq and chunkscales split fetchc: a sub-block's values are
+// affine in its quants, x = (d·sc)·q - dmin·m, so kernels sum q·x over a
+// chunk and apply the scale once and the min once against the chunk's Σx
+// (AFFINE) instead of two operations per element.
+const AFFINE: bool = true;
+
+fn q4raw(n: u32) -> vec4<f32> {
+    let u = vec4<u32>(n & 0xFFu, (n >> 8u) & 0xFFu, (n >> 16u) & 0xFFu, n >> 24u) | vec4<u32>(0x4B000000u);
+    return bitcast<vec4<f32>>(u) - vec4<f32>(8388608.0);
+}
+
 fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 8> {
-    return fetchc(e, soff);
+    let b = e / 256u;
+    let j = (e % 256u) / 32u;
+    let base = 9u * b + 1u + 2u * (j / 2u);
+    let sh = (j % 2u) * 4u;
+    let qa = w[base];
+    let qb = w[base + 1u];
+    let m = 0x0F0F0F0Fu;
+    return array<vec4<f32>, 8>(
+        q4raw((qa.x >> sh) & m), q4raw((qa.y >> sh) & m), q4raw((qa.z >> sh) & m), q4raw((qa.w >> sh) & m),
+        q4raw((qb.x >> sh) & m), q4raw((qb.y >> sh) & m), q4raw((qb.z >> sh) & m), q4raw((qb.w >> sh) & m));
 }
 
 fn chunkscale(e: u32, soff: u32) -> f32 {
-    return 1.0;
+    return q4kscale(e / 256u, (e % 256u) / 32u).x;
+}
+
+// chunkscales is (d·sc, dmin·m): the sub-block's scale and min.
+fn chunkscales(e: u32, soff: u32) -> vec2<f32> {
+    return q4kscale(e / 256u, (e % 256u) / 32u);
 }

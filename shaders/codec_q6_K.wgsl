@@ -3,9 +3,10 @@
 // 16-byte boundary; the bytes keep GGUF's offsets: 128 bytes of low
 // nibbles ql, 64 of high bit pairs qh, 16 int8 scales (one per 16
 // elements), the half-precision d. x = (d·scale)·(q - 32) for the 6-bit q,
-// exactly as GGUF (and the CPU engine) decode it. A CHUNK is 32 elements
-// from the same 32 bytes of ql and of qh (two loads each) and two scales.
-const CHUNK: u32 = 32u;
+// exactly as GGUF (and the CPU engine) decode it. A CHUNK is 16 elements,
+// one scale's: one 16-byte load of ql and one of qh (each byte gives one
+// element; its other bits belong to another chunk).
+const CHUNK: u32 = 16u;
 
 // sbyte is int8 scale i (0..15) of a block's scale vec4.
 fn sbyte(s: vec4<u32>, i: u32) -> f32 {
@@ -34,32 +35,45 @@ fn fetch4(e: u32, soff: u32) -> vec4<f32> {
     return q6x4(a, h, (k / 2u) * 4u, 2u * k, d * sbyte(w[b + 12u], 8u * n + 2u * k + l / 16u));
 }
 
-fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 8> {
+// q6raw is q6x4 without the scale: the 6-bit values minus 32.
+fn q6raw(a: u32, h: u32, ns: u32, hs: u32) -> vec4<f32> {
+    let v = ((a >> ns) & 0x0F0F0F0Fu) | (((h >> hs) & 0x03030303u) << 4u);
+    let u = vec4<u32>(v & 0xFFu, (v >> 8u) & 0xFFu, (v >> 16u) & 0xFFu, v >> 24u) | vec4<u32>(0x4B000000u);
+    return bitcast<vec4<f32>>(u) - vec4<f32>(8388640.0);
+}
+
+// fetchq is a chunk's 16 values without their scale (chunkscale): the
+// kernels apply the scale once to the chunk's sum.
+fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 4> {
     let b = 14u * (e / 256u);
     let c = (e % 256u) / 32u;
     let n = c / 4u;
     let k = c % 4u;
-    let qa = w[b + 4u * n + 2u * (k % 2u)];
-    let qb = w[b + 4u * n + 2u * (k % 2u) + 1u];
-    let ha = w[b + 8u + 2u * n];
-    let hb = w[b + 9u + 2u * n];
-    let sc = w[b + 12u];
-    let d = unpack2x16float(w[b + 13u].x).x;
-    let s0 = d * sbyte(sc, 8u * n + 2u * k);
-    let s1 = d * sbyte(sc, 8u * n + 2u * k + 1u);
+    let half = (e % 32u) / 16u;
+    let qa = w[b + 4u * n + 2u * (k % 2u) + half];
+    let ha = w[b + 8u + 2u * n + half];
     let ns = (k / 2u) * 4u;
     let hs = 2u * k;
-    return array<vec4<f32>, 8>(
-        q6x4(qa.x, ha.x, ns, hs, s0), q6x4(qa.y, ha.y, ns, hs, s0), q6x4(qa.z, ha.z, ns, hs, s0), q6x4(qa.w, ha.w, ns, hs, s0),
-        q6x4(qb.x, hb.x, ns, hs, s1), q6x4(qb.y, hb.y, ns, hs, s1), q6x4(qb.z, hb.z, ns, hs, s1), q6x4(qb.w, hb.w, ns, hs, s1));
-}
-
-// fetchq and chunkscale split fetchc (see codec_f32.wgsl); a chunk has two
-// scales, so fetchq is fetchc.
-fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 8> {
-    return fetchc(e, soff);
+    return array<vec4<f32>, 4>(q6raw(qa.x, ha.x, ns, hs), q6raw(qa.y, ha.y, ns, hs), q6raw(qa.z, ha.z, ns, hs), q6raw(qa.w, ha.w, ns, hs));
 }
 
 fn chunkscale(e: u32, soff: u32) -> f32 {
-    return 1.0;
+    let b = 14u * (e / 256u);
+    let c = (e % 256u) / 32u;
+    let d = unpack2x16float(w[b + 13u].x).x;
+    return d * sbyte(w[b + 12u], 8u * (c / 4u) + 2u * (c % 4u) + (e % 32u) / 16u);
+}
+
+fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 4> {
+    let q = fetchq(e, soff);
+    let s = chunkscale(e, soff);
+    return array<vec4<f32>, 4>(q[0] * s, q[1] * s, q[2] * s, q[3] * s);
+}
+
+// chunkscales is (chunkscale, 0): this codec's values are its quants times
+// the chunk scale, with no offset (AFFINE is false).
+const AFFINE: bool = false;
+
+fn chunkscales(e: u32, soff: u32) -> vec2<f32> {
+    return vec2<f32>(chunkscale(e, soff), 0.0);
 }

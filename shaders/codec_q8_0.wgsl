@@ -40,3 +40,11 @@ fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 4> {
 fn chunkscale(e: u32, soff: u32) -> f32 {
     return q8scale(e / 32u, soff);
 }
+
+// chunkscales is (chunkscale, 0): this codec's values are its quants times
+// the chunk scale, with no offset (AFFINE is false).
+const AFFINE: bool = false;
+
+fn chunkscales(e: u32, soff: u32) -> vec2<f32> {
+    return vec2<f32>(chunkscale(e, soff), 0.0);
+}

@@ -72,9 +72,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             // of it.
             var wv: array<array<vec4<f32>, __CQ__>, __R__>;
             var ws: array<f32, __R__>;
+            var wm: array<f32, __R__>;
             for (var r = 0u; r < R; r++) {
                 wv[r] = fetchq(rb[r] + j * CHUNK, p.soff);
-                ws[r] = chunkscale(rb[r] + j * CHUNK, p.soff);
+                let sm = chunkscales(rb[r] + j * CHUNK, p.soff);
+                ws[r] = sm.x;
+                wm[r] = sm.y;
             }
             let xo = j * (CHUNK / 4u);
             for (var k = 0u; k < TB; k++) {
@@ -82,14 +85,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
                 for (var r = 0u; r < R; r++) {
                     part[r] = 0.0;
                 }
+                var xsum = vec4<f32>(0.0);
                 for (var q = 0u; q < CHUNK / 4u; q++) {
                     __XLOAD__
+                    if (AFFINE) {
+                        xsum += xv;
+                    }
                     for (var r = 0u; r < R; r++) {
                         part[r] += dot(wv[r][q], xv);
                     }
                 }
+                let xs = (xsum.x + xsum.y) + (xsum.z + xsum.w);
                 for (var r = 0u; r < R; r++) {
-                    acc[r * TB + k] += ws[r] * part[r];
+                    acc[r * TB + k] += ws[r] * part[r] - wm[r] * xs;
                 }
             }
         }

@@ -70,23 +70,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         for (var j = lane; j < nc; j += 64u) {
             var wv: array<array<vec4<f32>, __CQ__>, __R__>;
             var ws: array<f32, __R__>;
+            var wm: array<f32, __R__>;
             for (var r = 0u; r < R; r++) {
                 wv[r] = fetchq(rb[r] + j * CHUNK, p.soff);
-                ws[r] = chunkscale(rb[r] + j * CHUNK, p.soff);
+                let sm = chunkscales(rb[r] + j * CHUNK, p.soff);
+                ws[r] = sm.x;
+                wm[r] = sm.y;
             }
             let xo = j * (CHUNK / 4u);
             var part: array<f32, __R__>;
             for (var r = 0u; r < R; r++) {
                 part[r] = 0.0;
             }
+            var xsum = vec4<f32>(0.0);
             for (var q = 0u; q < CHUNK / 4u; q++) {
                 let xv = xs[xo + q];
+                if (AFFINE) {
+                    xsum += xv;
+                }
                 for (var r = 0u; r < R; r++) {
                     part[r] += dot(wv[r][q], xv);
                 }
             }
+            let xt = (xsum.x + xsum.y) + (xsum.z + xsum.w);
             for (var r = 0u; r < R; r++) {
-                acc[r] += ws[r] * part[r];
+                acc[r] += ws[r] * part[r] - wm[r] * xt;
             }
         }
         for (var r = 0u; r < R; r++) {

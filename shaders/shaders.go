@@ -68,9 +68,9 @@ func ChunkOf(c tensor.Codec) int {
 		return 4
 	case tensor.F16:
 		return 8
-	case tensor.Q8_0:
+	case tensor.Q8_0, tensor.Q6_K:
 		return 16
-	case tensor.Q4_0, tensor.Q4_K, tensor.Q6_K:
+	case tensor.Q4_0, tensor.Q4_K:
 		return 32
 	}
 	return 0

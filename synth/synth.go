@@ -66,20 +66,64 @@ type tensorSpec struct {
 	ones  bool
 }
 
-// Write writes the shape as GGUF with weights in quant (f32, f16, q8_0 or
-// q4_0; norms stay f32) to path.
+// Write writes the shape as GGUF with every weight in quant (f32, f16,
+// q8_0, q4_0, q4_K or q6_K; norms stay f32) to path.
 func Write(path string, s Shape, quant tensor.Codec) error {
-	switch quant {
-	case tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0:
-	default:
-		return fmt.Errorf("synth: quant %s: want f32, f16, q8_0 or q4_0", quant)
+	m, err := ParseMix(quant.String())
+	if err != nil {
+		return err
 	}
+	return WriteMix(path, s, m)
+}
+
+// Mix is how a synthetic file's weights are quantized: one codec for every
+// weight, or a recipe by tensor (llama.cpp's Q4_K_M).
+type Mix struct {
+	Name     string
+	fileType uint32
+	pick     func(kind string, layer, layers int) tensor.Codec
+}
+
+// MixNames are the mixes ParseMix knows.
+var MixNames = []string{"f32", "f16", "q8_0", "q4_0", "q4_K", "q6_K", "q4_K_M"}
+
+// ParseMix finds a mix by name: a codec name for one codec throughout, or
+// "q4_K_M": q4_K weights with q6_K for the output (and a tied embedding),
+// and for attn_v and ffn_down in the layers llama.cpp gives more bits
+// (the first and last eighth, and every third between).
+func ParseMix(name string) (Mix, error) {
+	if name == "q4_K_M" {
+		return Mix{Name: name, fileType: 15, pick: func(kind string, l, n int) tensor.Codec {
+			switch kind {
+			case "output":
+				return tensor.Q6_K
+			case "attn_v", "ffn_down", "ffn_down_exps":
+				if l < n/8 || l >= 7*n/8 || (l-n/8)%3 == 2 {
+					return tensor.Q6_K
+				}
+			}
+			return tensor.Q4_K
+		}}, nil
+	}
+	ft := map[string]uint32{"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "q4_K": 14, "q6_K": 18}
+	t, ok := ft[name]
+	q, err := tensor.ParseCodec(name)
+	if !ok || err != nil {
+		return Mix{}, fmt.Errorf("synth: quant %q: want one of %s", name, strings.Join(MixNames, ", "))
+	}
+	return Mix{Name: name, fileType: t, pick: func(string, int, int) tensor.Codec { return q }}, nil
+}
+
+// WriteMix writes the shape as GGUF with weights quantized by m (norms
+// stay f32) to path. A K-quant weight whose rows are not a multiple of
+// 256 is written q8_0, as llama.cpp does.
+func WriteMix(path string, s Shape, m Mix) error {
 	w, err := gguf.Create(path)
 	if err != nil {
 		return err
 	}
-	specs := tensorsOf(s, quant)
-	if err := addMetadata(w, s, quant); err != nil {
+	specs := tensorsOf(s, m)
+	if err := addMetadata(w, s, m.fileType); err != nil {
 		w.Close()
 		return err
 	}
@@ -103,52 +147,64 @@ func Write(path string, s Shape, quant tensor.Codec) error {
 	return w.Close()
 }
 
-func tensorsOf(s Shape, q tensor.Codec) []tensorSpec {
+func tensorsOf(s Shape, m Mix) []tensorSpec {
 	hd := s.Hidden / s.Heads
 	std := float32(1 / math.Sqrt(float64(s.Hidden)))
 	var out []tensorSpec
-	add := func(name string, codec tensor.Codec, std float32, shape ...int) {
-		out = append(out, tensorSpec{name: name, shape: shape, codec: codec, std: std})
+	layer := -1
+	add := func(name, kind string, std float32, shape ...int) {
+		c := m.pick(kind, layer, s.Layers)
+		if (c == tensor.Q4_K || c == tensor.Q6_K) && shape[len(shape)-1]%256 != 0 {
+			c = tensor.Q8_0
+		}
+		out = append(out, tensorSpec{name: name, shape: shape, codec: c, std: std})
+	}
+	vec := func(name string, std float32, n int) {
+		out = append(out, tensorSpec{name: name, shape: []int{n}, codec: tensor.F32, std: std})
 	}
 	norm := func(name string, n int) {
 		out = append(out, tensorSpec{name: name, shape: []int{n}, codec: tensor.F32, ones: true})
 	}
-	add("token_embd.weight", q, 1, s.Vocab, s.Hidden)
+	embd := "embd"
+	if s.Tied {
+		embd = "output" // the embedding is the output projection too
+	}
+	add("token_embd.weight", embd, 1, s.Vocab, s.Hidden)
 	norm("output_norm.weight", s.Hidden)
 	if !s.Tied {
-		add("output.weight", q, std, s.Vocab, s.Hidden)
+		add("output.weight", "output", std, s.Vocab, s.Hidden)
 	}
 	for l := 0; l < s.Layers; l++ {
+		layer = l
 		p := fmt.Sprintf("blk.%d.", l)
 		norm(p+"attn_norm.weight", s.Hidden)
-		add(p+"attn_q.weight", q, std, s.Heads*hd, s.Hidden)
-		add(p+"attn_k.weight", q, std, s.KVHeads*hd, s.Hidden)
-		add(p+"attn_v.weight", q, std, s.KVHeads*hd, s.Hidden)
+		add(p+"attn_q.weight", "attn_q", std, s.Heads*hd, s.Hidden)
+		add(p+"attn_k.weight", "attn_k", std, s.KVHeads*hd, s.Hidden)
+		add(p+"attn_v.weight", "attn_v", std, s.KVHeads*hd, s.Hidden)
 		if s.QKVBias {
-			add(p+"attn_q.bias", tensor.F32, 0.02, s.Heads*hd)
-			add(p+"attn_k.bias", tensor.F32, 0.02, s.KVHeads*hd)
-			add(p+"attn_v.bias", tensor.F32, 0.02, s.KVHeads*hd)
+			vec(p+"attn_q.bias", 0.02, s.Heads*hd)
+			vec(p+"attn_k.bias", 0.02, s.KVHeads*hd)
+			vec(p+"attn_v.bias", 0.02, s.KVHeads*hd)
 		}
-		add(p+"attn_output.weight", q, std, s.Hidden, s.Heads*hd)
+		add(p+"attn_output.weight", "attn_output", std, s.Hidden, s.Heads*hd)
 		norm(p+"ffn_norm.weight", s.Hidden)
 		if s.Experts > 0 {
-			add(p+"ffn_gate_inp.weight", tensor.F32, std, s.Experts, s.Hidden)
-			add(p+"ffn_gate_exps.weight", q, std, s.Experts, s.FFN, s.Hidden)
-			add(p+"ffn_up_exps.weight", q, std, s.Experts, s.FFN, s.Hidden)
-			add(p+"ffn_down_exps.weight", q, float32(1/math.Sqrt(float64(s.FFN))), s.Experts, s.Hidden, s.FFN)
+			out = append(out, tensorSpec{name: p + "ffn_gate_inp.weight", shape: []int{s.Experts, s.Hidden}, codec: tensor.F32, std: std})
+			add(p+"ffn_gate_exps.weight", "ffn_gate_exps", std, s.Experts, s.FFN, s.Hidden)
+			add(p+"ffn_up_exps.weight", "ffn_up_exps", std, s.Experts, s.FFN, s.Hidden)
+			add(p+"ffn_down_exps.weight", "ffn_down_exps", float32(1/math.Sqrt(float64(s.FFN))), s.Experts, s.Hidden, s.FFN)
 		} else {
-			add(p+"ffn_gate.weight", q, std, s.FFN, s.Hidden)
-			add(p+"ffn_up.weight", q, std, s.FFN, s.Hidden)
-			add(p+"ffn_down.weight", q, float32(1/math.Sqrt(float64(s.FFN))), s.Hidden, s.FFN)
+			add(p+"ffn_gate.weight", "ffn_gate", std, s.FFN, s.Hidden)
+			add(p+"ffn_up.weight", "ffn_up", std, s.FFN, s.Hidden)
+			add(p+"ffn_down.weight", "ffn_down", float32(1/math.Sqrt(float64(s.FFN))), s.Hidden, s.FFN)
 		}
 	}
 	return out
 }
 
-func addMetadata(w *gguf.Writer, s Shape, q tensor.Codec) error {
+func addMetadata(w *gguf.Writer, s Shape, fileType uint32) error {
 	a := s.Arch
 	hd := s.Hidden / s.Heads
-	fileType := map[tensor.Codec]uint32{tensor.F32: 0, tensor.F16: 1, tensor.Q4_0: 2, tensor.Q8_0: 7}[q]
 	md := []struct {
 		k string
 		v any

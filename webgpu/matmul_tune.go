@@ -26,12 +26,13 @@ var (
 var stagedMatvec = os.Getenv("CORTIQ_MATVEC") != "rows"
 
 // stagedCodec reports whether decode matvecs over weights of codec c are
-// staged: for 4-bit weights a workgroup's x row outweighs its weight rows
-// (two bytes of x per weight byte with 4 rows per workgroup, three with
-// the fused norm), and staging paid (llama-1b q4_0 decode 766 → 805 tok/s
-// on an H200); for q8_0 it lost (794 → 758: the lm head and the wide
-// weights ran slower), and the wider codecs read even less x per byte.
-func stagedCodec(c tensor.Codec) bool { return c == tensor.Q4_0 || c == tensor.Q4_K }
+// staged: for q4_0 a workgroup's x row outweighs its weight rows (two bytes
+// of x per weight byte with 4 rows per workgroup, three with the fused
+// norm), and staging paid (llama-1b q4_0 decode 766 → 805 tok/s on an
+// H200); for q8_0 it lost (794 → 758: the lm head and the wide weights ran
+// slower), and for a q4_K_M file too (483 → 405: its q4_K sub-block
+// scales cost more than x).
+func stagedCodec(c tensor.Codec) bool { return c == tensor.Q4_0 }
 
 // matvecShape is the staged matvec's work per workgroup for a weight of
 // rows rows. Measured on an H200 over llama-1b's q4_0 shapes (BenchmarkMatvecVariants):

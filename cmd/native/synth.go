@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cortiq/cortiq/synth"
-	"github.com/cortiq/cortiq/tensor"
 )
 
 func init() {
@@ -19,7 +18,7 @@ func init() {
 func cmdSynth(args []string) error {
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
 	shape := fs.String("shape", "", "shape: "+strings.Join(synth.ShapeNames(), ", "))
-	quant := fs.String("quant", "q4_0", "weights: f32, f16, q8_0 or q4_0")
+	quant := fs.String("quant", "q4_0", "weights: "+strings.Join(synth.MixNames, ", ")+" (q4_K_M: llama.cpp's mix of q4_K and q6_K)")
 	out := fs.String("o", "", "output .gguf file, or a directory (the file is named SHAPE-QUANT.gguf)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -28,7 +27,7 @@ func cmdSynth(args []string) error {
 	if err != nil {
 		return err
 	}
-	q, err := tensor.ParseCodec(*quant)
+	q, err := synth.ParseMix(*quant)
 	if err != nil {
 		return err
 	}
@@ -38,10 +37,10 @@ func cmdSynth(args []string) error {
 	}
 	if st, err := os.Stat(path); (err == nil && st.IsDir()) || strings.HasSuffix(path, "/") {
 		os.MkdirAll(path, 0o755)
-		path = filepath.Join(path, fmt.Sprintf("%s-%s.gguf", s.Name, q))
+		path = filepath.Join(path, fmt.Sprintf("%s-%s.gguf", s.Name, q.Name))
 	}
 	t0 := time.Now()
-	if err := synth.Write(path, s, q); err != nil {
+	if err := synth.WriteMix(path, s, q); err != nil {
 		return err
 	}
 	st, _ := os.Stat(path)
