@@ -1,31 +1,25 @@
-// q4_K weights, GGUF's 144-byte super-blocks unchanged (nine vec4<u32>;
-// blocks never straddle a row, rows are whole super-blocks). Each holds the
-// half-precision d and dmin, 12 bytes of 6-bit sub-block scales and mins, then 128 bytes of
-// nibbles, 32 bytes per pair of sub-blocks (low nibbles the first, high
-// the second). Element x = d·sc·q - dmin·m for sub-block scale sc and min
-// m, exactly as GGUF (and the CPU engine) decode it. A CHUNK is one
-// sub-block: 32 elements from two 16-byte loads and the block header.
+// q4_K weights: GGUF's 144-byte super-blocks (nine vec4<u32>; blocks never
+// straddle a row, rows are whole super-blocks) with their 128 bytes of
+// nibbles reordered at upload (RepackQ4_K): sub-block s (32 elements) is
+// the 16 bytes from byte 16 + 16·s, element l < 16 the low nibble of byte
+// l, element l + 16 its high nibble, as in a q4_0 block. (GGUF interleaves
+// pairs of sub-blocks within 32 bytes, so a thread reading one sub-block
+// loaded bytes its neighbour loaded too.) The first 16 bytes hold the
+// half-precision d and dmin and the 6-bit sub-block scales and mins (see
+// q4kscale). Element x = d·sc·q - dmin·m for sub-block scale sc and min m,
+// exactly as GGUF (and the CPU engine) decode it. A CHUNK is one
+// sub-block: 32 elements from one 16-byte load and the block header.
 const CHUNK: u32 = 32u;
 
-// kbyte is byte k of the 12 scale bytes (header words 1..3).
-fn kbyte(hdr: vec4<u32>, k: u32) -> u32 {
-    return (hdr[1u + k / 4u] >> (8u * (k % 4u))) & 0xFFu;
-}
-
-// q4kscale is (d·sc, dmin·m) of sub-block j of super-block b, GGUF's
-// get_scale_min_k4.
+// q4kscale is (d·sc, dmin·m) of sub-block j of super-block b: GGUF's
+// get_scale_min_k4 values, which RepackQ4_K re-split so each takes two
+// shifts: the low nibbles of sc[0..7] in header word 1 and of m[0..7] in
+// word 2, their top two bits in word 3 (sc at bit 2j, m at 16 + 2j).
 fn q4kscale(b: u32, j: u32) -> vec2<f32> {
     let hdr = w[9u * b];
     let dm = unpack2x16float(hdr.x);
-    var sc: u32;
-    var mn: u32;
-    if (j < 4u) {
-        sc = kbyte(hdr, j) & 63u;
-        mn = kbyte(hdr, j + 4u) & 63u;
-    } else {
-        sc = (kbyte(hdr, j + 4u) & 0xFu) | ((kbyte(hdr, j - 4u) >> 6u) << 4u);
-        mn = (kbyte(hdr, j + 4u) >> 4u) | ((kbyte(hdr, j) >> 6u) << 4u);
-    }
+    let sc = ((hdr.y >> (4u * j)) & 0xFu) | (((hdr.w >> (2u * j)) & 3u) << 4u);
+    let mn = ((hdr.z >> (4u * j)) & 0xFu) | (((hdr.w >> (16u + 2u * j)) & 3u) << 4u);
     return vec2<f32>(dm.x * f32(sc), dm.y * f32(mn));
 }
 
@@ -42,22 +36,19 @@ fn fetch4(e: u32, soff: u32) -> vec4<f32> {
     let b = e / 256u;
     let j = (e % 256u) / 32u;
     let l = e % 32u;
-    let v = w[9u * b + 1u + 2u * (j / 2u) + l / 16u][(l % 16u) / 4u];
-    return q4k4((v >> ((j % 2u) * 4u)) & 0x0F0F0F0Fu, q4kscale(b, j));
+    let v = w[9u * b + 1u + j][(l % 16u) / 4u];
+    return q4k4((v >> ((l / 16u) * 4u)) & 0x0F0F0F0Fu, q4kscale(b, j));
 }
 
 fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 8> {
     let b = e / 256u;
     let j = (e % 256u) / 32u;
     let s = q4kscale(b, j);
-    let base = 9u * b + 1u + 2u * (j / 2u);
-    let sh = (j % 2u) * 4u;
-    let qa = w[base];
-    let qb = w[base + 1u];
+    let q = w[9u * b + 1u + j];
     let m = 0x0F0F0F0Fu;
     return array<vec4<f32>, 8>(
-        q4k4((qa.x >> sh) & m, s), q4k4((qa.y >> sh) & m, s), q4k4((qa.z >> sh) & m, s), q4k4((qa.w >> sh) & m, s),
-        q4k4((qb.x >> sh) & m, s), q4k4((qb.y >> sh) & m, s), q4k4((qb.z >> sh) & m, s), q4k4((qb.w >> sh) & m, s));
+        q4k4(q.x & m, s), q4k4(q.y & m, s), q4k4(q.z & m, s), q4k4(q.w & m, s),
+        q4k4((q.x >> 4u) & m, s), q4k4((q.y >> 4u) & m, s), q4k4((q.z >> 4u) & m, s), q4k4((q.w >> 4u) & m, s));
 }
 
 // fetchq and chunkscales split fetchc: a sub-block's values are
@@ -72,16 +63,11 @@ fn q4raw(n: u32) -> vec4<f32> {
 }
 
 fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 8> {
-    let b = e / 256u;
-    let j = (e % 256u) / 32u;
-    let base = 9u * b + 1u + 2u * (j / 2u);
-    let sh = (j % 2u) * 4u;
-    let qa = w[base];
-    let qb = w[base + 1u];
+    let q = w[9u * (e / 256u) + 1u + (e % 256u) / 32u];
     let m = 0x0F0F0F0Fu;
     return array<vec4<f32>, 8>(
-        q4raw((qa.x >> sh) & m), q4raw((qa.y >> sh) & m), q4raw((qa.z >> sh) & m), q4raw((qa.w >> sh) & m),
-        q4raw((qb.x >> sh) & m), q4raw((qb.y >> sh) & m), q4raw((qb.z >> sh) & m), q4raw((qb.w >> sh) & m));
+        q4raw(q.x & m), q4raw(q.y & m), q4raw(q.z & m), q4raw(q.w & m),
+        q4raw((q.x >> 4u) & m), q4raw((q.y >> 4u) & m), q4raw((q.z >> 4u) & m), q4raw((q.w >> 4u) & m));
 }
 
 fn chunkscale(e: u32, soff: u32) -> f32 {

@@ -29,6 +29,7 @@ package shaders
 
 import (
 	"embed"
+	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -196,6 +197,60 @@ func RepackQ8_0(src []byte) ([]byte, uint32, error) {
 // of nibbles).
 func RepackQ4_0(src []byte) ([]byte, uint32, error) {
 	return repack(src, 18, 16)
+}
+
+// RepackQ4_K lays q4_K super-blocks (144 bytes) out for the device, each
+// in place: d and dmin as they are, the 6-bit scales and mins re-split
+// (see below), then the 128 bytes of nibbles
+// reordered so that sub-block s is the 16 bytes from byte 16 + 16·s with
+// element l < 16 in the low nibble of byte l and element l + 16 in its
+// high nibble (GGUF stores sub-blocks 2p and 2p+1 as the low and high
+// nibbles of the same 32 bytes). The values are GGUF's exactly; dst is
+// reused when large enough.
+func RepackQ4_K(dst, src []byte) ([]byte, error) {
+	if len(src)%144 != 0 {
+		return nil, fmt.Errorf("shaders: %d bytes is not a whole number of 144-byte q4_K blocks", len(src))
+	}
+	if cap(dst) < len(src) {
+		dst = make([]byte, len(src))
+	}
+	dst = dst[:len(src)]
+	for b := 0; b < len(src); b += 144 {
+		in, out := src[b:b+144], dst[b:b+144]
+		copy(out[:4], in[:4]) // d, dmin
+		// The sixteen 6-bit scales and mins, re-split so a kernel takes
+		// any one with two shifts: low nibbles of sc[0..7] in word 1 and of
+		// m[0..7] in word 2 (4 bits each), their top two bits in word 3
+		// (sc[j] at bit 2j, m[j] at bit 16+2j).
+		var w1, w2, w3 uint32
+		for j := 0; j < 8; j++ {
+			sc, m := scaleMinK4(j, in[4:16])
+			w1 |= uint32(sc&0xF) << (4 * j)
+			w2 |= uint32(m&0xF) << (4 * j)
+			w3 |= uint32(sc>>4)<<(2*j) | uint32(m>>4)<<(16+2*j)
+		}
+		binary.LittleEndian.PutUint32(out[4:], w1)
+		binary.LittleEndian.PutUint32(out[8:], w2)
+		binary.LittleEndian.PutUint32(out[12:], w3)
+		for p := 0; p < 4; p++ {
+			q := in[16+32*p : 16+32*p+32]
+			lo, hi := out[16+32*p:16+32*p+16], out[16+32*p+16:16+32*p+32]
+			for l := 0; l < 16; l++ {
+				lo[l] = q[l]&0x0F | q[l+16]<<4
+				hi[l] = q[l]>>4 | q[l+16]&0xF0
+			}
+		}
+	}
+	return dst, nil
+}
+
+// scaleMinK4 is GGUF's get_scale_min_k4: sub-block j's 6-bit scale and
+// min from a q4_K block's 12 scale bytes.
+func scaleMinK4(j int, q []byte) (sc, m byte) {
+	if j < 4 {
+		return q[j] & 63, q[j+4] & 63
+	}
+	return q[j+4]&0xF | (q[j-4]>>6)<<4, q[j+4]>>4 | (q[j]>>6)<<4
 }
 
 // Q6KDeviceBlock is the bytes of one q6_K super-block on the device.

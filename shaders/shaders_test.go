@@ -2,6 +2,7 @@ package shaders
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -129,4 +130,43 @@ func FuzzRepack(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRepackQ4_K decodes the repacked layout as codec_q4_K.wgsl reads it
+// (sub-block s at bytes 16+16s, element l's nibble in byte l%16, high
+// nibble from l 16 on) and checks every value against GGUF's decoding.
+func TestRepackQ4_K(t *testing.T) {
+	const n = 3 * 256
+	vals := make([]float32, n)
+	for i := range vals {
+		vals[i] = float32((i*7919)%97) - 40
+	}
+	raw := make([]byte, 3*144)
+	if err := tensor.Quantize(raw, tensor.Q4_K, vals); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, n)
+	if err := tensor.Dequantize(want, tensor.Q4_K, raw); err != nil {
+		t.Fatal(err)
+	}
+	dev, err := RepackQ4_K(nil, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RepackQ4_K(nil, raw[:100]); err == nil {
+		t.Error("a partial block was accepted")
+	}
+	for e := 0; e < n; e++ {
+		b, j, l := e/256, (e%256)/32, e%32
+		blk := dev[144*b:]
+		hdr := func(i int) uint32 { return binary.LittleEndian.Uint32(blk[4*i:]) }
+		sc := hdr(1)>>(4*j)&0xF | (hdr(3)>>(2*j)&3)<<4
+		m := hdr(2)>>(4*j)&0xF | (hdr(3)>>(16+2*j)&3)<<4
+		d := tensor.F16ToF32(binary.LittleEndian.Uint16(blk[0:]))
+		dmin := tensor.F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+		q := blk[16+16*j+l%16] >> (4 * (l / 16)) & 0xF
+		if got := d*float32(sc)*float32(q) - dmin*float32(m); got != want[e] {
+			t.Fatalf("element %d: %v, want %v", e, got, want[e])
+		}
+	}
 }

@@ -32,7 +32,8 @@ var stagedMatvec = os.Getenv("CORTIQ_MATVEC") != "rows"
 // H200); for q8_0 it lost (794 → 758: the lm head and the wide weights ran
 // slower), and for a q4_K_M file too (483 → 405: its q4_K sub-block
 // scales cost more than x).
-func stagedCodec(c tensor.Codec) bool { return c == tensor.Q4_0 }
+// CORTIQ_MATVEC=all stages every codec (for A/B timing).
+func stagedCodec(c tensor.Codec) bool { return c == tensor.Q4_0 || os.Getenv("CORTIQ_MATVEC") == "all" }
 
 // matvecShape is the staged matvec's work per workgroup for a weight of
 // rows rows. Measured on an H200 over llama-1b's q4_0 shapes (BenchmarkMatvecVariants):

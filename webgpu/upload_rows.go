@@ -205,6 +205,11 @@ func (w *rowWriter) put(r0 int, chunk []byte) error {
 			return err
 		}
 		w.scratch = data
+	case c == dc && dc == tensor.Q4_K:
+		if data, err = shaders.RepackQ4_K(w.scratch, chunk); err != nil {
+			return err
+		}
+		w.scratch = data
 	case c == dc && !planar(dc):
 		data = chunk
 	case c == dc && (c == tensor.Q8_0 || c == tensor.Q4_0):

@@ -109,8 +109,11 @@ func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows
 		return F32Bytes(f), tensor.F32, rows, cols, 0, nil
 	}
 	switch c {
-	case tensor.F32, tensor.F16, tensor.Q4_K:
+	case tensor.F32, tensor.F16:
 		return raw, c, rows, cols, 0, nil
+	case tensor.Q4_K:
+		data, err = shaders.RepackQ4_K(nil, raw)
+		return data, c, rows, cols, 0, err
 	case tensor.BF16:
 		f := make([]float32, rows*cols)
 		if err := tensor.Dequantize(f, c, raw); err != nil {
