@@ -90,6 +90,7 @@ func (d *Device) markLost(msg string) {
 
 // Close releases the device and everything cached on it.
 func (d *Device) Close() {
+	d.stopProfiler()
 	d.mu.Lock()
 	for _, p := range d.pipes {
 		p.release()

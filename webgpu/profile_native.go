@@ -71,6 +71,27 @@ var (
 	profiled   []*Device
 )
 
+// stopProfiler releases the profiler's query set and buffers; a closed
+// device leaves the reports.
+func (d *Device) stopProfiler() {
+	p := d.prof
+	if p == nil {
+		return
+	}
+	d.prof = nil
+	p.qs.Release()
+	p.resolve.Release()
+	p.staging.Release()
+	profiledMu.Lock()
+	defer profiledMu.Unlock()
+	for i, x := range profiled {
+		if x == d {
+			profiled = append(profiled[:i], profiled[i+1:]...)
+			break
+		}
+	}
+}
+
 // ProfileReport is the report of every device opened under
 // CORTIQ_GPU_PROFILE=1 (Device.ProfileReport); empty when not profiling.
 func ProfileReport() string {
