@@ -7,22 +7,32 @@
 // subgroups, no `override`, no packed-dot built-ins. Half-precision data is
 // read as packed u32 and widened with unpack2x16float.
 //
-// Weight-reading kernels (embedding gather, matmul) are written once against
-// a codec prelude over the storage array `w: array<vec4<u32>>`: fetch4(e,
-// soff) returns weight elements e..e+3 (e a multiple of 4, counted over the
-// whole tensor in row-major order), and fetchc(e, soff) the CHUNK elements
-// from e that one 16-byte load holds (4 f32, 8 f16, 16 q8_0, 32 q4_0; one
-// 32-element sub-block of q4_K, from two loads and its block's header), e a
-// multiple of CHUNK. A matmul's inner dimension must be a multiple of the
-// codec's CHUNK (ChunkOf). Weight layouts on the device:
+// Weight-reading kernels (embedding gather, matmul, the staged decode
+// matvec, the tiled GEMM) are written once against a codec prelude over the
+// storage array `w: array<vec4<u32>>`: fetch4(e, soff) returns weight
+// elements e..e+3 (e a multiple of 4, counted over the whole tensor in
+// row-major order), and fetchc(e, soff) the CHUNK elements from e (4 f32,
+// 8 f16, 16 q8_0, 32 q4_0, one 32-element sub-block of q4_K, one 16-element
+// scale group of q6_K), e a multiple of CHUNK. fetchq and chunkscales split
+// fetchc for kernels that scale a chunk's sum once: fetchq gives the raw
+// quants q, chunkscales (a, b) with value = a·q − b (b is 0 unless the
+// codec is AFFINE, as q4_K with its sub-block mins is). A matmul's inner
+// dimension must be a multiple of the codec's CHUNK (ChunkOf). Weight
+// layouts on the device:
 //
 //	f32, f16  the tensor's bytes unchanged.
 //	q8_0      repacked at upload (see RepackQ8_0): a quant plane of 8 u32 per
 //	          32-element block, then a scale plane (f16 pairs) from u32 soff.
 //	q4_0      repacked the same way (see RepackQ4_0): 4 u32 of nibbles per
 //	          block, then the f16 scale plane.
-//	q4_K      GGUF's 144-byte super-blocks unchanged (rows of 256s).
+//	q4_K      GGUF's 144-byte super-blocks in place, their scales and
+//	          nibbles reordered (RepackQ4_K; rows of 256s).
 //	q6_K      GGUF's 210-byte super-blocks, each padded to 224 bytes (PadQ6_K).
+//
+// Greedy decoding picks on the device in two steps (argmax_part over spans
+// of the logits, argmax over the spans' picks); long steps run attention
+// tiled (attn_prefill), one-token steps split over the span (attention with
+// split_len, attn_combine).
 //
 // Activations are f32 throughout.
 package shaders
