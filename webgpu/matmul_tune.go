@@ -30,8 +30,8 @@ var stagedMatvec = os.Getenv("CORTIQ_MATVEC") != "rows"
 // of x per weight byte with 4 rows per workgroup, three with the fused
 // norm), and staging paid (llama-1b q4_0 decode 766 → 805 tok/s on an
 // H200); for q8_0 it lost (794 → 758: the lm head and the wide weights ran
-// slower), and for a q4_K_M file too (483 → 405: its q4_K sub-block
-// scales cost more than x).
+// slower), and for a q4_K_M file too (486 → 416, q6_K 569 → 466; timed
+// before RepackQ4_K's scale layout, which may change the q4_K verdict).
 // CORTIQ_MATVEC=all stages every codec (for A/B timing).
 func stagedCodec(c tensor.Codec) bool { return c == tensor.Q4_0 || os.Getenv("CORTIQ_MATVEC") == "all" }
 
