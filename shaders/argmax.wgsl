@@ -16,11 +16,6 @@ struct P {
 @group(0) @binding(3) var<storage, read_write> tokens: array<u32>;
 @group(0) @binding(4) var<storage, read_write> ids: array<u32>;
 
-var<workgroup> bv: array<f32, 256>;
-var<workgroup> bi: array<u32, 256>;
-
-const NONE: u32 = 0xFFFFFFFFu;
-
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     var best = -3.4e38;
@@ -33,22 +28,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
             idx = pv.y;
         }
     }
-    bv[lid.x] = best;
-    bi[lid.x] = idx;
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s >>= 1u) {
-        if (lid.x < s) {
-            let ov = bv[lid.x + s];
-            let oi = bi[lid.x + s];
-            if (oi != NONE && (bi[lid.x] == NONE || ov > bv[lid.x] || (ov == bv[lid.x] && oi < bi[lid.x]))) {
-                bv[lid.x] = ov;
-                bi[lid.x] = oi;
-            }
-        }
-        workgroupBarrier();
-    }
+    var r = pick(lid.x, best, idx);
     if (lid.x == 0u) {
-        var r = bi[0];
         if (r == NONE) {
             r = 0u;
         }

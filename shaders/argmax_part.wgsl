@@ -17,11 +17,6 @@ struct P {
 @group(0) @binding(2) var<storage, read> logits: array<f32>;
 @group(0) @binding(3) var<storage, read_write> part: array<vec2<u32>>;
 
-var<workgroup> bv: array<f32, 256>;
-var<workgroup> bi: array<u32, 256>;
-
-const NONE: u32 = 0xFFFFFFFFu;
-
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let row = (step[3] - 1u) * p.n;
@@ -51,21 +46,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             idx = besti[c];
         }
     }
-    bv[lid.x] = best;
-    bi[lid.x] = idx;
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s >>= 1u) {
-        if (lid.x < s) {
-            let ov = bv[lid.x + s];
-            let oi = bi[lid.x + s];
-            if (oi != NONE && (bi[lid.x] == NONE || ov > bv[lid.x] || (ov == bv[lid.x] && oi < bi[lid.x]))) {
-                bv[lid.x] = ov;
-                bi[lid.x] = oi;
-            }
-        }
-        workgroupBarrier();
-    }
+    let r = pick(lid.x, best, idx);
     if (lid.x == 0u) {
-        part[wg.x] = vec2<u32>(bitcast<u32>(bv[0]), bi[0]);
+        part[wg.x] = vec2<u32>(bitcast<u32>(bv[0]), r);
     }
 }

@@ -18,37 +18,9 @@
 // workgroups; attn_combine merges the partials. L = splitSpan(span): the
 // smallest multiple of split_len with which max_splits parts cover the
 // span; attn_combine uses the same rule.
-struct P {
-    heads: u32,
-    kv_heads: u32,
-    hd: u32,
-    window: u32,   // 0 = unlimited, else the last `window` positions
-    scale: f32,
-    softcap: f32,
-    q_stride: u32,
-    split_len: u32,
-    max_splits: u32, // partial slots per (token, head)
-    _p0: u32,
-    _p1: u32,
-    _p2: u32,
-}
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> step: array<u32>;
-@group(0) @binding(2) var<storage, read> qkv: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> kc: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> vc: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<storage, read_write> part: array<f32>;
-
 var<workgroup> qs: array<vec4<f32>, 64>;
 var<workgroup> pw: array<f32, 64>;
 var<workgroup> red: array<vec4<f32>, 256>;
-
-fn safe_tanh(v: f32) -> f32 {
-    let c = clamp(v, -15.0, 15.0);
-    let e = exp(2.0 * c);
-    return (e - 1.0) / (e + 1.0);
-}
 
 fn splitSpan(span: u32) -> u32 {
     let even = (span + p.max_splits - 1u) / p.max_splits;

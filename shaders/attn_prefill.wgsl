@@ -8,39 +8,11 @@
 // keeps its query and output row (head_dim __HD__) in registers and a
 // running max and sum (online softmax), rescaling once per tile.
 // Dispatch (heads, ceil(ntok/__BQ__), 1).
-struct P {
-    heads: u32,
-    kv_heads: u32,
-    hd: u32,
-    window: u32,   // 0 = unlimited, else the last `window` positions
-    scale: f32,
-    softcap: f32,
-    q_stride: u32,
-    split_len: u32,
-    max_splits: u32,
-    _p0: u32,
-    _p1: u32,
-    _p2: u32,
-}
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> step: array<u32>;
-@group(0) @binding(2) var<storage, read> qkv: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> kc: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> vc: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<storage, read_write> part: array<f32>;
-
 const HD4: u32 = __HD4__u;
 const BK: u32 = __BK__u;
 const BQ: u32 = __BQ__u;
 var<workgroup> ks: array<vec4<f32>, __TILE__>; // BK keys x HD4
 var<workgroup> vs: array<vec4<f32>, __TILE__>;
-
-fn safe_tanh(v: f32) -> f32 {
-    let c = clamp(v, -15.0, 15.0);
-    let e = exp(2.0 * c);
-    return (e - 1.0) / (e + 1.0);
-}
 
 @compute @workgroup_size(__BQ__)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {

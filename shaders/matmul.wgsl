@@ -126,13 +126,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
                 var u = ((red2[c] + red2[c + 1u]) + (red2[c + 2u] + red2[c + 3u])) +
                         ((red2[c + 4u] + red2[c + 5u]) + (red2[c + 6u] + red2[c + 7u]));
                 __NORMGU__
-                var a: f32;
-                if ((p.act & 1u) == 1u) {
-                    a = 0.5 * g * (1.0 + safe_tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
-                } else {
-                    a = g / (1.0 + exp(-g));
-                }
-                out[p.out_off + t * p.out_stride + row / 2u] = a * u;
+                store_gated(row, t, g, u);
             }
         } else if (row < p.rows && t < cnt) {
             let b = i * 8u;

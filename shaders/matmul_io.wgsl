@@ -48,3 +48,15 @@ fn store(row: u32, t: u32, y0: f32) {
         out[o] = y;
     }
 }
+
+// store_gated finishes output (row/2, token t) of interleaved gate/up rows
+// (mode 2): act(g)·u, act bit 0: 0 = SiLU, 1 = GELU (tanh approximation).
+fn store_gated(row: u32, t: u32, g: f32, u: f32) {
+    var a: f32;
+    if ((p.act & 1u) == 1u) {
+        a = 0.5 * g * (1.0 + safe_tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+    } else {
+        a = g / (1.0 + exp(-g));
+    }
+    out[p.out_off + t * p.out_stride + row / 2u] = a * u;
+}

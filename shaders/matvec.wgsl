@@ -121,13 +121,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
                     var u = ((red2[c] + red2[c + 1u]) + (red2[c + 2u] + red2[c + 3u])) +
                             ((red2[c + 4u] + red2[c + 5u]) + (red2[c + 6u] + red2[c + 7u]));
                     __NORMU__
-                    var a: f32;
-                    if ((p.act & 1u) == 1u) {
-                        a = 0.5 * y * (1.0 + safe_tanh(0.7978845608028654 * (y + 0.044715 * y * y * y)));
-                    } else {
-                        a = y / (1.0 + exp(-y));
-                    }
-                    out[p.out_off + t * p.out_stride + row / 2u] = a * u;
+                    store_gated(row, t, y, u);
                 }
             } else if (row < p.rows && t < cnt) {
                 store(row, t, y);

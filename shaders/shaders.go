@@ -189,8 +189,12 @@ func RMSNorm(inPlace bool) string {
 // ActMul, Argmax, ArgmaxPart, Advance).
 func Source(name string) (string, error) {
 	switch name {
-	case QKVPrep, Attention, Combine, ActMul, Argmax, ArgmaxPart, Advance:
+	case QKVPrep, Combine, ActMul, Advance:
 		return read(name), nil
+	case Attention:
+		return read("attention_io") + read(name), nil
+	case Argmax, ArgmaxPart:
+		return read("argmax_pick") + read(name), nil
 	}
 	return "", fmt.Errorf("shaders: no module %q", name)
 }
@@ -324,5 +328,5 @@ func AttnPrefillRows(hd, bq int) (string, error) {
 	}
 	const bk = 16 // keys per tile: K and V tiles of 16·hd floats, 16 KiB at hd 128
 	return strings.NewReplacer("__HD4__", fmt.Sprint(hd/4), "__HD__", fmt.Sprint(hd), "__BK__", fmt.Sprint(bk),
-		"__BQ__", fmt.Sprint(bq), "__TILE__", fmt.Sprint(bk*hd/4)).Replace(read("attn_prefill")), nil
+		"__BQ__", fmt.Sprint(bq), "__TILE__", fmt.Sprint(bk*hd/4)).Replace(read("attention_io") + read("attn_prefill")), nil
 }

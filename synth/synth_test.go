@@ -3,8 +3,8 @@ package synth_test
 import (
 	"fmt"
 	"math"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cortiq/cortiq/cpu"

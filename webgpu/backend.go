@@ -716,9 +716,8 @@ func (b *Backend) matmulNormPipe(c tensor.Codec) (*Pipeline, error) {
 // MatmulRowsNorm). The choice depends on the weight's shape only, so a
 // weight's plain and fused-norm variants share one grid.
 func (b *Backend) matvecPipe(c tensor.Codec, rows, cols int, norm bool) (*Pipeline, int, error) {
-	sh := matvecShape(rows)
-	if !stagedMatvec || !stagedCodec(c) || cols%shaders.ChunkOf(c) != 0 ||
-		shaders.MatvecSharedBytes(sh, cols) > int(b.dev.Limits().MaxComputeWorkgroupStorageSize) {
+	sh, staged := b.matvecStaged(c, rows, cols)
+	if !staged {
 		if norm {
 			p, err := b.matmulNormPipe(c)
 			return p, mvRows, err
@@ -754,12 +753,24 @@ func (b *Backend) attnPrefillPipe(hd int) *Pipeline {
 	return p
 }
 
+// matvecStaged is the staged matvec's shape for a rows x cols weight of
+// codec c, and whether it is staged at all (else the row-blocked kernel
+// serves, mvRows rows per workgroup).
+func (b *Backend) matvecStaged(c tensor.Codec, rows, cols int) (shaders.MatvecShape, bool) {
+	sh := matvecShape(rows)
+	ok := stagedMatvec && stagedCodec(c) && cols%shaders.ChunkOf(c) == 0 &&
+		shaders.MatvecSharedBytes(sh, cols) <= int(b.dev.Limits().MaxComputeWorkgroupStorageSize)
+	return sh, ok
+}
+
 // matvecPairsRows reports whether w's decode matvec gives each thread an
 // even number of consecutive rows, as interleaved gate/up rows (mode 2)
 // need.
 func (b *Backend) matvecPairsRows(w *dweight) bool {
-	_, rpw, err := b.matvecPipe(w.codec, w.rows, w.cols, false)
-	return err == nil && rpw%2 == 0
+	if sh, ok := b.matvecStaged(w.codec, w.rows, w.cols); ok {
+		return sh.Rows%2 == 0
+	}
+	return mvRows%2 == 0
 }
 
 func (b *Backend) namedPipe(name string, kinds []BindKind) (*Pipeline, error) {

@@ -416,10 +416,8 @@ func (d *Device) Run(pre []Copy, ds []Dispatch, post []Copy) error {
 		return fmt.Errorf("webgpu: command encoder: %w", err)
 	}
 	defer enc.Release()
-	for _, c := range pre {
-		if err := enc.CopyBufferToBuffer(c.Src.b, c.SrcOff, c.Dst.b, c.DstOff, (c.Size+3)&^3); err != nil {
-			return fmt.Errorf("webgpu: copy: %w", err)
-		}
+	if err := encodeCopies(enc, pre); err != nil {
+		return err
 	}
 	if len(ds) > 0 {
 		pass := enc.BeginComputePass(nil)
@@ -437,10 +435,8 @@ func (d *Device) Run(pre []Copy, ds []Dispatch, post []Copy) error {
 		pass.End()
 		pass.Release()
 	}
-	for _, c := range post {
-		if err := enc.CopyBufferToBuffer(c.Src.b, c.SrcOff, c.Dst.b, c.DstOff, (c.Size+3)&^3); err != nil {
-			return fmt.Errorf("webgpu: copy: %w", err)
-		}
+	if err := encodeCopies(enc, post); err != nil {
+		return err
 	}
 	cb, err := enc.Finish(nil)
 	if err != nil {
@@ -449,6 +445,16 @@ func (d *Device) Run(pre []Copy, ds []Dispatch, post []Copy) error {
 	defer cb.Release()
 	d.queue.Submit(cb)
 	return d.Err()
+}
+
+// encodeCopies records buffer copies (sizes rounded up to whole words).
+func encodeCopies(enc *wgpu.CommandEncoder, cs []Copy) error {
+	for _, c := range cs {
+		if err := enc.CopyBufferToBuffer(c.Src.b, c.SrcOff, c.Dst.b, c.DstOff, (c.Size+3)&^3); err != nil {
+			return fmt.Errorf("webgpu: copy: %w", err)
+		}
+	}
+	return nil
 }
 
 // Flush submits the writes queued so far and waits for the device to take

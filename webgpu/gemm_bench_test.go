@@ -97,14 +97,8 @@ func BenchmarkGemm(b *testing.B) {
 			default:
 				qbytes = rows * cols * 4
 			}
-			data := make([]byte, (qbytes+sbytes+15)&^15)
 			r := rand.New(rand.NewPCG(1, 2))
-			for i := 0; i+8 <= len(data); i += 8 {
-				v := r.Uint64() & 0x3bff3bff3bff3bff // finite f16 halves, small f32
-				for k := 0; k < 8; k++ {
-					data[i+k] = byte(v >> (8 * k))
-				}
-			}
+			data := benchWeightBytes(r, (qbytes+sbytes+15)&^15)
 			wb, err := d.NewStorage("w", uint64(len(data)))
 			if err != nil {
 				b.Fatal(err)

@@ -22,8 +22,12 @@ var (
 
 // stagedMatvec selects the staged decode matvec (shaders.Matvec) where
 // the x row fits workgroup memory; CORTIQ_MATVEC=rows keeps the
-// row-blocked kernel everywhere (for A/B timing).
-var stagedMatvec = os.Getenv("CORTIQ_MATVEC") != "rows"
+// row-blocked kernel everywhere and CORTIQ_MATVEC=all stages every codec
+// (both for A/B timing).
+var (
+	stagedMatvec = os.Getenv("CORTIQ_MATVEC") != "rows"
+	stagedAll    = os.Getenv("CORTIQ_MATVEC") == "all"
+)
 
 // stagedCodec reports whether decode matvecs over weights of codec c are
 // staged: for q4_0 a workgroup's x row outweighs its weight rows (two bytes
@@ -32,8 +36,7 @@ var stagedMatvec = os.Getenv("CORTIQ_MATVEC") != "rows"
 // H200); for q8_0 it lost (794 → 758: the lm head and the wide weights ran
 // slower), and for a q4_K_M file too (486 → 416, q6_K 569 → 466; timed
 // before RepackQ4_K's scale layout, which may change the q4_K verdict).
-// CORTIQ_MATVEC=all stages every codec (for A/B timing).
-func stagedCodec(c tensor.Codec) bool { return c == tensor.Q4_0 || os.Getenv("CORTIQ_MATVEC") == "all" }
+func stagedCodec(c tensor.Codec) bool { return c == tensor.Q4_0 || stagedAll }
 
 // matvecShape is the staged matvec's work per workgroup for a weight of
 // rows rows. Measured on an H200 over llama-1b's q4_0 shapes (BenchmarkMatvecVariants):

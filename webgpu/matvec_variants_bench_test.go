@@ -22,14 +22,8 @@ func BenchmarkMatvecVariants(b *testing.B) {
 	if d.Info().Type == "cpu" || testing.Short() {
 		shapes, nbuf = [][2]int{{256, 512}}, 4
 	}
-	pat := make([]byte, 1<<20)
 	r := rand.New(rand.NewPCG(3, 4))
-	for i := 0; i+8 <= len(pat); i += 8 {
-		v := r.Uint64() & 0x3bff3bff3bff3bff
-		for k := 0; k < 8; k++ {
-			pat[i+k] = byte(v >> (8 * k))
-		}
-	}
+	pat := benchWeightBytes(r, 1<<20)
 	codec := tensor.Q4_0
 	if c, err := tensor.ParseCodec(os.Getenv("CORTIQ_MV_BENCH_CODEC")); err == nil {
 		codec = c

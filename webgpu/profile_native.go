@@ -113,10 +113,8 @@ func (d *Device) runProfiled(pre []Copy, ds []Dispatch, post []Copy) error {
 		return fmt.Errorf("webgpu: command encoder: %w", err)
 	}
 	defer enc.Release()
-	for _, c := range pre {
-		if err := enc.CopyBufferToBuffer(c.Src.b, c.SrcOff, c.Dst.b, c.DstOff, (c.Size+3)&^3); err != nil {
-			return fmt.Errorf("webgpu: copy: %w", err)
-		}
+	if err := encodeCopies(enc, pre); err != nil {
+		return err
 	}
 	var labels []string
 	for _, x := range ds {
@@ -151,10 +149,8 @@ func (d *Device) runProfiled(pre []Copy, ds []Dispatch, post []Copy) error {
 			return fmt.Errorf("webgpu: copy: %w", err)
 		}
 	}
-	for _, c := range post {
-		if err := enc.CopyBufferToBuffer(c.Src.b, c.SrcOff, c.Dst.b, c.DstOff, (c.Size+3)&^3); err != nil {
-			return fmt.Errorf("webgpu: copy: %w", err)
-		}
+	if err := encodeCopies(enc, post); err != nil {
+		return err
 	}
 	cb, err := enc.Finish(nil)
 	if err != nil {

@@ -240,14 +240,10 @@ func argmaxSpans(n int) (per, parts int) {
 	return per, (n + per - 1) / per
 }
 
-func argmaxParts(n int) int {
-	_, parts := argmaxSpans(n)
-	return parts
-}
-
 func (s *Session) alloc() error {
 	a := s.b.arch
 	c := s.chunk
+	_, picks := argmaxSpans(a.Vocab)
 	type spec struct {
 		dst  **Buffer
 		name string
@@ -257,7 +253,7 @@ func (s *Session) alloc() error {
 		{&s.step, "step", 8},
 		{&s.tokens, "tokens", c},
 		{&s.ids, "ids", s.maxGreedy},
-		{&s.picks, "argmax picks", 2 * argmaxParts(a.Vocab)},
+		{&s.picks, "argmax picks", 2 * picks},
 		{&s.x, "x", c * a.Hidden},
 		{&s.h, "h", c * a.Hidden},
 		{&s.tmp, "tmp", c * a.Hidden},
