@@ -2,8 +2,8 @@ package engine
 
 import (
 	"context"
-	"math"
 	"github.com/cortiq/cortiq/fixtures"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
