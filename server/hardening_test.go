@@ -2,8 +2,16 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // TestMaxTokensHugeIsClamped: max_tokens near 2^63 runs to the end of the
@@ -39,5 +47,149 @@ func TestMaxTokensHugeIsClamped(t *testing.T) {
 	}
 	if len(res.IDs) != len(want.IDs) || res.FinishReason != "length" {
 		t.Errorf("websocket: %d tokens, finish %q; want %d, length", len(res.IDs), res.FinishReason, len(want.IDs))
+	}
+}
+
+// TestGenerateValidation: one validation for both front ends: at most one
+// input, sampling parameters in their documented ranges.
+func TestGenerateValidation(t *testing.T) {
+	fm := &fakeModel{}
+	ts := startServer(t, Config{}, map[string]Model{"m": fm})
+	ws, _ := dialWS(t, ts.WSURL, nil)
+	defer ws.Close()
+	bad := []struct {
+		msg   Msg
+		param string
+	}{
+		{Msg{Prompt: "x", IDs: []int{1, 2}}, "exclusive"},
+		{Msg{Prompt: "x", Messages: []ChatMessage{{"user", "hi"}}}, "exclusive"},
+		{Msg{IDs: []int{}}, "ids"},
+		{Msg{Prompt: "x", TopP: 7}, "top_p"},
+		{Msg{Prompt: "x", Temperature: 1e6}, "temperature"},
+		{Msg{Prompt: "x", MinP: 1.5}, "min_p"},
+		{Msg{Prompt: "x", RepeatPenalty: 1e9}, "repeat_penalty"},
+		{Msg{Prompt: "x", PresencePenalty: 50}, "presence_penalty"},
+		{Msg{Prompt: "x", FrequencyPenalty: -3}, "frequency_penalty"},
+		{Msg{Prompt: "x", Temperature: 1e300}, "temperature"},
+	}
+	for i, c := range bad {
+		m := c.msg
+		m.Type, m.ID = "generate", fmt.Sprintf("g%d", i)
+		ws.WriteJSON(m)
+		r := readMsg(t, ws)
+		if r.Type != "error" || r.ID != m.ID || r.Error == nil || !strings.Contains(r.Error.Message, c.param) {
+			t.Errorf("websocket %+v: %+v, want an error naming %s", c.msg, r, c.param)
+		}
+	}
+	httpBad := []struct {
+		body  string
+		param string
+	}{
+		{`{"prompt":"x","top_p":7}`, "top_p"},
+		{`{"prompt":"x","temperature":1e6}`, "temperature"},
+		{`{"prompt":"x","top_k":-1}`, "top_k"},
+		{`{"prompt":"x","presence_penalty":3}`, "presence_penalty"},
+		{`{"prompt":"x","temperature":1e300}`, "temperature"},
+	}
+	for _, c := range httpBad {
+		resp, data := postJSON(t, ts.URL+"/v1/completions", "", c.body)
+		if resp.StatusCode != 400 || !strings.Contains(string(data), `"param":"`+c.param+`"`) {
+			t.Errorf("HTTP %s: %d %s, want 400 naming %s", c.body, resp.StatusCode, data, c.param)
+		}
+	}
+	if n := fm.calls.Load(); n != 0 {
+		t.Errorf("%d invalid requests reached the model", n)
+	}
+	// In range, including the values that mean "off", runs.
+	ws.WriteJSON(Msg{Type: "generate", ID: "ok", Prompt: "x", MaxTokens: 1, TopP: 1, Temperature: 100, MinP: 1, PresencePenalty: -2})
+	if r := readMsg(t, ws); r.Type != "token" {
+		t.Errorf("in-range generate: %+v", r)
+	}
+}
+
+// TestWSAuthFailureCloseReason: a failed auth closes the socket with 1008
+// and a reason that says so, not the shutdown's goodbye.
+func TestWSAuthFailureCloseReason(t *testing.T) {
+	ts := startServer(t, Config{Token: "tok"}, map[string]Model{"m": &fakeModel{}})
+	ws, _ := dialWS(t, ts.WSURL, nil)
+	defer ws.Close()
+	ws.WriteJSON(Msg{Type: "auth", ID: "a", Token: "wrong"})
+	if m := readMsg(t, ws); m.Type != "error" || m.Error.Code != "unauthorized" {
+		t.Fatalf("wrong token: %+v", m)
+	}
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, _, err := ws.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "auth") || strings.Contains(ce.Text, "shutting down") {
+		t.Errorf("close after a failed auth: %v, want code 1008 and a reason about auth", err)
+	}
+}
+
+// TestOriginChecks: a cross-origin "simple" POST (text/plain, no
+// preflight) is refused before it runs, on every route; the origin
+// compares scheme, host and port; JSON routes want application/json.
+func TestOriginChecks(t *testing.T) {
+	fm := &fakeModel{}
+	ts := startServer(t, Config{AllowOrigins: []string{"https://app.example"}}, map[string]Model{"m": fm})
+	post := func(origin, ctype string) (int, string) {
+		req, _ := http.NewRequest("POST", ts.URL+"/v1/completions", strings.NewReader(`{"prompt":"x","max_tokens":1}`))
+		req.Header.Set("Content-Type", ctype)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	own := "http://" + ts.Addr
+	for _, c := range []struct {
+		origin, ctype string
+		status        int
+	}{
+		{"https://evil.example", "text/plain", 403},
+		{"https://evil.example", "application/json", 403},
+		{"https://" + ts.Addr, "application/json", 403}, // same host and port, other scheme
+		{"http://app.example", "application/json", 403},  // allow-listed host, other scheme
+		{"null", "application/json", 403},
+		{own, "text/plain", 415},
+		{"", "text/plain;charset=UTF-8", 415},
+		{"", "application/x-www-form-urlencoded", 415},
+		{own, "application/json", 200},
+		{own + "/", "application/json; charset=utf-8", 200},
+		{"HTTPS://APP.EXAMPLE:443", "application/json", 200},
+		{"", "application/json", 200},
+	} {
+		if st, body := post(c.origin, c.ctype); st != c.status {
+			t.Errorf("Origin %q, Content-Type %q: %d %s, want %d", c.origin, c.ctype, st, body, c.status)
+		}
+	}
+	if n := fm.calls.Load(); n != 4 {
+		t.Errorf("%d generations ran, want 4 (the allowed requests only)", n)
+	}
+	// Every route, GETs included, and the websocket compares the scheme.
+	for _, path := range []string{"/v1/models", "/healthz", "/metrics"} {
+		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		req.Header.Set("Origin", "https://evil.example")
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 403 {
+			t.Errorf("GET %s from another origin: %d, want 403", path, resp.StatusCode)
+		}
+	}
+	for origin, ok := range map[string]bool{"https://" + ts.Addr: false, own: true, "ws://" + ts.Addr: false} {
+		ws, resp, err := websocket.DefaultDialer.Dial(ts.WSURL, http.Header{"Origin": {origin}})
+		if ok != (err == nil) || (!ok && (resp == nil || resp.StatusCode != 403)) {
+			t.Errorf("websocket Origin %q: err %v, want ok=%v", origin, err, ok)
+		}
+		if ws != nil {
+			ws.Close()
+		}
 	}
 }
