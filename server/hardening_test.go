@@ -153,7 +153,7 @@ func TestOriginChecks(t *testing.T) {
 		{"https://evil.example", "text/plain", 403},
 		{"https://evil.example", "application/json", 403},
 		{"https://" + ts.Addr, "application/json", 403}, // same host and port, other scheme
-		{"http://app.example", "application/json", 403},  // allow-listed host, other scheme
+		{"http://app.example", "application/json", 403}, // allow-listed host, other scheme
 		{"null", "application/json", 403},
 		{own, "text/plain", 415},
 		{"", "text/plain;charset=UTF-8", 415},
