@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/cortiq/cortiq/sample"
@@ -314,15 +315,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) { s.handleOpenAI(w, r, true) }
 
 func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request, chat bool) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, &apiError{Status: 413, Type: "invalid_request_error", Code: "request_too_large",
-				Message: fmt.Sprintf("the request body exceeds %d bytes", mbe.Limit)})
-			return
-		}
-		writeError(w, badRequest("", "reading the body: %v", err))
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		writeError(w, aerr)
 		return
 	}
 	d, aerr := decodeOpenAI(body, chat)
@@ -429,6 +424,27 @@ func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request, chat bool)
 			"choices": []any{}, "usage": usageOf(res)})
 	}
 	sse.done()
+}
+
+// readBody reads a request body (under the limit api set) and lifts the
+// read deadline serveRoot set on it, so that a long response is not cut
+// by it.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			return nil, &apiError{Status: 413, Type: "invalid_request_error", Code: "request_too_large",
+				Message: fmt.Sprintf("the request body exceeds %d bytes", mbe.Limit)}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_timeout",
+				Message: fmt.Sprintf("the request body did not arrive within %v", s.cfg.BodyTimeout)}
+		}
+		return nil, badRequest("", "reading the body: %v", err)
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
+	return body, nil
 }
 
 // sseWriter writes server-sent events with a deadline per write, so a

@@ -35,6 +35,10 @@ type Config struct {
 	SendQueue       int           // messages queued per websocket connection; 0 = 1024
 	WriteTimeout    time.Duration // a single write to a client; 0 = 10 s
 	AuthTimeout     time.Duration // websocket auth message deadline; 0 = 10 s
+	HeaderTimeout   time.Duration // reading a request's headers; 0 = 10 s
+	BodyTimeout     time.Duration // reading a whole request body; 0 = 30 s
+	MaxPreAuth      int           // connections not yet authenticated, in all; 0 = 256
+	MaxPreAuthPerIP int           // the same from one remote address; 0 = 32
 	PingInterval    time.Duration // websocket keepalive; 0 = 30 s
 
 	Loader Loader                           // enables "load" on the server itself; nil = refused
@@ -46,6 +50,7 @@ type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
 	metrics *metrics
+	preAuth *connLimiter
 	started time.Time
 
 	mu       sync.Mutex
@@ -117,6 +122,18 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AuthTimeout <= 0 {
 		cfg.AuthTimeout = 10 * time.Second
 	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = 10 * time.Second
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 30 * time.Second
+	}
+	if cfg.MaxPreAuth <= 0 {
+		cfg.MaxPreAuth = 256
+	}
+	if cfg.MaxPreAuthPerIP <= 0 {
+		cfg.MaxPreAuthPerIP = 32
+	}
 	if cfg.PingInterval <= 0 {
 		cfg.PingInterval = 30 * time.Second
 	}
@@ -134,6 +151,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, metrics: newMetrics(), started: time.Now(), conns: map[*wsConn]struct{}{}}
+	s.preAuth = newConnLimiter(cfg.MaxPreAuth, cfg.MaxPreAuthPerIP, s.metrics)
 	s.genCtx, s.genCancel = context.WithCancelCause(context.Background())
 	s.routes()
 	return s, nil
@@ -381,6 +399,20 @@ func (s *Server) serveRoot(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("origin %q is not allowed: only the server's own origin and those given with --allow-origin", r.Header.Get("Origin")), http.StatusForbidden)
 		return
 	}
+	// A body (declared or chunked) must arrive within BodyTimeout, whether
+	// or not the handler reads it (net/http drains what it leaves); a
+	// handler that reads it all lifts the deadline (readBody), so a long
+	// response is not cut.
+	if r.ContentLength != 0 {
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	}
+	if s.checkToken(r) {
+		connAuthenticated(r)
+	} else {
+		// Without the token, a connection serves one request: it cannot
+		// idle on keep-alive (a websocket authenticates by message later).
+		w.Header().Set("Connection", "close")
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -587,7 +619,8 @@ func (s *Server) ListenAndServe(addr string) error {
 func (s *Server) Serve(l net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ConnContext:       withConn,
+		ReadHeaderTimeout: s.cfg.HeaderTimeout,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          log.New(logWriter{s.cfg.Logf}, "", 0),
@@ -600,7 +633,7 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	s.httpSrvs = append(s.httpSrvs, hs)
 	s.mu.Unlock()
-	return hs.Serve(l)
+	return hs.Serve(&limitListener{Listener: l, lim: s.preAuth})
 }
 
 type logWriter struct{ logf func(string, ...any) }

@@ -37,6 +37,7 @@ type wsConn struct {
 
 	mu     sync.Mutex
 	authed bool
+	onAuth func() // takes the connection out of the pre-auth count
 	gens   map[string]context.CancelFunc // client generations by id
 	wg     sync.WaitGroup                // generation and load goroutines
 
@@ -86,6 +87,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		graceful:   make(chan struct{}),
 		writerDone: make(chan struct{}),
 		gens:       map[string]context.CancelFunc{},
+		onAuth:     func() { connAuthenticated(r) },
 	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	s.mu.Lock()
@@ -287,6 +289,7 @@ func (c *wsConn) readLoop() {
 					c.mu.Lock()
 					c.authed = true
 					c.mu.Unlock()
+					c.onAuth()
 					c.ws.SetReadDeadline(time.Now().Add(idle))
 					c.sendMsg(&Msg{Type: "auth_ok", ID: m.ID})
 					continue
