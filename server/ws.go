@@ -37,7 +37,7 @@ type wsConn struct {
 
 	mu     sync.Mutex
 	authed bool
-	onAuth func() // takes the connection out of the pre-auth count
+	onAuth func()                        // takes the connection out of the pre-auth count
 	gens   map[string]context.CancelFunc // client generations by id
 	wg     sync.WaitGroup                // generation and load goroutines
 
