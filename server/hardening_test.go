@@ -193,3 +193,69 @@ func TestOriginChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestSilentBrowserWorker: a tab that takes a job and never answers fails
+// it after WorkerTimeout with worker_timeout (504 over HTTP), and is told
+// to cancel it; its load jobs likewise.
+func TestSilentBrowserWorker(t *testing.T) {
+	ts := startServer(t, Config{WorkerTimeout: 300 * time.Millisecond}, map[string]Model{})
+	tab, _ := dialWS(t, ts.WSURL+"?role=worker", nil)
+	defer tab.Close()
+	tab.WriteJSON(Msg{Type: "register", ID: "r", Models: []string{"mute"}})
+	if m := readMsg(t, tab); m.Type != "registered" {
+		t.Fatalf("register: %+v", m)
+	}
+	seen := make(chan Msg, 100)
+	go func() { // reads the jobs, answers none
+		for {
+			var m Msg
+			if err := tab.ReadJSON(&m); err != nil {
+				close(seen)
+				return
+			}
+			seen <- m
+		}
+	}()
+	resp, data := postJSON(t, ts.URL+"/v1/completions", "", `{"model":"mute","prompt":"x","max_tokens":2}`)
+	if resp.StatusCode != 504 || !strings.Contains(string(data), "worker_timeout") {
+		t.Errorf("HTTP to a silent tab: %d %s, want 504 worker_timeout", resp.StatusCode, data)
+	}
+	c, err := Dial(context.Background(), ts.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Generate(context.Background(), &Msg{Model: "mute", Prompt: "x"}, nil)
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Code != "worker_timeout" {
+		t.Errorf("websocket to a silent tab: %v, want worker_timeout", err)
+	}
+	workers, err := c.Workers(context.Background())
+	if err != nil || len(workers) != 1 {
+		t.Fatalf("workers: %v %v", workers, err)
+	}
+	_, err = c.Load(context.Background(), workers[0].ID, "other", nil)
+	if !errors.As(err, &re) || re.Code != "worker_timeout" {
+		t.Errorf("load on a silent tab: %v, want worker_timeout", err)
+	}
+	// The tab was asked to cancel each job it left hanging.
+	jobs, cancels := map[string]bool{}, map[string]bool{}
+	for len(cancels) < 3 {
+		select {
+		case m := <-seen:
+			switch m.Type {
+			case "generate", "load":
+				jobs[m.ID] = true
+			case "cancel":
+				cancels[m.ID] = true
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("jobs %v, cancels %v: want a cancel for each of 3 jobs", jobs, cancels)
+		}
+	}
+	for id := range cancels {
+		if !jobs[id] {
+			t.Errorf("cancel for unknown job %s", id)
+		}
+	}
+}

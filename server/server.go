@@ -40,6 +40,7 @@ type Config struct {
 	MaxPreAuth      int           // connections not yet authenticated, in all; 0 = 256
 	MaxPreAuthPerIP int           // the same from one remote address; 0 = 32
 	PingInterval    time.Duration // websocket keepalive; 0 = 30 s
+	WorkerTimeout   time.Duration // a browser worker's silence on a job before it fails; 0 = 2 min
 
 	Loader Loader                           // enables "load" on the server itself; nil = refused
 	Logf   func(format string, args ...any) // nil = log.Printf
@@ -133,6 +134,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxPreAuthPerIP <= 0 {
 		cfg.MaxPreAuthPerIP = 32
+	}
+	if cfg.WorkerTimeout <= 0 {
+		cfg.WorkerTimeout = 2 * time.Minute
 	}
 	if cfg.PingInterval <= 0 {
 		cfg.PingInterval = 30 * time.Second
