@@ -201,7 +201,7 @@ func (e *Engine) checkContext(n int) error {
 type Request struct {
 	Prompt     string // tokenized with the model's tokenizer (BOS per its rules)
 	IDs        []int  // used instead of Prompt when non-nil; no BOS is added
-	MaxTokens  int
+	MaxTokens  int    // 0, or more than the context has room for, = to the end of the context
 	Sampling   sample.Params
 	Stop       []string // stop strings (not included in the text)
 	IgnoreEOS  bool     // keep going past end-of-sequence ids

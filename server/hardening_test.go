@@ -63,7 +63,6 @@ func TestGenerateValidation(t *testing.T) {
 	}{
 		{Msg{Prompt: "x", IDs: []int{1, 2}}, "exclusive"},
 		{Msg{Prompt: "x", Messages: []ChatMessage{{"user", "hi"}}}, "exclusive"},
-		{Msg{IDs: []int{}}, "ids"},
 		{Msg{Prompt: "x", TopP: 7}, "top_p"},
 		{Msg{Prompt: "x", Temperature: 1e6}, "temperature"},
 		{Msg{Prompt: "x", MinP: 1.5}, "min_p"},
@@ -79,6 +78,14 @@ func TestGenerateValidation(t *testing.T) {
 		r := readMsg(t, ws)
 		if r.Type != "error" || r.ID != m.ID || r.Error == nil || !strings.Contains(r.Error.Message, c.param) {
 			t.Errorf("websocket %+v: %+v, want an error naming %s", c.msg, r, c.param)
+		}
+	}
+	// Empty lists (which a Msg cannot carry: omitempty).
+	for _, raw := range []string{`{"type":"generate","id":"e1","ids":[]}`, `{"type":"generate","id":"e2","messages":[]}`} {
+		ws.WriteMessage(websocket.TextMessage, []byte(raw))
+		r := readMsg(t, ws)
+		if r.Type != "error" || r.Error == nil || !strings.Contains(r.Error.Message, "empty list") {
+			t.Errorf("websocket %s: %+v, want an error about the empty list", raw, r)
 		}
 	}
 	httpBad := []struct {

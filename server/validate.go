@@ -29,6 +29,9 @@ func validateGen(g *GenRequest) *apiError {
 	if g.IDs != nil && len(g.IDs) == 0 {
 		return badRequest("ids", "ids is an empty list")
 	}
+	if g.Messages != nil && len(g.Messages) == 0 {
+		return badRequest("messages", "messages is an empty list")
+	}
 	if len(g.IDs) > maxPromptIDs {
 		return badRequest("ids", "at most %d prompt ids, got %d", maxPromptIDs, len(g.IDs))
 	}
