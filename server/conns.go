@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,10 +17,12 @@ import (
 // passes the token check (on a tokenless server: when its first request
 // arrives), or when it closes. Until then every phase of it is bounded in
 // time: headers (ReadHeaderTimeout), a body (BodyTimeout), the websocket
-// auth message (AuthTimeout), and a request without a valid token gets
-// its answer with Connection: close.
+// auth message (AuthTimeout), a request without a valid token gets its
+// answer with Connection: close, and whatever it is doing (a static file
+// read slowly) the connection is closed after timeout.
 type connLimiter struct {
 	total, perIP int
+	timeout      time.Duration
 	m            *metrics
 
 	mu   sync.Mutex
@@ -27,8 +30,8 @@ type connLimiter struct {
 	byIP map[string]int
 }
 
-func newConnLimiter(total, perIP int, m *metrics) *connLimiter {
-	return &connLimiter{total: total, perIP: perIP, m: m, byIP: map[string]int{}}
+func newConnLimiter(total, perIP int, timeout time.Duration, m *metrics) *connLimiter {
+	return &connLimiter{total: total, perIP: perIP, timeout: timeout, m: m, byIP: map[string]int{}}
 }
 
 func (l *connLimiter) admit(ip string) bool {
@@ -71,7 +74,13 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		ip := remoteIP(c.RemoteAddr())
 		if l.lim.admit(ip) {
-			return &trackedConn{Conn: c, lim: l.lim, ip: ip}, nil
+			tc := &trackedConn{Conn: c, lim: l.lim, ip: ip}
+			tc.timer = time.AfterFunc(l.lim.timeout, func() {
+				if !tc.authed.Load() {
+					tc.Close()
+				}
+			})
+			return tc, nil
 		}
 		l.lim.m.connsRefused.Add(1)
 		go func() {
@@ -97,16 +106,29 @@ func remoteIP(a net.Addr) string {
 // trackedConn is a connection the limiter counts until it authenticates.
 type trackedConn struct {
 	net.Conn
-	lim  *connLimiter
-	ip   string
-	once sync.Once
+	lim    *connLimiter
+	ip     string
+	timer  *time.Timer // closes the connection if it has not authenticated in time
+	authed atomic.Bool
+	once   sync.Once
 }
 
-// authenticated takes the connection out of the limiter's count.
-func (c *trackedConn) authenticated() { c.once.Do(func() { c.lim.release(c.ip) }) }
+// authenticated takes the connection out of the limiter's count and off
+// its timer.
+func (c *trackedConn) authenticated() {
+	c.authed.Store(true)
+	c.leave()
+}
+
+func (c *trackedConn) leave() {
+	c.once.Do(func() {
+		c.timer.Stop()
+		c.lim.release(c.ip)
+	})
+}
 
 func (c *trackedConn) Close() error {
-	c.authenticated()
+	c.leave()
 	return c.Conn.Close()
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"strings"
 	"sync"
@@ -210,5 +211,48 @@ func TestPreAuthConnectionCap(t *testing.T) {
 	resp.Body.Close()
 	if !resp.Close {
 		t.Errorf("an unauthenticated request left its connection open for keep-alive")
+	}
+}
+
+// TestPreAuthTimeout: a connection that has not authenticated within
+// PreAuthTimeout is closed whatever it is doing (here: headers that never
+// end, under a longer header deadline); an authenticated one stays.
+func TestPreAuthTimeout(t *testing.T) {
+	ts := startServer(t, Config{Token: "tok", PreAuthTimeout: 500 * time.Millisecond, HeaderTimeout: time.Minute},
+		map[string]Model{"m": &fakeModel{}})
+	c, err := net.Dial("tcp", ts.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /v1/models HTTP/1.1\r\nHost: %s\r\nX-Slow: ", ts.Addr)
+	stop := make(chan struct{})
+	go trickle(c, stop)
+	readToEOF(t, c)
+	close(stop)
+	waitFor(t, "the closed connection to leave the count", func() bool { return ts.preAuth.preAuth() == 0 })
+
+	// An authenticated keep-alive connection outlives the pre-auth timeout.
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	get := func() bool {
+		reused := false
+		req, _ := http.NewRequest("GET", ts.URL+"/v1/models", nil)
+		req.Header.Set("Authorization", "Bearer tok")
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused },
+		}))
+		resp, err := client.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("authenticated request: %v %v", err, resp)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return reused
+	}
+	get()
+	time.Sleep(time.Second) // past the pre-auth timeout
+	if !get() {
+		t.Errorf("an authenticated keep-alive connection was closed by the pre-auth timeout")
 	}
 }

@@ -39,6 +39,7 @@ type Config struct {
 	BodyTimeout     time.Duration // reading a whole request body; 0 = 30 s
 	MaxPreAuth      int           // connections not yet authenticated, in all; 0 = 256
 	MaxPreAuthPerIP int           // the same from one remote address; 0 = 32
+	PreAuthTimeout  time.Duration // a connection not authenticated by then is closed; 0 = 2 min
 	PingInterval    time.Duration // websocket keepalive; 0 = 30 s
 	WorkerTimeout   time.Duration // a browser worker's silence on a job before it fails; 0 = 2 min
 
@@ -135,6 +136,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxPreAuthPerIP <= 0 {
 		cfg.MaxPreAuthPerIP = 32
 	}
+	if cfg.PreAuthTimeout <= 0 {
+		cfg.PreAuthTimeout = 2 * time.Minute
+	}
 	if cfg.WorkerTimeout <= 0 {
 		cfg.WorkerTimeout = 2 * time.Minute
 	}
@@ -155,7 +159,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, metrics: newMetrics(), started: time.Now(), conns: map[*wsConn]struct{}{}}
-	s.preAuth = newConnLimiter(cfg.MaxPreAuth, cfg.MaxPreAuthPerIP, s.metrics)
+	s.preAuth = newConnLimiter(cfg.MaxPreAuth, cfg.MaxPreAuthPerIP, cfg.PreAuthTimeout, s.metrics)
 	s.genCtx, s.genCancel = context.WithCancelCause(context.Background())
 	s.routes()
 	return s, nil
