@@ -75,11 +75,13 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		ip := remoteIP(c.RemoteAddr())
 		if l.lim.admit(ip) {
 			tc := &trackedConn{Conn: c, lim: l.lim, ip: ip}
+			tc.mu.Lock()
 			tc.timer = time.AfterFunc(l.lim.timeout, func() {
 				if !tc.authed.Load() {
 					tc.Close()
 				}
 			})
+			tc.mu.Unlock()
 			return tc, nil
 		}
 		l.lim.m.connsRefused.Add(1)
@@ -108,7 +110,8 @@ type trackedConn struct {
 	net.Conn
 	lim    *connLimiter
 	ip     string
-	timer  *time.Timer // closes the connection if it has not authenticated in time
+	mu     sync.Mutex
+	timer  *time.Timer // closes the connection if it has not authenticated in time (under mu)
 	authed atomic.Bool
 	once   sync.Once
 }
@@ -122,7 +125,9 @@ func (c *trackedConn) authenticated() {
 
 func (c *trackedConn) leave() {
 	c.once.Do(func() {
+		c.mu.Lock()
 		c.timer.Stop()
+		c.mu.Unlock()
 		c.lim.release(c.ip)
 	})
 }
