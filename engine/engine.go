@@ -28,7 +28,7 @@ import (
 // Options select and tune the backend.
 type Options struct {
 	Backend    string // "auto" (default), "cpu" or "webgpu"
-	MaxContext int    // positions per session; 0 = the model's context, capped at 4096
+	MaxContext int    // positions per session; 0 = the model's context, capped at 4096; at most max(the model's context, 4096)
 	GPULayers  string // layer ranges for the device ("0-9,20-29"); "" = all that fit
 	VRAMBudget int64  // bytes the device may hold; 0 = the adapter's limit
 	// PrefillOnCPU runs a generation's prompt on the CPU and hands its
@@ -58,6 +58,9 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 		opts.Backend = "auto"
 	}
 	e := &Engine{Model: m, opts: opts, owned: true}
+	if err := e.checkContext(opts.MaxContext); err != nil {
+		return nil, err
+	}
 	if m.Tokenizer != nil {
 		tok, err := tokenizer.Load(m.Tokenizer)
 		if err != nil {
@@ -172,18 +175,33 @@ func (e *Engine) maxContext() int {
 	n := e.opts.MaxContext
 	if n <= 0 {
 		n = e.Model.Arch.Context
-		if n <= 0 || n > 4096 {
-			n = 4096
+		if n <= 0 || n > defaultContextCap {
+			n = defaultContextCap
 		}
 	}
 	return n
+}
+
+// defaultContextCap bounds the default context (MaxContext 0).
+const defaultContextCap = 4096
+
+// checkContext refuses a context size that is negative or beyond the
+// model's own context (or the default cap, when that is larger: positions
+// past a model's trained length run, as llama.cpp lets them, at the
+// user's risk). 0 is the default.
+func (e *Engine) checkContext(n int) error {
+	limit := max(e.Model.Arch.Context, defaultContextCap)
+	if n < 0 || n > limit {
+		return fmt.Errorf("engine: context size %d: want 1..%d (the model's context is %d), or 0 for the default", n, limit, e.Model.Arch.Context)
+	}
+	return nil
 }
 
 // Request is one generation.
 type Request struct {
 	Prompt     string // tokenized with the model's tokenizer (BOS per its rules)
 	IDs        []int  // used instead of Prompt when non-nil; no BOS is added
-	MaxTokens  int
+	MaxTokens  int    // 0, or more than the context has room for, = to the end of the context
 	Sampling   sample.Params
 	Stop       []string // stop strings (not included in the text)
 	IgnoreEOS  bool     // keep going past end-of-sequence ids
@@ -247,16 +265,23 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 			return nil, fmt.Errorf("engine: token id %d outside the vocabulary (0..%d)", id, vocab-1)
 		}
 	}
+	for _, n := range []int{e.opts.MaxContext, req.MaxContext} {
+		if err := e.checkContext(n); err != nil {
+			return nil, err
+		}
+	}
 	maxCtx := req.MaxContext
-	if maxCtx <= 0 {
+	if maxCtx == 0 {
 		maxCtx = e.maxContext()
 	}
 	if len(prompt) >= maxCtx {
 		return nil, fmt.Errorf("engine: prompt of %d tokens does not fit the context of %d", len(prompt), maxCtx)
 	}
+	// Clamp to the room left, compared without adding (a MaxTokens near
+	// the int limit would overflow len(prompt)+MaxTokens).
 	maxNew := req.MaxTokens
-	if maxNew <= 0 || len(prompt)+maxNew > maxCtx {
-		maxNew = maxCtx - len(prompt)
+	if room := maxCtx - len(prompt); maxNew <= 0 || maxNew > room {
+		maxNew = room
 	}
 	sess, err := e.newSession(maxCtx, req.Backend)
 	if err != nil {

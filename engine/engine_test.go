@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"github.com/cortiq/cortiq/fixtures"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,4 +89,51 @@ func equal(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// TestMaxTokensClampedToContext: a max_tokens near the int limit is
+// clamped to the room left in the context (no overflow past the clamp),
+// and the generation ends with "length" and its tokens, not an error.
+func TestMaxTokensClampedToContext(t *testing.T) {
+	path := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
+	e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, path, Options{Backend: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, n := range []int{math.MaxInt, math.MaxInt - 3, 1 << 62} {
+		res, err := e.Generate(context.Background(), Request{IDs: []int{1, 403, 407}, MaxTokens: n, MaxContext: 20, IgnoreEOS: true}, nil)
+		if err != nil {
+			t.Fatalf("max_tokens %d: %v", n, err)
+		}
+		if len(res.IDs) != 17 || res.FinishReason != "length" {
+			t.Fatalf("max_tokens %d: %d tokens, finish %q; want 17, length", n, len(res.IDs), res.FinishReason)
+		}
+	}
+}
+
+// TestContextSizeChecked: negative and absurd context sizes are refused
+// with an error naming the limit, at load and per request.
+func TestContextSizeChecked(t *testing.T) {
+	path := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
+	for _, n := range []int{-1, 1e12} {
+		e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, path, Options{Backend: "cpu", MaxContext: n})
+		if err == nil {
+			e.Close()
+			t.Fatalf("context %d accepted at load", n)
+		}
+		if !strings.Contains(err.Error(), "context size") {
+			t.Fatalf("context %d: error %q does not name the context size", n, err)
+		}
+	}
+	e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, path, Options{Backend: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, n := range []int{-1, 1e12} {
+		if _, err := e.Generate(context.Background(), Request{IDs: []int{1}, MaxTokens: 1, MaxContext: n}, nil); err == nil || !strings.Contains(err.Error(), "context size") {
+			t.Fatalf("request context %d: error %v", n, err)
+		}
+	}
 }

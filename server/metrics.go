@@ -23,6 +23,7 @@ type metrics struct {
 	rejected     atomic.Int64
 	wsConns      atomic.Int64
 	wsDropped    atomic.Int64
+	connsRefused atomic.Int64
 
 	ttft    *histogram
 	latency *histogram
@@ -123,6 +124,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	counter("cortiq_prompt_tokens_total", "Prompt tokens processed.", m.promptTokens.Load())
 	counter("cortiq_rejected_generations_total", "Generations refused because the server was at its limit.", m.rejected.Load())
 	counter("cortiq_websocket_dropped_total", "Websocket connections dropped for being too slow or misbehaving.", m.wsDropped.Load())
+	counter("cortiq_connections_refused_total", "Connections refused because too many were not authenticated yet.", m.connsRefused.Load())
 	gauge("cortiq_active_generations", "Generations in flight.", s.active.Load())
 	gauge("cortiq_websocket_connections", "Open websocket connections.", m.wsConns.Load())
 	gauge("cortiq_workers", "Registered workers.", int64(len(s.Workers())))

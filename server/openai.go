@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/cortiq/cortiq/sample"
@@ -121,39 +121,24 @@ func decodeOpenAI(body []byte, chat bool) (*decoded, *apiError) {
 
 	// OpenAI's defaults: temperature 1, top_p 1, everything else off.
 	p := sample.Params{Temperature: 1, RepeatLastN: 64}
-	f32 := func(v *float64, name string, lo, hi float64, dst *float32) *apiError {
-		if v == nil {
-			return nil
-		}
-		if math.IsNaN(*v) || *v < lo || *v > hi {
-			return badRequest(name, "%s=%g is out of range [%g, %g]", name, *v, lo, hi)
-		}
-		*dst = float32(*v)
-		return nil
-	}
-	for _, e := range []*apiError{
-		f32(req.Temperature, "temperature", 0, 100, &p.Temperature),
-		f32(req.TopP, "top_p", 0, 1, &p.TopP),
-		f32(req.MinP, "min_p", 0, 1, &p.MinP),
-		f32(req.RepeatPenalty, "repeat_penalty", 0, 100, &p.RepeatPenalty),
-		f32(req.RepetitionPenalty, "repetition_penalty", 0, 100, &p.RepeatPenalty),
-		f32(req.PresencePenalty, "presence_penalty", -100, 100, &p.PresencePenalty),
-		f32(req.FrequencyPenalty, "frequency_penalty", -100, 100, &p.FrequencyPenalty),
+	// Ranges are checked on the request as a whole (validateGen), the
+	// same for the websocket.
+	for _, f := range []struct {
+		v   *float64
+		dst *float32
+	}{
+		{req.Temperature, &p.Temperature}, {req.TopP, &p.TopP}, {req.MinP, &p.MinP},
+		{req.RepeatPenalty, &p.RepeatPenalty}, {req.RepetitionPenalty, &p.RepeatPenalty},
+		{req.PresencePenalty, &p.PresencePenalty}, {req.FrequencyPenalty, &p.FrequencyPenalty},
 	} {
-		if e != nil {
-			return nil, e
+		if f.v != nil {
+			*f.dst = float32(*f.v)
 		}
 	}
 	if req.TopK != nil {
-		if *req.TopK < 0 {
-			return nil, badRequest("top_k", "top_k must be >= 0, got %d", *req.TopK)
-		}
 		p.TopK = *req.TopK
 	}
 	if req.RepeatLastN != nil {
-		if *req.RepeatLastN < -1 {
-			return nil, badRequest("repeat_last_n", "repeat_last_n must be >= -1, got %d", *req.RepeatLastN)
-		}
 		p.RepeatLastN = *req.RepeatLastN
 	}
 	if req.Seed != nil {
@@ -162,6 +147,9 @@ func decodeOpenAI(body []byte, chat bool) (*decoded, *apiError) {
 		p.Seed = uint64(time.Now().UnixNano())
 	}
 	g.Sampling = p
+	if err := validateGen(g); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -327,15 +315,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) { s.handleOpenAI(w, r, true) }
 
 func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request, chat bool) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, &apiError{Status: 413, Type: "invalid_request_error", Code: "request_too_large",
-				Message: fmt.Sprintf("the request body exceeds %d bytes", mbe.Limit)})
-			return
-		}
-		writeError(w, badRequest("", "reading the body: %v", err))
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		writeError(w, aerr)
 		return
 	}
 	d, aerr := decodeOpenAI(body, chat)
@@ -442,6 +424,27 @@ func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request, chat bool)
 			"choices": []any{}, "usage": usageOf(res)})
 	}
 	sse.done()
+}
+
+// readBody reads a request body (under the limit api set) and lifts the
+// read deadline serveRoot set on it, so that a long response is not cut
+// by it.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			return nil, &apiError{Status: 413, Type: "invalid_request_error", Code: "request_too_large",
+				Message: fmt.Sprintf("the request body exceeds %d bytes", mbe.Limit)}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_timeout",
+				Message: fmt.Sprintf("the request body did not arrive within %v", s.cfg.BodyTimeout)}
+		}
+		return nil, badRequest("", "reading the body: %v", err)
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
+	return body, nil
 }
 
 // sseWriter writes server-sent events with a deadline per write, so a

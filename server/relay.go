@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,12 @@ func workerErr(format string, args ...any) *apiError {
 	return &apiError{Status: 502, Type: "server_error", Code: "worker_error", Message: fmt.Sprintf(format, args...)}
 }
 
+// silent is the error of a job the tab stopped answering.
+func (w *browserWorker) silent(what string) *apiError {
+	return &apiError{Status: http.StatusGatewayTimeout, Type: "server_error", Code: "worker_timeout",
+		Message: fmt.Sprintf("worker %s sent nothing on the %s for %v: it was cancelled", w.id, what, w.c.s.cfg.WorkerTimeout)}
+}
+
 func (w *browserWorker) generate(ctx context.Context, req GenRequest, onToken func(Token) error) (*Result, error) {
 	w.active.Add(1)
 	defer w.active.Add(-1)
@@ -120,6 +127,10 @@ func (w *browserWorker) generate(ctx context.Context, req GenRequest, onToken fu
 	cancelTab := func() {
 		w.c.sendMsg(&Msg{Type: "cancel", ID: jid})
 	}
+	// A tab that stops answering (hung, or never started) fails the job
+	// after WorkerTimeout without an event, not never.
+	idle := time.NewTimer(w.c.s.cfg.WorkerTimeout)
+	defer idle.Stop()
 	var got []int
 	for {
 		select {
@@ -128,6 +139,7 @@ func (w *browserWorker) generate(ctx context.Context, req GenRequest, onToken fu
 				cancelTab()
 				return nil, workerErr("worker %s: relay queue overflow", w.id)
 			}
+			idle.Reset(w.c.s.cfg.WorkerTimeout)
 			switch m.Type {
 			case "token":
 				if m.TokenID == nil {
@@ -170,6 +182,12 @@ func (w *browserWorker) generate(ctx context.Context, req GenRequest, onToken fu
 			grace = time.After(cancelGrace)
 		case <-grace:
 			return &Result{IDs: got, FinishReason: "cancelled", Backend: w.info().Backend}, nil
+		case <-idle.C:
+			if grace != nil {
+				continue // cancelled already: the grace bounds the wait
+			}
+			cancelTab()
+			return nil, w.silent("generation")
 		case <-w.gone:
 			return nil, workerErr("worker %s disconnected", w.id)
 		}
@@ -185,12 +203,15 @@ func (w *browserWorker) load(ctx context.Context, model string, progress func(Pr
 	if err := w.c.sendMsg(&Msg{Type: "load", ID: jid, Model: model}); err != nil {
 		return WorkerInfo{}, workerErr("worker %s: %v", w.id, err)
 	}
+	idle := time.NewTimer(w.c.s.cfg.WorkerTimeout)
+	defer idle.Stop()
 	for {
 		select {
 		case m, ok := <-ch:
 			if !ok {
 				return WorkerInfo{}, workerErr("worker %s: relay queue overflow", w.id)
 			}
+			idle.Reset(w.c.s.cfg.WorkerTimeout)
 			switch m.Type {
 			case "progress":
 				if m.Progress != nil {
@@ -218,6 +239,9 @@ func (w *browserWorker) load(ctx context.Context, model string, progress func(Pr
 				}
 				return WorkerInfo{}, workerErr("worker %s: load %q: %s", w.id, model, msg)
 			}
+		case <-idle.C:
+			w.c.sendMsg(&Msg{Type: "cancel", ID: jid})
+			return WorkerInfo{}, w.silent("load of " + model)
 		case <-ctx.Done():
 			w.c.sendMsg(&Msg{Type: "cancel", ID: jid})
 			return WorkerInfo{}, ctx.Err()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // Config tunes a Server. Zero values take the defaults noted.
@@ -32,7 +35,13 @@ type Config struct {
 	SendQueue       int           // messages queued per websocket connection; 0 = 1024
 	WriteTimeout    time.Duration // a single write to a client; 0 = 10 s
 	AuthTimeout     time.Duration // websocket auth message deadline; 0 = 10 s
+	HeaderTimeout   time.Duration // reading a request's headers; 0 = 10 s
+	BodyTimeout     time.Duration // reading a whole request body; 0 = 30 s
+	MaxPreAuth      int           // connections not yet authenticated, in all; 0 = 256
+	MaxPreAuthPerIP int           // the same from one remote address; 0 = 32
+	PreAuthTimeout  time.Duration // a connection not authenticated by then is closed; 0 = 2 min
 	PingInterval    time.Duration // websocket keepalive; 0 = 30 s
+	WorkerTimeout   time.Duration // a browser worker's silence on a job before it fails; 0 = 2 min
 
 	Loader Loader                           // enables "load" on the server itself; nil = refused
 	Logf   func(format string, args ...any) // nil = log.Printf
@@ -43,6 +52,7 @@ type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
 	metrics *metrics
+	preAuth *connLimiter
 	started time.Time
 
 	mu       sync.Mutex
@@ -114,6 +124,24 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AuthTimeout <= 0 {
 		cfg.AuthTimeout = 10 * time.Second
 	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = 10 * time.Second
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 30 * time.Second
+	}
+	if cfg.MaxPreAuth <= 0 {
+		cfg.MaxPreAuth = 256
+	}
+	if cfg.MaxPreAuthPerIP <= 0 {
+		cfg.MaxPreAuthPerIP = 32
+	}
+	if cfg.PreAuthTimeout <= 0 {
+		cfg.PreAuthTimeout = 2 * time.Minute
+	}
+	if cfg.WorkerTimeout <= 0 {
+		cfg.WorkerTimeout = 2 * time.Minute
+	}
 	if cfg.PingInterval <= 0 {
 		cfg.PingInterval = 30 * time.Second
 	}
@@ -121,10 +149,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logf = log.Printf
 	}
 	for _, o := range cfg.AllowOrigins {
-		if o != "*" {
-			if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" {
-				return nil, fmt.Errorf("server: allowed origin %q: want scheme://host[:port] or *", o)
-			}
+		if _, ok := normOrigin(o); !ok && o != "*" {
+			return nil, fmt.Errorf("server: allowed origin %q: want scheme://host[:port] or *", o)
 		}
 	}
 	if cfg.WebDir != "" {
@@ -133,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, metrics: newMetrics(), started: time.Now(), conns: map[*wsConn]struct{}{}}
+	s.preAuth = newConnLimiter(cfg.MaxPreAuth, cfg.MaxPreAuthPerIP, cfg.PreAuthTimeout, s.metrics)
 	s.genCtx, s.genCancel = context.WithCancelCause(context.Background())
 	s.routes()
 	return s, nil
@@ -373,6 +400,27 @@ func (s *Server) serveRoot(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this server has no token and answers only to a loopback Host (localhost, 127.0.0.1, [::1]); start it with --token to serve other names", http.StatusMisdirectedRequest)
 		return
 	}
+	// A page of another origin may not use the server at all: browsers
+	// send "simple" cross-origin POSTs without asking first, so CORS
+	// headers alone would not stop one from running a generation.
+	if !s.originAllowed(r) {
+		http.Error(w, fmt.Sprintf("origin %q is not allowed: only the server's own origin and those given with --allow-origin", r.Header.Get("Origin")), http.StatusForbidden)
+		return
+	}
+	// A body (declared or chunked) must arrive within BodyTimeout, whether
+	// or not the handler reads it (net/http drains what it leaves); a
+	// handler that reads it all lifts the deadline (readBody), so a long
+	// response is not cut.
+	if r.ContentLength != 0 {
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	}
+	if s.checkToken(r) {
+		connAuthenticated(r)
+	} else {
+		// Without the token, a connection serves one request: it cannot
+		// idle on keep-alive (a websocket authenticates by message later).
+		w.Header().Set("Connection", "close")
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -400,9 +448,21 @@ func (s *Server) api(name string, h func(http.ResponseWriter, *http.Request)) ht
 				Message: "missing or incorrect API key: send Authorization: Bearer <token>"})
 			return
 		}
+		if r.Method == http.MethodPost && !isJSON(r.Header.Get("Content-Type")) {
+			writeError(rec, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_media_type",
+				Message: fmt.Sprintf("Content-Type %q: send application/json", r.Header.Get("Content-Type"))})
+			return
+		}
 		r.Body = http.MaxBytesReader(rec, r.Body, s.cfg.MaxBodyBytes)
 		h(rec, r)
 	})
+}
+
+// isJSON reports whether a Content-Type is JSON (application/json, with
+// any parameters such as charset).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
 
 func (s *Server) authed(h http.Handler) http.Handler {
@@ -457,22 +517,48 @@ func (s *Server) checkToken(r *http.Request) bool {
 }
 
 // originAllowed: no Origin (not a browser) passes; a browser's Origin must
-// be the request's own host or in the allow-list.
+// be the server's own origin (scheme, host and port: http, or https when
+// the request came over TLS, and the request's Host) or in the
+// allow-list.
 func (s *Server) originAllowed(r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	if o == "" {
 		return true
 	}
+	origin, ok := normOrigin(o)
+	if !ok {
+		return false
+	}
 	for _, a := range s.cfg.AllowOrigins {
-		if a == "*" || strings.EqualFold(strings.TrimRight(a, "/"), o) {
+		if a == "*" {
+			return true
+		}
+		if na, ok := normOrigin(a); ok && na == origin {
 			return true
 		}
 	}
-	u, err := url.Parse(o)
-	if err != nil {
-		return false
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
 	}
-	return strings.EqualFold(u.Host, r.Host)
+	own, ok := normOrigin(scheme + "://" + r.Host)
+	return ok && own == origin
+}
+
+// normOrigin is an origin (scheme://host[:port], a trailing slash
+// allowed) in one spelling: lower case, the scheme's default port
+// explicit. ok is false for anything else (a path, "null", no host).
+func normOrigin(o string) (string, bool) {
+	u, err := url.Parse(strings.TrimSuffix(o, "/")) // url.Parse lowers the scheme
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", false
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return u.Scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port), true
 }
 
 func (s *Server) cors(w http.ResponseWriter, r *http.Request) {
@@ -541,7 +627,8 @@ func (s *Server) ListenAndServe(addr string) error {
 func (s *Server) Serve(l net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ConnContext:       withConn,
+		ReadHeaderTimeout: s.cfg.HeaderTimeout,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          log.New(logWriter{s.cfg.Logf}, "", 0),
@@ -554,7 +641,7 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	s.httpSrvs = append(s.httpSrvs, hs)
 	s.mu.Unlock()
-	return hs.Serve(l)
+	return hs.Serve(&limitListener{Listener: l, lim: s.preAuth})
 }
 
 type logWriter struct{ logf func(string, ...any) }
@@ -594,7 +681,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		c.closeGracefully("server shutting down")
+		c.closeGracefully(websocket.CloseGoingAway, "server shutting down")
 	}
 	if err := waitCtx(ctx, &s.connWG); err != nil {
 		for _, c := range conns {

@@ -13,10 +13,13 @@
 // Security contract: a Server refuses to listen on a non-loopback address
 // without a token (CheckBind); with a token, every API request and
 // websocket needs it (bearer header, or an auth message on the socket),
-// compared in constant time; websocket Origins are checked against an
-// allow-list (same host by default); request bodies, websocket messages,
-// per-connection send queues and concurrent generations are bounded, and a
-// client that cannot keep up is dropped instead of stalling others.
+// compared in constant time; every request's Origin (scheme, host and
+// port) must be the server's own or in an allow-list; request bodies,
+// websocket messages, per-connection send queues and concurrent
+// generations are bounded, and a client that cannot keep up is dropped
+// instead of stalling others; headers, bodies and authentication must
+// arrive in time, and connections not yet authenticated are bounded in
+// number; a browser worker that stops answering fails its job.
 package server
 
 import (

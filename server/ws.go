@@ -28,6 +28,8 @@ type wsConn struct {
 	send         chan []byte
 	graceful     chan struct{} // closed: flush the queue, say goodbye, stop
 	gracefulOnce sync.Once
+	closeCode    int    // the goodbye's close code and reason: the first closeGracefully's
+	closeReason  string // (under mu)
 	ctx          context.Context
 	cancel       context.CancelCauseFunc
 	closeOnce    sync.Once
@@ -35,6 +37,7 @@ type wsConn struct {
 
 	mu     sync.Mutex
 	authed bool
+	onAuth func()                        // takes the connection out of the pre-auth count
 	gens   map[string]context.CancelFunc // client generations by id
 	wg     sync.WaitGroup                // generation and load goroutines
 
@@ -84,6 +87,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		graceful:   make(chan struct{}),
 		writerDone: make(chan struct{}),
 		gens:       map[string]context.CancelFunc{},
+		onAuth:     func() { connAuthenticated(r) },
 	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	s.mu.Lock()
@@ -167,8 +171,14 @@ func (c *wsConn) close(cause error) {
 }
 
 // closeGracefully lets the connection's generations deliver their final
-// events, then flushes the queue and sends a close frame.
-func (c *wsConn) closeGracefully(reason string) {
+// events, then flushes the queue and sends a close frame with code and
+// reason (the first call's, when called again).
+func (c *wsConn) closeGracefully(code int, reason string) {
+	c.mu.Lock()
+	if c.closeCode == 0 {
+		c.closeCode, c.closeReason = code, reason
+	}
+	c.mu.Unlock()
 	go func() {
 		done := make(chan struct{})
 		go func() { c.wg.Wait(); close(done) }()
@@ -216,8 +226,10 @@ func (c *wsConn) writeLoop() {
 				}
 				break
 			}
-			c.ws.WriteControl(websocket.CloseMessage,
-				websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
+			c.mu.Lock()
+			code, reason := c.closeCode, c.closeReason
+			c.mu.Unlock()
+			c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
 			// Let the peer answer the close (so nothing it sent is left
 			// unread, which would reset the connection under our last
 			// messages), but not for long.
@@ -277,6 +289,7 @@ func (c *wsConn) readLoop() {
 					c.mu.Lock()
 					c.authed = true
 					c.mu.Unlock()
+					c.onAuth()
 					c.ws.SetReadDeadline(time.Now().Add(idle))
 					c.sendMsg(&Msg{Type: "auth_ok", ID: m.ID})
 					continue
@@ -285,7 +298,7 @@ func (c *wsConn) readLoop() {
 			default:
 				c.s.metrics.wsDropped.Add(1)
 				c.sendMsg(errMsg(m.ID, "unauthorized", "authenticate first with a correct token: {\"type\":\"auth\",\"token\":...}"))
-				c.closeGracefully("unauthorized")
+				c.closeGracefully(websocket.ClosePolicyViolation, "unauthorized: authentication failed")
 				<-c.writerDone
 				return
 			}
@@ -349,6 +362,11 @@ func (c *wsConn) generate(m *Msg) {
 		c.sendMsg(errMsg(m.ID, "bad_message", "generate needs prompt, ids or messages"))
 		return
 	}
+	req := m.genRequest()
+	if aerr := validateGen(&req); aerr != nil {
+		c.sendMsg(errMsgFrom(m.ID, aerr))
+		return
+	}
 	w, aerr := c.s.pick(m.Worker, m.Model)
 	if aerr != nil {
 		c.sendMsg(errMsgFrom(m.ID, aerr))
@@ -369,7 +387,7 @@ func (c *wsConn) generate(m *Msg) {
 	c.gens[m.ID] = cancel
 	c.wg.Add(1)
 	c.mu.Unlock()
-	id, req := m.ID, m.genRequest()
+	id := m.ID
 	go func() {
 		defer c.wg.Done()
 		defer func() {

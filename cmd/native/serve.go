@@ -39,6 +39,7 @@ func cmdServe(args []string) error {
 	maxPerConn := fs.Int("max-per-conn", 8, "concurrent generations per websocket connection")
 	slots := fs.Int("slots", 0, "generations each model runs at once, the others wait in order (0 = no bound)")
 	allowLoad := fs.Bool("allow-load", true, "let authenticated websocket clients load more models on this server")
+	workerTimeout := fs.Duration("worker-timeout", 2*time.Minute, "how long a browser worker may stay silent on a job before it fails")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func cmdServe(args []string) error {
 	}
 	cfg := server.Config{
 		Token: *token, AllowOrigins: origins, WebDir: *web, MaxActive: *maxActive, MaxPerConn: *maxPerConn,
-		Slots: *slots,
+		Slots: *slots, WorkerTimeout: *workerTimeout,
 	}
 	if *allowLoad {
 		cfg.Loader = load
