@@ -108,14 +108,14 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 	c := s.cand[:0]
 	for i, v := range logits {
 		if !math.IsInf(float64(v), -1) && !math.IsNaN(float64(v)) {
-			c = append(c, candidate{i, v / p.Temperature})
+			c = append(c, candidate{i, v})
 		}
 	}
 	if len(c) == 0 {
 		return Argmax(logits)
 	}
-	// Sort descending by logit, ties by id, so the result does not depend on
-	// sort stability.
+	// Sort descending by logit (the order temperature scaling keeps), ties by
+	// id, so the result does not depend on sort stability.
 	sort.Slice(c, func(a, b int) bool {
 		if c[a].v != c[b].v {
 			return c[a].v > c[b].v
@@ -125,12 +125,14 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 	if p.TopK > 0 && p.TopK < len(c) {
 		c = c[:p.TopK]
 	}
-	// Softmax over the survivors.
+	// Softmax over the survivors at the temperature, in float64 so that a
+	// tiny temperature saturates to 0 and 1 instead of overflowing to NaN.
 	maxv := float64(c[0].v)
+	invT := 1 / float64(p.Temperature)
 	probs := make([]float64, len(c))
 	var sum float64
 	for i := range c {
-		probs[i] = math.Exp(float64(c[i].v) - maxv)
+		probs[i] = math.Exp((float64(c[i].v) - maxv) * invT)
 		sum += probs[i]
 	}
 	for i := range probs {

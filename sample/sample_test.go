@@ -71,3 +71,16 @@ func TestPenalties(t *testing.T) {
 		}
 	}
 }
+
+// A temperature just above zero saturates the softmax instead of overflowing
+// the scaled logits to ±Inf (Inf−Inf = NaN picked an arbitrary token).
+func TestTinyTemperature(t *testing.T) {
+	for _, temp := range []float32{1e-30, 1e-45, 1e-20} {
+		s := New(Params{Temperature: temp, Seed: 7})
+		for range 50 {
+			if got := s.Sample([]float32{0.5, 3, -2, 2.999}, nil); got != 1 {
+				t.Fatalf("temperature %g: picked %d, want the argmax 1", temp, got)
+			}
+		}
+	}
+}
