@@ -60,3 +60,96 @@ func TestResolveDownloads(t *testing.T) {
 		t.Fatalf("got %q, %v", p, err)
 	}
 }
+
+// Hub-style names that would leave the cache are refused before any path is
+// built from them, whatever front end (CLI -m, websocket load) passes them.
+func TestResolveRejectsTraversal(t *testing.T) {
+	base := t.TempDir()
+	cache := filepath.Join(base, "cache")
+	called := 0
+	r := &Resolver{CacheDir: cache, Download: func(ctx context.Context, f HubFile, dst string) error {
+		called++
+		return os.WriteFile(dst, []byte("gguf"), 0o644)
+	}}
+	for _, name := range []string{
+		"a/b/../../../../tmp/x.gguf",
+		"a/b/../../../x.gguf",
+		"a/b/c/../../../../x.gguf",
+		"a/../b/c.gguf",
+		"a/b/./c.gguf",
+		"a/b//c.gguf",
+		`a/b/..\..\x.gguf`,
+		"a/b/c:d.gguf",
+		"a/b/c\x00.gguf",
+		"a--b/c/d.gguf",
+		"a..b/c/d.gguf",
+		"-a/b/c.gguf",
+		"a/b./c.gguf",
+		"...",
+		"a..b",
+		"bad name",
+	} {
+		_, err := r.Resolve(context.Background(), name)
+		if !errors.Is(err, ErrInvalidName) {
+			t.Errorf("Resolve(%q) = %v, want ErrInvalidName", name, err)
+		}
+	}
+	if called != 0 {
+		t.Errorf("the downloader ran %d times for invalid names", called)
+	}
+	if _, err := os.Stat(filepath.Join(base, "tmp")); err == nil {
+		t.Error("a file was written outside the cache")
+	}
+	// A valid reference is downloaded inside the cache.
+	p, err := r.Resolve(context.Background(), "org_1/my-model.v2/sub dir/x.gguf")
+	if err != nil || !strings.HasPrefix(p, filepath.Join(cache, "models")+string(filepath.Separator)) {
+		t.Fatalf("valid hub ref: %q, %v", p, err)
+	}
+}
+
+// A symbolic link inside the cache that points elsewhere is not followed to
+// create directories or files outside.
+func TestResolveSymlinkOutsideCache(t *testing.T) {
+	base := t.TempDir()
+	cache, outside := filepath.Join(base, "cache"), filepath.Join(base, "outside")
+	os.MkdirAll(filepath.Join(cache, "models"), 0o755)
+	os.MkdirAll(outside, 0o755)
+	if err := os.Symlink(outside, filepath.Join(cache, "models", "evil")); err != nil {
+		t.Skipf("symlinks unavailable: %v", err)
+	}
+	r := &Resolver{CacheDir: cache, Download: func(ctx context.Context, f HubFile, dst string) error {
+		t.Errorf("download into %s", dst)
+		return nil
+	}}
+	_, err := r.Resolve(context.Background(), "evil/repo/x.gguf")
+	if !errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), "outside the cache") {
+		t.Fatalf("err = %v", err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("created %v outside the cache", ents)
+	}
+}
+
+func TestParseHubRef(t *testing.T) {
+	f, err := ParseHubRef("ggml-org/models/tinyllamas/stories260K.gguf")
+	if err != nil || f.Repo != "ggml-org/models" || f.File != "tinyllamas/stories260K.gguf" {
+		t.Fatalf("ParseHubRef = %+v, %v", f, err)
+	}
+}
+
+func FuzzParseHubRef(f *testing.F) {
+	for _, s := range []string{"a/b/c.gguf", "a/b/../../x.gguf", "a/b/c/./d.gguf", `a/b/c\d.gguf`, "a/b/", "a//b/c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		hf, err := ParseHubRef(s)
+		if err != nil {
+			return
+		}
+		root := filepath.FromSlash("/cache/models")
+		p := filepath.Join(root, hf.Repo, filepath.FromSlash(hf.File))
+		if err := inside(root, p); err != nil || filepath.Join(root, s) != p {
+			t.Fatalf("ParseHubRef(%q) accepted a name leading to %s", s, p)
+		}
+	})
+}
