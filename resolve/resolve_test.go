@@ -1,26 +1,85 @@
 package resolve
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cortiq/cortiq/gguf"
 )
+
+// tinyGGUF is a valid GGUF with no tensors or metadata.
+func tinyGGUF(t *testing.T) []byte {
+	var b bytes.Buffer
+	if err := gguf.NewWriter(&b).Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
 
 func TestResolveOrder(t *testing.T) {
 	cache, extra := t.TempDir(), t.TempDir()
-	os.WriteFile(filepath.Join(extra, "stories260K.gguf"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(extra, "mymodel.gguf"), tinyGGUF(t), 0o644)
 	r := &Resolver{CacheDir: cache, Path: []string{extra}}
-	p, err := r.Resolve(context.Background(), "stories260K")
-	if err != nil || p != filepath.Join(extra, "stories260K.gguf") {
+	p, err := r.Resolve(context.Background(), "mymodel")
+	if err != nil || p != filepath.Join(extra, "mymodel.gguf") {
 		t.Fatalf("got %q, %v", p, err)
 	}
 	os.MkdirAll(filepath.Join(cache, "models"), 0o755)
-	os.WriteFile(filepath.Join(cache, "models", "stories260K.gguf"), []byte("x"), 0o644)
-	if p, _ := r.Resolve(context.Background(), "stories260K"); p != filepath.Join(cache, "models", "stories260K.gguf") {
+	os.WriteFile(filepath.Join(cache, "models", "mymodel.gguf"), tinyGGUF(t), 0o644)
+	if p, _ := r.Resolve(context.Background(), "mymodel"); p != filepath.Join(cache, "models", "mymodel.gguf") {
 		t.Fatalf("cache should win, got %q", p)
+	}
+}
+
+// A damaged copy in the download cache (left by an older version that
+// trusted a lying server) is moved aside and fetched again, never used.
+func TestResolveDamagedCacheRefetched(t *testing.T) {
+	cache := t.TempDir()
+	dst := filepath.Join(cache, "models", "stories260K.gguf")
+	os.MkdirAll(filepath.Dir(dst), 0o755)
+	garbage := bytes.Repeat([]byte{0xAB}, int(Known["stories260K"].Size))
+	os.WriteFile(dst, garbage, 0o644)
+	downloads := 0
+	r := &Resolver{CacheDir: cache, Download: func(ctx context.Context, f HubFile, dst string) error {
+		downloads++
+		if f.SHA256 == "" || f.Size == 0 {
+			t.Errorf("known name without a pinned digest: %+v", f)
+		}
+		return os.WriteFile(dst, tinyGGUF(t), 0o644)
+	}}
+	p, err := r.Resolve(context.Background(), "stories260K")
+	if err != nil || p != dst || downloads != 1 {
+		t.Fatalf("Resolve = %q, %v after %d downloads", p, err, downloads)
+	}
+	if b, _ := os.ReadFile(dst + ".corrupt"); !bytes.Equal(b, garbage) {
+		t.Error("the damaged copy was not kept aside")
+	}
+}
+
+func TestCheck(t *testing.T) {
+	good := tinyGGUF(t)
+	c := Check("org/repo/x.gguf")
+	if err := c(bytes.NewReader(good), int64(len(good))); err != nil {
+		t.Fatalf("valid GGUF: %v", err)
+	}
+	bad := bytes.Repeat([]byte("x"), 100)
+	if err := c(bytes.NewReader(bad), 100); err == nil {
+		t.Error("garbage accepted as GGUF")
+	}
+	for _, name := range []string{"m.safetensors", "m.cmf", "config.json"} {
+		if err := Check(name)(bytes.NewReader(bad), 100); err == nil {
+			t.Errorf("garbage accepted as %s", name)
+		}
+	}
+	if Check("README.md") != nil {
+		t.Error("a check for an unknown format")
 	}
 }
 
@@ -152,4 +211,17 @@ func FuzzParseHubRef(f *testing.F) {
 			t.Fatalf("ParseHubRef(%q) accepted a name leading to %s", s, p)
 		}
 	})
+}
+
+// The pinned digest is that of the fixture, which is the hub's file.
+func TestPinnedDigest(t *testing.T) {
+	p := filepath.Join("..", "..", "shared", "fixtures", "models", "stories260K.gguf")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Skipf("%s absent: %v", p, err)
+	}
+	k := Known["stories260K"]
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != k.SHA256 || int64(len(b)) != k.Size {
+		t.Fatalf("%s: sha256 %x, %d bytes; pinned %s, %d", p, sum, len(b), k.SHA256, k.Size)
+	}
 }

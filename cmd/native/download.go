@@ -24,6 +24,8 @@ func hubDownloader() resolve.Downloader {
 		bar := progress.New(os.Stderr, filepath.Base(f.File))
 		res, err := download.Fetch(ctx, fsys, url, filepath.Base(dst), download.Options{
 			SHA256:   f.SHA256,
+			Size:     f.Size,
+			Check:    resolve.Check(f.File),
 			Header:   download.HFHeader(),
 			Progress: func(p download.Progress) { bar.Update(p.Done, p.Total, p.Rate) },
 			Quota:    download.CheckSpace(func() (int64, error) { return storage.FreeSpace(filepath.Dir(dst)) }),

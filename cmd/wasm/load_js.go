@@ -23,6 +23,7 @@ import (
 	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/storage"
 	"github.com/cortiq/cortiq/storage/download"
 	"github.com/cortiq/cortiq/storage/opfs"
@@ -355,6 +356,7 @@ func (s *state) fetchModel(ctx context.Context, r request, src source, fsys stor
 		res, err := download.Fetch(ctx, fsys, u, dst, download.Options{
 			SHA256:           f.SHA256,
 			Size:             f.Size,
+			Check:            resolve.Check(f.Name), // the browser sees no X-Linked-Etag
 			Header:           header,
 			Retries:          retries,
 			RetryDelay:       500 * time.Millisecond,

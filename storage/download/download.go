@@ -15,14 +15,25 @@
 //     The part's existing bytes are re-hashed on resume, never trusted.
 //   - Verification, strongest available: the caller's SHA256; else the
 //     server's sha256 (Hugging Face sends the LFS oid as X-Linked-Etag on the
-//     resolve redirect, or a 64-hex strong ETag); else the size. Result
-//     .Verified says which happened.
+//     resolve redirect, or a 64-hex strong ETag); then, unless the caller's
+//     digest matched, the caller's structural Check of the whole file (a
+//     format parse: header, and that the declared data fits); else only the
+//     size. Result.Verified says which happened. Callers that put files in
+//     a cache pass SHA256 or Check, so that nothing unverified is promoted.
 //   - Only a verified download is renamed to dst, so an existing dst is
 //     always trusted: Fetch returns it as Cached without network access
 //     (re-hashing it only when Options.VerifyCached is set).
-//   - A wrong length, wrong digest or corrupted bytes give an error naming
+//   - A wrong length, wrong digest or failed Check give an error naming
 //     the URL and expected vs got, and remove the part and sidecar so no
-//     later call trusts them. Network errors leave them for a later resume.
+//     later call trusts them. When the bytes that failed were partly resumed
+//     from an earlier attempt, the download first starts over from zero
+//     once, in the same call: a resumed tail that does not belong to the
+//     prefix is never kept. Network errors leave them for a later resume.
+//   - Requests ask for Accept-Encoding: identity. A gzip Content-Encoding
+//     is decoded (the digest is of the decoded file; such a download is not
+//     resumed); any other encoding is refused.
+//   - HTTP 401, 403, 404 and 410 are permanent (an *HTTPError, never
+//     retried); 5xx, 408, 429 and network errors are retried (Retries).
 //
 // In the browser (GOOS=js) net/http uses fetch(): redirects are followed by
 // the browser, so X-Linked-Etag of a cross-origin redirect is not visible
@@ -32,6 +43,7 @@
 package download
 
 import (
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -40,6 +52,7 @@ import (
 	"hash"
 	"io"
 	gofs "io/fs"
+	"net"
 	"net/http"
 	"path"
 	"runtime"
@@ -64,6 +77,9 @@ const (
 	VerifiedETag
 	// VerifiedSHA256: the caller's sha256 matched.
 	VerifiedSHA256
+	// VerifiedFormat: no digest was known; Options.Check accepted the
+	// whole file's structure (and the size matched, when known).
+	VerifiedFormat
 )
 
 func (v Verification) String() string {
@@ -74,6 +90,8 @@ func (v Verification) String() string {
 		return "server-sha256"
 	case VerifiedSHA256:
 		return "sha256"
+	case VerifiedFormat:
+		return "format"
 	}
 	return "none"
 }
@@ -92,8 +110,14 @@ type Options struct {
 	Client *http.Client
 	// Header is added to every request (e.g. Authorization; see HFHeader).
 	Header http.Header
-	// SHA256 is the expected hex digest; "" trusts the server's or the size.
+	// SHA256 is the expected hex digest; "" trusts the server's digest,
+	// Check, or the size.
 	SHA256 string
+	// Check, if set, verifies the structure of the complete file (for
+	// example that it parses as GGUF and its tensor data fits) before it is
+	// renamed to dst. It runs unless SHA256 matched; an error discards the
+	// download (ErrInvalid).
+	Check func(r io.ReaderAt, size int64) error
 	// Size is the expected length in bytes; 0 means unknown.
 	Size int64
 	// VerifyCached re-hashes an existing dst against SHA256 (when given)
@@ -136,7 +160,39 @@ var (
 	ErrLength = errors.New("wrong length")
 	// ErrQuota: not enough storage for the download (see QuotaError).
 	ErrQuota = errors.New("not enough storage")
+	// ErrInvalid: Options.Check rejected the downloaded file.
+	ErrInvalid = errors.New("downloaded file is not valid")
+	// ErrEncoding: the server sent a Content-Encoding other than identity
+	// or gzip.
+	ErrEncoding = errors.New("unsupported content encoding")
 )
+
+// HTTPError is an unsuccessful HTTP status. Permanent ones (401, 403, 404,
+// 410) are never retried.
+type HTTPError struct {
+	StatusCode int
+	Status     string // "404 Not Found"
+}
+
+func (e *HTTPError) Error() string {
+	msg := "HTTP " + e.Status
+	switch e.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		msg += " (the file may be gated or private: an access token may be needed)"
+	case http.StatusNotFound, http.StatusGone:
+		msg += " (no such file at this URL)"
+	}
+	return msg
+}
+
+// Permanent reports whether retrying cannot help.
+func (e *HTTPError) Permanent() bool {
+	switch e.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusGone:
+		return true
+	}
+	return false
+}
 
 // QuotaError reports a failed quota pre-check.
 type QuotaError struct {
@@ -175,6 +231,14 @@ func isRetryable(err error) bool {
 	var r *retryable
 	return errors.As(err, &r)
 }
+
+// restartError marks a verification failure of a download that reused
+// bytes from an earlier attempt: the part was discarded and one fresh
+// download from zero is worth trying.
+type restartError struct{ err error }
+
+func (r *restartError) Error() string { return r.err.Error() }
+func (r *restartError) Unwrap() error { return r.err }
 
 // inflight serializes Fetch calls for the same dst in this process; two
 // writers on one part file would corrupt it.
@@ -241,10 +305,20 @@ func fetch(ctx context.Context, fsys hackpadfs.FS, url, dst string, opt Options)
 	if delay <= 0 {
 		delay = time.Second
 	}
+	restarted := false
 	for attempt := 0; ; attempt++ {
 		res, err := d.attempt(ctx)
 		if err == nil {
 			return res, nil
+		}
+		var rs *restartError
+		if errors.As(err, &rs) {
+			if !restarted && ctx.Err() == nil {
+				restarted = true
+				attempt--
+				continue // the part was discarded: start over from zero
+			}
+			err = rs.err
 		}
 		if !isRetryable(err) || attempt >= opt.Retries || ctx.Err() != nil {
 			return Result{}, err
@@ -527,12 +601,35 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 			return Result{}, &retryable{fmt.Errorf("HTTP %s", resp.Status)}
 		default:
 			resp.Body.Close()
-			return Result{}, fmt.Errorf("HTTP %s", resp.Status)
+			return Result{}, &HTTPError{StatusCode: code, Status: resp.Status}
 		}
 		break
 	}
 	resp := r.resp
 	defer resp.Body.Close()
+
+	// We asked for identity; a server that encodes anyway sends bytes that
+	// are not the file. gzip is decoded (its length and ranges are those
+	// of the encoded stream, so the size is unknown and there is no
+	// resume); anything else is refused. In the browser fetch() decodes.
+	var body io.Reader = resp.Body
+	gzipped := false
+	if enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); runtime.GOOS != "js" && enc != "" && enc != "identity" {
+		if enc != "gzip" && enc != "x-gzip" {
+			d.discard()
+			return Result{}, fmt.Errorf("%w %q (asked for identity)", ErrEncoding, enc)
+		}
+		if resp.StatusCode != http.StatusOK {
+			// A gzip-encoded range cannot be appended to the part.
+			d.discard()
+			return Result{}, &retryable{fmt.Errorf("server sent a gzip-encoded partial response; starting over")}
+		}
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return Result{}, &retryable{fmt.Errorf("gzip-encoded body: %w", err)}
+		}
+		body, gzipped, total = zr, true, -1
+	}
 
 	// Reconcile every size claim before writing a byte.
 	if r.linkedLen >= 0 {
@@ -559,7 +656,11 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 		if want == "" {
 			want = serverSHA
 		}
-		d.sc = &sidecar{Version: sidecarVersion, URL: d.url, Size: total, Validator: validatorOf(resp.Header), SHA256: want}
+		validator := validatorOf(resp.Header)
+		if gzipped {
+			validator = "" // the part holds decoded bytes: never resume it by range
+		}
+		d.sc = &sidecar{Version: sidecarVersion, URL: d.url, Size: total, Validator: validator, SHA256: want}
 	}
 	if d.opt.Quota != nil && total >= 0 {
 		if err := d.opt.Quota(total - d.off); err != nil {
@@ -592,7 +693,7 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 	nextCheckpoint := done + d.opt.CheckpointBytes
 	d.report(done, total, true)
 	for {
-		n, rerr := resp.Body.Read(buf)
+		n, rerr := body.Read(buf)
 		if n > 0 {
 			if total >= 0 && done+int64(n) > total {
 				f.Close()
@@ -620,6 +721,13 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 		}
 		if rerr != nil {
 			d.checkpoint(f, done)
+			if gzipped && !errors.Is(rerr, context.Canceled) && !errors.Is(rerr, context.DeadlineExceeded) {
+				var ne net.Error
+				if !errors.As(rerr, &ne) && !errors.Is(rerr, io.ErrUnexpectedEOF) {
+					d.discard() // a corrupt gzip stream: nothing in it can be trusted
+					return Result{}, fmt.Errorf("gzip-encoded body after %d bytes: %w", done, rerr)
+				}
+			}
 			return Result{}, &retryable{fmt.Errorf("after %d of %s bytes: %w", done, sizeString(total), rerr)}
 		}
 	}
@@ -631,25 +739,39 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 	// Verify, then publish.
 	got := hex.EncodeToString(d.h.Sum(nil))
 	res := Result{Path: d.dst, Size: done, SHA256: got, Resumed: d.resumed}
+	fail := func(err error) (Result, error) {
+		f.Close()
+		f = nil
+		d.discard()
+		if d.resumed > 0 {
+			return Result{}, &restartError{fmt.Errorf("%w (%d bytes were resumed from an earlier attempt)", err, d.resumed)}
+		}
+		return Result{}, err
+	}
 	switch {
 	case d.opt.SHA256 != "":
 		if got != d.opt.SHA256 {
-			f.Close()
-			f = nil
-			d.discard()
-			return Result{}, fmt.Errorf("%w: expected sha256 %s, got %s (%d bytes)", ErrChecksum, d.opt.SHA256, got, done)
+			return fail(fmt.Errorf("%w: expected sha256 %s, got %s (%d bytes)", ErrChecksum, d.opt.SHA256, got, done))
 		}
 		res.Verified = VerifiedSHA256
 	case d.sc.SHA256 != "":
 		if want := d.sc.SHA256; got != want {
-			f.Close()
-			f = nil
-			d.discard()
-			return Result{}, fmt.Errorf("%w: server advertised sha256 %s, got %s (%d bytes)", ErrChecksum, want, got, done)
+			return fail(fmt.Errorf("%w: server advertised sha256 %s, got %s (%d bytes)", ErrChecksum, want, got, done))
 		}
 		res.Verified = VerifiedETag
 	case total >= 0:
 		res.Verified = VerifiedSize
+	}
+	if d.opt.Check != nil && res.Verified != VerifiedSHA256 {
+		if err := hackpadfs.SyncFile(f); err != nil && !errors.Is(err, hackpadfs.ErrNotImplemented) {
+			return Result{}, err
+		}
+		if err := d.opt.Check(fileReaderAt{f}, done); err != nil {
+			return fail(fmt.Errorf("%w: %d bytes, sha256 %s: %v", ErrInvalid, done, got, err))
+		}
+		if res.Verified != VerifiedETag {
+			res.Verified = VerifiedFormat
+		}
 	}
 	if err := hackpadfs.SyncFile(f); err != nil && !errors.Is(err, hackpadfs.ErrNotImplemented) {
 		return Result{}, err
@@ -696,6 +818,25 @@ func (d *downloader) report(done, total int64, force bool) {
 		rate = float64(d.fresh) / el
 	}
 	d.opt.Progress(Progress{Done: done, Total: total, Rate: rate, Resumed: d.resumed})
+}
+
+// fileReaderAt reads a hackpadfs file at offsets, by seeking where the
+// file has no ReadAt.
+type fileReaderAt struct{ f hackpadfs.File }
+
+func (r fileReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := hackpadfs.ReadAtFile(r.f, p, off)
+	if !errors.Is(err, hackpadfs.ErrNotImplemented) {
+		return n, err
+	}
+	if _, err := hackpadfs.SeekFile(r.f, off, io.SeekStart); err != nil {
+		return 0, err
+	}
+	n, err = io.ReadFull(r.f, p)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF
+	}
+	return n, err
 }
 
 func sizeString(n int64) string {
