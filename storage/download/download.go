@@ -34,6 +34,11 @@
 //     resumed); any other encoding is refused.
 //   - HTTP 401, 403, 404 and 410 are permanent (an *HTTPError, never
 //     retried); 5xx, 408, 429 and network errors are retried (Retries).
+//   - A server that stalls is given up on (ErrStalled, retried like a
+//     network error): no connection within ConnectTimeout, no response
+//     headers within HeaderTimeout, no body bytes for IdleTimeout. The part
+//     is kept for a later resume, as on any interruption, including a
+//     cancelled ctx (a program's SIGINT/SIGTERM).
 //
 // In the browser (GOOS=js) net/http uses fetch(): redirects are followed by
 // the browser, so X-Linked-Etag of a cross-origin redirect is not visible
@@ -96,12 +101,15 @@ func (v Verification) String() string {
 	return "none"
 }
 
-// Progress reports a running download.
+// Progress reports a running download. It is reported from the start
+// (before the server answers) and keeps being reported while no bytes
+// arrive, with Stalled growing.
 type Progress struct {
-	Done    int64   // bytes in the part file, including resumed ones
-	Total   int64   // expected size, -1 when unknown
-	Rate    float64 // bytes per second transferred by this call
-	Resumed int64   // bytes reused from an earlier attempt
+	Done    int64         // bytes in the part file, including resumed ones
+	Total   int64         // expected size, -1 when unknown
+	Rate    float64       // bytes per second transferred by this call
+	Resumed int64         // bytes reused from an earlier attempt
+	Stalled time.Duration // time since the last byte arrived (or the request was sent)
 }
 
 // Options tunes Fetch. The zero value works.
@@ -139,8 +147,36 @@ type Options struct {
 	// one second.
 	RetryDelay time.Duration
 	// CheckpointBytes is how often (in bytes) the part is synced and the
-	// sidecar updated; 0 means 16 MiB.
+	// sidecar updated; 0 means 16 MiB. It is also done every few seconds
+	// and whenever the transfer stops.
 	CheckpointBytes int64
+	// ConnectTimeout bounds connecting to the server (0: 30s, negative:
+	// none). It is applied to the transport when Client is nil; with a
+	// caller's Client, HeaderTimeout still bounds the connection.
+	ConnectTimeout time.Duration
+	// HeaderTimeout bounds the wait for a response's headers after the
+	// request is sent, redirects included (0: 30s, negative: none).
+	HeaderTimeout time.Duration
+	// IdleTimeout bounds the wait for the next bytes of the body (0: 60s,
+	// negative: none).
+	IdleTimeout time.Duration
+}
+
+// Default timeouts (see Options).
+const (
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultHeaderTimeout  = 30 * time.Second
+	DefaultIdleTimeout    = 60 * time.Second
+)
+
+func orDefault(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // Result describes a completed Fetch.
@@ -165,7 +201,15 @@ var (
 	// ErrEncoding: the server sent a Content-Encoding other than identity
 	// or gzip.
 	ErrEncoding = errors.New("unsupported content encoding")
+	// ErrStalled: the server stopped answering (see the timeouts in
+	// Options). The part is kept for a resume.
+	ErrStalled = errors.New("download stalled")
 )
+
+// stallCause is the cancellation cause of a request given up on.
+type stallCause struct{ what string }
+
+func (c *stallCause) Error() string { return c.what }
 
 // HTTPError is an unsuccessful HTTP status. Permanent ones (401, 403, 404,
 // 410) are never retried.
@@ -292,8 +336,10 @@ func fetch(ctx context.Context, fsys hackpadfs.FS, url, dst string, opt Options)
 		part: dst + PartSuffix, side: dst + SidecarSuffix,
 		start: time.Now(),
 	}
+	d.opt.HeaderTimeout = orDefault(opt.HeaderTimeout, DefaultHeaderTimeout)
+	d.opt.IdleTimeout = orDefault(opt.IdleTimeout, DefaultIdleTimeout)
 	if d.opt.Client == nil {
-		d.opt.Client = http.DefaultClient
+		d.opt.Client = defaultClient(orDefault(opt.ConnectTimeout, DefaultConnectTimeout))
 	}
 	if d.opt.ProgressInterval <= 0 {
 		d.opt.ProgressInterval = 100 * time.Millisecond
@@ -362,6 +408,32 @@ func cached(fsys hackpadfs.FS, dst string, opt Options) (Result, bool, error) {
 	return res, true, nil
 }
 
+var (
+	clientsMu sync.Mutex
+	clients   = map[time.Duration]*http.Client{}
+)
+
+// defaultClient is http.DefaultClient with a dial timeout (natively; in the
+// browser fetch() owns the connection).
+func defaultClient(connect time.Duration) *http.Client {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if runtime.GOOS == "js" || !ok || connect <= 0 {
+		return http.DefaultClient
+	}
+	clientsMu.Lock()
+	defer clientsMu.Unlock()
+	if c := clients[connect]; c != nil {
+		return c
+	}
+	t = t.Clone()
+	dialer := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
+	t.DialContext = dialer.DialContext
+	t.TLSHandshakeTimeout = connect
+	c := &http.Client{Transport: t}
+	clients[connect] = c
+	return c
+}
+
 type downloader struct {
 	fsys       hackpadfs.FS
 	url, dst   string
@@ -375,7 +447,13 @@ type downloader struct {
 	h       hash.Hash
 	resumed int64
 	fresh   int64 // bytes transferred by this Fetch call
-	last    time.Time
+
+	// Progress state, shared with the ticker that reports stalls.
+	mu       sync.Mutex
+	last     time.Time // last report
+	lastByte time.Time // last byte received, or request sent
+	curDone  int64
+	curTotal int64
 }
 
 // discard forgets any partial download.
@@ -430,11 +508,25 @@ type response struct {
 	resp      *http.Response
 	linkedSHA string // X-Linked-Etag seen anywhere on the redirect chain
 	linkedLen int64  // X-Linked-Size, -1 if absent
+	ctx       context.Context
+	cancel    context.CancelCauseFunc // ends the request; call when done with it
+}
+
+// readErr describes a failed body read, naming a stall when the idle
+// timeout ended the request.
+func (r *response) readErr(err error) error {
+	var sc *stallCause
+	if c := context.Cause(r.ctx); errors.As(c, &sc) {
+		return fmt.Errorf("%w: %s", ErrStalled, sc.what)
+	}
+	return err
 }
 
 func (d *downloader) get(ctx context.Context, from int64, validator string) (*response, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.url, nil)
 	if err != nil {
+		cancel(nil)
 		return nil, err
 	}
 	for k, vs := range d.opt.Header {
@@ -475,8 +567,23 @@ func (d *downloader) get(ctx context.Context, from int64, validator string) (*re
 		}
 		return nil
 	}
+	var timer *time.Timer
+	if t := d.opt.HeaderTimeout; t > 0 {
+		timer = time.AfterFunc(t, func() {
+			cancel(&stallCause{fmt.Sprintf("no response headers within %v", t)})
+		})
+	}
+	d.mu.Lock()
+	d.lastByte = time.Now()
+	d.mu.Unlock()
 	resp, err := client.Do(req)
+	if timer != nil {
+		timer.Stop()
+	}
+	r.ctx, r.cancel = ctx, cancel
 	if err != nil {
+		err = r.readErr(err)
+		cancel(nil)
 		return nil, &retryable{err}
 	}
 	note(resp.Header)
@@ -534,6 +641,15 @@ func parseContentRange(s string) (start, end, total int64, ok bool) {
 
 func (d *downloader) attempt(ctx context.Context) (Result, error) {
 	d.load()
+	total0 := int64(-1)
+	if d.opt.Size > 0 {
+		total0 = d.opt.Size
+	} else if d.sc != nil {
+		total0 = d.sc.Size
+	}
+	d.setProgress(d.off, total0, false)
+	d.report(true)
+	defer d.tick()()
 	if d.off > 0 && d.sc.Validator == "" && d.opt.SHA256 == "" {
 		// Without If-Range nothing stops the server from splicing a newer
 		// version onto our prefix; only the caller's digest would catch it.
@@ -556,6 +672,7 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		defer r.cancel(nil)
 		resp := r.resp
 		restart := func() {
 			resp.Body.Close()
@@ -598,7 +715,7 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 			continue
 		case code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout:
 			resp.Body.Close()
-			return Result{}, &retryable{fmt.Errorf("HTTP %s", resp.Status)}
+			return Result{}, &retryable{&HTTPError{StatusCode: code, Status: resp.Status}}
 		default:
 			resp.Body.Close()
 			return Result{}, &HTTPError{StatusCode: code, Status: resp.Status}
@@ -691,8 +808,20 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 	done := d.off
 	buf := make([]byte, 1<<20)
 	nextCheckpoint := done + d.opt.CheckpointBytes
-	d.report(done, total, true)
+	lastCheckpoint := time.Now()
+	d.setProgress(done, total, true)
+	d.report(true)
+	var idle *time.Timer
+	if t := d.opt.IdleTimeout; t > 0 {
+		idle = time.AfterFunc(t, func() {
+			r.cancel(&stallCause{fmt.Sprintf("no data for %v", t)})
+		})
+		defer idle.Stop()
+	}
 	for {
+		if idle != nil {
+			idle.Reset(d.opt.IdleTimeout)
+		}
 		n, rerr := body.Read(buf)
 		if n > 0 {
 			if total >= 0 && done+int64(n) > total {
@@ -708,8 +837,10 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 			d.h.Write(buf[:n])
 			done += int64(n)
 			d.fresh += int64(n)
-			d.report(done, total, false)
-			if done >= nextCheckpoint {
+			d.setProgress(done, total, true)
+			d.report(false)
+			if done >= nextCheckpoint || time.Since(lastCheckpoint) > 5*time.Second {
+				lastCheckpoint = time.Now()
 				if err := d.checkpoint(f, done); err != nil {
 					return Result{}, err
 				}
@@ -717,9 +848,13 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 			}
 		}
 		if rerr == io.EOF {
+			if idle != nil {
+				idle.Stop()
+			}
 			break
 		}
 		if rerr != nil {
+			rerr = r.readErr(rerr)
 			d.checkpoint(f, done)
 			if gzipped && !errors.Is(rerr, context.Canceled) && !errors.Is(rerr, context.DeadlineExceeded) {
 				var ne net.Error
@@ -785,7 +920,8 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	hackpadfs.Remove(d.fsys, d.side)
-	d.report(done, total, true)
+	d.setProgress(done, total, true)
+	d.report(true)
 	return res, nil
 }
 
@@ -804,10 +940,25 @@ func (d *downloader) checkpoint(f hackpadfs.File, done int64) error {
 	return hackpadfs.Rename(d.fsys, tmp, d.side)
 }
 
-func (d *downloader) report(done, total int64, force bool) {
+// setProgress records the transfer's state for reports; got says bytes
+// just arrived.
+func (d *downloader) setProgress(done, total int64, got bool) {
+	d.mu.Lock()
+	d.curDone, d.curTotal = done, total
+	if got || d.lastByte.IsZero() {
+		d.lastByte = time.Now()
+	}
+	d.mu.Unlock()
+}
+
+// report calls Options.Progress with the current state, at most every
+// ProgressInterval unless forced. Calls are serialized.
+func (d *downloader) report(force bool) {
 	if d.opt.Progress == nil {
 		return
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	now := time.Now()
 	if !force && now.Sub(d.last) < d.opt.ProgressInterval {
 		return
@@ -817,7 +968,35 @@ func (d *downloader) report(done, total int64, force bool) {
 	if el := now.Sub(d.start).Seconds(); el > 0 {
 		rate = float64(d.fresh) / el
 	}
-	d.opt.Progress(Progress{Done: done, Total: total, Rate: rate, Resumed: d.resumed})
+	d.opt.Progress(Progress{Done: d.curDone, Total: d.curTotal, Rate: rate, Resumed: d.resumed, Stalled: now.Sub(d.lastByte)})
+}
+
+// tick reports progress every ProgressInterval (at least every 250ms)
+// while nothing else does, so a stall stays visible; it returns the stop
+// function.
+func (d *downloader) tick() func() {
+	if d.opt.Progress == nil {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(d.opt.ProgressInterval, 250*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				d.report(false)
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+	}
 }
 
 // fileReaderAt reads a hackpadfs file at offsets, by seeking where the

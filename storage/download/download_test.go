@@ -795,3 +795,138 @@ func TestResumedGarbageTailRestarts(t *testing.T) {
 		mustNotExist(t, fsys, "blob", "blob"+PartSuffix, "blob"+SidecarSuffix)
 	})
 }
+
+// stallServer answers after release is closed: before the headers
+// (headers=false) or after sending the first half of data.
+func stallServer(t *testing.T, data []byte, headers bool) (url string, requests func() int, release func()) {
+	t.Helper()
+	ch := make(chan struct{})
+	var (
+		mu sync.Mutex
+		n  int
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		if !headers {
+			select {
+			case <-ch:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("ETag", `"v1"`)
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(data[:len(data)/2])
+		w.(http.Flusher).Flush()
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+		}
+	}))
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(srv.Close)
+	t.Cleanup(release)
+	return srv.URL + "/blob", func() int { mu.Lock(); defer mu.Unlock(); return n }, release
+}
+
+func TestStallBeforeHeaders(t *testing.T) {
+	data := testData(10000)
+	url, requests, _ := stallServer(t, data, false)
+	fsys := newFS(t)
+	var reports []Progress
+	_, err := Fetch(context.Background(), fsys, url, "blob", Options{
+		HeaderTimeout: 100 * time.Millisecond, Retries: 1, RetryDelay: time.Millisecond,
+		Progress: func(p Progress) { reports = append(reports, p) },
+	})
+	if !errors.Is(err, ErrStalled) || !strings.Contains(err.Error(), "no response headers within 100ms") || !strings.Contains(err.Error(), url) {
+		t.Fatalf("err = %v, want ErrStalled naming the URL and what stalled", err)
+	}
+	if n := requests(); n != 2 {
+		t.Errorf("%d requests, want 2 (a stall is retried)", n)
+	}
+	if len(reports) == 0 || reports[0].Done != 0 {
+		t.Errorf("progress before the server answered: %+v, want a report of 0 bytes", reports)
+	}
+	mustNotExist(t, fsys, "blob")
+}
+
+func TestStallMidBody(t *testing.T) {
+	data := testData(100000)
+	url, _, release := stallServer(t, data, true)
+	fsys := newFS(t)
+	var (
+		mu      sync.Mutex
+		stalled Progress
+	)
+	_, err := Fetch(context.Background(), fsys, url, "blob", Options{
+		IdleTimeout: 2 * time.Second, ProgressInterval: 10 * time.Millisecond,
+		Progress: func(p Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			if p.Done > 0 && p.Stalled > stalled.Stalled {
+				stalled = p
+			}
+		},
+	})
+	if !errors.Is(err, ErrStalled) || !strings.Contains(err.Error(), "no data for 2s") || !strings.Contains(err.Error(), "after 50000 of 100000 bytes") {
+		t.Fatalf("err = %v, want ErrStalled after 50000 bytes", err)
+	}
+	mu.Lock()
+	if stalled.Done != 50000 || stalled.Total != 100000 {
+		t.Errorf("no progress report showed the stall at 50000 of 100000 bytes: %+v", stalled)
+	}
+	mu.Unlock()
+	// The part is kept, recorded in the sidecar, and resumed.
+	b, err := hackpadfs.ReadFile(fsys, "blob"+SidecarSuffix)
+	if err != nil {
+		t.Fatalf("sidecar after the stall: %v", err)
+	}
+	if sc, err := parseSidecar(b); err != nil || sc.Done != 50000 {
+		t.Fatalf("sidecar %+v, %v; want done 50000", sc, err)
+	}
+	release()
+	s := newFileServer(data)
+	good := start(t, s)
+	hackpadfs.WriteFullFile(fsys, "blob"+SidecarSuffix, bytes.Replace(b, []byte(url), []byte(good), 1), 0o644)
+	res, err := Fetch(context.Background(), fsys, good, "blob", Options{SHA256: sum(data)})
+	if err != nil || res.Resumed != 50000 {
+		t.Fatalf("resume = %+v, %v", res, err)
+	}
+	mustContent(t, fsys, "blob", data)
+}
+
+// Permanent HTTP errors are reported at once, never retried.
+func TestPermanentHTTPErrors(t *testing.T) {
+	for _, code := range []int{401, 403, 404, 410, 503} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			var n int
+			var mu sync.Mutex
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				n++
+				mu.Unlock()
+				http.Error(w, "no", code)
+			}))
+			defer srv.Close()
+			_, err := Fetch(context.Background(), newFS(t), srv.URL+"/org/m/resolve/main/x.gguf", "blob", Options{Retries: 3, RetryDelay: time.Millisecond})
+			var he *HTTPError
+			if !errors.As(err, &he) || he.StatusCode != code || !strings.Contains(err.Error(), srv.URL) {
+				t.Fatalf("err = %v, want an HTTPError %d naming the URL", err, code)
+			}
+			want := 1
+			if code == 503 {
+				want = 4
+			}
+			if n != want || he.Permanent() != (code != 503) {
+				t.Errorf("%d requests (want %d), Permanent %v", n, want, he.Permanent())
+			}
+			if (code == 401 || code == 403) && !strings.Contains(err.Error(), "access token") {
+				t.Errorf("err = %v, want a hint about an access token", err)
+			}
+		})
+	}
+}
