@@ -152,10 +152,16 @@ func (r *Resolver) Resolve(ctx context.Context, nameOrPath string) (string, erro
 	if r.Download == nil {
 		return "", fmt.Errorf("resolve: %q: %w locally (looked in %s) and no downloader is configured", nameOrPath, ErrNotFound, strings.Join(tried, ", "))
 	}
-	if err := mkdirInside(root, filepath.Dir(dst)); err != nil {
+	made, err := mkdirInside(root, filepath.Dir(dst))
+	if err != nil {
 		return "", fmt.Errorf("resolve: %q: %w", nameOrPath, err)
 	}
 	if err := r.Download(ctx, hf, dst); err != nil {
+		// Leave no empty directories behind (a kept partial download
+		// keeps its own).
+		for i := len(made) - 1; i >= 0; i-- {
+			os.Remove(made[i])
+		}
 		return "", fmt.Errorf("resolve: %q: no local copy (looked in %s) and the download of %s/%s failed: %w", nameOrPath, strings.Join(tried, ", "), hf.Repo, hf.File, err)
 	}
 	return dst, nil
@@ -246,13 +252,13 @@ func inside(root, p string) error {
 // existing ancestor, symbolic links followed, lies under root: a link in
 // the cache pointing elsewhere never gets a directory or file created
 // through it.
-func mkdirInside(root, dir string) error {
+func mkdirInside(root, dir string) (made []string, err error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	check := func(p string) error {
 		real, err := filepath.EvalSymlinks(p)
@@ -269,15 +275,16 @@ func mkdirInside(root, dir string) error {
 		if _, err := os.Lstat(a); err == nil || len(a) <= len(root) {
 			break
 		}
+		made = append([]string{a}, made...)
 		a = filepath.Dir(a)
 	}
 	if err := check(a); err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
-	return check(dir)
+	return made, check(dir)
 }
 
 func candidates(dir, name string) []string {

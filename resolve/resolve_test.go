@@ -225,3 +225,17 @@ func TestPinnedDigest(t *testing.T) {
 		t.Fatalf("%s: sha256 %x, %d bytes; pinned %s, %d", p, sum, len(b), k.SHA256, k.Size)
 	}
 }
+
+// A failed download leaves no empty directories in the cache.
+func TestResolveFailedDownloadLeavesNoDirs(t *testing.T) {
+	cache := t.TempDir()
+	r := &Resolver{CacheDir: cache, Download: func(ctx context.Context, f HubFile, dst string) error {
+		return errors.New("HTTP 404")
+	}}
+	if _, err := r.Resolve(context.Background(), "org/repo/sub/x.gguf"); err == nil {
+		t.Fatal("no error")
+	}
+	if _, err := os.Stat(filepath.Join(cache, "models", "org")); !os.IsNotExist(err) {
+		t.Errorf("models/org after a failed download: %v", err)
+	}
+}
