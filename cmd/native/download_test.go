@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cortiq/cortiq/fixtures"
+	"github.com/cortiq/cortiq/server"
 )
 
 // fakeHub plays a Hugging Face hub (HF_ENDPOINT) that serves data for every
@@ -209,5 +212,58 @@ func TestCLIDownloadResumesAfterSIGTERM(t *testing.T) {
 	}
 	if r := hub.seen(); r[len(r)-1] != "bytes="+strconv.FormatInt(half, 10)+"-" {
 		t.Errorf("the run after SIGTERM sent Range %q, want a resume from %d", r, half)
+	}
+}
+
+// The websocket "load" message goes through the same resolver: a hub-style
+// name with ".." is refused before anything is fetched or written
+// (issue 12 item 15).
+func TestCLIServeLoadRejectsTraversal(t *testing.T) {
+	model := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
+	if _, err := os.Stat(model); err != nil {
+		t.Skipf("%s: %v", model, err)
+	}
+	hub, env := startHub(t, []byte("x"))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(cortiqBin, "serve", "--addr", addr, "--backend", "cpu", "-m", model)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var c *server.Client
+	for c == nil {
+		if c, err = server.Dial(ctx, "http://"+addr, ""); err != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("server never answered: %v\n%s", err, stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	defer c.Close()
+	cache := cacheOf(env)
+	for _, name := range []string{"a/b/../../../../tmp/x.gguf", "a/b/../../../x.gguf", `a/b/..\..\x.gguf`} {
+		_, err := c.Load(ctx, "", name, nil)
+		if err == nil || !strings.Contains(err.Error(), "invalid model name") {
+			t.Errorf("load %q: %v, want an invalid-name error", name, err)
+		}
+	}
+	if n := len(hub.seen()); n != 0 {
+		t.Errorf("the hub got %d requests", n)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(cache)); len(ents) != 1 {
+		t.Errorf("written beside the cache: %v", ents)
 	}
 }
