@@ -529,6 +529,10 @@ func errorKind(err error) string {
 		return "checksum"
 	case errors.Is(err, download.ErrLength):
 		return "length"
+	case errors.Is(err, download.ErrInvalid):
+		return "invalid"
+	case errors.Is(err, download.ErrStalled):
+		return "stalled"
 	case errors.Is(err, context.Canceled):
 		return "cancelled"
 	}
