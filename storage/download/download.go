@@ -449,11 +449,13 @@ type downloader struct {
 	fresh   int64 // bytes transferred by this Fetch call
 
 	// Progress state, shared with the ticker that reports stalls.
-	mu       sync.Mutex
-	last     time.Time // last report
-	lastByte time.Time // last byte received, or request sent
-	curDone  int64
-	curTotal int64
+	mu         sync.Mutex
+	last       time.Time // last report
+	lastByte   time.Time // last byte received, or request sent
+	curDone    int64
+	curTotal   int64
+	curFresh   int64 // copies of fresh and resumed for the ticker
+	curResumed int64
 }
 
 // discard forgets any partial download.
@@ -647,6 +649,7 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 	} else if d.sc != nil {
 		total0 = d.sc.Size
 	}
+	d.resumed = d.off
 	d.setProgress(d.off, total0, false)
 	d.report(true)
 	defer d.tick()()
@@ -944,7 +947,7 @@ func (d *downloader) checkpoint(f hackpadfs.File, done int64) error {
 // just arrived.
 func (d *downloader) setProgress(done, total int64, got bool) {
 	d.mu.Lock()
-	d.curDone, d.curTotal = done, total
+	d.curDone, d.curTotal, d.curFresh, d.curResumed = done, total, d.fresh, d.resumed
 	if got || d.lastByte.IsZero() {
 		d.lastByte = time.Now()
 	}
@@ -966,9 +969,9 @@ func (d *downloader) report(force bool) {
 	d.last = now
 	var rate float64
 	if el := now.Sub(d.start).Seconds(); el > 0 {
-		rate = float64(d.fresh) / el
+		rate = float64(d.curFresh) / el
 	}
-	d.opt.Progress(Progress{Done: d.curDone, Total: d.curTotal, Rate: rate, Resumed: d.resumed, Stalled: now.Sub(d.lastByte)})
+	d.opt.Progress(Progress{Done: d.curDone, Total: d.curTotal, Rate: rate, Resumed: d.curResumed, Stalled: now.Sub(d.lastByte)})
 }
 
 // tick reports progress every ProgressInterval (at least every 250ms)
