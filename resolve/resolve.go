@@ -2,6 +2,15 @@
 // an existing path is used as it is; a name is looked up in the local cache,
 // then in the directories of CORTIQ_MODEL_PATH, then fetched from the
 // Hugging Face hub into the cache (resumable, verified, with progress).
+//
+// A name is a known short name (Known), a plain name (letters, digits, '_',
+// '.', '-') or a hub reference owner/repo/path/to/file.gguf checked against
+// the hub's grammar (ParseHubRef); anything else is refused with
+// ErrInvalidName before a path is built from it, and a download's
+// destination must stay inside the cache with symbolic links followed, so
+// no front end (CLI -m, websocket load) can write elsewhere. A file in the
+// download cache that fails the structural check (Check) is moved aside
+// and fetched again.
 package resolve
 
 import (
