@@ -734,7 +734,7 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 	// resume); anything else is refused. In the browser fetch() decodes.
 	var body io.Reader = resp.Body
 	gzipped := false
-	if enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); runtime.GOOS != "js" && enc != "" && enc != "identity" {
+	if enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); runtime.GOOS != "js" && resp.Body != http.NoBody && enc != "" && enc != "identity" {
 		if enc != "gzip" && enc != "x-gzip" {
 			d.discard()
 			return Result{}, fmt.Errorf("%w %q (asked for identity)", ErrEncoding, enc)
