@@ -572,7 +572,7 @@ func (d *downloader) get(ctx context.Context, from int64, validator string) (*re
 	var timer *time.Timer
 	if t := d.opt.HeaderTimeout; t > 0 {
 		timer = time.AfterFunc(t, func() {
-			cancel(&stallCause{fmt.Sprintf("no response headers within %v", t)})
+			cancel(&stallCause{"no response headers within " + seconds(t)})
 		})
 	}
 	d.mu.Lock()
@@ -817,7 +817,7 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 	var idle *time.Timer
 	if t := d.opt.IdleTimeout; t > 0 {
 		idle = time.AfterFunc(t, func() {
-			r.cancel(&stallCause{fmt.Sprintf("no data for %v", t)})
+			r.cancel(&stallCause{"no data for " + seconds(t)})
 		})
 		defer idle.Stop()
 	}
@@ -1019,6 +1019,11 @@ func (r fileReaderAt) ReadAt(p []byte, off int64) (int, error) {
 		err = io.EOF
 	}
 	return n, err
+}
+
+// seconds formats a timeout for a message: "30s", "0.25s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 }
 
 func sizeString(n int64) string {

@@ -842,7 +842,7 @@ func TestStallBeforeHeaders(t *testing.T) {
 		HeaderTimeout: 100 * time.Millisecond, Retries: 1, RetryDelay: time.Millisecond,
 		Progress: func(p Progress) { reports = append(reports, p) },
 	})
-	if !errors.Is(err, ErrStalled) || !strings.Contains(err.Error(), "no response headers within 100ms") || !strings.Contains(err.Error(), url) {
+	if !errors.Is(err, ErrStalled) || !strings.Contains(err.Error(), "no response headers within 0.1s") || !strings.Contains(err.Error(), url) {
 		t.Fatalf("err = %v, want ErrStalled naming the URL and what stalled", err)
 	}
 	if n := requests(); n != 2 {
