@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +14,8 @@ import (
 )
 
 // hubDownloader fetches hub files into the cache with resume, verification
-// and a progress bar on stderr.
+// (pinned sha256, the hub's sha256, else a structural check), timeouts and a
+// progress bar on stderr.
 func hubDownloader() resolve.Downloader {
 	return func(ctx context.Context, f resolve.HubFile, dst string) error {
 		fsys, err := storage.Dir(filepath.Dir(dst))
@@ -24,12 +26,25 @@ func hubDownloader() resolve.Downloader {
 		bar := progress.New(os.Stderr, filepath.Base(f.File))
 		res, err := download.Fetch(ctx, fsys, url, filepath.Base(dst), download.Options{
 			SHA256:   f.SHA256,
+			Size:     f.Size,
+			Check:    resolve.Check(f.File),
 			Header:   download.HFHeader(),
-			Progress: func(p download.Progress) { bar.Update(p.Done, p.Total, p.Rate) },
+			Progress: func(p download.Progress) { bar.UpdateStalled(p.Done, p.Total, p.Rate, p.Stalled) },
 			Quota:    download.CheckSpace(func() (int64, error) { return storage.FreeSpace(filepath.Dir(dst)) }),
 			Retries:  3,
 		})
 		if err != nil {
+			bar.Stop()
+			var he *download.HTTPError
+			if errors.As(err, &he) && (he.StatusCode == 401 || he.StatusCode == 403) {
+				if os.Getenv(download.HFTokenEnv) == "" {
+					return fmt.Errorf("%w; set %s to a Hugging Face access token that can read %s", err, download.HFTokenEnv, f.Repo)
+				}
+				return fmt.Errorf("%w; the token in %s was refused for %s", err, download.HFTokenEnv, f.Repo)
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w (the partial download is kept; run again to resume)", err)
+			}
 			return err
 		}
 		bar.Finish()

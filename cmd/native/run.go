@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cortiq/cortiq/chat"
@@ -130,8 +131,10 @@ func (s *samplingFlags) params() sample.Params {
 	}
 }
 
+// interruptible is cancelled by SIGINT or SIGTERM, so a download in
+// progress stops cleanly and keeps its partial file for a resume.
 func interruptible() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt)
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
 func init() {

@@ -23,6 +23,7 @@ import (
 	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/storage"
 	"github.com/cortiq/cortiq/storage/download"
 	"github.com/cortiq/cortiq/storage/opfs"
@@ -355,6 +356,7 @@ func (s *state) fetchModel(ctx context.Context, r request, src source, fsys stor
 		res, err := download.Fetch(ctx, fsys, u, dst, download.Options{
 			SHA256:           f.SHA256,
 			Size:             f.Size,
+			Check:            resolve.Check(f.Name), // the browser sees no X-Linked-Etag
 			Header:           header,
 			Retries:          retries,
 			RetryDelay:       500 * time.Millisecond,
@@ -527,6 +529,10 @@ func errorKind(err error) string {
 		return "checksum"
 	case errors.Is(err, download.ErrLength):
 		return "length"
+	case errors.Is(err, download.ErrInvalid):
+		return "invalid"
+	case errors.Is(err, download.ErrStalled):
+		return "stalled"
 	case errors.Is(err, context.Canceled):
 		return "cancelled"
 	}

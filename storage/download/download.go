@@ -15,14 +15,30 @@
 //     The part's existing bytes are re-hashed on resume, never trusted.
 //   - Verification, strongest available: the caller's SHA256; else the
 //     server's sha256 (Hugging Face sends the LFS oid as X-Linked-Etag on the
-//     resolve redirect, or a 64-hex strong ETag); else the size. Result
-//     .Verified says which happened.
+//     resolve redirect, or a 64-hex strong ETag); then, unless the caller's
+//     digest matched, the caller's structural Check of the whole file (a
+//     format parse: header, and that the declared data fits); else only the
+//     size. Result.Verified says which happened. Callers that put files in
+//     a cache pass SHA256 or Check, so that nothing unverified is promoted.
 //   - Only a verified download is renamed to dst, so an existing dst is
 //     always trusted: Fetch returns it as Cached without network access
 //     (re-hashing it only when Options.VerifyCached is set).
-//   - A wrong length, wrong digest or corrupted bytes give an error naming
+//   - A wrong length, wrong digest or failed Check give an error naming
 //     the URL and expected vs got, and remove the part and sidecar so no
-//     later call trusts them. Network errors leave them for a later resume.
+//     later call trusts them. When the bytes that failed were partly resumed
+//     from an earlier attempt, the download first starts over from zero
+//     once, in the same call: a resumed tail that does not belong to the
+//     prefix is never kept. Network errors leave them for a later resume.
+//   - Requests ask for Accept-Encoding: identity. A gzip Content-Encoding
+//     is decoded (the digest is of the decoded file; such a download is not
+//     resumed); any other encoding is refused.
+//   - HTTP 401, 403, 404 and 410 are permanent (an *HTTPError, never
+//     retried); 5xx, 408, 429 and network errors are retried (Retries).
+//   - A server that stalls is given up on (ErrStalled, retried like a
+//     network error): no connection within ConnectTimeout, no response
+//     headers within HeaderTimeout, no body bytes for IdleTimeout. The part
+//     is kept for a later resume, as on any interruption, including a
+//     cancelled ctx (a program's SIGINT/SIGTERM).
 //
 // In the browser (GOOS=js) net/http uses fetch(): redirects are followed by
 // the browser, so X-Linked-Etag of a cross-origin redirect is not visible
@@ -32,6 +48,7 @@
 package download
 
 import (
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -40,6 +57,7 @@ import (
 	"hash"
 	"io"
 	gofs "io/fs"
+	"net"
 	"net/http"
 	"path"
 	"runtime"
@@ -64,6 +82,9 @@ const (
 	VerifiedETag
 	// VerifiedSHA256: the caller's sha256 matched.
 	VerifiedSHA256
+	// VerifiedFormat: no digest was known; Options.Check accepted the
+	// whole file's structure (and the size matched, when known).
+	VerifiedFormat
 )
 
 func (v Verification) String() string {
@@ -74,16 +95,21 @@ func (v Verification) String() string {
 		return "server-sha256"
 	case VerifiedSHA256:
 		return "sha256"
+	case VerifiedFormat:
+		return "format"
 	}
 	return "none"
 }
 
-// Progress reports a running download.
+// Progress reports a running download. It is reported from the start
+// (before the server answers) and keeps being reported while no bytes
+// arrive, with Stalled growing.
 type Progress struct {
-	Done    int64   // bytes in the part file, including resumed ones
-	Total   int64   // expected size, -1 when unknown
-	Rate    float64 // bytes per second transferred by this call
-	Resumed int64   // bytes reused from an earlier attempt
+	Done    int64         // bytes in the part file, including resumed ones
+	Total   int64         // expected size, -1 when unknown
+	Rate    float64       // bytes per second transferred by this call
+	Resumed int64         // bytes reused from an earlier attempt
+	Stalled time.Duration // time since the last byte arrived (or the request was sent)
 }
 
 // Options tunes Fetch. The zero value works.
@@ -92,8 +118,14 @@ type Options struct {
 	Client *http.Client
 	// Header is added to every request (e.g. Authorization; see HFHeader).
 	Header http.Header
-	// SHA256 is the expected hex digest; "" trusts the server's or the size.
+	// SHA256 is the expected hex digest; "" trusts the server's digest,
+	// Check, or the size.
 	SHA256 string
+	// Check, if set, verifies the structure of the complete file (for
+	// example that it parses as GGUF and its tensor data fits) before it is
+	// renamed to dst. It runs unless SHA256 matched; an error discards the
+	// download (ErrInvalid).
+	Check func(r io.ReaderAt, size int64) error
 	// Size is the expected length in bytes; 0 means unknown.
 	Size int64
 	// VerifyCached re-hashes an existing dst against SHA256 (when given)
@@ -115,8 +147,36 @@ type Options struct {
 	// one second.
 	RetryDelay time.Duration
 	// CheckpointBytes is how often (in bytes) the part is synced and the
-	// sidecar updated; 0 means 16 MiB.
+	// sidecar updated; 0 means 16 MiB. It is also done every few seconds
+	// and whenever the transfer stops.
 	CheckpointBytes int64
+	// ConnectTimeout bounds connecting to the server (0: 30s, negative:
+	// none). It is applied to the transport when Client is nil; with a
+	// caller's Client, HeaderTimeout still bounds the connection.
+	ConnectTimeout time.Duration
+	// HeaderTimeout bounds the wait for a response's headers after the
+	// request is sent, redirects included (0: 30s, negative: none).
+	HeaderTimeout time.Duration
+	// IdleTimeout bounds the wait for the next bytes of the body (0: 60s,
+	// negative: none).
+	IdleTimeout time.Duration
+}
+
+// Default timeouts (see Options).
+const (
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultHeaderTimeout  = 30 * time.Second
+	DefaultIdleTimeout    = 60 * time.Second
+)
+
+func orDefault(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // Result describes a completed Fetch.
@@ -136,7 +196,47 @@ var (
 	ErrLength = errors.New("wrong length")
 	// ErrQuota: not enough storage for the download (see QuotaError).
 	ErrQuota = errors.New("not enough storage")
+	// ErrInvalid: Options.Check rejected the downloaded file.
+	ErrInvalid = errors.New("downloaded file is not valid")
+	// ErrEncoding: the server sent a Content-Encoding other than identity
+	// or gzip.
+	ErrEncoding = errors.New("unsupported content encoding")
+	// ErrStalled: the server stopped answering (see the timeouts in
+	// Options). The part is kept for a resume.
+	ErrStalled = errors.New("download stalled")
 )
+
+// stallCause is the cancellation cause of a request given up on.
+type stallCause struct{ what string }
+
+func (c *stallCause) Error() string { return c.what }
+
+// HTTPError is an unsuccessful HTTP status. Permanent ones (401, 403, 404,
+// 410) are never retried.
+type HTTPError struct {
+	StatusCode int
+	Status     string // "404 Not Found"
+}
+
+func (e *HTTPError) Error() string {
+	msg := "HTTP " + e.Status
+	switch e.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		msg += " (the file may be gated or private: an access token may be needed)"
+	case http.StatusNotFound, http.StatusGone:
+		msg += " (no such file at this URL)"
+	}
+	return msg
+}
+
+// Permanent reports whether retrying cannot help.
+func (e *HTTPError) Permanent() bool {
+	switch e.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusGone:
+		return true
+	}
+	return false
+}
 
 // QuotaError reports a failed quota pre-check.
 type QuotaError struct {
@@ -175,6 +275,14 @@ func isRetryable(err error) bool {
 	var r *retryable
 	return errors.As(err, &r)
 }
+
+// restartError marks a verification failure of a download that reused
+// bytes from an earlier attempt: the part was discarded and one fresh
+// download from zero is worth trying.
+type restartError struct{ err error }
+
+func (r *restartError) Error() string { return r.err.Error() }
+func (r *restartError) Unwrap() error { return r.err }
 
 // inflight serializes Fetch calls for the same dst in this process; two
 // writers on one part file would corrupt it.
@@ -228,8 +336,10 @@ func fetch(ctx context.Context, fsys hackpadfs.FS, url, dst string, opt Options)
 		part: dst + PartSuffix, side: dst + SidecarSuffix,
 		start: time.Now(),
 	}
+	d.opt.HeaderTimeout = orDefault(opt.HeaderTimeout, DefaultHeaderTimeout)
+	d.opt.IdleTimeout = orDefault(opt.IdleTimeout, DefaultIdleTimeout)
 	if d.opt.Client == nil {
-		d.opt.Client = http.DefaultClient
+		d.opt.Client = defaultClient(orDefault(opt.ConnectTimeout, DefaultConnectTimeout))
 	}
 	if d.opt.ProgressInterval <= 0 {
 		d.opt.ProgressInterval = 100 * time.Millisecond
@@ -241,10 +351,20 @@ func fetch(ctx context.Context, fsys hackpadfs.FS, url, dst string, opt Options)
 	if delay <= 0 {
 		delay = time.Second
 	}
+	restarted := false
 	for attempt := 0; ; attempt++ {
 		res, err := d.attempt(ctx)
 		if err == nil {
 			return res, nil
+		}
+		var rs *restartError
+		if errors.As(err, &rs) {
+			if !restarted && ctx.Err() == nil {
+				restarted = true
+				attempt--
+				continue // the part was discarded: start over from zero
+			}
+			err = rs.err
 		}
 		if !isRetryable(err) || attempt >= opt.Retries || ctx.Err() != nil {
 			return Result{}, err
@@ -288,6 +408,32 @@ func cached(fsys hackpadfs.FS, dst string, opt Options) (Result, bool, error) {
 	return res, true, nil
 }
 
+var (
+	clientsMu sync.Mutex
+	clients   = map[time.Duration]*http.Client{}
+)
+
+// defaultClient is http.DefaultClient with a dial timeout (natively; in the
+// browser fetch() owns the connection).
+func defaultClient(connect time.Duration) *http.Client {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if runtime.GOOS == "js" || !ok || connect <= 0 {
+		return http.DefaultClient
+	}
+	clientsMu.Lock()
+	defer clientsMu.Unlock()
+	if c := clients[connect]; c != nil {
+		return c
+	}
+	t = t.Clone()
+	dialer := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
+	t.DialContext = dialer.DialContext
+	t.TLSHandshakeTimeout = connect
+	c := &http.Client{Transport: t}
+	clients[connect] = c
+	return c
+}
+
 type downloader struct {
 	fsys       hackpadfs.FS
 	url, dst   string
@@ -301,7 +447,15 @@ type downloader struct {
 	h       hash.Hash
 	resumed int64
 	fresh   int64 // bytes transferred by this Fetch call
-	last    time.Time
+
+	// Progress state, shared with the ticker that reports stalls.
+	mu         sync.Mutex
+	last       time.Time // last report
+	lastByte   time.Time // last byte received, or request sent
+	curDone    int64
+	curTotal   int64
+	curFresh   int64 // copies of fresh and resumed for the ticker
+	curResumed int64
 }
 
 // discard forgets any partial download.
@@ -356,11 +510,25 @@ type response struct {
 	resp      *http.Response
 	linkedSHA string // X-Linked-Etag seen anywhere on the redirect chain
 	linkedLen int64  // X-Linked-Size, -1 if absent
+	ctx       context.Context
+	cancel    context.CancelCauseFunc // ends the request; call when done with it
+}
+
+// readErr describes a failed body read, naming a stall when the idle
+// timeout ended the request.
+func (r *response) readErr(err error) error {
+	var sc *stallCause
+	if c := context.Cause(r.ctx); errors.As(c, &sc) {
+		return fmt.Errorf("%w: %s", ErrStalled, sc.what)
+	}
+	return err
 }
 
 func (d *downloader) get(ctx context.Context, from int64, validator string) (*response, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.url, nil)
 	if err != nil {
+		cancel(nil)
 		return nil, err
 	}
 	for k, vs := range d.opt.Header {
@@ -401,8 +569,23 @@ func (d *downloader) get(ctx context.Context, from int64, validator string) (*re
 		}
 		return nil
 	}
+	var timer *time.Timer
+	if t := d.opt.HeaderTimeout; t > 0 {
+		timer = time.AfterFunc(t, func() {
+			cancel(&stallCause{"no response headers within " + seconds(t)})
+		})
+	}
+	d.mu.Lock()
+	d.lastByte = time.Now()
+	d.mu.Unlock()
 	resp, err := client.Do(req)
+	if timer != nil {
+		timer.Stop()
+	}
+	r.ctx, r.cancel = ctx, cancel
 	if err != nil {
+		err = r.readErr(err)
+		cancel(nil)
 		return nil, &retryable{err}
 	}
 	note(resp.Header)
@@ -460,6 +643,16 @@ func parseContentRange(s string) (start, end, total int64, ok bool) {
 
 func (d *downloader) attempt(ctx context.Context) (Result, error) {
 	d.load()
+	total0 := int64(-1)
+	if d.opt.Size > 0 {
+		total0 = d.opt.Size
+	} else if d.sc != nil {
+		total0 = d.sc.Size
+	}
+	d.resumed = d.off
+	d.setProgress(d.off, total0, false)
+	d.report(true)
+	defer d.tick()()
 	if d.off > 0 && d.sc.Validator == "" && d.opt.SHA256 == "" {
 		// Without If-Range nothing stops the server from splicing a newer
 		// version onto our prefix; only the caller's digest would catch it.
@@ -482,6 +675,7 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		defer r.cancel(nil)
 		resp := r.resp
 		restart := func() {
 			resp.Body.Close()
@@ -524,15 +718,38 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 			continue
 		case code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout:
 			resp.Body.Close()
-			return Result{}, &retryable{fmt.Errorf("HTTP %s", resp.Status)}
+			return Result{}, &retryable{&HTTPError{StatusCode: code, Status: resp.Status}}
 		default:
 			resp.Body.Close()
-			return Result{}, fmt.Errorf("HTTP %s", resp.Status)
+			return Result{}, &HTTPError{StatusCode: code, Status: resp.Status}
 		}
 		break
 	}
 	resp := r.resp
 	defer resp.Body.Close()
+
+	// We asked for identity; a server that encodes anyway sends bytes that
+	// are not the file. gzip is decoded (its length and ranges are those
+	// of the encoded stream, so the size is unknown and there is no
+	// resume); anything else is refused. In the browser fetch() decodes.
+	var body io.Reader = resp.Body
+	gzipped := false
+	if enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); runtime.GOOS != "js" && resp.Body != http.NoBody && enc != "" && enc != "identity" {
+		if enc != "gzip" && enc != "x-gzip" {
+			d.discard()
+			return Result{}, fmt.Errorf("%w %q (asked for identity)", ErrEncoding, enc)
+		}
+		if resp.StatusCode != http.StatusOK {
+			// A gzip-encoded range cannot be appended to the part.
+			d.discard()
+			return Result{}, &retryable{fmt.Errorf("server sent a gzip-encoded partial response; starting over")}
+		}
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return Result{}, &retryable{fmt.Errorf("gzip-encoded body: %w", err)}
+		}
+		body, gzipped, total = zr, true, -1
+	}
 
 	// Reconcile every size claim before writing a byte.
 	if r.linkedLen >= 0 {
@@ -559,7 +776,11 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 		if want == "" {
 			want = serverSHA
 		}
-		d.sc = &sidecar{Version: sidecarVersion, URL: d.url, Size: total, Validator: validatorOf(resp.Header), SHA256: want}
+		validator := validatorOf(resp.Header)
+		if gzipped {
+			validator = "" // the part holds decoded bytes: never resume it by range
+		}
+		d.sc = &sidecar{Version: sidecarVersion, URL: d.url, Size: total, Validator: validator, SHA256: want}
 	}
 	if d.opt.Quota != nil && total >= 0 {
 		if err := d.opt.Quota(total - d.off); err != nil {
@@ -590,9 +811,21 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 	done := d.off
 	buf := make([]byte, 1<<20)
 	nextCheckpoint := done + d.opt.CheckpointBytes
-	d.report(done, total, true)
+	lastCheckpoint := time.Now()
+	d.setProgress(done, total, true)
+	d.report(true)
+	var idle *time.Timer
+	if t := d.opt.IdleTimeout; t > 0 {
+		idle = time.AfterFunc(t, func() {
+			r.cancel(&stallCause{"no data for " + seconds(t)})
+		})
+		defer idle.Stop()
+	}
 	for {
-		n, rerr := resp.Body.Read(buf)
+		if idle != nil {
+			idle.Reset(d.opt.IdleTimeout)
+		}
+		n, rerr := body.Read(buf)
 		if n > 0 {
 			if total >= 0 && done+int64(n) > total {
 				f.Close()
@@ -607,8 +840,10 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 			d.h.Write(buf[:n])
 			done += int64(n)
 			d.fresh += int64(n)
-			d.report(done, total, false)
-			if done >= nextCheckpoint {
+			d.setProgress(done, total, true)
+			d.report(false)
+			if done >= nextCheckpoint || time.Since(lastCheckpoint) > 5*time.Second {
+				lastCheckpoint = time.Now()
 				if err := d.checkpoint(f, done); err != nil {
 					return Result{}, err
 				}
@@ -616,10 +851,21 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 			}
 		}
 		if rerr == io.EOF {
+			if idle != nil {
+				idle.Stop()
+			}
 			break
 		}
 		if rerr != nil {
+			rerr = r.readErr(rerr)
 			d.checkpoint(f, done)
+			if gzipped && !errors.Is(rerr, context.Canceled) && !errors.Is(rerr, context.DeadlineExceeded) {
+				var ne net.Error
+				if !errors.As(rerr, &ne) && !errors.Is(rerr, io.ErrUnexpectedEOF) {
+					d.discard() // a corrupt gzip stream: nothing in it can be trusted
+					return Result{}, fmt.Errorf("gzip-encoded body after %d bytes: %w", done, rerr)
+				}
+			}
 			return Result{}, &retryable{fmt.Errorf("after %d of %s bytes: %w", done, sizeString(total), rerr)}
 		}
 	}
@@ -631,25 +877,39 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 	// Verify, then publish.
 	got := hex.EncodeToString(d.h.Sum(nil))
 	res := Result{Path: d.dst, Size: done, SHA256: got, Resumed: d.resumed}
+	fail := func(err error) (Result, error) {
+		f.Close()
+		f = nil
+		d.discard()
+		if d.resumed > 0 {
+			return Result{}, &restartError{fmt.Errorf("%w (%d bytes were resumed from an earlier attempt)", err, d.resumed)}
+		}
+		return Result{}, err
+	}
 	switch {
 	case d.opt.SHA256 != "":
 		if got != d.opt.SHA256 {
-			f.Close()
-			f = nil
-			d.discard()
-			return Result{}, fmt.Errorf("%w: expected sha256 %s, got %s (%d bytes)", ErrChecksum, d.opt.SHA256, got, done)
+			return fail(fmt.Errorf("%w: expected sha256 %s, got %s (%d bytes)", ErrChecksum, d.opt.SHA256, got, done))
 		}
 		res.Verified = VerifiedSHA256
 	case d.sc.SHA256 != "":
 		if want := d.sc.SHA256; got != want {
-			f.Close()
-			f = nil
-			d.discard()
-			return Result{}, fmt.Errorf("%w: server advertised sha256 %s, got %s (%d bytes)", ErrChecksum, want, got, done)
+			return fail(fmt.Errorf("%w: server advertised sha256 %s, got %s (%d bytes)", ErrChecksum, want, got, done))
 		}
 		res.Verified = VerifiedETag
 	case total >= 0:
 		res.Verified = VerifiedSize
+	}
+	if d.opt.Check != nil && res.Verified != VerifiedSHA256 {
+		if err := hackpadfs.SyncFile(f); err != nil && !errors.Is(err, hackpadfs.ErrNotImplemented) {
+			return Result{}, err
+		}
+		if err := d.opt.Check(fileReaderAt{f}, done); err != nil {
+			return fail(fmt.Errorf("%w: %d bytes, sha256 %s: %v", ErrInvalid, done, got, err))
+		}
+		if res.Verified != VerifiedETag {
+			res.Verified = VerifiedFormat
+		}
 	}
 	if err := hackpadfs.SyncFile(f); err != nil && !errors.Is(err, hackpadfs.ErrNotImplemented) {
 		return Result{}, err
@@ -663,7 +923,8 @@ func (d *downloader) attempt(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	hackpadfs.Remove(d.fsys, d.side)
-	d.report(done, total, true)
+	d.setProgress(done, total, true)
+	d.report(true)
 	return res, nil
 }
 
@@ -682,10 +943,25 @@ func (d *downloader) checkpoint(f hackpadfs.File, done int64) error {
 	return hackpadfs.Rename(d.fsys, tmp, d.side)
 }
 
-func (d *downloader) report(done, total int64, force bool) {
+// setProgress records the transfer's state for reports; got says bytes
+// just arrived.
+func (d *downloader) setProgress(done, total int64, got bool) {
+	d.mu.Lock()
+	d.curDone, d.curTotal, d.curFresh, d.curResumed = done, total, d.fresh, d.resumed
+	if got || d.lastByte.IsZero() {
+		d.lastByte = time.Now()
+	}
+	d.mu.Unlock()
+}
+
+// report calls Options.Progress with the current state, at most every
+// ProgressInterval unless forced. Calls are serialized.
+func (d *downloader) report(force bool) {
 	if d.opt.Progress == nil {
 		return
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	now := time.Now()
 	if !force && now.Sub(d.last) < d.opt.ProgressInterval {
 		return
@@ -693,9 +969,61 @@ func (d *downloader) report(done, total int64, force bool) {
 	d.last = now
 	var rate float64
 	if el := now.Sub(d.start).Seconds(); el > 0 {
-		rate = float64(d.fresh) / el
+		rate = float64(d.curFresh) / el
 	}
-	d.opt.Progress(Progress{Done: done, Total: total, Rate: rate, Resumed: d.resumed})
+	d.opt.Progress(Progress{Done: d.curDone, Total: d.curTotal, Rate: rate, Resumed: d.curResumed, Stalled: now.Sub(d.lastByte)})
+}
+
+// tick reports progress every ProgressInterval (at least every 250ms)
+// while nothing else does, so a stall stays visible; it returns the stop
+// function.
+func (d *downloader) tick() func() {
+	if d.opt.Progress == nil {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(d.opt.ProgressInterval, 250*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				d.report(false)
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+	}
+}
+
+// fileReaderAt reads a hackpadfs file at offsets, by seeking where the
+// file has no ReadAt.
+type fileReaderAt struct{ f hackpadfs.File }
+
+func (r fileReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := hackpadfs.ReadAtFile(r.f, p, off)
+	if !errors.Is(err, hackpadfs.ErrNotImplemented) {
+		return n, err
+	}
+	if _, err := hackpadfs.SeekFile(r.f, off, io.SeekStart); err != nil {
+		return 0, err
+	}
+	n, err = io.ReadFull(r.f, p)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// seconds formats a timeout for a message: "30s", "0.25s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 }
 
 func sizeString(n int64) string {

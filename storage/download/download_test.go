@@ -4,6 +4,7 @@ package download
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,8 @@ type fileServer struct {
 	linkedSHA   string // if set, /resolve/ redirects with X-Linked-Etag
 	linkedSize  int64
 	abortDelay  time.Duration // pause between the last byte and the abort
+	encoding    string        // Content-Encoding to send; "gzip" compresses the body
+	garbageTail bool          // answer range requests with garbage of the right length
 
 	ranges, ifRanges []string
 }
@@ -82,6 +85,7 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.failAt = s.failAt[1:]
 	}
 	corruptAt, extra, abortDelay := s.corruptAt, s.extra, s.abortDelay
+	encoding, garbageTail := s.encoding, s.garbageTail
 	s.mu.Unlock()
 
 	if corruptAt >= 0 && corruptAt < int64(len(data)) {
@@ -111,6 +115,21 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", n, len(data)-1, len(data)))
 	}
 	body := data[start:]
+	if status == http.StatusPartialContent && garbageTail {
+		body = bytes.Repeat([]byte{0x5a}, len(body))
+	}
+	switch encoding {
+	case "":
+	case "gzip":
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write(body)
+		zw.Close()
+		body = b.Bytes()
+		w.Header().Set("Content-Encoding", encoding)
+	default:
+		w.Header().Set("Content-Encoding", encoding)
+	}
 	if !chunked {
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	}
@@ -611,5 +630,303 @@ func TestNoValidatorResumesWithCallerDigest(t *testing.T) {
 	mustContent(t, fsys, "blob", data)
 	if ranges, ifr := s.seen(); ranges[1] != "bytes=20000-" || ifr[1] != "" {
 		t.Errorf("resume sent Range %q If-Range %q", ranges[1], ifr[1])
+	}
+}
+
+// exactly is a Check that accepts only want: the strongest structural check,
+// so a test can tell whether Check ran over the whole file.
+func exactly(want []byte) func(r io.ReaderAt, size int64) error {
+	return func(r io.ReaderAt, size int64) error {
+		got, err := io.ReadAll(io.NewSectionReader(r, 0, size))
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, want) {
+			return errors.New("not the expected file")
+		}
+		return nil
+	}
+}
+
+// The lying servers of issue 12: without any digest, Check decides; what it
+// rejects is never promoted, and once the server is good again the next
+// call fetches the good file.
+func TestLyingServerWithoutDigest(t *testing.T) {
+	data := testData(60000)
+	garbage := bytes.Repeat([]byte("junk"), 15000) // the right length
+	for _, tc := range []struct {
+		name    string
+		chunked bool
+		body    []byte
+	}{
+		{"wrong body", false, []byte("<html>not the file</html>")},
+		{"right length garbage", false, garbage},
+		{"chunked garbage", true, garbage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newFileServer(tc.body)
+			s.etag, s.chunked = "", tc.chunked
+			url := start(t, s)
+			fsys := newFS(t)
+			opt := Options{Check: exactly(data), Retries: 2, RetryDelay: time.Millisecond}
+			_, err := Fetch(context.Background(), fsys, url, "m/blob", opt)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), url) {
+				t.Fatalf("err = %v, want ErrInvalid naming the URL", err)
+			}
+			mustNotExist(t, fsys, "m/blob", "m/blob"+PartSuffix, "m/blob"+SidecarSuffix)
+			s.set(func(s *fileServer) { s.data = data })
+			res, err := Fetch(context.Background(), fsys, url, "m/blob", opt)
+			if err != nil || res.Verified != VerifiedFormat || res.Cached {
+				t.Fatalf("good server: %+v, %v; want a fresh download verified by format", res, err)
+			}
+			mustContent(t, fsys, "m/blob", data)
+		})
+	}
+}
+
+// Check runs even when the server's own digest matched (a server can lie
+// about both), but not when the caller's pinned digest did.
+func TestCheckAfterServerDigest(t *testing.T) {
+	garbage := testData(5000)
+	s := newFileServer(garbage)
+	s.etag = `"` + sum(garbage) + `"`
+	url := start(t, s)
+	fsys := newFS(t)
+	_, err := Fetch(context.Background(), fsys, url, "blob", Options{Check: exactly([]byte("the real file"))})
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+	res, err := Fetch(context.Background(), fsys, url, "blob", Options{SHA256: sum(garbage), Check: exactly(nil)})
+	if err != nil || res.Verified != VerifiedSHA256 {
+		t.Fatalf("pinned digest: %+v, %v", res, err)
+	}
+}
+
+func TestContentEncoding(t *testing.T) {
+	data := testData(100000)
+	t.Run("gzip decoded", func(t *testing.T) {
+		s := newFileServer(data)
+		s.encoding = "gzip"
+		url := start(t, s)
+		fsys := newFS(t)
+		res, err := Fetch(context.Background(), fsys, url, "blob", Options{SHA256: sum(data)})
+		if err != nil || res.Verified != VerifiedSHA256 {
+			t.Fatalf("Fetch = %+v, %v", res, err)
+		}
+		mustContent(t, fsys, "blob", data)
+	})
+	t.Run("gzip garbage", func(t *testing.T) {
+		s := newFileServer(bytes.Repeat([]byte("z"), 5000))
+		s.encoding = "gzip"
+		url := start(t, s)
+		fsys := newFS(t)
+		_, err := Fetch(context.Background(), fsys, url, "blob", Options{Check: exactly(data)})
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("err = %v, want ErrInvalid", err)
+		}
+		mustNotExist(t, fsys, "blob", "blob"+PartSuffix)
+	})
+	t.Run("other refused", func(t *testing.T) {
+		s := newFileServer(data)
+		s.encoding = "br"
+		url := start(t, s)
+		fsys := newFS(t)
+		_, err := Fetch(context.Background(), fsys, url, "blob", Options{})
+		if !errors.Is(err, ErrEncoding) || !strings.Contains(err.Error(), `"br"`) {
+			t.Fatalf("err = %v, want ErrEncoding", err)
+		}
+		mustNotExist(t, fsys, "blob", "blob"+PartSuffix)
+	})
+	t.Run("asks for identity", func(t *testing.T) {
+		var got string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got = r.Header.Get("Accept-Encoding")
+			w.Write(data)
+		}))
+		defer srv.Close()
+		if _, err := Fetch(context.Background(), newFS(t), srv.URL, "blob", Options{}); err != nil || got != "identity" {
+			t.Fatalf("Accept-Encoding %q, err %v", got, err)
+		}
+	})
+}
+
+// A resume whose tail is garbage fails verification over the whole file;
+// the same call then starts over from zero and gets the good file.
+func TestResumedGarbageTailRestarts(t *testing.T) {
+	data := testData(300000)
+	for _, tc := range []struct {
+		name string
+		opt  Options
+		want Verification
+	}{
+		{"pinned", Options{SHA256: sum(data)}, VerifiedSHA256},
+		{"check", Options{Check: exactly(data)}, VerifiedFormat},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newFileServer(data)
+			s.failAt = []int64{120000}
+			s.garbageTail = true
+			url := start(t, s)
+			fsys := newFS(t)
+			if _, err := Fetch(context.Background(), fsys, url, "blob", tc.opt); err == nil {
+				t.Fatal("interrupted Fetch succeeded")
+			}
+			res, err := Fetch(context.Background(), fsys, url, "blob", tc.opt)
+			if err != nil || res.Resumed != 0 || res.Verified != tc.want {
+				t.Fatalf("Fetch = %+v, %v; want a verified restart from zero", res, err)
+			}
+			mustContent(t, fsys, "blob", data)
+			if ranges, _ := s.seen(); fmt.Sprint(ranges) != fmt.Sprint([]string{"", "bytes=120000-", ""}) {
+				t.Errorf("server saw Range %q", ranges)
+			}
+		})
+	}
+	t.Run("always lying", func(t *testing.T) {
+		s := newFileServer(data)
+		s.failAt = []int64{120000}
+		s.garbageTail, s.corruptAt = true, 7
+		url := start(t, s)
+		fsys := newFS(t)
+		Fetch(context.Background(), fsys, url, "blob", Options{SHA256: sum(data)})
+		_, err := Fetch(context.Background(), fsys, url, "blob", Options{SHA256: sum(data)})
+		if !errors.Is(err, ErrChecksum) {
+			t.Fatalf("err = %v, want ErrChecksum", err)
+		}
+		mustNotExist(t, fsys, "blob", "blob"+PartSuffix, "blob"+SidecarSuffix)
+	})
+}
+
+// stallServer answers after release is closed: before the headers
+// (headers=false) or after sending the first half of data.
+func stallServer(t *testing.T, data []byte, headers bool) (url string, requests func() int, release func()) {
+	t.Helper()
+	ch := make(chan struct{})
+	var (
+		mu sync.Mutex
+		n  int
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		if !headers {
+			select {
+			case <-ch:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("ETag", `"v1"`)
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(data[:len(data)/2])
+		w.(http.Flusher).Flush()
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+		}
+	}))
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(srv.Close)
+	t.Cleanup(release)
+	return srv.URL + "/blob", func() int { mu.Lock(); defer mu.Unlock(); return n }, release
+}
+
+func TestStallBeforeHeaders(t *testing.T) {
+	data := testData(10000)
+	url, requests, _ := stallServer(t, data, false)
+	fsys := newFS(t)
+	var reports []Progress
+	_, err := Fetch(context.Background(), fsys, url, "blob", Options{
+		HeaderTimeout: 100 * time.Millisecond, Retries: 1, RetryDelay: time.Millisecond,
+		Progress: func(p Progress) { reports = append(reports, p) },
+	})
+	if !errors.Is(err, ErrStalled) || !strings.Contains(err.Error(), "no response headers within 0.1s") || !strings.Contains(err.Error(), url) {
+		t.Fatalf("err = %v, want ErrStalled naming the URL and what stalled", err)
+	}
+	if n := requests(); n != 2 {
+		t.Errorf("%d requests, want 2 (a stall is retried)", n)
+	}
+	if len(reports) == 0 || reports[0].Done != 0 {
+		t.Errorf("progress before the server answered: %+v, want a report of 0 bytes", reports)
+	}
+	mustNotExist(t, fsys, "blob")
+}
+
+func TestStallMidBody(t *testing.T) {
+	data := testData(100000)
+	url, _, release := stallServer(t, data, true)
+	fsys := newFS(t)
+	var (
+		mu      sync.Mutex
+		stalled Progress
+	)
+	_, err := Fetch(context.Background(), fsys, url, "blob", Options{
+		IdleTimeout: 2 * time.Second, ProgressInterval: 10 * time.Millisecond,
+		Progress: func(p Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			if p.Done > 0 && p.Stalled > stalled.Stalled {
+				stalled = p
+			}
+		},
+	})
+	if !errors.Is(err, ErrStalled) || !strings.Contains(err.Error(), "no data for 2s") || !strings.Contains(err.Error(), "after 50000 of 100000 bytes") {
+		t.Fatalf("err = %v, want ErrStalled after 50000 bytes", err)
+	}
+	mu.Lock()
+	if stalled.Done != 50000 || stalled.Total != 100000 {
+		t.Errorf("no progress report showed the stall at 50000 of 100000 bytes: %+v", stalled)
+	}
+	mu.Unlock()
+	// The part is kept, recorded in the sidecar, and resumed.
+	b, err := hackpadfs.ReadFile(fsys, "blob"+SidecarSuffix)
+	if err != nil {
+		t.Fatalf("sidecar after the stall: %v", err)
+	}
+	if sc, err := parseSidecar(b); err != nil || sc.Done != 50000 {
+		t.Fatalf("sidecar %+v, %v; want done 50000", sc, err)
+	}
+	release()
+	s := newFileServer(data)
+	good := start(t, s)
+	hackpadfs.WriteFullFile(fsys, "blob"+SidecarSuffix, bytes.Replace(b, []byte(url), []byte(good), 1), 0o644)
+	res, err := Fetch(context.Background(), fsys, good, "blob", Options{SHA256: sum(data)})
+	if err != nil || res.Resumed != 50000 {
+		t.Fatalf("resume = %+v, %v", res, err)
+	}
+	mustContent(t, fsys, "blob", data)
+}
+
+// Permanent HTTP errors are reported at once, never retried.
+func TestPermanentHTTPErrors(t *testing.T) {
+	for _, code := range []int{401, 403, 404, 410, 503} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			var n int
+			var mu sync.Mutex
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				n++
+				mu.Unlock()
+				http.Error(w, "no", code)
+			}))
+			defer srv.Close()
+			_, err := Fetch(context.Background(), newFS(t), srv.URL+"/org/m/resolve/main/x.gguf", "blob", Options{Retries: 3, RetryDelay: time.Millisecond})
+			var he *HTTPError
+			if !errors.As(err, &he) || he.StatusCode != code || !strings.Contains(err.Error(), srv.URL) {
+				t.Fatalf("err = %v, want an HTTPError %d naming the URL", err, code)
+			}
+			want := 1
+			if code == 503 {
+				want = 4
+			}
+			if n != want || he.Permanent() != (code != 503) {
+				t.Errorf("%d requests (want %d), Permanent %v", n, want, he.Permanent())
+			}
+			if (code == 401 || code == 403) && !strings.Contains(err.Error(), "access token") {
+				t.Errorf("err = %v, want a hint about an access token", err)
+			}
+		})
 	}
 }

@@ -31,7 +31,7 @@ func ExampleFetch() {
 		download.Options{
 			Header:   download.HFHeader(),
 			Retries:  3,
-			Progress: func(p download.Progress) { bar.Update(p.Done, p.Total, p.Rate) },
+			Progress: func(p download.Progress) { bar.UpdateStalled(p.Done, p.Total, p.Rate, p.Stalled) },
 			Quota:    download.CheckSpace(func() (int64, error) { return storage.FreeSpace(dir) }),
 		})
 	bar.Finish()

@@ -5,7 +5,7 @@
 // Typical use with storage/download:
 //
 //	bar := progress.New(os.Stderr, "model.gguf")
-//	opt.Progress = func(p download.Progress) { bar.Update(p.Done, p.Total, p.Rate) }
+//	opt.Progress = func(p download.Progress) { bar.UpdateStalled(p.Done, p.Total, p.Rate, p.Stalled) }
 //	res, err := download.Fetch(ctx, fsys, url, dst, opt)
 //	bar.Finish()
 package progress
@@ -35,6 +35,7 @@ type Bar struct {
 	done    int64
 	total   int64
 	rate    float64
+	stalled time.Duration
 }
 
 // New returns a Bar writing to w, redrawing in place when w is a terminal.
@@ -66,9 +67,20 @@ func IsTerminal(w io.Writer) bool {
 // Update records progress (total < 0 when unknown, rate in bytes per
 // second) and redraws if the interval has passed.
 func (b *Bar) Update(done, total int64, rate float64) {
+	b.UpdateStalled(done, total, rate, 0)
+}
+
+// StallShown is how long a transfer must have received nothing before the
+// line says so.
+const StallShown = 2 * time.Second
+
+// UpdateStalled is Update for a transfer that has received nothing for
+// stalled: from StallShown on, the line says "stalled 12s" instead of an
+// ETA, and the bytes received so far stay on it (from "0 B" at the start).
+func (b *Bar) UpdateStalled(done, total int64, rate float64, stalled time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.done, b.total, b.rate = done, total, rate
+	b.done, b.total, b.rate, b.stalled = done, total, rate, stalled
 	now := b.now()
 	if b.drawn && now.Sub(b.last) < b.Interval {
 		return
@@ -87,8 +99,18 @@ func (b *Bar) Finish() {
 	}
 }
 
+// Stop ends the line of a transfer that failed, leaving its last state
+// (without "done") so the error printed next starts on a line of its own.
+func (b *Bar) Stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tty && b.drawn {
+		io.WriteString(b.w, "\n")
+	}
+}
+
 func (b *Bar) draw(final bool) {
-	line := Line(b.label, b.done, b.total, b.rate, final)
+	line := line(b.label, b.done, b.total, b.rate, b.stalled, final)
 	if !b.tty {
 		io.WriteString(b.w, line+"\n")
 		return
@@ -106,6 +128,10 @@ const barWidth = 20
 // Line formats one progress line, e.g.
 // "model.gguf  45.3% [=========>          ] 1.23 GiB / 2.71 GiB  35.2 MiB/s  ETA 0:42".
 func Line(label string, done, total int64, rate float64, final bool) string {
+	return line(label, done, total, rate, 0, final)
+}
+
+func line(label string, done, total int64, rate float64, stalled time.Duration, final bool) string {
 	var sb strings.Builder
 	if label != "" {
 		sb.WriteString(label)
@@ -130,6 +156,9 @@ func Line(label string, done, total int64, rate float64, final bool) string {
 	switch {
 	case final:
 		sb.WriteString("  done")
+	case stalled >= StallShown:
+		sb.WriteString("  stalled ")
+		sb.WriteString(stalled.Round(time.Second).String())
 	case total > 0 && rate > 0 && done < total:
 		sb.WriteString("  ETA ")
 		sb.WriteString(Duration(time.Duration(float64(total-done) / rate * float64(time.Second))))

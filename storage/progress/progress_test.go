@@ -75,3 +75,22 @@ func TestPlainLines(t *testing.T) {
 		t.Fatalf("%d lines, want 3:\n%s", n, out)
 	}
 }
+
+// A stalled transfer keeps showing the bytes it has, from 0 B at the start,
+// and says for how long nothing arrived.
+func TestStalledLine(t *testing.T) {
+	var buf bytes.Buffer
+	b := NewMode(&buf, "m.gguf", false)
+	b.Interval = 0
+	b.UpdateStalled(0, -1, 0, 0)
+	b.UpdateStalled(0, -1, 0, 12*time.Second)
+	b.UpdateStalled(4096, 8192, 100, 3*time.Second)
+	b.UpdateStalled(4096, 8192, 100, time.Second)
+	want := "m.gguf  0 B\n" +
+		"m.gguf  0 B  stalled 12s\n" +
+		"m.gguf   50.0% [==========>         ] 4.00 KiB / 8.00 KiB  100 B/s  stalled 3s\n" +
+		"m.gguf   50.0% [==========>         ] 4.00 KiB / 8.00 KiB  100 B/s  ETA 0:41\n"
+	if buf.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
+	}
+}
