@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cortiq/cortiq/mapfile"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/safetensors"
 )
@@ -31,7 +32,7 @@ var hfTokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "gene
 // packed into one bank per layer (copies). Model.Close releases the mapping.
 func FromHF(dir string) (*model.Model, error) {
 	cfgPath := filepath.Join(dir, "config.json")
-	cfgBytes, err := os.ReadFile(cfgPath)
+	cfgBytes, err := mapfile.ReadFile(cfgPath)
 	if err != nil {
 		return nil, fmt.Errorf("hf: %w", err)
 	}
@@ -43,7 +44,7 @@ func FromHF(dir string) (*model.Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hf: %s: %w", cfgPath, err)
 	}
-	gen, _ := os.ReadFile(filepath.Join(dir, "generation_config.json"))
+	gen, _ := mapfile.ReadFile(filepath.Join(dir, "generation_config.json"))
 	if err := hfSpecialTokens(&arch, &cfg, gen); err != nil {
 		return nil, fmt.Errorf("hf: %s: %w", dir, err)
 	}
@@ -65,7 +66,7 @@ func FromHF(dir string) (*model.Model, error) {
 	m := &model.Model{Arch: arch, Weights: w, Close: set.Close}
 	tok := &model.TokenizerData{Kind: "hf", Files: map[string][]byte{}}
 	for _, name := range hfTokenizerFiles {
-		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+		if b, err := mapfile.ReadFile(filepath.Join(dir, name)); err == nil {
 			tok.Files[name] = b
 		}
 	}

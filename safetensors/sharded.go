@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cortiq/cortiq/mapfile"
 	"github.com/cortiq/cortiq/tensor"
 )
 
@@ -59,7 +60,7 @@ type index struct {
 // OpenIndex opens a sharded checkpoint from its index file. Every tensor the
 // weight_map names must be present in the shard it names.
 func OpenIndex(indexPath string) (*Set, error) {
-	b, err := os.ReadFile(indexPath)
+	b, err := mapfile.ReadFile(indexPath)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
