@@ -223,6 +223,16 @@ type Weights interface {
 	Names() []string
 }
 
+// WeightsErr returns the error behind w's failed Tensor lookups (a read
+// error, a checksum mismatch) when w records one through the optional method
+// Err() error, as weights read or checked on demand do; nil otherwise.
+func WeightsErr(w Weights) error {
+	if e, ok := w.(interface{ Err() error }); ok {
+		return e.Err()
+	}
+	return nil
+}
+
 // Model is an architecture with its weights and, when the source carried
 // one, its tokenizer.
 type Model struct {

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/cortiq/cortiq/cmf"
+	"github.com/cortiq/cortiq/importer"
+	"github.com/cortiq/cortiq/synth"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// cortiqFails runs the binary, expects a non-zero exit, and returns stderr.
+func cortiqFails(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(cortiqBin, args...)
+	cmd.Env = append(os.Environ(), "CORTIQ_CACHE="+t.TempDir(), "CORTIQ_MODEL_PATH=")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); !ok {
+		t.Fatalf("cortiq %s: %v (want a failure)\nstdout %s\nstderr %s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stderr.String()
+}
+
+// tinyModel writes the synthetic tiny model to dir as GGUF and CMF.
+func tinyModel(t *testing.T, dir string) (ggufPath, cmfPath string) {
+	t.Helper()
+	ggufPath = filepath.Join(dir, "tiny.gguf")
+	s, _ := synth.ParseShape("tiny")
+	if err := synth.Write(ggufPath, s, tensor.Q8_0); err != nil {
+		t.Fatal(err)
+	}
+	m, err := importer.FromGGUF(ggufPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cmfPath = filepath.Join(dir, "tiny.cmf")
+	if err := importer.SaveCMF(m, cmfPath, importer.SaveOptions{Keep: true}); err != nil {
+		t.Fatal(err)
+	}
+	return ggufPath, cmfPath
+}
+
+// A flipped byte in a CMF tensor makes info and run fail naming the tensor.
+func TestCLIDamagedCMF(t *testing.T) {
+	_, p := tinyModel(t, t.TempDir())
+	const victim = "blk.0.attn_v.weight"
+	f, err := cmf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := f.Entry(victim)
+	off := e.Offset + 3
+	f.Close()
+	raw, _ := os.ReadFile(p)
+	raw[off] ^= 0x10
+	os.WriteFile(p, raw, 0o644)
+	for _, args := range [][]string{
+		{"info", "-m", p},
+		{"run", "-m", p, "-p", "a b", "-n", "2", "--temp", "0", "--backend", "cpu"},
+	} {
+		stderr := cortiqFails(t, args...)
+		if !strings.Contains(stderr, victim) || !strings.Contains(stderr, "checksum mismatch") {
+			t.Errorf("cortiq %s: stderr %q does not name the damaged tensor %s", args[0], stderr, victim)
+		}
+	}
+}
+
+// Paths that are not models: a FIFO (which used to block forever), a
+// readable file that is no model (whose bytes must not be echoed), a
+// directory without config.json.
+func TestCLINotAModel(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "model.gguf")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo %s: %v", fifo, err)
+	}
+	secret := filepath.Join(dir, "shadow")
+	os.WriteFile(secret, []byte("root:$6$hash:19000::::::\n"), 0o600)
+	bare := filepath.Join(dir, "bare")
+	os.Mkdir(bare, 0o755)
+	for _, c := range []struct{ path, want string }{
+		{fifo, fifo + ": a named pipe (FIFO), not a regular file"},
+		{secret, secret + ": not a model file (expected GGUF, CMF, safetensors or an HF directory)"},
+		{bare, bare + ": not a model file (expected GGUF, CMF, safetensors or an HF directory)"},
+		{filepath.Join(secret, "x.gguf"), filepath.Join(secret, "x.gguf") + ": no such file or directory"},
+	} {
+		for _, args := range [][]string{{"info"}, {"run", "-p", "a", "-n", "1"}} {
+			stderr := cortiqFails(t, append(args, "-m", c.path)...)
+			if !strings.Contains(stderr, c.want) || strings.Contains(stderr, "root:") || strings.Contains(stderr, "not a directory") {
+				t.Errorf("cortiq %s -m %s: stderr %q, want %q", args[0], c.path, stderr, c.want)
+			}
+		}
+	}
+}
