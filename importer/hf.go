@@ -430,7 +430,7 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 				ConvKernel: deref(c.LinearConvKernelDim, 4),
 			}
 			if d := l.Delta; d.KeyHeads <= 0 || d.ValueHeads <= 0 || d.ValueHeads%d.KeyHeads != 0 || d.KeyDim <= 0 || d.ValueDim <= 0 || d.ConvKernel <= 0 {
-				return a, fmt.Errorf("layer %d: bad linear-attention dimensions %+v", i, *d)
+				return a, fmt.Errorf("layer %d: bad linear-attention dimensions (key heads %d, value heads %d, key dim %d, value dim %d, conv kernel %d): all must be positive, value heads a multiple of key heads", i, d.KeyHeads, d.ValueHeads, d.KeyDim, d.ValueDim, d.ConvKernel)
 			}
 		default:
 			return a, fmt.Errorf("layer %d: layer type %q is not supported", i, types[i])
