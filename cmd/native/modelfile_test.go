@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cortiq/cortiq/cmf"
+	"github.com/cortiq/cortiq/gguf"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/synth"
 	"github.com/cortiq/cortiq/tensor"
@@ -98,6 +101,36 @@ func TestCLINotAModel(t *testing.T) {
 			if !strings.Contains(stderr, c.want) || strings.Contains(stderr, "root:") || strings.Contains(stderr, "not a directory") {
 				t.Errorf("cortiq %s -m %s: stderr %q, want %q", args[0], c.path, stderr, c.want)
 			}
+		}
+	}
+}
+
+// A NaN in a weight makes run fail naming the first broken layer, on the
+// CPU and through the auto backend choice, instead of printing token 0
+// until the length limit and exiting 0.
+func TestCLINonFiniteWeights(t *testing.T) {
+	p, _ := tinyModel(t, t.TempDir())
+	f, err := gguf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var off int64 = -1
+	for _, ti := range f.Tensors {
+		if ti.Name == "blk.1.ffn_norm.weight" {
+			off = f.DataOffset + int64(ti.Offset)
+		}
+	}
+	f.Close()
+	if off < 0 {
+		t.Fatal("no blk.1.ffn_norm.weight")
+	}
+	raw, _ := os.ReadFile(p)
+	binary.LittleEndian.PutUint32(raw[off:], math.Float32bits(float32(math.NaN())))
+	os.WriteFile(p, raw, 0o644)
+	for _, backend := range []string{"cpu", "auto"} {
+		stderr := cortiqFails(t, "run", "-m", p, "--ids", "1,2,3", "-n", "8", "--temp", "0", "--ignore-eos", "--backend", backend)
+		if !strings.Contains(stderr, "layer 1's FFN output") {
+			t.Errorf("run --backend %s: stderr %q does not name layer 1's FFN", backend, stderr)
 		}
 	}
 }
