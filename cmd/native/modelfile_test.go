@@ -134,3 +134,74 @@ func TestCLINonFiniteWeights(t *testing.T) {
 		}
 	}
 }
+
+// copyGGUF writes src to dst with metadata key set to v.
+func copyGGUF(t *testing.T, src, dst, key string, v any) {
+	t.Helper()
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := gguf.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range f.Keys {
+		if k == "general.alignment" {
+			continue
+		}
+		val := f.Metadata[k]
+		if k == key {
+			val = v
+		}
+		if err := w.AddMetadata(k, val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ti := range f.Tensors {
+		if err := w.AddTensorInfo(ti.Name, ti.Type, ti.Dims); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ti := range f.Tensors {
+		raw, err := f.Tensor(ti.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteTensorData(ti.Name, raw.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// info refuses what run refuses: a tokenizer that does not load, numbers
+// that break the forward pass.
+func TestCLIInfoRefusesWhatRunRefuses(t *testing.T) {
+	dir := t.TempDir()
+	src, _ := tinyModel(t, dir)
+	for _, c := range []struct {
+		key  string
+		v    any
+		want string
+	}{
+		{"tokenizer.ggml.model", "bogus", `tokenizer.ggml.model "bogus" is not supported`},
+		{"llama.attention.layer_norm_rms_epsilon", float32(-1), "norm epsilon -1"},
+	} {
+		p := filepath.Join(dir, "bad.gguf")
+		copyGGUF(t, src, p, c.key, c.v)
+		for _, args := range [][]string{{"info"}, {"run", "--ids", "1,2", "-n", "2"}} {
+			stderr := cortiqFails(t, append(args, "-m", p)...)
+			if !strings.Contains(stderr, c.want) {
+				t.Errorf("cortiq %s with %s = %v: stderr %q, want %q", args[0], c.key, c.v, stderr, c.want)
+			}
+		}
+	}
+	// The unmodified copy passes both.
+	p := filepath.Join(dir, "good.gguf")
+	copyGGUF(t, src, p, "", nil)
+	cortiq(t, []string{"CORTIQ_CACHE=" + t.TempDir()}, "info", "-m", p)
+}
