@@ -7,10 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"slices"
-	"strings"
 
+	"github.com/cortiq/cortiq/internal/jsonerr"
 	"github.com/cortiq/cortiq/tensor"
 )
 
@@ -38,50 +37,6 @@ func readAt(r io.ReaderAt, name string, off, n int64, what string) ([]byte, erro
 		return nil, errorf(name, "%s [%d, %d): %w", what, off, off+n, err)
 	}
 	return buf, nil
-}
-
-// jsonError words a JSON decoding error for a user: which field holds what
-// kind of value and what was expected, never the Go types behind them
-// (encoding/json says "cannot unmarshal string into Go struct field
-// Metadata.arch.hidden of type int").
-func jsonError(err error) string {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &te):
-		where := "the document"
-		if te.Field != "" {
-			where = fmt.Sprintf("field %q", te.Field)
-		}
-		return fmt.Sprintf("%s holds a JSON %s, want %s", where, te.Value, jsonKind(te.Type))
-	case errors.As(err, &se):
-		return fmt.Sprintf("invalid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
-}
-
-func jsonKind(t reflect.Type) string {
-	if t == nil {
-		return "another value"
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		return jsonKind(t.Elem())
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	}
-	return "another value"
 }
 
 func parse(r io.ReaderAt, size int64, name string) (*File, error) {
@@ -150,7 +105,7 @@ func parse(r io.ReaderAt, size int64, name string) (*File, error) {
 		return nil, errorf(name, "metadata checksum mismatch (crc32c %08x, header says %08x)", sum, metaSum)
 	}
 	if err := json.Unmarshal(meta, &f.Meta); err != nil {
-		return nil, errorf(name, "metadata: %s", jsonError(err))
+		return nil, errorf(name, "metadata: %s", jsonerr.Describe(err))
 	}
 	dirb, err := readAt(r, name, int64(dirOff), int64(dirLen), "directory")
 	if err != nil {
@@ -162,7 +117,7 @@ func parse(r io.ReaderAt, size int64, name string) (*File, error) {
 	// Unknown keys are ignored, as docs/cmf.md promises for additions.
 	var dir directory
 	if err := json.Unmarshal(dirb, &dir); err != nil {
-		return nil, errorf(name, "directory: %s", jsonError(err))
+		return nil, errorf(name, "directory: %s", jsonerr.Describe(err))
 	}
 	if err := f.setTensors(dir.Tensors, int64(dirOff)); err != nil {
 		return nil, err

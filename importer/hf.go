@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cortiq/cortiq/internal/jsonerr"
 	"github.com/cortiq/cortiq/mapfile"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/safetensors"
@@ -109,7 +110,7 @@ func hfDigest(path string) (model.SourceFile, error) {
 func hfParseConfig(b []byte) (hfConfig, error) {
 	var c hfConfig
 	if err := json.Unmarshal(b, &c); err != nil {
-		return c, err
+		return c, jsonerr.Error(err)
 	}
 	if c.ModelType == "gemma3" {
 		if isNull(c.TextConfig) {
@@ -117,7 +118,7 @@ func hfParseConfig(b []byte) (hfConfig, error) {
 		}
 		var t hfConfig
 		if err := json.Unmarshal(c.TextConfig, &t); err != nil {
-			return c, fmt.Errorf("text_config: %w", err)
+			return c, fmt.Errorf("text_config: %w", jsonerr.Error(err))
 		}
 		if t.ModelType == "" {
 			t.ModelType = "gemma3_text"
@@ -150,7 +151,7 @@ func hfSpecialTokens(a *model.Arch, c *hfConfig, gen []byte) error {
 	}
 	if len(gen) > 0 {
 		if err := json.Unmarshal(gen, &g); err != nil {
-			return fmt.Errorf("generation_config.json: %w", err)
+			return fmt.Errorf("generation_config.json: %w", jsonerr.Error(err))
 		}
 	}
 	bos, err := hfTokenIDs(c.BosTokenID)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cortiq/cortiq/internal/jsonerr"
 	"github.com/cortiq/cortiq/mapfile"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -66,7 +67,7 @@ func OpenIndex(indexPath string) (*Set, error) {
 	}
 	var ix index
 	if err := json.Unmarshal(b, &ix); err != nil {
-		return nil, fmt.Errorf("safetensors: %s: %w", indexPath, err)
+		return nil, fmt.Errorf("safetensors: %s: %w", indexPath, jsonerr.Error(err))
 	}
 	if len(ix.WeightMap) == 0 {
 		return nil, fmt.Errorf("safetensors: %s: empty weight_map", indexPath)
