@@ -33,7 +33,7 @@ func OpenCached(path, cacheDir string) (*model.Model, error) {
 		// all checked now (as their first use would) so that the damage is
 		// found while the source is at hand.
 		if m, err := FromCMF(cached); err == nil {
-			if err := m.Weights.(*cmfWeights).verifyAll(); err == nil {
+			if err := m.Weights.(interface{ verifyAll() error }).verifyAll(); err == nil {
 				return m, nil
 			}
 			m.Close()

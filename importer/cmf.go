@@ -240,6 +240,9 @@ func cmfModel(f *cmf.File) (*model.Model, error) {
 	for _, name := range f.Names() {
 		w.checks[name] = &cmfCheck{}
 	}
+	// Only unmapped weights offer row ranges (model.RangeReader): mapped
+	// tensors are uploaded whole, straight from the mapping.
+	var weights model.Weights = &cmfLazyWeights{w}
 	if f.Mapped() {
 		w.mapped = make(model.MapWeights, len(f.Tensors))
 		for _, name := range f.Names() {
@@ -249,13 +252,18 @@ func cmfModel(f *cmf.File) (*model.Model, error) {
 			}
 			w.mapped[name] = t
 		}
+		weights = w
 	}
 	prov := f.Meta.Provenance
 	if prov.Format == "" {
 		prov = model.Provenance{Format: "cmf", Files: []model.SourceFile{{Name: filepath.Base(f.Name), Size: f.Size}}}
 	}
-	return &model.Model{Arch: a, Weights: w, Tokenizer: f.Meta.Tokenizer, Source: prov, Close: f.Close}, nil
+	return &model.Model{Arch: a, Weights: weights, Tokenizer: f.Meta.Tokenizer, Source: prov, Close: f.Close}, nil
 }
+
+// cmfLazyWeights are the weights of an unmapped file: cmfWeights that can
+// also be read in row ranges (ranged.go).
+type cmfLazyWeights struct{ *cmfWeights }
 
 // cmfWeights are a CMF file's tensors, each checked against its CRC-32C on
 // first use: once for a mapping (the bytes do not change), on every read

@@ -14,7 +14,7 @@ import (
 // (the token embedding) a few MiB at a time.
 var (
 	_ model.RangeReader = (*ggufLazyWeights)(nil)
-	_ model.RangeReader = (*cmfWeights)(nil)
+	_ model.RangeReader = (*cmfLazyWeights)(nil)
 )
 
 // rowRange is the byte range of rows [row0, row0+nrows) of a tensor of
@@ -58,7 +58,7 @@ func (w *ggufLazyWeights) ReadTensorRows(name string, row0, nrows int, dst []byt
 	return w.f.ReadRange(v.src, v.off+off, dst)
 }
 
-func (w *cmfWeights) TensorInfo(name string) (tensor.Codec, []int, bool) {
+func (w *cmfLazyWeights) TensorInfo(name string) (tensor.Codec, []int, bool) {
 	e, ok := w.f.Entry(name)
 	if !ok {
 		return 0, nil, false
@@ -70,7 +70,7 @@ func (w *cmfWeights) TensorInfo(name string) (tensor.Codec, []int, bool) {
 // extends a running CRC-32C while the rows come in order from the first,
 // and compares it when the last row is read; a read that skips ahead reads
 // the whole tensor once to check it instead.
-func (w *cmfWeights) ReadTensorRows(name string, row0, nrows int, dst []byte) error {
+func (w *cmfLazyWeights) ReadTensorRows(name string, row0, nrows int, dst []byte) error {
 	e, ok := w.f.Entry(name)
 	if !ok {
 		return fmt.Errorf("cmf: %s: no tensor %q", w.f.Name, name)
