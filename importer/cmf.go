@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cortiq/cortiq/cmf"
 	"github.com/cortiq/cortiq/model"
@@ -217,7 +218,8 @@ func FromCMF(path string) (*model.Model, error) {
 
 // FromCMFFile imports an opened CMF file (for instance one read with
 // cmf.Read through HTTP range requests in the browser); Model.Close closes
-// it. On a memory-mapped file the weights alias the mapping; otherwise each
+// it (close the model, not the file: on a mapped file a background pass
+// checks the tensors until Model.Close stops it). On a memory-mapped file the weights alias the mapping; otherwise each
 // Weights.Tensor call reads that tensor (nothing is cached). Tensors are
 // checked as FromCMF says; a read error or checksum mismatch makes Tensor
 // return false, with the error available from the Weights' Err method
@@ -253,12 +255,17 @@ func cmfModel(f *cmf.File) (*model.Model, error) {
 			w.mapped[name] = t
 		}
 		weights = w
+		w.verifyAhead(max(1, runtime.GOMAXPROCS(0)-1))
 	}
 	prov := f.Meta.Provenance
 	if prov.Format == "" {
 		prov = model.Provenance{Format: "cmf", Files: []model.SourceFile{{Name: filepath.Base(f.Name), Size: f.Size}}}
 	}
-	return &model.Model{Arch: a, Weights: weights, Tokenizer: f.Meta.Tokenizer, Source: prov, Close: f.Close}, nil
+	closeFile := func() error {
+		w.stopVerify() // the pass reads the mapping Close releases
+		return f.Close()
+	}
+	return &model.Model{Arch: a, Weights: weights, Tokenizer: f.Meta.Tokenizer, Source: prov, Close: closeFile}, nil
 }
 
 // cmfLazyWeights are the weights of an unmapped file: cmfWeights that can
@@ -274,6 +281,42 @@ type cmfWeights struct {
 	checks map[string]*cmfCheck
 	mu     sync.Mutex
 	err    error
+
+	// The background pass over a mapping (verifyAhead).
+	bg   sync.WaitGroup
+	next atomic.Int64 // index of the next tensor to check
+	stop atomic.Bool
+}
+
+// verifyAhead checks a mapping's tensors on workers goroutines, in file
+// order, so that a backend taking every tensor in turn (as cpu.New does)
+// finds most already checked: the checksums of a large file cost about
+// 1/workers of one pass. A tensor being checked when it is asked for is
+// waited for, never checked twice. stopVerify must be called before the
+// mapping goes away.
+func (w *cmfWeights) verifyAhead(workers int) {
+	names := w.f.Names()
+	for range workers {
+		w.bg.Add(1)
+		go func() {
+			defer w.bg.Done()
+			for !w.stop.Load() {
+				i := w.next.Add(1) - 1
+				if i >= int64(len(names)) {
+					return
+				}
+				name := names[i]
+				c := w.checks[name]
+				c.once.Do(func() { c.err = w.f.CheckData(name, w.mapped[name].Data) })
+			}
+		}()
+	}
+}
+
+// stopVerify ends the background pass and waits for it.
+func (w *cmfWeights) stopVerify() {
+	w.stop.Store(true)
+	w.bg.Wait()
 }
 
 // cmfCheck is the checking state of one tensor.

@@ -128,3 +128,35 @@ func TestCMFDamagedTensorRefused(t *testing.T) {
 		}
 	}
 }
+
+// Closing a model while the background pass checks its mapping is safe
+// (Close waits for the pass), and the pass's findings are what Tensor
+// reports.
+func TestCMFCloseDuringBackgroundCheck(t *testing.T) {
+	const victim = "blk.1.ffn_up.weight"
+	p := damagedCMF(t, victim)
+	for range 20 {
+		m, err := FromCMF(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := FromCMF(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if w, ok := m.Weights.(*cmfWeights); ok {
+		w.bg.Wait() // the pass has checked every tensor
+	}
+	if _, ok := m.Weights.Tensor(victim); ok {
+		t.Fatal("damaged tensor returned")
+	}
+	var ce *cmf.ChecksumError
+	if err := model.WeightsErr(m.Weights); !errors.As(err, &ce) || ce.Tensor != victim {
+		t.Fatalf("error %v", err)
+	}
+}
