@@ -50,7 +50,9 @@ func TestImportRefusesBadNumbers(t *testing.T) {
 	}{
 		{func(a *model.Arch) { a.NormEps = -1e-6 }, "norm epsilon -1e-06"},
 		{func(a *model.Arch) { a.NormEps = 0 }, "norm epsilon 0"},
-		{func(a *model.Arch) { a.LogitScale = 0 }, "logit scale 0"},
+		// (JSON has no NaN or infinity: CMF metadata cannot carry one.)
+		{func(a *model.Arch) { a.Layers[0].Attn.Scale = -0.5 }, "attention scale -0.5"},
+		{func(a *model.Arch) { a.Layers[0].Attn.Rope.Scaling.Factor = -2 }, "rope scaling factor -2"},
 		{func(a *model.Arch) { a.Layers[0].Attn.Rope.Theta = -1 }, "rope theta -1"},
 		{func(a *model.Arch) { a.Layers[0].Attn.HeadDim = -2 }, "head dim -2"},
 		{func(a *model.Arch) { a.Layers[0].FFNHidden = -8 }, "dense FFN width -8"},

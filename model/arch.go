@@ -185,8 +185,9 @@ const (
 
 // Validate checks the internal consistency an engine relies on, and that
 // every number is one the forward pass can use: sizes positive and bounded,
-// epsilons and scales finite (an epsilon positive), rope bases finite and
-// positive. A NaN or zero epsilon, say, would make every logit NaN, and
+// epsilons and scales finite (an epsilon and an attention scale positive;
+// an embedding, residual or logit scale of 0 means 1), rope bases finite
+// and positive. A NaN or zero epsilon, say, would make every logit NaN, and
 // greedy decoding would then emit token 0 forever.
 func (a *Arch) Validate() error {
 	if a.Vocab <= 0 || a.Hidden <= 0 || len(a.Layers) == 0 {
@@ -205,8 +206,9 @@ func (a *Arch) Validate() error {
 		name string
 		v    float32
 	}{{"embedding scale", a.EmbedScale}, {"residual scale", a.ResidualScale}, {"logit scale", a.LogitScale}} {
-		if !finite(float64(s.v)) || s.v == 0 {
-			return fmt.Errorf("model: %s %g: must be finite and non-zero", s.name, s.v)
+		// 0 means 1 to the backends (an arch written without the field).
+		if !finite(float64(s.v)) {
+			return fmt.Errorf("model: %s %g: must be finite", s.name, s.v)
 		}
 	}
 	if !finite(float64(a.FinalSoftcap)) || a.FinalSoftcap < 0 {
