@@ -219,8 +219,9 @@ func FromCMF(path string) (*model.Model, error) {
 // FromCMFFile imports an opened CMF file (for instance one read with
 // cmf.Read through HTTP range requests in the browser); Model.Close closes
 // it (close the model, not the file: on a mapped file a background pass
-// checks the tensors until Model.Close stops it). On a memory-mapped file the weights alias the mapping; otherwise each
-// Weights.Tensor call reads that tensor (nothing is cached). Tensors are
+// checks the tensors until Model.Close stops it). On a memory-mapped file
+// the weights alias the mapping; otherwise each Weights.Tensor call reads
+// that tensor (nothing is cached). Tensors are
 // checked as FromCMF says; a read error or checksum mismatch makes Tensor
 // return false, with the error available from the Weights' Err method
 // (interface{ Err() error }); ReadTensorRows checks a tensor's checksum
@@ -288,8 +289,8 @@ type cmfWeights struct {
 	stop atomic.Bool
 }
 
-// verifyAhead checks a mapping's tensors on workers goroutines, in file
-// order, so that a backend taking every tensor in turn (as cpu.New does)
+// verifyAhead checks a mapping's tensors on workers goroutines, in
+// directory order (the order SaveCMF writes and backends load), so that a backend taking every tensor in turn (as cpu.New does)
 // finds most already checked: the checksums of a large file cost about
 // 1/workers of one pass. A tensor being checked when it is asked for is
 // waited for, never checked twice. stopVerify must be called before the
