@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/cortiq/cortiq/cmf"
@@ -77,21 +76,16 @@ func TestCLIDamagedCMF(t *testing.T) {
 	}
 }
 
-// Paths that are not models: a FIFO (which used to block forever), a
-// readable file that is no model (whose bytes must not be echoed), a
-// directory without config.json.
+// Paths that are not models: a readable file that is no model (whose bytes
+// must not be echoed), a directory without config.json, a path through a
+// file; a FIFO (modelfile_unix_test.go).
 func TestCLINotAModel(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "model.gguf")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skipf("mkfifo %s: %v", fifo, err)
-	}
 	secret := filepath.Join(dir, "shadow")
 	os.WriteFile(secret, []byte("root:$6$hash:19000::::::\n"), 0o600)
 	bare := filepath.Join(dir, "bare")
 	os.Mkdir(bare, 0o755)
 	for _, c := range []struct{ path, want string }{
-		{fifo, fifo + ": a named pipe (FIFO), not a regular file"},
 		{secret, secret + ": not a model file (expected GGUF, CMF, safetensors or an HF directory)"},
 		{bare, bare + ": not a model file (expected GGUF, CMF, safetensors or an HF directory)"},
 		{filepath.Join(secret, "x.gguf"), filepath.Join(secret, "x.gguf") + ": no such file or directory"},
