@@ -76,6 +76,9 @@ func Open(path string) (*model.Model, error) {
 		if cfg, err := os.Stat(filepath.Join(dir, "config.json")); err == nil && cfg.Mode().IsRegular() {
 			return FromHF(dir)
 		}
+		if base != "config.json" {
+			return nil, fmt.Errorf("importer: %s: no config.json beside this safetensors file (a Hugging Face checkpoint is a directory holding config.json and the .safetensors files)", path)
+		}
 	}
 	return nil, fmt.Errorf("importer: %s: %w", path, ErrNotModel)
 }

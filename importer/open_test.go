@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +51,28 @@ func TestOpenPermissionDenied(t *testing.T) {
 	_, err := Open(p)
 	if err == nil || err.Error() != "importer: "+p+": permission denied" {
 		t.Fatalf("Open(unreadable) = %v", err)
+	}
+}
+
+// A Hugging Face directory's config.json or .safetensors file stands for
+// the directory.
+func TestOpenHFFile(t *testing.T) {
+	root := filepath.Join(hfSharedDir(t), "fixtures", "tiny", "llama")
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		m, err := Open(filepath.Join(root, f))
+		if err != nil {
+			t.Fatalf("Open(%s): %v", f, err)
+		}
+		if m.Arch.Family != "llama" {
+			t.Errorf("Open(%s): family %q", f, m.Arch.Family)
+		}
+		m.Close()
+	}
+	// A lone .safetensors file (no config.json beside it) cannot be read.
+	lone := filepath.Join(t.TempDir(), "model.safetensors")
+	raw, _ := os.ReadFile(filepath.Join(root, "model.safetensors"))
+	os.WriteFile(lone, raw, 0o644)
+	if _, err := Open(lone); err == nil || !strings.Contains(err.Error(), lone+": no config.json beside this safetensors file") {
+		t.Errorf("Open(lone safetensors) = %v", err)
 	}
 }
