@@ -10,7 +10,9 @@
 // requests) each tensor is read into memory when asked for. Opening checks
 // the structure completely (every offset, length, overlap and the checksums
 // of header, footer, metadata and directory) but not the tensor checksums,
-// which VerifyTensor and Verify check on request.
+// which VerifyTensor and Verify check on request, and CheckData and CheckSum
+// check on data the caller read (importer checks every tensor on its first
+// use).
 //
 // Writer streams: the header and metadata go out first, then each tensor as
 // it is given, then the directory and footer on Close. It needs a plain
@@ -187,11 +189,56 @@ func (f *File) verify(e *Entry) error {
 		}
 		sum = h.Sum32()
 	}
+	return f.checkSum(e, sum)
+}
+
+// ChecksumError reports tensor data that does not match the CRC-32C the
+// directory records for it: the file is damaged.
+type ChecksumError struct {
+	File, Tensor   string
+	Offset, Length int64  // the tensor's data in the file
+	Got, Want      uint32 // CRC-32C of the data read, and the directory's
+}
+
+func (e *ChecksumError) Error() string {
+	return fmt.Sprintf("cmf: %s: tensor %q: checksum mismatch, the file is damaged (data [%d, %d) has crc32c %08x, the directory says %08x)", e.File, e.Tensor, e.Offset, e.Offset+e.Length, e.Got, e.Want)
+}
+
+func (f *File) checkSum(e *Entry, sum uint32) error {
 	if sum != e.CRC32C {
-		return fmt.Errorf("cmf: %s: tensor %q: checksum mismatch (data [%d, %d) has crc32c %08x, directory says %08x)", f.Name, e.Name, e.Offset, e.Offset+e.Length, sum, e.CRC32C)
+		return &ChecksumError{File: f.Name, Tensor: e.Name, Offset: e.Offset, Length: e.Length, Got: sum, Want: e.CRC32C}
 	}
 	return nil
 }
+
+// CheckData checks data, the whole of the named tensor's bytes as read by
+// the caller, against the tensor's CRC-32C, without reading the file again.
+// A mismatch is a *ChecksumError.
+func (f *File) CheckData(name string, data []byte) error {
+	e, ok := f.Entry(name)
+	if !ok {
+		return fmt.Errorf("cmf: %s: no tensor %q", f.Name, name)
+	}
+	if int64(len(data)) != e.Length {
+		return fmt.Errorf("cmf: %s: tensor %q: %d bytes to check, the tensor has %d", f.Name, name, len(data), e.Length)
+	}
+	return f.checkSum(e, Checksum(data))
+}
+
+// CheckSum compares sum, the CRC-32C of the named tensor's whole data
+// computed by the caller (for instance with UpdateChecksum over data read
+// in pieces), with the directory's. A mismatch is a *ChecksumError.
+func (f *File) CheckSum(name string, sum uint32) error {
+	e, ok := f.Entry(name)
+	if !ok {
+		return fmt.Errorf("cmf: %s: no tensor %q", f.Name, name)
+	}
+	return f.checkSum(e, sum)
+}
+
+// UpdateChecksum returns the CRC-32C crc extended by p (crc32.Update with
+// the format's polynomial); Checksum(p) is UpdateChecksum(0, p).
+func UpdateChecksum(crc uint32, p []byte) uint32 { return crc32.Update(crc, castagnoli, p) }
 
 // Verify checks every tensor's checksum and returns the first mismatch.
 func (f *File) Verify() error {

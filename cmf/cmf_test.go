@@ -301,7 +301,11 @@ func TestHostile(t *testing.T) {
 		{"footer magic", "footer magic", append(bytes.Clone(data[:len(data)-1]), 'X')},
 		{"footer crc", "footer checksum", func() []byte { b := bytes.Clone(data); b[len(b)-30] ^= 1; return b }()},
 		{"dir crc", "directory checksum", func() []byte { b := bytes.Clone(data); b[len(b)-footerSize-3] ^= 1; return b }()},
-		{"dir json", "directory:", rebuild(data, nil, map[string]any{"tensors": 3})},
+		{"dir json", `directory: field "tensors" holds a JSON number, want an array`, rebuild(data, nil, map[string]any{"tensors": 3})},
+		{"dir entry json", `directory: field "tensors.shape" holds a JSON string, want an array`, rebuild(data, nil, map[string]any{"tensors": []any{map[string]any{"shape": "x"}}})},
+		{"meta json", `metadata: field "arch.hidden" holds a JSON string, want an integer`, withMeta(t, data, `{"arch":{"hidden":"64"}}`)},
+		{"meta layers", `metadata: field "arch.layers" holds a JSON object, want an array`, withMeta(t, data, `{"arch":{"layers":{}}}`)},
+		{"meta syntax", `metadata: invalid JSON at byte`, withMeta(t, data, `{"arch":`)},
 		{"codec", "unknown codec", rebuild(data, nil, withEntry(0, func(e *entryJSON) { e.Codec = "q5_K" }))},
 		{"dup", "duplicate name", rebuild(data, nil, withEntry(1, func(e *entryJSON) { e.Name = "token_embd.weight" }))},
 		{"length", "needs", rebuild(data, nil, withEntry(0, func(e *entryJSON) { e.Length++ }))},
@@ -318,7 +322,30 @@ func TestHostile(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "bad.cmf") {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
+		// Errors speak of the file, never of Go values or types.
+		if err != nil && (strings.Contains(err.Error(), "Go struct") || strings.Contains(err.Error(), "&{") || strings.Contains(err.Error(), "cmf.entryJSON")) {
+			t.Errorf("%s: error %q prints Go internals", c.name, err)
+		}
 	}
+}
+
+// withMeta replaces data's metadata block with js (padded with spaces to
+// the block's length, which it must not exceed) and fixes the checksum.
+func withMeta(t *testing.T, data []byte, js string) []byte {
+	le := binary.LittleEndian
+	out := bytes.Clone(data)
+	n := le.Uint64(out[24:])
+	if uint64(len(js)) > n {
+		t.Fatalf("metadata %q longer than the block (%d)", js, n)
+	}
+	meta := out[headerSize : headerSize+n]
+	copy(meta, js)
+	for i := len(js); i < len(meta); i++ {
+		meta[i] = ' '
+	}
+	le.PutUint32(out[32:], Checksum(meta))
+	le.PutUint32(out[60:], Checksum(out[:60]))
+	return out
 }
 
 func TestWriterErrors(t *testing.T) {

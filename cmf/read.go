@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/cortiq/cortiq/internal/jsonerr"
 	"github.com/cortiq/cortiq/tensor"
 )
 
@@ -104,7 +105,7 @@ func parse(r io.ReaderAt, size int64, name string) (*File, error) {
 		return nil, errorf(name, "metadata checksum mismatch (crc32c %08x, header says %08x)", sum, metaSum)
 	}
 	if err := json.Unmarshal(meta, &f.Meta); err != nil {
-		return nil, errorf(name, "metadata: %v", err)
+		return nil, errorf(name, "metadata: %s", jsonerr.Describe(err))
 	}
 	dirb, err := readAt(r, name, int64(dirOff), int64(dirLen), "directory")
 	if err != nil {
@@ -116,7 +117,7 @@ func parse(r io.ReaderAt, size int64, name string) (*File, error) {
 	// Unknown keys are ignored, as docs/cmf.md promises for additions.
 	var dir directory
 	if err := json.Unmarshal(dirb, &dir); err != nil {
-		return nil, errorf(name, "directory: %v", err)
+		return nil, errorf(name, "directory: %s", jsonerr.Describe(err))
 	}
 	if err := f.setTensors(dir.Tensors, int64(dirOff)); err != nil {
 		return nil, err

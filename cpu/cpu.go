@@ -188,10 +188,20 @@ func (g *weightGetter) fail(err error) {
 	}
 }
 
+// missing fails with the weights' own error (a damaged or unreadable
+// tensor) when they recorded one, else with "missing tensor".
+func (g *weightGetter) missing(name string) {
+	if err := model.WeightsErr(g.w); err != nil {
+		g.fail(err)
+		return
+	}
+	g.fail(fmt.Errorf("cpu: missing tensor %q", name))
+}
+
 func (g *weightGetter) tensor(name string, shape ...int) *tensor.Tensor {
 	t, ok := g.w.Tensor(name)
 	if !ok {
-		g.fail(fmt.Errorf("cpu: missing tensor %q", name))
+		g.missing(name)
 		return nil
 	}
 	if len(t.Shape) != len(shape) {
@@ -221,7 +231,7 @@ func (g *weightGetter) matrix(name string, rows, cols int) *tensor.Tensor {
 func (g *weightGetter) vector(name string, n int) []float32 {
 	t, ok := g.w.Tensor(name)
 	if !ok {
-		g.fail(fmt.Errorf("cpu: missing tensor %q", name))
+		g.missing(name)
 		return nil
 	}
 	if t.Elements() != n {

@@ -128,8 +128,13 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 	if s.hook != nil {
 		s.hook(-1, x, n)
 	}
+	if err := s.checkFinite(x, n, -1, "token embedding"); err != nil {
+		return nil, err
+	}
 
-	s.runLayers(x, n, 0, len(b.layers))
+	if err := s.runLayers(x, n, 0, len(b.layers)); err != nil {
+		return nil, err
+	}
 	s.pos += n
 
 	// Final norm and logits, for the rows the caller wants.
@@ -152,7 +157,63 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 			logits[i] = float32(math.Tanh(float64(v/c))) * c
 		}
 	}
+	if i := firstNonFinite(logits); i >= 0 {
+		// The final norm's input was finite (checked after the last
+		// layer): the output norm or the output matrix broke it.
+		part := "output norm"
+		if firstNonFinite(rows) < 0 {
+			part = "output projection"
+		}
+		return nil, &NonFiniteError{Layer: len(b.layers), Part: part, Pos: s.pos - n + i/a.Vocab}
+	}
 	return logits, nil
+}
+
+// NonFiniteError reports the first place a forward pass produced a NaN or
+// an infinity: a layer's mixer or FFN output (Layer 0...), the token
+// embedding (Layer -1), or the output norm or projection (Layer = the
+// number of layers). A model whose numbers are sound never produces one, so
+// it points at broken weights or metadata; the logits are not returned
+// (greedy decoding would otherwise pick token 0 forever). The session must
+// not be used after a Forward that returned it.
+type NonFiniteError struct {
+	Layer int
+	Part  string // "token embedding", "attention", "short_conv", "gated_delta", "FFN", "output norm", "output projection", "device input"
+	Pos   int    // the first position whose values are not finite
+}
+
+func (e *NonFiniteError) Error() string {
+	var where string
+	switch e.Part {
+	case "token embedding", "output norm", "output projection":
+		where = "the " + e.Part
+	case "device input":
+		where = fmt.Sprintf("the hidden state the device passed to layer %d", e.Layer)
+	default:
+		where = fmt.Sprintf("layer %d's %s output", e.Layer, e.Part)
+	}
+	return fmt.Sprintf("cpu: non-finite values (NaN or infinity) first appear in %s, at position %d: the model's weights or numbers are broken", where, e.Pos)
+}
+
+// firstNonFinite returns the index of x's first NaN or infinity, or -1. It
+// tests the exponent bits, so it costs about as much as a copy.
+func firstNonFinite(x []float32) int {
+	for i, v := range x {
+		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkFinite returns a *NonFiniteError when the n rows of x (positions
+// s.pos...) hold a NaN or infinity after the given layer's part.
+func (s *Session) checkFinite(x []float32, n, layer int, part string) error {
+	i := firstNonFinite(x[:n*s.b.arch.Hidden])
+	if i < 0 {
+		return nil
+	}
+	return &NonFiniteError{Layer: layer, Part: part, Pos: s.pos + i/s.b.arch.Hidden}
 }
 
 // norm writes the RMS-normalized rows of x into dst, or copies them when the
@@ -205,8 +266,11 @@ func activate(act model.Activation, x []float32) {
 }
 
 // runLayers runs decoder layers [from, to) over the n hidden rows in x (in
-// place) at positions s.pos.. .
-func (s *Session) runLayers(x []float32, n, from, to int) {
+// place) at positions s.pos.. . The residual stream is checked after each
+// mixer and FFN (a scan of n·Hidden values, next to the layer's n·Hidden²
+// multiply-adds): the first non-finite value stops the pass with a
+// *NonFiniteError naming the layer.
+func (s *Session) runLayers(x []float32, n, from, to int) error {
 	b := s.b
 	h := make([]float32, n*b.arch.Hidden)
 	for i := from; i < to; i++ {
@@ -223,6 +287,9 @@ func (s *Session) runLayers(x []float32, n, from, to int) {
 			out = s.gatedDelta(l.delta, s.delta[i], h, n)
 		}
 		s.residual(x, out, l.postAttnNorm, n)
+		if err := s.checkFinite(x, n, i, string(l.spec.Mixer)); err != nil {
+			return err
+		}
 
 		// Feed-forward with its residual.
 		s.norm(h, x, l.ffnNorm, n)
@@ -236,7 +303,11 @@ func (s *Session) runLayers(x []float32, n, from, to int) {
 		if s.hook != nil {
 			s.hook(i, x, n)
 		}
+		if err := s.checkFinite(x, n, i, "FFN"); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // ForwardLayers runs decoder layers [from, to) over n hidden rows x (in
@@ -260,7 +331,13 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 	}
 	end := max(s.pos, pos0+n)
 	s.pos = pos0
-	s.runLayers(x, n, from, to)
+	// Rows that arrive broken (from the device's layers) are not blamed on
+	// this session's first layer.
+	if err := s.checkFinite(x, n, from, "device input"); err != nil {
+		s.pos = end
+		return err
+	}
+	err := s.runLayers(x, n, from, to)
 	s.pos = end
-	return nil
+	return err
 }

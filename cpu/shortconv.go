@@ -31,6 +31,9 @@ func loadShortConv(w *weightGetter, i int, c *model.ShortConv, hidden int) *conv
 		if _, ok := w.w.Tensor(name(s)); ok {
 			return w.vector(name(s), n)
 		}
+		if err := model.WeightsErr(w.w); err != nil {
+			w.fail(err) // present but unreadable or damaged, not absent
+		}
 		return nil
 	}
 	cw.bias = opt(model.ShortConvBias, hidden)

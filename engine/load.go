@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cortiq/cortiq/cpu"
 	"github.com/cortiq/cortiq/importer"
+	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/resolve"
+	"github.com/cortiq/cortiq/tokenizer"
 )
 
 // Load resolves nameOrPath (a path, or a model name: see package resolve),
@@ -30,4 +33,22 @@ func Load(ctx context.Context, r *resolve.Resolver, nameOrPath string, opts Opti
 		return nil, fmt.Errorf("engine: %s: %w", path, err)
 	}
 	return e, nil
+}
+
+// Check applies to m the validation NewFromModel does, without building an
+// engine: the tokenizer material it carries must load, and the CPU backend
+// (which every engine builds) must accept the model, which checks every
+// weight's presence, shape and size, and a CMF tensor's checksum. Commands
+// that only describe a model (info) call it so they accept exactly what
+// run accepts.
+func Check(m *model.Model) error {
+	if m.Tokenizer != nil {
+		if _, err := tokenizer.Load(m.Tokenizer); err != nil {
+			return fmt.Errorf("engine: tokenizer: %w", err)
+		}
+	}
+	if _, err := cpu.New(m, cpu.Options{}); err != nil {
+		return err
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/model"
@@ -78,7 +79,14 @@ func (s *session) Forward(tokens []int, all bool) ([]float32, error) {
 		}
 		s.ahead = nil
 	}
+	pos0 := len(s.history) // of the first row of logits
+	if !all {
+		pos0 += len(tokens) - 1
+	}
 	out, err := s.cur.Forward(tokens, all)
+	if err == nil {
+		err = checkLogits(out, pos0, s.e.Model.Arch.Vocab)
+	}
 	if err == nil {
 		s.history = append(s.history, tokens...)
 		return out, nil
@@ -86,15 +94,36 @@ func (s *session) Forward(tokens []int, all bool) ([]float32, error) {
 	if !s.onDevice {
 		return nil, err
 	}
+	// The CPU replays everything: if the model itself breaks (NaN weights,
+	// say), the CPU's error names the first layer that produced a
+	// non-finite value; if it does not, the device was wrong and the
+	// sequence continues on the CPU.
 	if err := s.toCPU(err); err != nil {
 		return nil, err
 	}
 	out, err = s.cur.Forward(tokens, all)
+	if err == nil {
+		err = checkLogits(out, pos0, s.e.Model.Arch.Vocab)
+	}
 	if err != nil {
 		return nil, err
 	}
 	s.history = append(s.history, tokens...)
 	return out, nil
+}
+
+// checkLogits refuses logits holding a NaN or an infinity (pos0 is the
+// position of the first row): sampling from them would pick token 0
+// forever. The CPU backend names the layer that broke them itself (a
+// *cpu.NonFiniteError); a device's logits are checked here, once per
+// token, and the CPU replay then finds the layer.
+func checkLogits(logits []float32, pos0, vocab int) error {
+	for i, v := range logits {
+		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+			return fmt.Errorf("engine: non-finite logit (%g) for token %d at position %d", v, i%vocab, pos0+i/max(vocab, 1))
+		}
+	}
+	return nil
 }
 
 // toCPU moves the session to the CPU after a device failure (cause):

@@ -415,8 +415,12 @@ func TestHostile(t *testing.T) {
 		{"huge dim", "at most 2^40", header(3, 1, 0, tinfo("t", TypeF32, 0, 0, math.MaxUint64))},
 		{"block", "not a multiple", header(3, 1, 0, tinfo("t", TypeQ8_0, 0, 33))},
 		{"offset align", "not a multiple of the alignment", header(3, 1, 0, tinfo("t", TypeF32, 4, 1))},
-		{"beyond", "beyond end of file", header(3, 1, 0, tinfo("t", TypeF32, 0, 20))},
-		{"huge offset", "beyond end of file", header(3, 1, 0, tinfo("t", TypeF32, 1<<63, 1))},
+		{"beyond", "data offset 0 (at file offset ", header(3, 1, 0, tinfo("t", TypeF32, 0, 20))},
+		{"huge offset", "data offset 9223372036854775808 (past any file offset, 4 bytes long) is beyond the end of the file (size ", header(3, 1, 0, tinfo("t", TypeF32, 1<<63, 1))},
+		// The data offset plus the data's start wraps around 2^64: the
+		// error must not report a range inside the file.
+		{"wrapping offset", "data offset 18446744073709551584 (past any file offset, 4 bytes long) is beyond the end of the file", header(3, 1, 0, tinfo("t", TypeF32, math.MaxUint64-31, 1))},
+		{"offset plus size", "is beyond the end of the file (size ", header(3, 1, 0, tinfo("t", TypeF32, 64, 8))},
 		{"overlap", "overlaps", header(3, 2, 0, tinfo("a", TypeF32, 0, 8), tinfo("b", TypeF32, 0, 8))},
 		{"dup tensor", "duplicate name", header(3, 2, 0, tinfo("a", TypeF32, 0, 1), tinfo("a", TypeF32, 32, 1))},
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -283,8 +284,14 @@ func (f *File) checkTensors() error {
 			return fmt.Errorf("gguf: %s: tensor %d %q: offset %d is not a multiple of the alignment %d", f.Name, i, ti.Name, ti.Offset, f.Alignment)
 		}
 		if ti.Offset > uint64(f.Size) || f.DataOffset+int64(ti.Offset) > f.Size-n {
-			start := uint64(f.DataOffset) + ti.Offset
-			return fmt.Errorf("gguf: %s: tensor %d %q: data [%d, %d) beyond end of file (%d bytes)", f.Name, i, ti.Name, start, start+uint64(n), f.Size)
+			// Say where the data would start without letting the sum wrap
+			// into a range that looks like it is inside the file.
+			start, carry := bits.Add64(uint64(f.DataOffset), ti.Offset, 0)
+			where := fmt.Sprintf("at file offset %d", start)
+			if carry != 0 || start > math.MaxInt64 {
+				where = "past any file offset"
+			}
+			return fmt.Errorf("gguf: %s: tensor %d %q: data offset %d (%s, %d bytes long) is beyond the end of the file (size %d)", f.Name, i, ti.Name, ti.Offset, where, n, f.Size)
 		}
 		start := f.DataOffset + int64(ti.Offset)
 		spans = append(spans, span{start, start + n, i})

@@ -29,10 +29,15 @@ func OpenCached(path, cacheDir string) (*model.Model, error) {
 	}
 	cached := filepath.Join(cacheDir, "converted", key+".cmf")
 	if _, err := os.Stat(cached); err == nil {
+		// A damaged cache entry is rebuilt, never trusted: its tensors are
+		// all checked now (as their first use would) so that the damage is
+		// found while the source is at hand.
 		if m, err := FromCMF(cached); err == nil {
-			return m, nil
+			if err := m.Weights.(interface{ verifyAll() error }).verifyAll(); err == nil {
+				return m, nil
+			}
+			m.Close()
 		}
-		// A damaged cache entry is rebuilt, never trusted.
 		os.Remove(cached)
 	}
 	m, err := Open(path)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cortiq/cortiq/cmf"
 	"github.com/cortiq/cortiq/model"
@@ -196,9 +197,12 @@ func cmfTensorOrder(names []string) []string {
 
 // FromCMF opens a CMF file as a model. Weights alias the memory-mapped file
 // (natively; elsewhere they are read into memory); Model.Close releases it.
-// Tensor checksums are not verified here, since that reads every byte: use
-// cmf.Open and File.Verify for that. Model.Source is the provenance the file
-// records (the original sources of the import).
+// Every tensor's data is checked against its CRC-32C when it is first used
+// (not here, which would read every byte before any is needed): a damaged
+// tensor's Weights.Tensor call returns false, and its *cmf.ChecksumError,
+// naming the file and the tensor, is what the Weights' Err method returns.
+// Model.Source is the provenance the file records (the original sources of
+// the import).
 func FromCMF(path string) (*model.Model, error) {
 	f, err := cmf.Open(path)
 	if err != nil {
@@ -214,10 +218,15 @@ func FromCMF(path string) (*model.Model, error) {
 
 // FromCMFFile imports an opened CMF file (for instance one read with
 // cmf.Read through HTTP range requests in the browser); Model.Close closes
-// it. On a memory-mapped file the weights alias the mapping; otherwise each
-// Weights.Tensor call reads that tensor (nothing is cached), and a read error
-// makes it return false, with the error available from the Weights' Err
-// method (interface{ Err() error }).
+// it (close the model, not the file: on a mapped file a background pass
+// checks the tensors until Model.Close stops it). On a memory-mapped file
+// the weights alias the mapping; otherwise each Weights.Tensor call reads
+// that tensor (nothing is cached). Tensors are
+// checked as FromCMF says; a read error or checksum mismatch makes Tensor
+// return false, with the error available from the Weights' Err method
+// (interface{ Err() error }); ReadTensorRows checks a tensor's checksum
+// when its last row is read in order (out of order, it reads the whole
+// tensor once to check it).
 func FromCMFFile(f *cmf.File) (*model.Model, error) {
 	return cmfModel(f)
 }
@@ -230,54 +239,150 @@ func cmfModel(f *cmf.File) (*model.Model, error) {
 	if _, ok := f.Entry(model.TokenEmbd); !ok {
 		return nil, fmt.Errorf("cmf: %s: no %s", f.Name, model.TokenEmbd)
 	}
-	var weights model.Weights
+	w := &cmfWeights{f: f, checks: make(map[string]*cmfCheck, len(f.Tensors))}
+	for _, name := range f.Names() {
+		w.checks[name] = &cmfCheck{}
+	}
+	// Only unmapped weights offer row ranges (model.RangeReader): mapped
+	// tensors are uploaded whole, straight from the mapping.
+	var weights model.Weights = &cmfLazyWeights{w}
 	if f.Mapped() {
-		w := make(model.MapWeights, len(f.Tensors))
+		w.mapped = make(model.MapWeights, len(f.Tensors))
 		for _, name := range f.Names() {
 			t, err := f.Tensor(name)
 			if err != nil {
 				return nil, err
 			}
-			w[name] = t
+			w.mapped[name] = t
 		}
 		weights = w
-	} else {
-		weights = &cmfLazyWeights{f: f}
+		w.verifyAhead(max(1, runtime.GOMAXPROCS(0)-1))
 	}
 	prov := f.Meta.Provenance
 	if prov.Format == "" {
 		prov = model.Provenance{Format: "cmf", Files: []model.SourceFile{{Name: filepath.Base(f.Name), Size: f.Size}}}
 	}
-	return &model.Model{Arch: a, Weights: weights, Tokenizer: f.Meta.Tokenizer, Source: prov, Close: f.Close}, nil
+	closeFile := func() error {
+		w.stopVerify() // the pass reads the mapping Close releases
+		return f.Close()
+	}
+	return &model.Model{Arch: a, Weights: weights, Tokenizer: f.Meta.Tokenizer, Source: prov, Close: closeFile}, nil
 }
 
-// cmfLazyWeights reads tensors from an unmapped file on demand.
-type cmfLazyWeights struct {
-	f   *cmf.File
-	mu  sync.Mutex
-	err error
+// cmfLazyWeights are the weights of an unmapped file: cmfWeights that can
+// also be read in row ranges (ranged.go).
+type cmfLazyWeights struct{ *cmfWeights }
+
+// cmfWeights are a CMF file's tensors, each checked against its CRC-32C on
+// first use: once for a mapping (the bytes do not change), on every read
+// otherwise (each read may see different bytes).
+type cmfWeights struct {
+	f      *cmf.File
+	mapped model.MapWeights // the tensors aliasing the mapping, or nil: read on demand
+	checks map[string]*cmfCheck
+	mu     sync.Mutex
+	err    error
+
+	// The background pass over a mapping (verifyAhead).
+	bg   sync.WaitGroup
+	next atomic.Int64 // index of the next tensor to check
+	stop atomic.Bool
 }
 
-func (w *cmfLazyWeights) Names() []string { return w.f.Names() }
+// verifyAhead checks a mapping's tensors on workers goroutines, in
+// directory order (the order SaveCMF writes and backends load), so that a backend taking every tensor in turn (as cpu.New does)
+// finds most already checked: the checksums of a large file cost about
+// 1/workers of one pass. A tensor being checked when it is asked for is
+// waited for, never checked twice. stopVerify must be called before the
+// mapping goes away.
+func (w *cmfWeights) verifyAhead(workers int) {
+	names := w.f.Names()
+	for range workers {
+		w.bg.Add(1)
+		go func() {
+			defer w.bg.Done()
+			for !w.stop.Load() {
+				i := w.next.Add(1) - 1
+				if i >= int64(len(names)) {
+					return
+				}
+				name := names[i]
+				c := w.checks[name]
+				c.once.Do(func() { c.err = w.f.CheckData(name, w.mapped[name].Data) })
+			}
+		}()
+	}
+}
 
-func (w *cmfLazyWeights) Tensor(name string) (*tensor.Tensor, bool) {
-	if _, ok := w.f.Entry(name); !ok {
+// stopVerify ends the background pass and waits for it.
+func (w *cmfWeights) stopVerify() {
+	w.stop.Store(true)
+	w.bg.Wait()
+}
+
+// cmfCheck is the checking state of one tensor.
+type cmfCheck struct {
+	once sync.Once
+	err  error // of the checksum, once done
+	// For ReadTensorRows: the checksum of the tensor's first next bytes,
+	// read in order, and whether the whole tensor was checked.
+	mu      sync.Mutex
+	next    int64
+	crc     uint32
+	checked bool
+}
+
+func (w *cmfWeights) Names() []string { return w.f.Names() }
+
+func (w *cmfWeights) fail(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+}
+
+func (w *cmfWeights) Tensor(name string) (*tensor.Tensor, bool) {
+	c, ok := w.checks[name]
+	if !ok {
 		return nil, false
 	}
-	t, err := w.f.Tensor(name)
-	if err != nil {
-		w.mu.Lock()
-		if w.err == nil {
-			w.err = err
+	if w.mapped != nil {
+		if !w.f.Mapped() {
+			w.fail(fmt.Errorf("cmf: %s: file is closed", w.f.Name))
+			return nil, false
 		}
-		w.mu.Unlock()
+		t := w.mapped[name]
+		c.once.Do(func() { c.err = w.f.CheckData(name, t.Data) })
+		if c.err != nil {
+			w.fail(c.err)
+			return nil, false
+		}
+		return t, true
+	}
+	t, err := w.f.Tensor(name)
+	if err == nil {
+		err = w.f.CheckData(name, t.Data)
+	}
+	if err != nil {
+		w.fail(err)
 		return nil, false
 	}
 	return t, true
 }
 
-// Err returns the first error a Tensor call met.
-func (w *cmfLazyWeights) Err() error {
+// verifyAll checks every tensor, as their first use would.
+func (w *cmfWeights) verifyAll() error {
+	for _, name := range w.f.Names() {
+		if _, ok := w.Tensor(name); !ok {
+			return w.Err()
+		}
+	}
+	return nil
+}
+
+// Err returns the first error a Tensor or ReadTensorRows call met.
+func (w *cmfWeights) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err

@@ -353,14 +353,14 @@ func ggufArch(g ggufMeta, style model.RopeStyle, w model.MapWeights) (model.Arch
 	if a.Context, err = g.intKey("context_length", -1, 0); err != nil {
 		return a, err
 	}
-	eps, err := g.floatKey("attention.layer_norm_rms_epsilon", -1)
+	if _, ok := g.f.Metadata[g.key("attention.layer_norm_rms_epsilon")]; !ok {
+		return a, g.errorf("missing metadata %s", g.key("attention.layer_norm_rms_epsilon"))
+	}
+	eps, err := g.floatKey("attention.layer_norm_rms_epsilon", 0)
 	if err != nil {
 		return a, err
 	}
-	if eps < 0 {
-		return a, g.errorf("missing metadata %s", g.key("attention.layer_norm_rms_epsilon"))
-	}
-	a.NormEps = float32(eps)
+	a.NormEps = float32(eps) // checked by Arch.Validate
 
 	// Vocabulary: the embedding matrix is the truth for the math (some
 	// vocabularies are padded); the metadata serves when it is absent.

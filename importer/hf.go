@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cortiq/cortiq/internal/jsonerr"
+	"github.com/cortiq/cortiq/mapfile"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/safetensors"
 )
@@ -31,7 +33,7 @@ var hfTokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "gene
 // packed into one bank per layer (copies). Model.Close releases the mapping.
 func FromHF(dir string) (*model.Model, error) {
 	cfgPath := filepath.Join(dir, "config.json")
-	cfgBytes, err := os.ReadFile(cfgPath)
+	cfgBytes, err := mapfile.ReadFile(cfgPath)
 	if err != nil {
 		return nil, fmt.Errorf("hf: %w", err)
 	}
@@ -43,7 +45,7 @@ func FromHF(dir string) (*model.Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hf: %s: %w", cfgPath, err)
 	}
-	gen, _ := os.ReadFile(filepath.Join(dir, "generation_config.json"))
+	gen, _ := mapfile.ReadFile(filepath.Join(dir, "generation_config.json"))
 	if err := hfSpecialTokens(&arch, &cfg, gen); err != nil {
 		return nil, fmt.Errorf("hf: %s: %w", dir, err)
 	}
@@ -65,7 +67,7 @@ func FromHF(dir string) (*model.Model, error) {
 	m := &model.Model{Arch: arch, Weights: w, Close: set.Close}
 	tok := &model.TokenizerData{Kind: "hf", Files: map[string][]byte{}}
 	for _, name := range hfTokenizerFiles {
-		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+		if b, err := mapfile.ReadFile(filepath.Join(dir, name)); err == nil {
 			tok.Files[name] = b
 		}
 	}
@@ -108,7 +110,7 @@ func hfDigest(path string) (model.SourceFile, error) {
 func hfParseConfig(b []byte) (hfConfig, error) {
 	var c hfConfig
 	if err := json.Unmarshal(b, &c); err != nil {
-		return c, err
+		return c, jsonerr.Error(err)
 	}
 	if c.ModelType == "gemma3" {
 		if isNull(c.TextConfig) {
@@ -116,7 +118,7 @@ func hfParseConfig(b []byte) (hfConfig, error) {
 		}
 		var t hfConfig
 		if err := json.Unmarshal(c.TextConfig, &t); err != nil {
-			return c, fmt.Errorf("text_config: %w", err)
+			return c, fmt.Errorf("text_config: %w", jsonerr.Error(err))
 		}
 		if t.ModelType == "" {
 			t.ModelType = "gemma3_text"
@@ -149,7 +151,7 @@ func hfSpecialTokens(a *model.Arch, c *hfConfig, gen []byte) error {
 	}
 	if len(gen) > 0 {
 		if err := json.Unmarshal(gen, &g); err != nil {
-			return fmt.Errorf("generation_config.json: %w", err)
+			return fmt.Errorf("generation_config.json: %w", jsonerr.Error(err))
 		}
 	}
 	bos, err := hfTokenIDs(c.BosTokenID)
@@ -429,7 +431,7 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 				ConvKernel: deref(c.LinearConvKernelDim, 4),
 			}
 			if d := l.Delta; d.KeyHeads <= 0 || d.ValueHeads <= 0 || d.ValueHeads%d.KeyHeads != 0 || d.KeyDim <= 0 || d.ValueDim <= 0 || d.ConvKernel <= 0 {
-				return a, fmt.Errorf("layer %d: bad linear-attention dimensions %+v", i, *d)
+				return a, fmt.Errorf("layer %d: bad linear-attention dimensions (key heads %d, value heads %d, key dim %d, value dim %d, conv kernel %d): all must be positive, value heads a multiple of key heads", i, d.KeyHeads, d.ValueHeads, d.KeyDim, d.ValueDim, d.ConvKernel)
 			}
 		default:
 			return a, fmt.Errorf("layer %d: layer type %q is not supported", i, types[i])

@@ -4,10 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/cortiq/cortiq/mapfile"
 	"github.com/cortiq/cortiq/model"
 )
 
@@ -33,7 +33,7 @@ func digestProvenance(p model.Provenance) (model.Provenance, error) {
 }
 
 func fileSHA256(path string) (string, int64, error) {
-	f, err := os.Open(path)
+	f, err := mapfile.OpenRegular(path)
 	if err != nil {
 		return "", 0, err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cortiq/cortiq/cmf"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -65,6 +66,10 @@ func (w *cmfLazyWeights) TensorInfo(name string) (tensor.Codec, []int, bool) {
 	return e.Codec, slices.Clone(e.Shape), true
 }
 
+// ReadTensorRows reads rows as asked and checks the tensor's checksum: it
+// extends a running CRC-32C while the rows come in order from the first,
+// and compares it when the last row is read; a read that skips ahead reads
+// the whole tensor once to check it instead.
 func (w *cmfLazyWeights) ReadTensorRows(name string, row0, nrows int, dst []byte) error {
 	e, ok := w.f.Entry(name)
 	if !ok {
@@ -74,5 +79,30 @@ func (w *cmfLazyWeights) ReadTensorRows(name string, row0, nrows int, dst []byte
 	if err != nil {
 		return fmt.Errorf("cmf: %s: tensor %q: %w", w.f.Name, name, err)
 	}
-	return w.f.ReadRange(name, off, dst)
+	if err := w.f.ReadRange(name, off, dst); err != nil {
+		w.fail(err)
+		return err
+	}
+	c := w.checks[name]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.checked {
+		return c.err
+	}
+	switch end := off + int64(len(dst)); {
+	case off == c.next:
+		c.crc = cmf.UpdateChecksum(c.crc, dst)
+		c.next = end
+	case end <= c.next:
+		// Rows already folded into the running checksum.
+	default:
+		c.checked, c.err = true, w.f.VerifyTensor(name)
+	}
+	if !c.checked && c.next == e.Length {
+		c.checked, c.err = true, w.f.CheckSum(name, c.crc)
+	}
+	if c.err != nil {
+		w.fail(c.err)
+	}
+	return c.err
 }

@@ -19,9 +19,10 @@ type File struct {
 }
 
 // Open opens path, mapping it when possible. An empty file, or one too
-// large for this address space, is not mapped.
+// large for this address space, is not mapped. Only regular files are
+// opened (see OpenRegular): a FIFO or device is refused, never waited on.
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+	fd, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}

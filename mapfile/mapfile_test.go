@@ -48,3 +48,26 @@ func TestEmptyFileIsNotMapped(t *testing.T) {
 		t.Fatal("empty file mapped")
 	}
 }
+
+func TestRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := mkfifo(fifo); err != nil {
+		t.Skipf("mkfifo %s: %v", fifo, err)
+	}
+	for _, p := range []string{fifo, dir} {
+		// Opening the FIFO for reading would block forever without the check.
+		if _, err := Open(p); err == nil {
+			t.Fatalf("Open(%s) succeeded", p)
+		} else if _, ok := err.(*NotRegularError); !ok {
+			t.Fatalf("Open(%s): %v, want a NotRegularError", p, err)
+		}
+		if _, err := ReadFile(p); err == nil {
+			t.Fatalf("ReadFile(%s) succeeded", p)
+		}
+	}
+	_, err := Open(fifo)
+	if want := fifo + ": a named pipe (FIFO), not a regular file"; err.Error() != want {
+		t.Fatalf("error %q, want %q", err, want)
+	}
+}

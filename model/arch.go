@@ -7,6 +7,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -175,44 +176,160 @@ type Arch struct {
 	Layers         []Layer    `json:"layers"`
 }
 
-// Validate checks the internal consistency an engine relies on.
+// Limits on sizes Validate accepts: far above any real model, low enough
+// that no product of two of them overflows an int or a float32 index.
+const (
+	maxDim     = 1 << 24 // vocab, hidden, widths, heads, head dims, kernels
+	maxContext = 1 << 31
+)
+
+// Validate checks the internal consistency an engine relies on, and that
+// every number is one the forward pass can use: sizes positive and bounded,
+// epsilons and scales finite (an epsilon and an attention scale positive;
+// an embedding, residual or logit scale of 0 means 1), rope bases finite
+// and positive. A NaN or zero epsilon, say, would make every logit NaN, and
+// greedy decoding would then emit token 0 forever.
 func (a *Arch) Validate() error {
 	if a.Vocab <= 0 || a.Hidden <= 0 || len(a.Layers) == 0 {
 		return fmt.Errorf("model: arch %q: vocab %d, hidden %d, %d layers: all must be positive", a.Family, a.Vocab, a.Hidden, len(a.Layers))
 	}
-	for i, l := range a.Layers {
-		switch l.Mixer {
-		case MixerAttention:
-			at := l.Attn
-			if at == nil || at.Heads <= 0 || at.KVHeads <= 0 || at.HeadDim <= 0 || at.Heads%at.KVHeads != 0 {
-				return fmt.Errorf("model: layer %d: bad attention spec %+v", i, at)
-			}
-			if at.Rope.Dims < 0 || at.Rope.Dims > at.HeadDim || at.Rope.Dims%2 != 0 {
-				return fmt.Errorf("model: layer %d: rope dims %d for head_dim %d", i, at.Rope.Dims, at.HeadDim)
-			}
-		case MixerShortConv:
-			if l.Conv == nil || l.Conv.Kernel <= 0 {
-				return fmt.Errorf("model: layer %d: bad short-conv spec", i)
-			}
-		case MixerGatedDelta:
-			if l.Delta == nil || l.Delta.KeyHeads <= 0 || l.Delta.ValueHeads <= 0 {
-				return fmt.Errorf("model: layer %d: bad gated-delta spec", i)
-			}
-		default:
-			return fmt.Errorf("model: layer %d: unknown mixer %q", i, l.Mixer)
+	if a.Vocab > maxDim || a.Hidden > maxDim || len(a.Layers) > maxDim {
+		return fmt.Errorf("model: arch %q: vocab %d, hidden %d, %d layers: at most %d each", a.Family, a.Vocab, a.Hidden, len(a.Layers), maxDim)
+	}
+	if a.Context < 0 || a.Context > maxContext {
+		return fmt.Errorf("model: context %d: must be in [0, %d]", a.Context, maxContext)
+	}
+	if !finite(float64(a.NormEps)) || a.NormEps <= 0 || a.NormEps >= 1 {
+		return fmt.Errorf("model: norm epsilon %g: must be a finite number in (0, 1)", a.NormEps)
+	}
+	for _, s := range []struct {
+		name string
+		v    float32
+	}{{"embedding scale", a.EmbedScale}, {"residual scale", a.ResidualScale}, {"logit scale", a.LogitScale}} {
+		// 0 means 1 to the backends (an arch written without the field).
+		if !finite(float64(s.v)) {
+			return fmt.Errorf("model: %s %g: must be finite", s.name, s.v)
 		}
-		switch l.FFN {
-		case FFNDense:
-			if l.FFNHidden <= 0 {
-				return fmt.Errorf("model: layer %d: dense FFN width %d", i, l.FFNHidden)
-			}
-		case FFNMoE:
-			if l.MoE == nil || l.MoE.Experts <= 0 || l.MoE.TopK <= 0 || l.MoE.TopK > l.MoE.Experts {
-				return fmt.Errorf("model: layer %d: bad MoE spec", i)
-			}
-		default:
-			return fmt.Errorf("model: layer %d: unknown FFN %q", i, l.FFN)
+	}
+	if !finite(float64(a.FinalSoftcap)) || a.FinalSoftcap < 0 {
+		return fmt.Errorf("model: final logit softcap %g: must be finite, 0 (none) or positive", a.FinalSoftcap)
+	}
+	if a.BOS < -1 {
+		return fmt.Errorf("model: BOS id %d", a.BOS)
+	}
+	for _, id := range a.EOS {
+		if id < 0 {
+			return fmt.Errorf("model: EOS id %d", id)
 		}
+	}
+	for i := range a.Layers {
+		if err := a.Layers[i].validate(a.Hidden); err != nil {
+			return fmt.Errorf("model: layer %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// dims checks that every named size is in [1, maxDim].
+func dims(kv ...any) error {
+	for k := 0; k+1 < len(kv); k += 2 {
+		if v := kv[k+1].(int); v <= 0 || v > maxDim {
+			return fmt.Errorf("%s %d: must be in [1, %d]", kv[k], v, maxDim)
+		}
+	}
+	return nil
+}
+
+func (l *Layer) validate(hidden int) error {
+	switch l.Mixer {
+	case MixerAttention:
+		at := l.Attn
+		if at == nil {
+			return fmt.Errorf("attention layer without an attention spec")
+		}
+		if err := dims("heads", at.Heads, "kv heads", at.KVHeads, "head dim", at.HeadDim); err != nil {
+			return fmt.Errorf("attention: %w", err)
+		}
+		if at.Heads%at.KVHeads != 0 {
+			return fmt.Errorf("attention: %d heads is not a multiple of %d kv heads", at.Heads, at.KVHeads)
+		}
+		if at.Rope.Dims < 0 || at.Rope.Dims > at.HeadDim || at.Rope.Dims%2 != 0 {
+			return fmt.Errorf("rope dims %d for head_dim %d", at.Rope.Dims, at.HeadDim)
+		}
+		if at.Rope.Dims > 0 && (!finite(at.Rope.Theta) || at.Rope.Theta <= 0) {
+			return fmt.Errorf("rope theta %g: must be finite and positive", at.Rope.Theta)
+		}
+		sc := &at.Rope.Scaling
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"factor", sc.Factor}, {"low_freq_factor", sc.LowFreqFactor}, {"high_freq_factor", sc.HighFreqFactor}, {"beta_fast", sc.BetaFast}, {"beta_slow", sc.BetaSlow}, {"attn_factor", sc.AttnFactor}} {
+			if !finite(f.v) || f.v < 0 {
+				return fmt.Errorf("rope scaling %s %g: must be finite and not negative", f.name, f.v)
+			}
+		}
+		if sc.Type != "" && sc.Factor <= 0 {
+			return fmt.Errorf("rope scaling %q with factor %g: must be positive", sc.Type, sc.Factor)
+		}
+		if sc.OriginalContext < 0 {
+			return fmt.Errorf("rope scaling original context %d", sc.OriginalContext)
+		}
+		if !finite(float64(at.Scale)) || at.Scale <= 0 {
+			return fmt.Errorf("attention scale %g: must be finite and positive", at.Scale)
+		}
+		if at.Window < 0 {
+			return fmt.Errorf("attention window %d", at.Window)
+		}
+		if !finite(float64(at.Softcap)) || at.Softcap < 0 {
+			return fmt.Errorf("attention softcap %g: must be finite, 0 (none) or positive", at.Softcap)
+		}
+	case MixerShortConv:
+		if l.Conv == nil {
+			return fmt.Errorf("short-conv layer without a short-conv spec")
+		}
+		if err := dims("short-conv kernel", l.Conv.Kernel); err != nil {
+			return err
+		}
+	case MixerGatedDelta:
+		d := l.Delta
+		if d == nil {
+			return fmt.Errorf("gated-delta layer without a gated-delta spec")
+		}
+		if err := dims("key heads", d.KeyHeads, "value heads", d.ValueHeads, "key dim", d.KeyDim, "value dim", d.ValueDim, "conv kernel", d.ConvKernel); err != nil {
+			return fmt.Errorf("gated delta: %w", err)
+		}
+		if d.ValueHeads%d.KeyHeads != 0 {
+			return fmt.Errorf("gated delta: %d value heads is not a multiple of %d key heads", d.ValueHeads, d.KeyHeads)
+		}
+	default:
+		return fmt.Errorf("unknown mixer %q", l.Mixer)
+	}
+	switch l.FFN {
+	case FFNDense:
+		if err := dims("dense FFN width", l.FFNHidden); err != nil {
+			return err
+		}
+	case FFNMoE:
+		m := l.MoE
+		if m == nil {
+			return fmt.Errorf("MoE layer without a MoE spec")
+		}
+		if err := dims("experts", m.Experts, "experts per token", m.TopK, "expert width", m.ExpertHidden); err != nil {
+			return fmt.Errorf("MoE: %w", err)
+		}
+		if m.TopK > m.Experts {
+			return fmt.Errorf("MoE: %d experts per token of %d", m.TopK, m.Experts)
+		}
+		if m.SharedHidden < 0 || m.SharedHidden > maxDim {
+			return fmt.Errorf("MoE: shared expert width %d", m.SharedHidden)
+		}
+		if !finite(float64(m.RoutedScale)) || m.RoutedScale < 0 {
+			return fmt.Errorf("MoE: routed scale %g: must be finite and not negative", m.RoutedScale)
+		}
+	default:
+		return fmt.Errorf("unknown FFN %q", l.FFN)
 	}
 	return nil
 }
@@ -221,6 +338,16 @@ func (a *Arch) Validate() error {
 type Weights interface {
 	Tensor(name string) (*tensor.Tensor, bool)
 	Names() []string
+}
+
+// WeightsErr returns the error behind w's failed Tensor lookups (a read
+// error, a checksum mismatch) when w records one through the optional method
+// Err() error, as weights read or checked on demand do; nil otherwise.
+func WeightsErr(w Weights) error {
+	if e, ok := w.(interface{ Err() error }); ok {
+		return e.Err()
+	}
+	return nil
 }
 
 // Model is an architecture with its weights and, when the source carried

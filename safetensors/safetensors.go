@@ -22,6 +22,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/cortiq/cortiq/internal/jsonerr"
 	"github.com/cortiq/cortiq/mapfile"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -195,7 +196,7 @@ func parse(r io.ReaderAt, size int64, name string) (*File, error) {
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(hb, &raw); err != nil {
-		return fail("header JSON: %v", err)
+		return fail("header JSON: %s", jsonerr.Describe(err))
 	}
 	sf := &File{
 		name:    name,
@@ -208,14 +209,14 @@ func parse(r io.ReaderAt, size int64, name string) (*File, error) {
 		if key == "__metadata__" {
 			var md map[string]string
 			if err := json.Unmarshal(msg, &md); err != nil {
-				return fail("__metadata__ must map strings to strings: %v", err)
+				return fail("__metadata__ must map strings to strings: %s", jsonerr.Describe(err))
 			}
 			sf.metadata = md
 			continue
 		}
 		var e rawEntry
 		if err := json.Unmarshal(msg, &e); err != nil {
-			return fail("tensor %q: %v", key, err)
+			return fail("tensor %q: %s", key, jsonerr.Describe(err))
 		}
 		esz := e.DType.Size()
 		if esz == 0 {

@@ -123,12 +123,17 @@ func TestHostile(t *testing.T) {
 		"badoffsets":  header(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}}`, 8),
 		"badmetadata": header(`{"__metadata__":{"a":1}}`, 0),
 		"array":       header(`[1]`, 0),
+		"shapetype":   header(`{"a":{"dtype":"F32","shape":"x","data_offsets":[0,4]}}`, 8),
+		"entrytype":   header(`{"a":3}`, 8),
+		"mdtype":      header(`{"__metadata__":{"a":1}}`, 8),
 	}
 	for name, b := range cases {
 		if _, err := Read(bytes.NewReader(b), int64(len(b)), name); err == nil {
 			t.Errorf("%s: no error", name)
 		} else if !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: error %q does not name the file", name, err)
+		} else if strings.Contains(err.Error(), "Go struct") || strings.Contains(err.Error(), "Go value") || strings.Contains(err.Error(), "rawEntry") {
+			t.Errorf("%s: error %q prints Go internals", name, err)
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cortiq/cortiq/internal/jsonerr"
+	"github.com/cortiq/cortiq/mapfile"
 	"github.com/cortiq/cortiq/tensor"
 )
 
@@ -59,13 +61,13 @@ type index struct {
 // OpenIndex opens a sharded checkpoint from its index file. Every tensor the
 // weight_map names must be present in the shard it names.
 func OpenIndex(indexPath string) (*Set, error) {
-	b, err := os.ReadFile(indexPath)
+	b, err := mapfile.ReadFile(indexPath)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
 	var ix index
 	if err := json.Unmarshal(b, &ix); err != nil {
-		return nil, fmt.Errorf("safetensors: %s: %w", indexPath, err)
+		return nil, fmt.Errorf("safetensors: %s: %w", indexPath, jsonerr.Error(err))
 	}
 	if len(ix.WeightMap) == 0 {
 		return nil, fmt.Errorf("safetensors: %s: empty weight_map", indexPath)

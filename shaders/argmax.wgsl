@@ -1,9 +1,10 @@
 // Greedy pick over the last head row of the logits, second stage: the
 // best of the n parts argmax_part.wgsl wrote (value bits, index; index
-// 0xFFFFFFFF for none), the lowest index on ties, so the pick is the
-// row's argmax with the lowest index among equals and NaN never chosen
-// (token 0 if every value is NaN). The pick is written to tokens[0] (the
-// next step's embedding input) and ids[step[4]]. Dispatch (1, 1, 1).
+// 0xFFFFFFFF for none, 0xFFFFFFFE for a span holding a NaN or infinity),
+// the lowest index on ties, so the pick is the row's argmax with the
+// lowest index among equals, or POISON (0xFFFFFFFE) when any logit is not
+// finite. The pick is written to tokens[0] (the next step's embedding
+// input; 0 for POISON) and ids[step[4]]. Dispatch (1, 1, 1).
 struct P {
     n: u32,
     _p0: u32,
@@ -23,7 +24,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     for (var i = lid.x; i < p.n; i += 256u) {
         let pv = part[i];
         let v = bitcast<f32>(pv.x);
-        if (pv.y != NONE && (idx == NONE || v > best || (v == best && pv.y < idx))) {
+        if (better(v, pv.y, best, idx)) {
             best = v;
             idx = pv.y;
         }
@@ -33,7 +34,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
         if (r == NONE) {
             r = 0u;
         }
-        tokens[0] = r;
+        // POISON (a non-finite logit) goes to the host, which refuses it;
+        // the next step's embedding input stays in range meanwhile.
+        var tok = r;
+        if (r == POISON) {
+            tok = 0u;
+        }
+        tokens[0] = tok;
         ids[step[4]] = r;
     }
 }

@@ -1,7 +1,8 @@
 // First stage of the greedy pick: workgroup g finds the largest value of
 // elements [g·per, (g+1)·per) of the last head row of the logits (the
-// lowest index on ties, NaN never chosen) and writes (value bits, index)
-// to part[g], index 0xFFFFFFFF when its span holds no pick. One workgroup
+// lowest index on ties) and writes (value bits, index) to part[g], index
+// 0xFFFFFFFF when its span holds no pick and 0xFFFFFFFE (POISON) when it
+// holds a NaN or infinity. One workgroup
 // reading a whole 100k+ vocabulary waited on ~100 loads in turn per
 // thread (90 µs on an H200); spread over many workgroups each thread makes
 // a few independent loads. Dispatch (ceil(n/per), 1, 1); argmax.wgsl
@@ -31,9 +32,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let i = i0 + 256u * c;
             if (i < hi) {
                 let v = logits[row + i];
-                if (v > bestv[c] || (besti[c] == NONE && v == bestv[c])) {
+                var ci = i;
+                if (!finite(v)) {
+                    ci = POISON;
+                }
+                if (better(v, ci, bestv[c], besti[c])) {
                     bestv[c] = v;
-                    besti[c] = i;
+                    besti[c] = ci;
                 }
             }
         }
@@ -41,7 +46,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     var best = bestv[0];
     var idx = besti[0];
     for (var c = 1u; c < 4u; c++) {
-        if (besti[c] != NONE && (idx == NONE || bestv[c] > best || (bestv[c] == best && besti[c] < idx))) {
+        if (better(bestv[c], besti[c], best, idx)) {
             best = bestv[c];
             idx = besti[c];
         }

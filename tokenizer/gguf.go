@@ -141,14 +141,17 @@ func fromGGUF(md map[string]any) (*Tokenizer, error) {
 		vocab[tok] = i // last wins, as llama.cpp's token_to_id
 		t.ids[tok] = i
 	}
+	// id reads a special token's id; one outside the vocabulary, given or
+	// defaulted (a one-token vocabulary has no default BOS 1), means none.
 	id := func(key string, def int) int {
-		if v, ok := mdInt(md, key); ok && v >= 0 && v < int64(n) {
-			return int(v)
+		v, ok := mdInt(md, key)
+		if !ok {
+			v = int64(def)
 		}
-		if v, ok := mdInt(md, key); ok && (v < 0 || v >= int64(n)) {
+		if v < 0 || v >= int64(n) {
 			return -1
 		}
-		return def
+		return int(v)
 	}
 	var addBOS, addEOS bool
 	switch modelName {

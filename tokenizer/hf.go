@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
+	"github.com/cortiq/cortiq/mapfile"
 	"github.com/cortiq/cortiq/model"
 )
 
@@ -123,7 +123,7 @@ func (c component) pattern(key string) (matcher, error) {
 // FromFile loads a tokenizer.json (or tokenizer.json.gz). A
 // tokenizer_config.json and generation_config.json beside it are read too.
 func FromFile(path string) (*Tokenizer, error) {
-	data, err := os.ReadFile(path)
+	data, err := mapfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
@@ -143,9 +143,9 @@ func FromFile(path string) (*Tokenizer, error) {
 	// Beside foo.tokenizer.json look for foo.tokenizer_config.json too.
 	stem := strings.TrimSuffix(strings.TrimSuffix(base, ".gz"), "tokenizer.json")
 	for _, name := range []string{"tokenizer_config.json", "generation_config.json"} {
-		if b, err := os.ReadFile(dir + stem + name); err == nil {
+		if b, err := mapfile.ReadFile(dir + stem + name); err == nil {
 			td.Files[name] = b
-		} else if b, err := os.ReadFile(dir + name); err == nil && stem == "" {
+		} else if b, err := mapfile.ReadFile(dir + name); err == nil && stem == "" {
 			td.Files[name] = b
 		}
 	}

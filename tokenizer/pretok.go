@@ -42,22 +42,22 @@ func (m goRegexMatcher) findAll(s string, dst [][2]int) [][2]int {
 }
 
 // regexp2Matcher runs patterns Go's regexp cannot (lookarounds). regexp2
-// reports rune offsets; they are mapped back to byte offsets.
+// reports rune offsets; they are mapped back to byte offsets of s itself:
+// an invalid byte is one U+FFFD rune of width 1 (mapping through a
+// repaired copy, where U+FFFD takes 3 bytes, gave offsets past the end).
 type regexp2Matcher struct{ re *regexp2.Regexp }
 
 func (m regexp2Matcher) findAll(s string, dst [][2]int) [][2]int {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	runes := []rune(s)
+	runes := make([]rune, 0, len(s))
 	// byteOff[k] is the byte offset of rune k.
-	byteOff := make([]int, len(runes)+1)
-	off := 0
-	for k, r := range runes {
-		byteOff[k] = off
-		off += utf8.RuneLen(r)
+	byteOff := make([]int, 0, len(s)+1)
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		runes = append(runes, r)
+		byteOff = append(byteOff, i)
+		i += w
 	}
-	byteOff[len(runes)] = off
+	byteOff = append(byteOff, len(s))
 	mt, err := m.re.FindRunesMatch(runes)
 	for err == nil && mt != nil {
 		if mt.Length > 0 {

@@ -503,16 +503,25 @@ func TestKernelArgmax(t *testing.T) {
 			{"max-last", func(v []float32) { v[n-1] = 9 }, n - 1},
 			{"tie-lowest", func(v []float32) { v[n-99] = 9; v[17] = 9; v[400] = 9; v[n/2] = 9 }, 17},
 			{"tie-across-spans", func(v []float32) { v[n-1] = 9; v[n/2+1] = 9 }, n/2 + 1},
-			{"nan-skipped", func(v []float32) { v[5] = nan; v[6] = 8 }, 6},
+			// Any non-finite logit makes the pick POISON (tokens[0] 0).
+			{"nan", func(v []float32) { v[5] = nan; v[6] = 8 }, argmaxPoison},
+			{"nan-last", func(v []float32) { v[n-1] = nan; v[6] = 8 }, argmaxPoison},
 			{"nan-span", func(v []float32) {
 				for i := range min(n, 2048) {
 					v[i] = nan
 				}
 				v[n-3] = 7
-			}, n - 3},
+			}, argmaxPoison},
 			{"all-nan", func(v []float32) {
 				for i := range v {
 					v[i] = nan
+				}
+			}, argmaxPoison},
+			{"inf", func(v []float32) { v[n/2] = float32(math.Inf(1)) }, argmaxPoison},
+			{"minus-inf", func(v []float32) { v[n/3] = float32(math.Inf(-1)); v[7] = 9 }, argmaxPoison},
+			{"lowest-finite", func(v []float32) {
+				for i := range v {
+					v[i] = -math.MaxFloat32
 				}
 			}, 0},
 		} {
@@ -529,8 +538,12 @@ func TestKernelArgmax(t *testing.T) {
 				k.run("argmax", src, kindsArgmax, [3]uint32{1, 1, 1}, k.uniform(parts, 0, 0, 0), st, picks, toks, ids)
 				rawT, _ := k.d.ReadBuffer(toks, 4)
 				rawI, _ := k.d.ReadBuffer(ids, 8)
-				if got := int(u32s(rawT)[0]); got != tc.want {
-					t.Errorf("tokens[0] = %d, want %d", got, tc.want)
+				wantTok := tc.want
+				if wantTok == argmaxPoison {
+					wantTok = 0 // the next step's embedding input stays in range
+				}
+				if got := int(u32s(rawT)[0]); got != wantTok {
+					t.Errorf("tokens[0] = %d, want %d", got, wantTok)
 				}
 				if got := int(u32s(rawI)[1]); got != tc.want {
 					t.Errorf("ids[1] = %d, want %d", got, tc.want)

@@ -1011,6 +1011,10 @@ func (s *Session) SubmitGreedy(first, k int) (*GreedyBatch, error) {
 
 // CollectGreedy waits for batch g and returns its k picks. Batches are
 // collected in the order they were submitted.
+// argmaxPoison is the pick argmax.wgsl reports for a row of logits holding
+// a NaN or infinity (POISON in argmax_pick.wgsl).
+const argmaxPoison = 0xFFFFFFFE
+
 func (s *Session) CollectGreedy(g *GreedyBatch) ([]int, error) {
 	if s.broken != nil {
 		return nil, fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
@@ -1026,6 +1030,9 @@ func (s *Session) CollectGreedy(g *GreedyBatch) ([]int, error) {
 	out := make([]int, g.k)
 	for i := range out {
 		out[i] = int(binary.LittleEndian.Uint32(raw[4*i:]))
+		if out[i] == argmaxPoison {
+			return nil, s.fail(fmt.Errorf("webgpu: non-finite logits (NaN or infinity) at greedy step %d of %d", i+1, g.k))
+		}
 		if out[i] >= s.b.arch.Vocab {
 			return nil, s.fail(fmt.Errorf("webgpu: device picked token %d outside the vocabulary", out[i]))
 		}

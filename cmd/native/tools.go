@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/resolve"
@@ -125,6 +126,10 @@ func cmdInfo(args []string) error {
 		return err
 	}
 	defer closeModel(m)
+	// What run would refuse, info refuses too.
+	if err := engine.Check(m); err != nil {
+		return err
+	}
 	if *jsonOut {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -154,7 +159,13 @@ func cmdInfo(args []string) error {
 	countBy := map[tensor.Codec]int{}
 	var params int64
 	for _, n := range names {
-		t, _ := m.Weights.Tensor(n)
+		t, ok := m.Weights.Tensor(n)
+		if !ok {
+			if err := model.WeightsErr(m.Weights); err != nil {
+				return err
+			}
+			return fmt.Errorf("%s: tensor %q listed but absent", *name, n)
+		}
 		bytesBy[t.Codec] += int64(len(t.Data))
 		countBy[t.Codec]++
 		params += int64(t.Elements())

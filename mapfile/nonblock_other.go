@@ -1,0 +1,5 @@
+//go:build !unix
+
+package mapfile
+
+const openNonblock = 0
