@@ -35,6 +35,10 @@ type Options struct {
 	// state (KV cache, recurrent state) to the device session for the
 	// decode; a device session that cannot take it replays the prompt.
 	PrefillOnCPU bool
+	// RewindDepth is the number of newest positions a session of a model
+	// with recurrent layers can rewind exactly (speculative decoding
+	// rewinds up to Spec.K); 0 = backend.DefaultRewindDepth.
+	RewindDepth int
 }
 
 // Engine is a loaded model with its tokenizer and backends. It is safe for
@@ -65,7 +69,7 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 		}
 		e.Tokenizer = tok
 	}
-	c, err := cpu.New(m, cpu.Options{})
+	c, err := cpu.New(m, cpu.Options{RewindDepth: opts.RewindDepth})
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +197,9 @@ type Request struct {
 	// many tokens per device submit (the argmax feeding the next embedding
 	// on the device). Tokens still stream one by one, in bursts.
 	GreedyBatch int
+	// Spec, when set, decodes speculatively (see Spec); GreedyBatch is
+	// then ignored.
+	Spec *Spec
 }
 
 // Token is one generated token as it streams.
@@ -217,6 +224,8 @@ type Result struct {
 	WeightBytesToken int64   `json:"weight_bytes_per_token,omitempty"` // weight bytes the device reads per decode step
 	ResidentBytes    int64   `json:"resident_bytes,omitempty"`
 	DeviceError      string  `json:"device_error,omitempty"`
+	// Spec reports speculative decoding (nil without).
+	Spec *SpecStats `json:"spec,omitempty"`
 }
 
 // Encode tokenizes a prompt with the model's rules for special tokens.
@@ -269,6 +278,13 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		res.DeviceError = e.devErr.Error()
 	}
 	smp := sample.New(req.Sampling)
+	var sp *speculator
+	if req.Spec != nil {
+		if sp, err = e.newSpeculator(*req.Spec, sess, smp, req.Sampling, maxCtx, req.Backend); err != nil {
+			return nil, err
+		}
+		defer sp.close()
+	}
 	history := append([]int(nil), prompt...)
 	var dec *tokenizer.StreamDecoder
 	if e.Tokenizer != nil {
@@ -293,7 +309,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	// token costs a large readback plus garbage), GreedyBatch of them per
 	// submit.
 	batch := 0
-	if p.Greedy() && (p.RepeatPenalty == 0 || p.RepeatPenalty == 1) && p.PresencePenalty == 0 && p.FrequencyPenalty == 0 {
+	if sp == nil && p.Greedy() && (p.RepeatPenalty == 0 || p.RepeatPenalty == 1) && p.PresencePenalty == 0 && p.FrequencyPenalty == 0 {
 		batch = max(req.GreedyBatch, 1)
 	}
 	// pending holds ids the device already picked; all but the last of
@@ -306,6 +322,12 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		}
 		var id int
 		consumed := false
+		if len(pending) == 0 && sp != nil && n > 0 {
+			// The speculator consumes the last token with its drafts.
+			if pending, err = sp.step(history, maxNew-n); err != nil {
+				return nil, err
+			}
+		}
 		if len(pending) > 0 {
 			id, pending = pending[0], pending[1:]
 			consumed = len(pending) > 0
@@ -340,7 +362,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		if n == maxNew-1 {
 			break
 		}
-		if consumed {
+		if consumed || sp != nil {
 			decoded++
 			continue
 		}
@@ -376,6 +398,17 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		res.DecodeTokS = float64(decoded) / time.Since(t1).Seconds()
 	}
 	res.Text = text.String()
+	if sp != nil {
+		st := sp.stats
+		if st.Drafted > 0 {
+			st.Rate = float64(st.Accepted) / float64(st.Drafted)
+		}
+		if st.targetSteps > 0 {
+			st.TokensPerStep = float64(len(res.IDs)-1) / float64(st.targetSteps)
+		}
+		st.EffectiveTokS = res.DecodeTokS
+		res.Spec = &st
+	}
 	res.Backend = sess.name()
 	if sess.failure != nil {
 		res.DeviceError = sess.failure.Error()
