@@ -51,6 +51,8 @@ type Engine struct {
 	devErr    error           // why the device backend is not in use
 	owned     bool            // Close releases the backends and the model
 
+	spec *Spec // the default speculation (SetSpec)
+
 	cpuMu  sync.Mutex
 	cpu    backend.Backend // built by cpuNew on first use when nil
 	cpuNew func() (backend.Backend, error)
@@ -279,6 +281,9 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	}
 	smp := sample.New(req.Sampling)
 	var sp *speculator
+	if req.Spec == nil {
+		req.Spec = e.spec
+	}
 	if req.Spec != nil {
 		if sp, err = e.newSpeculator(*req.Spec, sess, smp, req.Sampling, maxCtx, req.Backend); err != nil {
 			return nil, err

@@ -55,6 +55,28 @@ type SpecStats struct {
 	targetSteps   int
 }
 
+// SetSpec makes sp the speculation of every request that sets none (nil:
+// none), after checking a draft's vocabulary. Not safe to call while
+// generations run.
+func (e *Engine) SetSpec(sp *Spec) error {
+	if sp != nil {
+		switch sp.Mode {
+		case "ngram":
+		case "draft":
+			if sp.Draft == nil {
+				return errors.New("engine: speculative mode draft without a draft model")
+			}
+			if err := CheckDraft(e, sp.Draft); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("engine: unknown speculative mode %q (ngram or draft)", sp.Mode)
+		}
+	}
+	e.spec = sp
+	return nil
+}
+
 // DefaultSpecK is Spec.K's default.
 const DefaultSpecK = 4
 

@@ -26,6 +26,8 @@ type modelFlags struct {
 	gpuLayers  string
 	vramBudget string
 	cpuPrefill bool
+	// rewindDepth sizes the sessions' rewind (speculative decoding).
+	rewindDepth int
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -51,7 +53,7 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	r.Download = hubDownloader()
 	e, err := engine.Load(ctx, r, m.model, engine.Options{
 		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget,
-		PrefillOnCPU: m.cpuPrefill,
+		PrefillOnCPU: m.cpuPrefill, RewindDepth: m.rewindDepth,
 	})
 	if err != nil {
 		return nil, err
@@ -142,8 +144,10 @@ func cmdRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var mf modelFlags
 	var sf samplingFlags
+	var spf specFlags
 	mf.register(fs)
 	sf.register(fs)
+	spf.register(fs)
 	prompt := fs.String("p", "", "prompt text")
 	idsFlag := fs.String("ids", "", "prompt token ids, comma separated (no BOS is added)")
 	n := fs.Int("n", 128, "tokens to generate")
@@ -160,6 +164,9 @@ func cmdRun(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if err := spf.prepare(&mf); err != nil {
+		return err
+	}
 	ctx, cancel := interruptible()
 	defer cancel()
 	e, err := mf.load(ctx)
@@ -167,6 +174,11 @@ func cmdRun(args []string) error {
 		return err
 	}
 	defer e.Close()
+	closeDraft, err := spf.attach(ctx, mf, e)
+	if err != nil {
+		return err
+	}
+	defer closeDraft()
 	req := engine.Request{MaxTokens: *n, Sampling: sf.params(), Stop: stops, IgnoreEOS: *ignoreEOS, GreedyBatch: *greedyBatch}
 	switch {
 	case *idsFlag != "":

@@ -23,7 +23,9 @@ func init() {
 func cmdServe(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var mf modelFlags
+	var spf specFlags
 	mf.register(fs)
+	spf.register(fs)
 	// -m is repeatable here: every model is served under its base name.
 	var models multiFlag
 	mflag := fs.Lookup("m")
@@ -44,6 +46,9 @@ func cmdServe(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := spf.prepare(&mf); err != nil {
+		return err
 	}
 	// Refuse an unsafe address before spending time on models.
 	if err := server.CheckBind(*addr, *token); err != nil {
@@ -72,8 +77,15 @@ func cmdServe(args []string) error {
 		if err != nil {
 			return nil, "", "", err
 		}
+		// Every model served speculates as the flags say (--draft
+		// against each one's vocabulary).
+		closeDraft, err := spf.attach(ctx, mf, e)
+		if err != nil {
+			e.Close()
+			return nil, "", "", err
+		}
 		progress(server.Progress{Stage: "ready"})
-		return server.FromEngine(e), server.ModelName(path), path, nil
+		return withDraft{server.FromEngine(e), closeDraft}, server.ModelName(path), path, nil
 	}
 	cfg := server.Config{
 		Token: *token, AllowOrigins: origins, WebDir: *web, MaxActive: *maxActive, MaxPerConn: *maxPerConn,
@@ -125,5 +137,17 @@ func cmdServe(args []string) error {
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
+	return err
+}
+
+// withDraft closes a served model's draft with it.
+type withDraft struct {
+	server.Model
+	closeDraft func()
+}
+
+func (m withDraft) Close() error {
+	err := m.Model.Close()
+	m.closeDraft()
 	return err
 }
