@@ -5,7 +5,7 @@ package backend
 // leave the depth at zero: Rewind can drop up to that many of the newest
 // positions of a model with recurrent layers. Attention-only models rewind
 // any number (their KV entries are indexed by position).
-const DefaultRewindDepth = 8
+const DefaultRewindDepth = 4
 
 // Rewinder is implemented by sessions that can drop their newest positions
 // exactly: after Rewind(n) the session continues as if it had consumed only

@@ -39,6 +39,11 @@ type Options struct {
 	// with recurrent layers can rewind exactly (speculative decoding
 	// rewinds up to Spec.K); 0 = backend.DefaultRewindDepth.
 	RewindDepth int
+	// PrefixCacheBytes keeps finished sessions (KV cache, recurrent
+	// state) up to about this many bytes, least recently used out first:
+	// a request whose prompt shares a prefix with one prefills only the
+	// rest (see prefix.go). 0 = off.
+	PrefixCacheBytes int64
 }
 
 // Engine is a loaded model with its tokenizer and backends. It is safe for
@@ -51,7 +56,8 @@ type Engine struct {
 	devErr    error           // why the device backend is not in use
 	owned     bool            // Close releases the backends and the model
 
-	spec *Spec // the default speculation (SetSpec)
+	spec   *Spec        // the default speculation (SetSpec)
+	prefix *prefixCache // nil without Options.PrefixCacheBytes
 
 	cpuMu  sync.Mutex
 	cpu    backend.Backend // built by cpuNew on first use when nil
@@ -64,6 +70,9 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 		opts.Backend = "auto"
 	}
 	e := &Engine{Model: m, opts: opts, owned: true}
+	if opts.PrefixCacheBytes > 0 {
+		e.prefix = &prefixCache{budget: opts.PrefixCacheBytes}
+	}
 	if m.Tokenizer != nil {
 		tok, err := tokenizer.Load(m.Tokenizer)
 		if err != nil {
@@ -126,7 +135,11 @@ func (e *Engine) wantDevice() string {
 // session needs it, so a model the device holds is not also read into
 // memory. Close leaves the backends and the model to the caller.
 func NewWithBackends(m *model.Model, tok *tokenizer.Tokenizer, dev backend.Backend, devErr error, cpu func() (backend.Backend, error), opts Options) *Engine {
-	return &Engine{Model: m, Tokenizer: tok, opts: opts, dev: dev, devErr: devErr, cpuNew: cpu}
+	e := &Engine{Model: m, Tokenizer: tok, opts: opts, dev: dev, devErr: devErr, cpuNew: cpu}
+	if opts.PrefixCacheBytes > 0 {
+		e.prefix = &prefixCache{budget: opts.PrefixCacheBytes}
+	}
+	return e
 }
 
 // cpuBackend is the CPU backend, built on first use.
@@ -160,6 +173,7 @@ func (e *Engine) BackendName() string {
 
 // Close releases the backends and the model's mapping.
 func (e *Engine) Close() error {
+	e.closePrefix()
 	if !e.owned {
 		return nil
 	}
@@ -226,6 +240,9 @@ type Result struct {
 	WeightBytesToken int64   `json:"weight_bytes_per_token,omitempty"` // weight bytes the device reads per decode step
 	ResidentBytes    int64   `json:"resident_bytes,omitempty"`
 	DeviceError      string  `json:"device_error,omitempty"`
+	// CachedTokens are the prompt's leading tokens a kept session already
+	// held (Options.PrefixCacheBytes): only the rest were prefilled.
+	CachedTokens int `json:"cached_tokens,omitempty"`
 	// Spec reports speculative decoding (nil without).
 	Spec *SpecStats `json:"spec,omitempty"`
 }
@@ -269,13 +286,14 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	if maxNew <= 0 || len(prompt)+maxNew > maxCtx {
 		maxNew = maxCtx - len(prompt)
 	}
-	sess, err := e.newSession(maxCtx, req.Backend)
+	sess, reused, err := e.acquire(prompt, maxCtx, req.Backend)
 	if err != nil {
 		return nil, err
 	}
-	defer sess.Close()
+	sound := false // the generation ended without error: the session may be kept
+	defer func() { e.release(sess, sound) }()
 
-	res := &Result{PromptTokens: len(prompt), FinishReason: "length"}
+	res := &Result{PromptTokens: len(prompt), CachedTokens: reused, FinishReason: "length"}
 	if e.devErr != nil {
 		res.DeviceError = e.devErr.Error()
 	}
@@ -299,12 +317,12 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	stopper := NewStopMatcher(req.Stop)
 
 	t0 := time.Now()
-	logits, err := sess.prefill(prompt)
+	logits, err := sess.prefill(prompt[reused:])
 	if err != nil {
 		return nil, err
 	}
 	tPrefill := time.Since(t0)
-	res.PrefillTokS = float64(len(prompt)) / tPrefill.Seconds()
+	res.PrefillTokS = float64(len(prompt)-reused) / tPrefill.Seconds()
 	var upAfterFirst, subAfterFirst, tokAfterFirst int64
 	t1 := time.Now()
 	decoded := 0
@@ -433,6 +451,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 			res.SubmitsPerToken = float64(sub-subAfterFirst) / float64(tok-tokAfterFirst)
 		}
 	}
+	sound = true
 	return res, nil
 }
 
