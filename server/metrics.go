@@ -31,6 +31,8 @@ type metrics struct {
 	// rate of the latest speculative generation (bits of a float64).
 	specDrafted, specAccepted atomic.Int64
 	specTokS                  atomic.Uint64
+
+	cachedTokens atomic.Int64 // prompt tokens served from kept sessions
 }
 
 // spec records a finished generation's speculative decoding.
@@ -136,6 +138,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	m.mu.Unlock()
 	counter("cortiq_generated_tokens_total", "Tokens generated.", m.tokens.Load())
 	counter("cortiq_prompt_tokens_total", "Prompt tokens processed.", m.promptTokens.Load())
+	counter("cortiq_prompt_tokens_reused_total", "Prompt tokens a kept session already held (prefix reuse): not prefilled again.", m.cachedTokens.Load())
 	counter("cortiq_rejected_generations_total", "Generations refused because the server was at its limit.", m.rejected.Load())
 	counter("cortiq_websocket_dropped_total", "Websocket connections dropped for being too slow or misbehaving.", m.wsDropped.Load())
 	gauge("cortiq_active_generations", "Generations in flight.", s.active.Load())

@@ -28,6 +28,8 @@ type modelFlags struct {
 	cpuPrefill bool
 	// rewindDepth sizes the sessions' rewind (speculative decoding).
 	rewindDepth int
+	// prefixCache is the byte budget of kept sessions (prefix reuse).
+	prefixCache int64
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -53,7 +55,7 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	r.Download = hubDownloader()
 	e, err := engine.Load(ctx, r, m.model, engine.Options{
 		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget,
-		PrefillOnCPU: m.cpuPrefill, RewindDepth: m.rewindDepth,
+		PrefillOnCPU: m.cpuPrefill, RewindDepth: m.rewindDepth, PrefixCacheBytes: m.prefixCache,
 	})
 	if err != nil {
 		return nil, err

@@ -41,6 +41,7 @@ func cmdServe(args []string) error {
 	maxPerConn := fs.Int("max-per-conn", 8, "concurrent generations per websocket connection")
 	slots := fs.Int("slots", 0, "generations each model runs at once, the others wait in order (0 = no bound)")
 	allowLoad := fs.Bool("allow-load", true, "let authenticated websocket clients load more models on this server")
+	promptCache := fs.String("prompt-cache", "1GiB", "bytes of finished sessions kept per model, so a request sharing a prefix prefills only the rest (0 = off)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -49,6 +50,10 @@ func cmdServe(args []string) error {
 	}
 	if err := spf.prepare(&mf); err != nil {
 		return err
+	}
+	var err error
+	if mf.prefixCache, err = parseBytes(*promptCache); err != nil {
+		return fmt.Errorf("--prompt-cache: %w", err)
 	}
 	// Refuse an unsafe address before spending time on models.
 	if err := server.CheckBind(*addr, *token); err != nil {
