@@ -133,6 +133,16 @@ func (e *Engine) newSpeculator(spec Spec, target *session, smp *sample.Sampler, 
 	if k <= 0 {
 		k = DefaultSpecK
 	}
+	// A model with recurrent layers rewinds at most its rewind depth
+	// without a replay: the target up to k, the draft up to k-1.
+	if d, ok := e.recurrentDepth(); ok {
+		k = min(k, d)
+	}
+	if spec.Draft != nil {
+		if d, ok := spec.Draft.recurrentDepth(); ok {
+			k = min(k, d+1)
+		}
+	}
 	sp := &speculator{spec: spec, k: k, target: target, smp: smp, params: p, stats: SpecStats{Mode: spec.Mode, K: k}}
 	switch spec.Mode {
 	case "ngram":
@@ -164,6 +174,20 @@ func (e *Engine) newSpeculator(spec Spec, target *session, smp *sample.Sampler, 
 		return nil, fmt.Errorf("engine: unknown speculative mode %q (ngram or draft)", spec.Mode)
 	}
 	return sp, nil
+}
+
+// recurrentDepth is the sessions' rewind depth when the model has
+// recurrent layers (short conv, DeltaNet); ok is false without them.
+func (e *Engine) recurrentDepth() (depth int, ok bool) {
+	for _, l := range e.Model.Arch.Layers {
+		if l.Conv != nil || l.Delta != nil {
+			if depth = e.opts.RewindDepth; depth <= 0 {
+				depth = backend.DefaultRewindDepth
+			}
+			return depth, true
+		}
+	}
+	return 0, false
 }
 
 func (sp *speculator) close() {
