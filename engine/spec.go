@@ -114,8 +114,13 @@ func CheckDraft(target, draft *Engine) error {
 
 // speculator runs the speculative steps of one generation.
 type speculator struct {
-	spec   Spec
-	k      int
+	spec Spec
+	k    int
+	// cur is the draft length of the next step: it grows by one after a
+	// step whose drafts were all accepted and halves after one whose
+	// drafts were all rejected, so a drafter that keeps missing costs
+	// little verification.
+	cur    int
 	target *session
 	smp    *sample.Sampler // the target's sampler (the generation's)
 	params sample.Params
@@ -143,7 +148,7 @@ func (e *Engine) newSpeculator(spec Spec, target *session, smp *sample.Sampler, 
 			k = min(k, d+1)
 		}
 	}
-	sp := &speculator{spec: spec, k: k, target: target, smp: smp, params: p, stats: SpecStats{Mode: spec.Mode, K: k}}
+	sp := &speculator{spec: spec, k: k, cur: k, target: target, smp: smp, params: p, stats: SpecStats{Mode: spec.Mode, K: k}}
 	switch spec.Mode {
 	case "ngram":
 		if spec.NgramMax <= 0 {
@@ -202,7 +207,7 @@ func (sp *speculator) close() {
 func (sp *speculator) step(history []int, limit int) ([]int, error) {
 	t := sp.target
 	last := history[len(history)-1]
-	k := min(sp.k, limit-1, t.maxLen-len(t.history)-1)
+	k := min(sp.cur, limit-1, t.maxLen-len(t.history)-1)
 	var drafts []int
 	var qs []sample.Dist
 	if k > 0 {
@@ -258,6 +263,12 @@ func (sp *speculator) step(history []int, limit int) ([]int, error) {
 		out = append(out, d)
 		ctx = append(ctx, d)
 		sp.stats.Accepted++
+	}
+	switch accepted := len(out) - 1; accepted {
+	case len(drafts):
+		sp.cur = min(sp.k, sp.cur+1)
+	case 0:
+		sp.cur = max(1, sp.cur/2)
 	}
 	// The target consumed last and every draft; it keeps last and the
 	// accepted ones (all of out but its final token).
