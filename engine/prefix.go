@@ -122,10 +122,13 @@ func (s *session) canRewind(n int) bool {
 	return ok && r.Rewindable() >= n
 }
 
-// cacheBytes estimates the memory a cached session holds: its KV entries
-// (a device session allocates its whole context up front) and its
-// recurrent state (kept per step, RewindDepth+1 times).
+// cacheBytes estimates the memory a cached session holds: what a device
+// session reports it holds, else its KV entries and its recurrent state
+// (kept per step, RewindDepth+1 times).
 func (s *session) cacheBytes() int64 {
+	if r, ok := s.cur.(interface{ ResidentBytes() int64 }); ok && s.onDevice {
+		return r.ResidentBytes()
+	}
 	a := &s.e.Model.Arch
 	var perPos, fixed int64
 	for _, l := range a.Layers {
@@ -144,11 +147,7 @@ func (s *session) cacheBytes() int64 {
 	if depth <= 0 {
 		depth = backend.DefaultRewindDepth
 	}
-	pos := int64(len(s.history))
-	if s.onDevice {
-		pos = int64(s.maxLen)
-	}
-	return perPos*pos + fixed*int64(depth+1)
+	return perPos*int64(len(s.history)) + fixed*int64(depth+1)
 }
 
 func commonPrefix(a, b []int) int {

@@ -161,3 +161,7 @@ func (s *Session) Rewind(n int) error {
 	s.greedyTail = false
 	return nil
 }
+
+// ResidentBytes is the device memory the session holds (KV caches,
+// recurrent state, activations): what keeping it costs.
+func (s *Session) ResidentBytes() int64 { return s.resid }
