@@ -47,6 +47,9 @@ func checkSpecGreedy(t *testing.T, target *Engine, req Request, drafts map[strin
 		if !slices.Equal(got.IDs, want.IDs) || got.Text != want.Text {
 			t.Errorf("%s: speculative greedy %v\nplain greedy            %v", name, got.IDs, want.IDs)
 		}
+		if got.Backend != want.Backend || got.DeviceError != want.DeviceError || got.FallbackOps != want.FallbackOps {
+			t.Errorf("%s: ran on %s (%d fallbacks, %q), plain on %s (%d, %q)", name, got.Backend, got.FallbackOps, got.DeviceError, want.Backend, want.FallbackOps, want.DeviceError)
+		}
 		if got.Spec == nil {
 			t.Fatalf("%s: no speculative statistics", name)
 		}
@@ -86,19 +89,19 @@ func TestSpecGreedyFixtures(t *testing.T) {
 }
 
 // TestSpecGreedyDevice is TestSpecGreedyFixtures on the device (lavapipe
-// here) for a family of each kind of mixer.
+// here): every fixture family, n-gram lookup and a draft equal to the
+// target (one engine drafting for itself).
 func TestSpecGreedyDevice(t *testing.T) {
 	needAdapter(t)
-	for _, arch := range []string{"llama", "gemma2_sw8", "qwen3_moe", "lfm2", "qwen3_next"} {
+	for _, arch := range slices.Concat(fixtures.Dense, fixtures.Hybrid) {
 		t.Run(arch, func(t *testing.T) {
 			dir := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", arch)
 			e := loadEngine(t, dir, "webgpu")
 			if e.dev == nil {
 				t.Skipf("no device backend: %v", e.DeviceError())
 			}
-			self := loadEngine(t, dir, "webgpu")
 			req := Request{IDs: specPrompt(e.Model.Arch.Vocab), MaxTokens: 16, IgnoreEOS: true}
-			checkSpecGreedy(t, e, req, map[string]*Engine{"self": self})
+			checkSpecGreedy(t, e, req, map[string]*Engine{"self": e})
 		})
 	}
 }
