@@ -7,6 +7,11 @@
 // model, or fails mid-generation, hands over to the CPU backend, which
 // replays the sequence from the start: the tokens are those of a pure CPU
 // run and no half-computed result is ever returned.
+//
+// Generation may decode speculatively (Request.Spec, spec.go: n-gram lookup
+// or a draft model, verified in one batched step, the rejected tail
+// rewound) and may continue a kept session that shares the prompt's prefix
+// (Options.PrefixCacheBytes, prefix.go).
 package engine
 
 import (
