@@ -2,7 +2,10 @@
 // devices that run a model's forward pass (cpu, webgpu). The facade (package
 // engine) picks a Backend and falls back to the CPU one when a device backend
 // refuses or fails, replaying the sequence so no half-computed result is ever
-// returned.
+// returned. Optional capabilities are small interfaces a session may
+// implement: StateExporter/StateImporter (hand a sequence to another
+// backend), Rewinder (drop the newest positions exactly: speculative
+// decoding's rejected drafts, a new prompt sharing a kept prefix).
 package backend
 
 // Backend runs the forward pass of one loaded model on one kind of device.

@@ -21,13 +21,19 @@ import (
 )
 
 // Options tunes the CPU backend. The zero value is the reference behaviour.
-type Options struct{}
+type Options struct {
+	// RewindDepth is the number of per-step recurrent states a session of
+	// a model with short-conv or DeltaNet layers keeps, so Rewind can drop
+	// that many of its newest positions (0 = backend.DefaultRewindDepth).
+	RewindDepth int
+}
 
 // Backend runs a model on the CPU. It is safe to use from several sessions
 // at once.
 type Backend struct {
 	m       *model.Model
 	arch    *model.Arch
+	opts    Options
 	embd    *tensor.Tensor
 	output  *tensor.Tensor // token_embd when the embeddings are tied
 	outNorm []float32
@@ -76,7 +82,7 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 	default:
 		return nil, fmt.Errorf("cpu: norm %q not supported", a.Norm)
 	}
-	b := &Backend{m: m, arch: a}
+	b := &Backend{m: m, arch: a, opts: opts}
 	w := weightGetter{w: m.Weights}
 	b.embd = w.matrix(model.TokenEmbd, a.Vocab, a.Hidden)
 	if a.TiedEmbeddings {

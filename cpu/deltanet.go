@@ -58,23 +58,24 @@ func loadGatedDelta(w *weightGetter, i int, d *model.GatedDelta, hidden int) *de
 	return dw
 }
 
-// deltaState is one session's recurrent state for a gated-DeltaNet layer.
+// deltaState is one session's recurrent state for a gated-DeltaNet layer,
+// per length (see ring).
 type deltaState struct {
-	conv []float32 // the last K-1 conv inputs [K-1, convDim]
-	s    []float32 // [vh, kd, vd]
+	conv ring // the last K-1 conv inputs [K-1, convDim]
+	s    ring // [vh, kd, vd]
 }
 
-func newDeltaState(dw *deltaWeights) *deltaState {
+func newDeltaState(dw *deltaWeights, slots int) *deltaState {
 	d := dw.spec
 	return &deltaState{
-		conv: make([]float32, (d.ConvKernel-1)*dw.convDim),
-		s:    make([]float32, d.ValueHeads*d.KeyDim*d.ValueDim),
+		conv: newRing(slots, (d.ConvKernel-1)*dw.convDim),
+		s:    newRing(slots, d.ValueHeads*d.KeyDim*d.ValueDim),
 	}
 }
 
 func (st *deltaState) reset() {
-	clear(st.conv)
-	clear(st.s)
+	st.conv.reset()
+	st.s.reset()
 }
 
 func (s *Session) gatedDelta(dw *deltaWeights, st *deltaState, h []float32, n int) []float32 {
@@ -94,7 +95,9 @@ func (s *Session) gatedDelta(dw *deltaWeights, st *deltaState, h []float32, n in
 
 	// Regroup into the conv input [q | k | v] and the gate z, per token.
 	hist := make([]float32, (K-1+n)*C)
-	copy(hist, st.conv)
+	if s.pos > 0 {
+		copy(hist, st.conv.at(s.pos))
+	}
 	z := make([]float32, n*vd)
 	beta := make([]float32, n*vh)
 	gdec := make([]float32, n*vh)
@@ -129,17 +132,38 @@ func (s *Session) gatedDelta(dw *deltaWeights, st *deltaState, h []float32, n in
 		}
 		kernel.SiLU(conv[t*C : (t+1)*C])
 	}
-	copy(st.conv, hist[n*C:])
+	for t := max(0, n-len(st.conv)); t < n; t++ {
+		copy(st.conv.at(s.pos+t+1), hist[(t+1)*C:(t+K)*C])
+	}
 
-	// The recurrence, token by token; value heads are independent.
+	// The recurrence, token by token; value heads are independent. The
+	// state of each of the last len(st.s) tokens goes to its own slot;
+	// earlier tokens update a scratch copy.
 	o := make([]float32, n*vd)
 	scale := float32(1 / math.Sqrt(float64(dk)))
+	pos, tail := s.pos, max(0, n-len(st.s))
 	parallel(vh, func(lo, hi int, scratch []float32) {
 		qn, kn, mem := scratch[:dk], scratch[dk:2*dk], scratch[2*dk:2*dk+dv]
+		work := scratch[2*dk+dv:]
 		for vi := lo; vi < hi; vi++ {
 			g := vi / r
-			S := st.s[vi*dk*dv : (vi+1)*dk*dv]
+			hs := func(L int) []float32 { return st.s.at(L)[vi*dk*dv : (vi+1)*dk*dv] }
+			var S []float32
+			if pos > 0 {
+				S = hs(pos)
+			} else {
+				S = work
+				clear(S)
+			}
 			for t := range n {
+				if t >= tail {
+					dst := hs(pos + t + 1)
+					copy(dst, S)
+					S = dst
+				} else if &S[0] != &work[0] {
+					copy(work, S)
+					S = work
+				}
 				row := conv[t*C : (t+1)*C]
 				l2norm(qn, row[g*dk:(g+1)*dk])
 				kernel.Scale(qn, scale)
@@ -172,7 +196,7 @@ func (s *Session) gatedDelta(dw *deltaWeights, st *deltaState, h []float32, n in
 				}
 			}
 		}
-	}, 2*dk+dv)
+	}, 2*dk+dv+dk*dv)
 
 	res := make([]float32, n*H)
 	kernel.MatMul(res, dw.out, o, n)

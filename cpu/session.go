@@ -15,9 +15,11 @@ type Session struct {
 	b      *Backend
 	maxLen int
 	pos    int
-	caches []*kvCache  // per layer; nil for non-attention layers
-	conv   [][]float32 // per short-conv layer: the last Kernel-1 gated inputs
+	caches []*kvCache // per layer; nil for non-attention layers
+	conv   []ring     // per short-conv layer: the last Kernel-1 gated inputs
 	delta  []*deltaState
+	slots  int // recurrent states kept per layer (rewind depth + 1)
+	lo     int // the lowest length whose recurrent state is still kept
 
 	// hook, when set (tests), sees the residual stream after the embedding
 	// (layer -1) and after every layer: n rows of Hidden values.
@@ -51,13 +53,17 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		return nil, fmt.Errorf("cpu: session length %d", maxLen)
 	}
 	L := len(b.layers)
-	s := &Session{b: b, maxLen: maxLen, caches: make([]*kvCache, L), conv: make([][]float32, L), delta: make([]*deltaState, L)}
+	s := &Session{b: b, maxLen: maxLen, caches: make([]*kvCache, L), conv: make([]ring, L), delta: make([]*deltaState, L)}
+	s.slots = b.opts.RewindDepth + 1
+	if b.opts.RewindDepth <= 0 {
+		s.slots = backend.DefaultRewindDepth + 1
+	}
 	for i, l := range b.layers {
 		if l.delta != nil {
-			s.delta[i] = newDeltaState(l.delta)
+			s.delta[i] = newDeltaState(l.delta, s.slots)
 		}
 		if l.conv != nil {
-			s.conv[i] = make([]float32, (l.conv.spec.Kernel-1)*b.arch.Hidden)
+			s.conv[i] = newRing(s.slots, (l.conv.spec.Kernel-1)*b.arch.Hidden)
 		}
 		if l.attn != nil {
 			at := l.attn.spec
@@ -77,8 +83,9 @@ func (s *Session) Len() int { return s.pos }
 // Reset forgets every position; the caches are reused.
 func (s *Session) Reset() {
 	s.pos = 0
+	s.lo = 0
 	for _, c := range s.conv {
-		clear(c)
+		c.reset()
 	}
 	for _, d := range s.delta {
 		if d != nil {
@@ -135,7 +142,7 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 	if err := s.runLayers(x, n, 0, len(b.layers)); err != nil {
 		return nil, err
 	}
-	s.pos += n
+	s.consumed(s.pos + n)
 
 	// Final norm and logits, for the rows the caller wants.
 	rows := x
@@ -337,7 +344,11 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 		s.pos = end
 		return err
 	}
-	err := s.runLayers(x, n, from, to)
-	s.pos = end
-	return err
+	if err := s.runLayers(x, n, from, to); err != nil {
+		s.pos = end
+		return err
+	}
+	s.pos = pos0
+	s.consumed(end)
+	return nil
 }

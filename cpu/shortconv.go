@@ -42,16 +42,19 @@ func loadShortConv(w *weightGetter, i int, c *model.ShortConv, hidden int) *conv
 	return cw
 }
 
-// shortConv runs the mixer for n tokens. state holds the last Kernel-1
-// gated inputs B⊙x of the sequence (zeros before the first token).
-func (s *Session) shortConv(cw *convWeights, state []float32, h []float32, n int) []float32 {
+// shortConv runs the mixer for n tokens at positions s.pos... state holds
+// the last Kernel-1 gated inputs B⊙x of the sequence (zeros before the
+// first token), per length (see ring).
+func (s *Session) shortConv(cw *convWeights, state ring, h []float32, n int) []float32 {
 	H := s.b.arch.Hidden
 	K := cw.spec.Kernel
 	bcx := make([]float32, n*3*H)
 	kernel.MatMul(bcx, cw.in, h, n)
 	// hist holds the K-1 past gated inputs followed by the n new ones.
 	hist := make([]float32, (K-1+n)*H)
-	copy(hist, state)
+	if s.pos > 0 {
+		copy(hist, state.at(s.pos))
+	}
 	for t := range n {
 		row := bcx[t*3*H : (t+1)*3*H]
 		if cw.inB != nil {
@@ -76,7 +79,9 @@ func (s *Session) shortConv(cw *convWeights, state []float32, h []float32, n int
 			y[t*H+c] = C[c] * acc
 		}
 	}
-	copy(state, hist[n*H:])
+	for t := max(0, n-len(state)); t < n; t++ {
+		copy(state.at(s.pos+t+1), hist[(t+1)*H:(t+K)*H])
+	}
 	out := make([]float32, n*H)
 	kernel.MatMul(out, cw.out, y, n)
 	if cw.outB != nil {

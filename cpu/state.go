@@ -26,11 +26,11 @@ func (s *Session) ExportState() (*backend.State, error) {
 			l.V = append([]float32(nil), c.v[:n]...)
 		}
 		if c := s.conv[i]; c != nil {
-			l.Conv = append([]float32(nil), c...)
+			l.Conv = append([]float32(nil), s.live(c)...)
 		}
 		if d := s.delta[i]; d != nil {
-			l.Conv = append([]float32(nil), d.conv...)
-			l.Delta = append([]float32(nil), d.s...)
+			l.Conv = append([]float32(nil), s.live(d.conv)...)
+			l.Delta = append([]float32(nil), s.live(d.s)...)
 		}
 	}
 	return st, nil
@@ -50,10 +50,10 @@ func (s *Session) ImportState(st *backend.State) error {
 			kv[i] = c.width
 		}
 		if c := s.conv[i]; c != nil {
-			conv[i] = len(c)
+			conv[i] = len(c[0])
 		}
 		if d := s.delta[i]; d != nil {
-			conv[i], delta[i] = len(d.conv), len(d.s)
+			conv[i], delta[i] = len(d.conv[0]), len(d.s[0])
 		}
 	}
 	if err := st.Check(kv, conv, delta); err != nil {
@@ -69,13 +69,80 @@ func (s *Session) ImportState(st *backend.State) error {
 			copy(c.v, l.V)
 		}
 		if c := s.conv[i]; c != nil {
-			copy(c, l.Conv)
+			copy(c.at(st.Pos), l.Conv)
 		}
 		if d := s.delta[i]; d != nil {
-			copy(d.conv, l.Conv)
-			copy(d.s, l.Delta)
+			copy(d.conv.at(st.Pos), l.Conv)
+			copy(d.s.at(st.Pos), l.Delta)
 		}
 	}
 	s.pos = st.Pos
+	s.lo = st.Pos
+	return nil
+}
+
+// ring keeps a layer's recurrent state (a conv window, a DeltaNet matrix)
+// for the last len(ring) lengths: slot L % len(ring) is the state after L
+// positions. A step reads its start's slot and writes the state after
+// each of its last len(ring) tokens, so rewinding up to len(ring)-1
+// positions is a move of the position, as it is for the KV caches.
+type ring [][]float32
+
+func newRing(slots, n int) ring {
+	r := make(ring, slots)
+	for i := range r {
+		r[i] = make([]float32, n)
+	}
+	return r
+}
+
+func (r ring) at(L int) []float32 { return r[L%len(r)] }
+
+func (r ring) reset() {
+	for _, x := range r {
+		clear(x)
+	}
+}
+
+// live is the state after s.pos positions (zeros at position 0).
+func (s *Session) live(r ring) []float32 {
+	if s.pos == 0 {
+		return make([]float32, len(r[0]))
+	}
+	return r.at(s.pos)
+}
+
+// recurrent reports whether any layer keeps recurrent state.
+func (s *Session) recurrent() bool {
+	for i := range s.conv {
+		if s.conv[i] != nil || s.delta[i] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// consumed moves the position to end.
+func (s *Session) consumed(end int) {
+	s.pos = end
+	if s.recurrent() {
+		s.lo = max(s.lo, end-(s.slots-1))
+	}
+}
+
+var _ backend.Rewinder = (*Session)(nil)
+
+// Rewindable is how many of the newest positions Rewind can drop now.
+func (s *Session) Rewindable() int { return s.pos - s.lo }
+
+// Rewind drops the newest n positions; see backend.Rewinder.
+func (s *Session) Rewind(n int) error {
+	if s.caches == nil {
+		return fmt.Errorf("cpu: session is closed")
+	}
+	if n < 0 || n > s.Rewindable() {
+		return fmt.Errorf("cpu: cannot rewind %d of %d positions (%d kept)", n, s.pos, s.Rewindable())
+	}
+	s.pos -= n
 	return nil
 }

@@ -35,6 +35,8 @@ func openWebGPU(m *model.Model, opts Options, host backend.Backend) (backend.Bac
 		Device:     dev,
 		VRAMBudget: opts.VRAMBudget,
 		Layers:     opts.GPULayers,
+		// Speculative decoding rewinds up to its draft length.
+		RewindDepth: opts.RewindDepth,
 		// The caller already declined software adapters unless forced.
 		AllowSoftware: true,
 		Host: func(maxLen int) (webgpu.HostLayers, error) {

@@ -7,6 +7,11 @@
 // model, or fails mid-generation, hands over to the CPU backend, which
 // replays the sequence from the start: the tokens are those of a pure CPU
 // run and no half-computed result is ever returned.
+//
+// Generation may decode speculatively (Request.Spec, spec.go: n-gram lookup
+// or a draft model, verified in one batched step, the rejected tail
+// rewound) and may continue a kept session that shares the prompt's prefix
+// (Options.PrefixCacheBytes, prefix.go).
 package engine
 
 import (
@@ -35,6 +40,15 @@ type Options struct {
 	// state (KV cache, recurrent state) to the device session for the
 	// decode; a device session that cannot take it replays the prompt.
 	PrefillOnCPU bool
+	// RewindDepth is the number of newest positions a session of a model
+	// with recurrent layers can rewind exactly (speculative decoding
+	// rewinds up to Spec.K); 0 = backend.DefaultRewindDepth.
+	RewindDepth int
+	// PrefixCacheBytes keeps finished sessions (KV cache, recurrent
+	// state) up to about this many bytes, least recently used out first:
+	// a request whose prompt shares a prefix with one prefills only the
+	// rest (see prefix.go). 0 = off.
+	PrefixCacheBytes int64
 }
 
 // Engine is a loaded model with its tokenizer and backends. It is safe for
@@ -46,6 +60,9 @@ type Engine struct {
 	dev       backend.Backend // nil when running on the CPU only
 	devErr    error           // why the device backend is not in use
 	owned     bool            // Close releases the backends and the model
+
+	spec   *Spec        // the default speculation (SetSpec)
+	prefix *prefixCache // nil without Options.PrefixCacheBytes
 
 	cpuMu  sync.Mutex
 	cpu    backend.Backend // built by cpuNew on first use when nil
@@ -61,6 +78,9 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 	if err := e.checkContext(opts.MaxContext); err != nil {
 		return nil, err
 	}
+	if opts.PrefixCacheBytes > 0 {
+		e.prefix = &prefixCache{budget: opts.PrefixCacheBytes}
+	}
 	if m.Tokenizer != nil {
 		tok, err := tokenizer.Load(m.Tokenizer)
 		if err != nil {
@@ -68,7 +88,7 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 		}
 		e.Tokenizer = tok
 	}
-	c, err := cpu.New(m, cpu.Options{})
+	c, err := cpu.New(m, cpu.Options{RewindDepth: opts.RewindDepth})
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +143,11 @@ func (e *Engine) wantDevice() string {
 // session needs it, so a model the device holds is not also read into
 // memory. Close leaves the backends and the model to the caller.
 func NewWithBackends(m *model.Model, tok *tokenizer.Tokenizer, dev backend.Backend, devErr error, cpu func() (backend.Backend, error), opts Options) *Engine {
-	return &Engine{Model: m, Tokenizer: tok, opts: opts, dev: dev, devErr: devErr, cpuNew: cpu}
+	e := &Engine{Model: m, Tokenizer: tok, opts: opts, dev: dev, devErr: devErr, cpuNew: cpu}
+	if opts.PrefixCacheBytes > 0 {
+		e.prefix = &prefixCache{budget: opts.PrefixCacheBytes}
+	}
+	return e
 }
 
 // cpuBackend is the CPU backend, built on first use.
@@ -157,6 +181,7 @@ func (e *Engine) BackendName() string {
 
 // Close releases the backends and the model's mapping.
 func (e *Engine) Close() error {
+	e.closePrefix()
 	if !e.owned {
 		return nil
 	}
@@ -211,6 +236,9 @@ type Request struct {
 	// many tokens per device submit (the argmax feeding the next embedding
 	// on the device). Tokens still stream one by one, in bursts.
 	GreedyBatch int
+	// Spec, when set, decodes speculatively (see Spec); GreedyBatch is
+	// then ignored.
+	Spec *Spec
 }
 
 // Token is one generated token as it streams.
@@ -235,6 +263,11 @@ type Result struct {
 	WeightBytesToken int64   `json:"weight_bytes_per_token,omitempty"` // weight bytes the device reads per decode step
 	ResidentBytes    int64   `json:"resident_bytes,omitempty"`
 	DeviceError      string  `json:"device_error,omitempty"`
+	// CachedTokens are the prompt's leading tokens a kept session already
+	// held (Options.PrefixCacheBytes): only the rest were prefilled.
+	CachedTokens int `json:"cached_tokens,omitempty"`
+	// Spec reports speculative decoding (nil without).
+	Spec *SpecStats `json:"spec,omitempty"`
 }
 
 // Encode tokenizes a prompt with the model's rules for special tokens.
@@ -283,17 +316,28 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	if room := maxCtx - len(prompt); maxNew <= 0 || maxNew > room {
 		maxNew = room
 	}
-	sess, err := e.newSession(maxCtx, req.Backend)
+	sess, reused, err := e.acquire(prompt, maxCtx, req.Backend)
 	if err != nil {
 		return nil, err
 	}
-	defer sess.Close()
+	sound := false // the generation ended without error: the session may be kept
+	defer func() { e.release(sess, sound) }()
 
-	res := &Result{PromptTokens: len(prompt), FinishReason: "length"}
+	res := &Result{PromptTokens: len(prompt), CachedTokens: reused, FinishReason: "length"}
 	if e.devErr != nil {
 		res.DeviceError = e.devErr.Error()
 	}
 	smp := sample.New(req.Sampling)
+	var sp *speculator
+	if req.Spec == nil {
+		req.Spec = e.spec
+	}
+	if req.Spec != nil {
+		if sp, err = e.newSpeculator(*req.Spec, sess, smp, req.Sampling, maxCtx, req.Backend); err != nil {
+			return nil, err
+		}
+		defer sp.close()
+	}
 	history := append([]int(nil), prompt...)
 	var dec *tokenizer.StreamDecoder
 	if e.Tokenizer != nil {
@@ -303,12 +347,12 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	stopper := NewStopMatcher(req.Stop)
 
 	t0 := time.Now()
-	logits, err := sess.prefill(prompt)
+	logits, err := sess.prefill(prompt[reused:])
 	if err != nil {
 		return nil, err
 	}
 	tPrefill := time.Since(t0)
-	res.PrefillTokS = float64(len(prompt)) / tPrefill.Seconds()
+	res.PrefillTokS = float64(len(prompt)-reused) / tPrefill.Seconds()
 	var upAfterFirst, subAfterFirst, tokAfterFirst int64
 	t1 := time.Now()
 	decoded := 0
@@ -318,7 +362,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	// token costs a large readback plus garbage), GreedyBatch of them per
 	// submit.
 	batch := 0
-	if p.Greedy() && (p.RepeatPenalty == 0 || p.RepeatPenalty == 1) && p.PresencePenalty == 0 && p.FrequencyPenalty == 0 {
+	if sp == nil && p.Greedy() && (p.RepeatPenalty == 0 || p.RepeatPenalty == 1) && p.PresencePenalty == 0 && p.FrequencyPenalty == 0 {
 		batch = max(req.GreedyBatch, 1)
 	}
 	// pending holds ids the device already picked; all but the last of
@@ -331,6 +375,12 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		}
 		var id int
 		consumed := false
+		if len(pending) == 0 && sp != nil && n > 0 {
+			// The speculator consumes the last token with its drafts.
+			if pending, err = sp.step(history, maxNew-n); err != nil {
+				return nil, err
+			}
+		}
 		if len(pending) > 0 {
 			id, pending = pending[0], pending[1:]
 			consumed = len(pending) > 0
@@ -365,7 +415,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		if n == maxNew-1 {
 			break
 		}
-		if consumed {
+		if consumed || sp != nil {
 			decoded++
 			continue
 		}
@@ -401,6 +451,17 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		res.DecodeTokS = float64(decoded) / time.Since(t1).Seconds()
 	}
 	res.Text = text.String()
+	if sp != nil {
+		st := sp.stats
+		if st.Drafted > 0 {
+			st.Rate = float64(st.Accepted) / float64(st.Drafted)
+		}
+		if st.targetSteps > 0 {
+			st.TokensPerStep = float64(len(res.IDs)-1) / float64(st.targetSteps)
+		}
+		st.EffectiveTokS = res.DecodeTokS
+		res.Spec = &st
+	}
 	res.Backend = sess.name()
 	if sess.failure != nil {
 		res.DeviceError = sess.failure.Error()
@@ -420,6 +481,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 			res.SubmitsPerToken = float64(sub-subAfterFirst) / float64(tok-tokAfterFirst)
 		}
 	}
+	sound = true
 	return res, nil
 }
 

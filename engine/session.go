@@ -71,10 +71,14 @@ func (s *session) Forward(tokens []int, all bool) ([]float32, error) {
 		return nil, fmt.Errorf("engine: %d positions exceed the session's context of %d", len(s.history)+len(tokens), s.maxLen)
 	}
 	if s.ahead != nil {
-		// A greedy batch submitted ahead that this call does not follow.
+		// A greedy batch submitted ahead that this call does not follow;
+		// one the device cannot drop exactly moves the session to the CPU.
 		if p, ok := s.cur.(greedyPipeliner); ok {
 			if err := p.DropGreedy(s.ahead); err != nil {
-				return nil, err
+				s.ahead = nil
+				if err := s.toCPU(err); err != nil {
+					return nil, err
+				}
 			}
 		}
 		s.ahead = nil

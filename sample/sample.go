@@ -100,19 +100,43 @@ func Penalize(logits []float32, history []int, p Params) {
 
 // Sample picks the next id. logits is modified (penalties, scaling).
 func (s *Sampler) Sample(logits []float32, history []int) int {
+	c, probs, keep, ok := s.dist(logits, history)
+	if !ok {
+		return Argmax(logits)
+	}
+	var total float64
+	for i := 0; i < keep; i++ {
+		total += probs[i]
+	}
+	r := s.uniform() * total
+	for i := 0; i < keep; i++ {
+		r -= probs[i]
+		if r < 0 {
+			return c[i].id
+		}
+	}
+	return c[keep-1].id
+}
+
+// dist computes the candidates Sample draws from, best first, with their
+// probabilities (probs[:keep], not renormalized after the cut). ok is
+// false for greedy params and when no logit is finite: Sample takes the
+// argmax then.
+func (s *Sampler) dist(logits []float32, history []int) (c []candidate, probs []float64, keep int, ok bool) {
 	p := s.p
 	Penalize(logits, history, p)
 	if p.Greedy() {
-		return Argmax(logits)
+		return nil, nil, 0, false
 	}
-	c := s.cand[:0]
+	c = s.cand[:0]
 	for i, v := range logits {
 		if !math.IsInf(float64(v), -1) && !math.IsNaN(float64(v)) {
 			c = append(c, candidate{i, v})
 		}
 	}
+	s.cand = c
 	if len(c) == 0 {
-		return Argmax(logits)
+		return nil, nil, 0, false
 	}
 	// Sort descending by logit (the order temperature scaling keeps), ties by
 	// id, so the result does not depend on sort stability.
@@ -129,7 +153,7 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 	// tiny temperature saturates to 0 and 1 instead of overflowing to NaN.
 	maxv := float64(c[0].v)
 	invT := 1 / float64(p.Temperature)
-	probs := make([]float64, len(c))
+	probs = make([]float64, len(c))
 	var sum float64
 	for i := range c {
 		probs[i] = math.Exp((float64(c[i].v) - maxv) * invT)
@@ -138,7 +162,7 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 	for i := range probs {
 		probs[i] /= sum
 	}
-	keep := len(c)
+	keep = len(c)
 	if p.MinP > 0 {
 		th := probs[0] * float64(p.MinP)
 		for i := 1; i < keep; i++ {
@@ -158,18 +182,64 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 			}
 		}
 	}
+	return c, probs, keep, true
+}
+
+// Dist is a distribution over token ids: P[i] is the probability of
+// IDs[i]; ids absent have probability 0.
+type Dist struct {
+	IDs []int
+	P   []float64
+}
+
+// Prob is the probability of id.
+func (d Dist) Prob(id int) float64 {
+	for i, x := range d.IDs {
+		if x == id {
+			return d.P[i]
+		}
+	}
+	return 0
+}
+
+// Dist is the distribution Sample draws from for these logits and
+// history (the argmax with probability 1 for greedy params), normalized.
+// logits is modified as Sample modifies it.
+func (s *Sampler) Dist(logits []float32, history []int) Dist {
+	c, probs, keep, ok := s.dist(logits, history)
+	if !ok {
+		return Dist{IDs: []int{Argmax(logits)}, P: []float64{1}}
+	}
 	var total float64
 	for i := 0; i < keep; i++ {
 		total += probs[i]
 	}
-	r := s.uniform() * total
+	d := Dist{IDs: make([]int, keep), P: make([]float64, keep)}
 	for i := 0; i < keep; i++ {
-		r -= probs[i]
+		d.IDs[i], d.P[i] = c[i].id, probs[i]/total
+	}
+	return d
+}
+
+// Draw picks an id from d with the sampler's generator (d's first id
+// when its probabilities sum to zero).
+func (s *Sampler) Draw(d Dist) int {
+	var total float64
+	for _, p := range d.P {
+		total += p
+	}
+	if total <= 0 || len(d.IDs) == 1 {
+		return d.IDs[0]
+	}
+	r := s.uniform() * total
+	for i, p := range d.P {
+		r -= p
 		if r < 0 {
-			s.cand = c
-			return c[i].id
+			return d.IDs[i]
 		}
 	}
-	s.cand = c
-	return c[keep-1].id
+	return d.IDs[len(d.IDs)-1]
 }
+
+// Uniform is the next number in [0, 1) of the sampler's generator.
+func (s *Sampler) Uniform() float64 { return s.uniform() }

@@ -27,6 +27,23 @@ type metrics struct {
 
 	ttft    *histogram
 	latency *histogram
+
+	// Speculative decoding: tokens drafted and accepted, and the decode
+	// rate of the latest speculative generation (bits of a float64).
+	specDrafted, specAccepted atomic.Int64
+	specTokS                  atomic.Uint64
+
+	cachedTokens atomic.Int64 // prompt tokens served from kept sessions
+}
+
+// spec records a finished generation's speculative decoding.
+func (m *metrics) spec(res *Result) {
+	if res == nil || res.Spec == nil {
+		return
+	}
+	m.specDrafted.Add(int64(res.Spec.Drafted))
+	m.specAccepted.Add(int64(res.Spec.Accepted))
+	m.specTokS.Store(math.Float64bits(res.Spec.EffectiveTokS))
 }
 
 func newMetrics() *metrics {
@@ -122,12 +139,22 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	m.mu.Unlock()
 	counter("cortiq_generated_tokens_total", "Tokens generated.", m.tokens.Load())
 	counter("cortiq_prompt_tokens_total", "Prompt tokens processed.", m.promptTokens.Load())
+	counter("cortiq_prompt_tokens_reused_total", "Prompt tokens a kept session already held (prefix reuse): not prefilled again.", m.cachedTokens.Load())
 	counter("cortiq_rejected_generations_total", "Generations refused because the server was at its limit.", m.rejected.Load())
 	counter("cortiq_websocket_dropped_total", "Websocket connections dropped for being too slow or misbehaving.", m.wsDropped.Load())
 	counter("cortiq_connections_refused_total", "Connections refused because too many were not authenticated yet.", m.connsRefused.Load())
 	gauge("cortiq_active_generations", "Generations in flight.", s.active.Load())
 	gauge("cortiq_websocket_connections", "Open websocket connections.", m.wsConns.Load())
 	gauge("cortiq_workers", "Registered workers.", int64(len(s.Workers())))
+	drafted, accepted := m.specDrafted.Load(), m.specAccepted.Load()
+	counter("cortiq_spec_drafted_tokens_total", "Tokens proposed by speculative decoding (n-gram lookup or a draft model).", drafted)
+	counter("cortiq_spec_accepted_tokens_total", "Proposed tokens the target model accepted.", accepted)
+	rate := 0.0
+	if drafted > 0 {
+		rate = float64(accepted) / float64(drafted)
+	}
+	fmt.Fprintf(&b, "# HELP cortiq_spec_acceptance_ratio Accepted over drafted tokens since start.\n# TYPE cortiq_spec_acceptance_ratio gauge\ncortiq_spec_acceptance_ratio %s\n", fmtFloat(rate))
+	fmt.Fprintf(&b, "# HELP cortiq_spec_effective_tokens_per_second Decode rate of the latest speculative generation.\n# TYPE cortiq_spec_effective_tokens_per_second gauge\ncortiq_spec_effective_tokens_per_second %s\n", fmtFloat(math.Float64frombits(m.specTokS.Load())))
 	m.ttft.write(&b, "cortiq_time_to_first_token_seconds", "Time from admission to the first generated token.")
 	m.latency.write(&b, "cortiq_generation_duration_seconds", "Time from admission to the end of a generation.")
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

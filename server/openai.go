@@ -269,10 +269,21 @@ type usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// Details says how many prompt tokens a kept session already held
+	// (OpenAI's prompt caching field).
+	Details *promptDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 func usageOf(r *Result) *usage {
-	return &usage{r.PromptTokens, len(r.IDs), r.PromptTokens + len(r.IDs)}
+	u := &usage{r.PromptTokens, len(r.IDs), r.PromptTokens + len(r.IDs), nil}
+	if r.CachedTokens > 0 {
+		u.Details = &promptDetails{r.CachedTokens}
+	}
+	return u
 }
 
 // finishReason maps the engine's reasons onto OpenAI's ("eos" is "stop").

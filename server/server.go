@@ -360,6 +360,8 @@ func (s *Server) run(ctx context.Context, w worker, req GenRequest, onToken func
 	}
 	s.metrics.promptTokens.Add(int64(res.PromptTokens))
 	s.metrics.finished(res.FinishReason)
+	s.metrics.spec(res)
+	s.metrics.cachedTokens.Add(int64(res.CachedTokens))
 	res.TTFTMs = float64(ttft.Microseconds()) / 1e3
 	res.TotalMs = float64(total.Microseconds()) / 1e3
 	res.Worker = w.info().ID

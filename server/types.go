@@ -25,6 +25,7 @@ package server
 import (
 	"context"
 
+	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/sample"
 )
 
@@ -70,6 +71,11 @@ type Result struct {
 	Backend      string  `json:"backend"`
 	FinishReason string  `json:"finish_reason"`
 	DeviceError  string  `json:"device_error,omitempty"`
+	// CachedTokens are the prompt tokens a kept session already held
+	// (prefix reuse): only the rest were prefilled.
+	CachedTokens int `json:"cached_tokens,omitempty"`
+	// Spec reports speculative decoding, when the model uses it.
+	Spec *engine.SpecStats `json:"spec,omitempty"`
 	// Server-side timings, filled by the server, not the worker.
 	TTFTMs  float64 `json:"ttft_ms"`
 	TotalMs float64 `json:"total_ms"`

@@ -3,7 +3,8 @@
 // projection rows (rw wide), which transformers groups per key head:
 // [q (dk), k (dk), v (r*dv), z (r*dv)] for each of the kh key heads, r =
 // vh/kh. The last k-1 conv inputs per channel stay on the device in state
-// ([k-1, cdim], oldest first; zeros at position 0).
+// ([k-1, cdim], oldest first; zeros at position 0), a ring of `slots`
+// windows as in shortconv.wgsl (slot L % slots: the window after L positions).
 // out[t*cdim + c] = SiLU(Σ_j taps[c*k+j]·win[j]). Dispatch (ceil(cdim/64), 1, 1).
 // 48 bytes, the largest parameter block: see hybridParam in webgpu/hybrid.go.
 struct P {
@@ -14,7 +15,7 @@ struct P {
     dv: u32,
     r: u32,
     rw: u32,
-    _p0: u32,
+    slots: u32,
     _w0: u32,
     _w1: u32,
     _w2: u32,
@@ -46,10 +47,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         let gw = p.r * p.dv;
         src = (cc / gw) * group + 2u * p.dk + cc % gw;
     }
-    let fresh = step[0] == 0u;
+    let pos = step[0];
+    let fresh = pos == 0u;
+    let ws = (p.k - 1u) * p.cdim;
+    let rd = (pos % p.slots) * ws;
     var win: array<f32, 16>;
     for (var j = 0u; j + 1u < p.k; j++) {
-        win[j] = select(state[j * p.cdim + c], 0.0, fresh);
+        win[j] = select(state[rd + j * p.cdim + c], 0.0, fresh);
     }
     let n = step[1];
     for (var t = 0u; t < n; t++) {
@@ -62,8 +66,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         for (var j = 0u; j + 1u < p.k; j++) {
             win[j] = win[j + 1u];
         }
-    }
-    for (var j = 0u; j + 1u < p.k; j++) {
-        state[j * p.cdim + c] = win[j];
+        if (t + p.slots >= n) {
+            let wr = ((pos + t + 1u) % p.slots) * ws;
+            for (var j = 0u; j + 1u < p.k; j++) {
+                state[wr + j * p.cdim + c] = win[j];
+            }
+        }
     }
 }

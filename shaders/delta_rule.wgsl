@@ -1,6 +1,9 @@
 // qwen3_next gated DeltaNet, step 2: the delta-rule recurrence of one value
 // head per workgroup, thread j owning column j of the head's [dk, dv] state
-// S (resident in state, [vh, dk, dv]; zeros at position 0). Per token, with
+// S (resident in state, [vh, dk, dv]; zeros at position 0; a ring of
+// `slots` states, slot L % slots holding S after L positions: a step reads
+// its start's slot and writes S after each of its last `slots` tokens, so
+// the session can rewind up to slots-1 positions exactly). Per token, with
 // the conv output row (cdim wide: q, k per key head, then v per value head),
 // q and k L2-normalized (q also scaled by 1/√dk), β = sigmoid(b) and
 // g = negA·softplus(a + dt_bias) from the ba row (grouped per key head:
@@ -17,7 +20,7 @@ struct P {
     cdim: u32,
     rw: u32,
     eps: f32,
-    _p0: u32,
+    slots: u32,
     _w0: u32,
     _w1: u32,
     _w2: u32,
@@ -58,12 +61,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let g = vi / r;
     let kd = p.kh * p.dk;
     let group = 2u * p.dk + 2u * r * p.dv;
-    let fresh = step[0] == 0u;
+    let pos = step[0];
+    let fresh = pos == 0u;
+    let sz = p.vh * p.dk * p.dv;
+    let rd = (pos % p.slots) * sz;
     var S: array<f32, 128>;
     for (var i = 0u; i < p.dk; i++) {
         S[i] = 0.0;
         if (live && !fresh) {
-            S[i] = state[(vi * p.dk + i) * p.dv + j];
+            S[i] = state[rd + (vi * p.dk + i) * p.dv + j];
         }
     }
     let scale = 1.0 / sqrt(f32(p.dk));
@@ -115,12 +121,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let z = qkvz[t * p.rw + g * group + 2u * p.dk + r * p.dv + (vi % r) * p.dv + j];
             let y = o / sqrt(ss / f32(p.dv) + p.eps) * hw[2u * p.vh + j] * (z / (1.0 + exp(-z)));
             out[t * p.vh * p.dv + vi * p.dv + j] = y;
+            if (t + p.slots >= n) {
+                let wr = ((pos + t + 1u) % p.slots) * sz;
+                for (var i = 0u; i < p.dk; i++) {
+                    state[wr + (vi * p.dk + i) * p.dv + j] = S[i];
+                }
+            }
         }
         workgroupBarrier();
-    }
-    if (live) {
-        for (var i = 0u; i < p.dk; i++) {
-            state[(vi * p.dk + i) * p.dv + j] = S[i];
-        }
     }
 }

@@ -4,13 +4,17 @@
 // first) over the last k-1 gated inputs, kept on the device in state
 // ([k-1, h], oldest first; treated as zeros at position 0), then is gated
 // by C: y[t*h + c] = C·(bias[c] + Σ_j taps[c*k+j]·win[j]). One thread per
-// channel walks the step's tokens in order. Dispatch (ceil(h/64), 1, 1).
+// channel walks the step's tokens in order. state is a ring of `slots`
+// windows: slot L % slots holds the window after L positions; a step reads
+// its start's slot and writes the window after each of its last `slots`
+// tokens, so the session can rewind up to slots-1 positions exactly.
+// Dispatch (ceil(h/64), 1, 1).
 // 48 bytes, the largest parameter block: see hybridParam in webgpu/hybrid.go.
 struct P {
     h: u32,
     k: u32,
     has_bias: u32,
-    _p0: u32,
+    slots: u32,
     _w0: u32,
     _w1: u32,
     _w2: u32,
@@ -34,10 +38,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (c >= p.h) {
         return;
     }
-    let fresh = step[0] == 0u;
+    let pos = step[0];
+    let fresh = pos == 0u;
+    let ws = (p.k - 1u) * p.h;
+    let rd = (pos % p.slots) * ws;
     var win: array<f32, 16>;
     for (var j = 0u; j + 1u < p.k; j++) {
-        win[j] = select(state[j * p.h + c], 0.0, fresh);
+        win[j] = select(state[rd + j * p.h + c], 0.0, fresh);
     }
     let n = step[1];
     for (var t = 0u; t < n; t++) {
@@ -54,8 +61,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         for (var j = 0u; j + 1u < p.k; j++) {
             win[j] = win[j + 1u];
         }
-    }
-    for (var j = 0u; j + 1u < p.k; j++) {
-        state[j * p.h + c] = win[j];
+        if (t + p.slots >= n) {
+            let wr = ((pos + t + 1u) % p.slots) * ws;
+            for (var j = 0u; j + 1u < p.k; j++) {
+                state[wr + j * p.h + c] = win[j];
+            }
+        }
     }
 }

@@ -80,6 +80,12 @@ type Options struct {
 	// WARP). By default New declines one with ErrNoAdapter: it is slower
 	// than the CPU backend. CORTIQ_GPU_SOFTWARE=1 allows it too.
 	AllowSoftware bool
+	// RewindDepth is the number of per-step recurrent states a session of
+	// a model with short-conv or DeltaNet layers keeps, so Rewind can drop
+	// that many of its newest positions (0 = backend.DefaultRewindDepth).
+	// Each costs one more copy of the layers' recurrent state in memory;
+	// a step writes only the states of its last RewindDepth+1 tokens.
+	RewindDepth int
 }
 
 // Backend runs one model on one device.

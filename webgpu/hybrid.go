@@ -14,8 +14,8 @@ import (
 // session's att buffer; the layer's o weight is its out projection, so the
 // attention path's o matmul, post-mixer norm and residual serve it. Their
 // recurrent state (conv windows, DeltaNet matrices) lives on the device per
-// session; the kernels treat it as zeros at position 0, so Reset needs no
-// device work.
+// session, a ring of s.slots states (see state.go); the kernels treat it as
+// zeros at position 0, so Reset needs no device work.
 
 // dconv is LFM2's gated short convolution.
 type dconv struct {
@@ -322,7 +322,7 @@ func (s *Session) buildMixer(i int, dl *dlayer, in *Buffer, add addFunc, matmul 
 		if err := matmul(lbl("conv in"), c.in, in, ms.proj, c.inBias, 0, 1, 0, 0, 3*H, 0, rowsTok); err != nil {
 			return err
 		}
-		st, err := s.buf(lbl("conv state"), 4*max(1, (K-1)*H))
+		st, err := s.buf(lbl("conv state"), 4*s.slots*max(1, (K-1)*H))
 		if err != nil {
 			return err
 		}
@@ -336,7 +336,7 @@ func (s *Session) buildMixer(i int, dl *dlayer, in *Buffer, add addFunc, matmul 
 			bias, hasBias = W(c.bias), true
 		}
 		add(lbl("short conv"), &op{mv: p, rows: rowsOne, x: uint32((H + 63) / 64), y: 1}, p,
-			s.hybridParam(H, K, hasBias, 0), stepB, W(ms.proj), W(c.taps), bias, W(st), W(s.att))
+			s.hybridParam(H, K, hasBias, s.slots), stepB, W(ms.proj), W(c.taps), bias, W(st), W(s.att))
 	case dl.delta != nil:
 		d := dl.delta
 		sp := d.spec
@@ -346,11 +346,11 @@ func (s *Session) buildMixer(i int, dl *dlayer, in *Buffer, add addFunc, matmul 
 		if err := matmul(lbl("ssm ba"), d.ba, in, ms.ba, nil, 0, 1, 0, 0, 2*sp.ValueHeads, 0, rowsTok); err != nil {
 			return err
 		}
-		cst, err := s.buf(lbl("ssm conv state"), 4*max(1, (sp.ConvKernel-1)*d.cdim))
+		cst, err := s.buf(lbl("ssm conv state"), 4*s.slots*max(1, (sp.ConvKernel-1)*d.cdim))
 		if err != nil {
 			return err
 		}
-		rst, err := s.buf(lbl("ssm state"), 4*sp.ValueHeads*sp.KeyDim*sp.ValueDim)
+		rst, err := s.buf(lbl("ssm state"), 4*s.slots*sp.ValueHeads*sp.KeyDim*sp.ValueDim)
 		if err != nil {
 			return err
 		}
@@ -365,10 +365,10 @@ func (s *Session) buildMixer(i int, dl *dlayer, in *Buffer, add addFunc, matmul 
 		}
 		r := sp.ValueHeads / sp.KeyHeads
 		add(lbl("ssm conv"), &op{mv: cp, rows: rowsOne, x: uint32((d.cdim + 63) / 64), y: 1}, cp,
-			s.hybridParam(d.cdim, sp.ConvKernel, sp.KeyHeads, sp.KeyDim, sp.ValueDim, r, d.rw, 0),
+			s.hybridParam(d.cdim, sp.ConvKernel, sp.KeyHeads, sp.KeyDim, sp.ValueDim, r, d.rw, s.slots),
 			stepB, W(ms.proj), W(d.taps), W(cst), W(ms.conv))
 		add(lbl("ssm delta rule"), &op{mv: rp, rows: rowsOne, x: uint32(sp.ValueHeads), y: 1}, rp,
-			s.hybridParam(sp.KeyHeads, sp.ValueHeads, sp.KeyDim, sp.ValueDim, d.cdim, d.rw, a.NormEps, 0),
+			s.hybridParam(sp.KeyHeads, sp.ValueHeads, sp.KeyDim, sp.ValueDim, d.cdim, d.rw, a.NormEps, s.slots),
 			stepB, W(ms.conv), W(ms.proj), W(ms.ba), W(d.hw), W(rst), W(s.att))
 	default:
 		return fmt.Errorf("webgpu: layer %d: no hybrid mixer", i)

@@ -126,6 +126,8 @@ type Session struct {
 	moe                          *moeScratch        // nil without MoE layers
 	mix                          *mixScratch        // nil without hybrid mixers or output gates
 	states                       map[int]mixerState // per hybrid layer; see state.go
+	slots                        int                // recurrent states kept per hybrid layer (rewind depth + 1)
+	lo                           int                // the lowest length whose recurrent state is still kept
 }
 
 // splitLenOverride, when set (tests), replaces the split-K span so short
@@ -162,6 +164,10 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		return nil, fmt.Errorf("webgpu: session length %d", maxLen)
 	}
 	s := &Session{b: b, maxLen: maxLen, chunk: min(b.opts.Chunk, maxLen), maxGreedy: maxGreedySteps}
+	s.slots = b.opts.RewindDepth + 1
+	if b.opts.RewindDepth <= 0 {
+		s.slots = backend.DefaultRewindDepth + 1
+	}
 	for _, dl := range b.layers {
 		if dl != nil && dl.moe != nil {
 			// Routed-expert scratch grows with chunk x top-k x the expert
@@ -751,6 +757,7 @@ func (s *Session) Len() int { return s.pos }
 // Reset forgets every position; buffers and bind groups are kept.
 func (s *Session) Reset() {
 	s.pos = 0
+	s.lo = 0
 	s.inflight = nil
 	s.greedyTail = false
 	s.broken = nil
@@ -920,7 +927,7 @@ func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) 
 		}
 		submits++
 	}
-	s.pos += n
+	s.consumed(n)
 	b.count(submits, int64(n), hostRuns)
 	return logits, nil
 }
@@ -1004,7 +1011,7 @@ func (s *Session) SubmitGreedy(first, k int) (*GreedyBatch, error) {
 	}
 	s.inflight = append(s.inflight, g)
 	s.greedyTail = true
-	s.pos += k
+	s.consumed(k)
 	b.count(1, int64(k), 0)
 	return g, nil
 }
@@ -1041,10 +1048,15 @@ func (s *Session) CollectGreedy(g *GreedyBatch) ([]int, error) {
 }
 
 // DropGreedy forgets the newest batch, uncollected: its positions are
-// given back (the cache entries it wrote are overwritten by later steps).
+// given back exactly, as Rewind does (the cache entries it wrote are
+// overwritten by later steps; the recurrent state is the one kept for the
+// batch's start). A batch longer than Rewindable allows is refused.
 func (s *Session) DropGreedy(g *GreedyBatch) error {
 	if len(s.inflight) == 0 || s.inflight[len(s.inflight)-1] != g {
 		return errors.New("webgpu: only the newest greedy batch can be dropped")
+	}
+	if err := s.rewindable(g.k); err != nil {
+		return err
 	}
 	s.inflight = s.inflight[:len(s.inflight)-1]
 	s.pos -= g.k

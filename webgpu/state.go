@@ -62,6 +62,8 @@ func (s *Session) ImportState(st *backend.State) error {
 		return fmt.Errorf("webgpu: import of %d positions into a session of %d", st.Pos, s.maxLen)
 	}
 	d := s.b.dev
+	// The recurrent state goes into the slot of st.Pos; KV at offset 0.
+	var off uint64
 	write := func(buf *Buffer, data []float32) error {
 		if len(data) == 0 {
 			return nil
@@ -69,9 +71,10 @@ func (s *Session) ImportState(st *backend.State) error {
 		if buf == nil {
 			return fmt.Errorf("webgpu: %w: no device buffer for the state", ErrUnsupported)
 		}
-		return d.Write(buf, 0, F32Bytes(data))
+		return d.Write(buf, off, F32Bytes(data))
 	}
 	for i, l := range st.Layers {
+		off = 0
 		if kv[i] > 0 {
 			if err := write(s.kc[i], l.K); err != nil {
 				return s.fail(fmt.Errorf("webgpu: import layer %d keys: %w", i, err))
@@ -82,14 +85,83 @@ func (s *Session) ImportState(st *backend.State) error {
 		}
 		if conv[i] > 0 || delta[i] > 0 {
 			ms := s.states[i]
+			off = uint64(4 * (st.Pos % s.slots) * len(l.Conv))
 			if err := write(ms.conv, l.Conv); err != nil {
 				return s.fail(fmt.Errorf("webgpu: import layer %d conv window: %w", i, err))
 			}
+			off = uint64(4 * (st.Pos % s.slots) * len(l.Delta))
 			if err := write(ms.delta, l.Delta); err != nil {
 				return s.fail(fmt.Errorf("webgpu: import layer %d delta state: %w", i, err))
 			}
 		}
 	}
 	s.pos = st.Pos
+	s.lo = st.Pos
 	return nil
 }
+
+// The recurrent state of each hybrid layer is a ring of s.slots states on
+// the device: slot L % slots holds the state after L positions. A step
+// reads its start's slot and writes the states after each of its last
+// s.slots tokens, so rewinding up to slots-1 positions is a move of the
+// position, as it is for the KV caches; nothing is copied.
+
+// recurrent reports whether any device layer keeps recurrent state.
+func (s *Session) recurrent() bool { return len(s.states) > 0 }
+
+// consumed moves the position past n new positions.
+func (s *Session) consumed(n int) {
+	s.pos += n
+	if s.recurrent() {
+		s.lo = max(s.lo, s.pos-(s.slots-1))
+	}
+}
+
+var _ backend.Rewinder = (*Session)(nil)
+
+// Rewindable is how many of the newest positions Rewind can drop now.
+func (s *Session) Rewindable() int {
+	n := s.pos - s.lo
+	if r, ok := s.host.(backend.Rewinder); ok {
+		n = min(n, r.Rewindable())
+	} else if s.host != nil {
+		n = 0
+	}
+	return n
+}
+
+func (s *Session) rewindable(n int) error {
+	if n < 0 || n > s.Rewindable() {
+		return fmt.Errorf("webgpu: cannot rewind %d of %d positions (%d kept)", n, s.pos, s.Rewindable())
+	}
+	return nil
+}
+
+// Rewind drops the newest n positions; see backend.Rewinder. Layers run on
+// the host are rewound with the host session.
+func (s *Session) Rewind(n int) error {
+	if s.broken != nil {
+		return fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
+	}
+	if len(s.inflight) > 0 {
+		return fmt.Errorf("webgpu: rewind while greedy batches are in flight")
+	}
+	if err := s.rewindable(n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	if s.host != nil {
+		if err := s.host.(backend.Rewinder).Rewind(n); err != nil {
+			return s.fail(fmt.Errorf("webgpu: host layers: %w", err))
+		}
+	}
+	s.pos -= n
+	s.greedyTail = false
+	return nil
+}
+
+// ResidentBytes is the device memory the session holds (KV caches,
+// recurrent state, activations): what keeping it costs.
+func (s *Session) ResidentBytes() int64 { return s.resid }

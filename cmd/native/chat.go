@@ -34,6 +34,9 @@ func cmdChat(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// Each turn continues the conversation's kept session: only the new
+	// messages are prefilled.
+	mf.prefixCache = chatPrefixCache
 	ctx, cancel := interruptible()
 	defer cancel()
 	e, err := mf.load(ctx)
@@ -87,3 +90,7 @@ func cmdChat(args []string) error {
 		}
 	}
 }
+
+// chatPrefixCache holds one conversation's session (a device session
+// allocates its whole context).
+const chatPrefixCache = 4 << 30

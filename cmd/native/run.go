@@ -27,6 +27,10 @@ type modelFlags struct {
 	gpuLayers  string
 	vramBudget string
 	cpuPrefill bool
+	// rewindDepth sizes the sessions' rewind (speculative decoding).
+	rewindDepth int
+	// prefixCache is the byte budget of kept sessions (prefix reuse).
+	prefixCache int64
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -52,7 +56,7 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	r.Download = hubDownloader()
 	e, err := engine.Load(ctx, r, m.model, engine.Options{
 		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget,
-		PrefillOnCPU: m.cpuPrefill,
+		PrefillOnCPU: m.cpuPrefill, RewindDepth: m.rewindDepth, PrefixCacheBytes: m.prefixCache,
 	})
 	if err != nil {
 		return nil, err
@@ -145,8 +149,10 @@ func cmdRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var mf modelFlags
 	var sf samplingFlags
+	var spf specFlags
 	mf.register(fs)
 	sf.register(fs)
+	spf.register(fs)
 	prompt := fs.String("p", "", "prompt text")
 	idsFlag := fs.String("ids", "", "prompt token ids, comma separated (no BOS is added)")
 	n := fs.Int("n", 128, "tokens to generate")
@@ -163,6 +169,9 @@ func cmdRun(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if err := spf.prepare(&mf); err != nil {
+		return err
+	}
 	ctx, cancel := interruptible()
 	defer cancel()
 	e, err := mf.load(ctx)
@@ -170,6 +179,11 @@ func cmdRun(args []string) error {
 		return err
 	}
 	defer e.Close()
+	closeDraft, err := spf.attach(ctx, mf, e)
+	if err != nil {
+		return err
+	}
+	defer closeDraft()
 	req := engine.Request{MaxTokens: *n, Sampling: sf.params(), Stop: stops, IgnoreEOS: *ignoreEOS, GreedyBatch: *greedyBatch}
 	switch {
 	case *idsFlag != "":

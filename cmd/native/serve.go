@@ -23,7 +23,9 @@ func init() {
 func cmdServe(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var mf modelFlags
+	var spf specFlags
 	mf.register(fs)
+	spf.register(fs)
 	// -m is repeatable here: every model is served under its base name.
 	var models multiFlag
 	mflag := fs.Lookup("m")
@@ -40,11 +42,19 @@ func cmdServe(args []string) error {
 	slots := fs.Int("slots", 0, "generations each model runs at once, the others wait in order (0 = no bound)")
 	allowLoad := fs.Bool("allow-load", true, "let authenticated websocket clients load more models on this server")
 	workerTimeout := fs.Duration("worker-timeout", 2*time.Minute, "how long a browser worker may stay silent on a job before it fails")
+	promptCache := fs.String("prompt-cache", "1GiB", "bytes of finished sessions kept per model, so a request sharing a prefix prefills only the rest (0 = off)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := spf.prepare(&mf); err != nil {
+		return err
+	}
+	var err error
+	if mf.prefixCache, err = parseBytes(*promptCache); err != nil {
+		return fmt.Errorf("--prompt-cache: %w", err)
 	}
 	// Refuse an unsafe address before spending time on models.
 	if err := server.CheckBind(*addr, *token); err != nil {
@@ -73,8 +83,15 @@ func cmdServe(args []string) error {
 		if err != nil {
 			return nil, "", "", err
 		}
+		// Every model served speculates as the flags say (--draft
+		// against each one's vocabulary).
+		closeDraft, err := spf.attach(ctx, mf, e)
+		if err != nil {
+			e.Close()
+			return nil, "", "", err
+		}
 		progress(server.Progress{Stage: "ready"})
-		return server.FromEngine(e), server.ModelName(path), path, nil
+		return withDraft{server.FromEngine(e), closeDraft}, server.ModelName(path), path, nil
 	}
 	cfg := server.Config{
 		Token: *token, AllowOrigins: origins, WebDir: *web, MaxActive: *maxActive, MaxPerConn: *maxPerConn,
@@ -126,5 +143,17 @@ func cmdServe(args []string) error {
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
+	return err
+}
+
+// withDraft closes a served model's draft with it.
+type withDraft struct {
+	server.Model
+	closeDraft func()
+}
+
+func (m withDraft) Close() error {
+	err := m.Model.Close()
+	m.closeDraft()
 	return err
 }

@@ -1,0 +1,422 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/sample"
+)
+
+// Speculative decoding: a drafter proposes up to K tokens; the target
+// consumes the last emitted token and the drafts in ONE batched step
+// (Forward with all: one pass on the CPU, one submit on the device) and
+// keeps the longest prefix the acceptance rule allows, then one more token
+// (the correction, or the bonus after a full acceptance); the rejected
+// tail is rewound (backend.Rewinder). Greedy output is the plain greedy
+// one; with sampling, the standard rule (accept a draft d with probability
+// min(1, p(d)/q(d)), else draw from norm(max(0, p−q))) keeps the output
+// distribution that of plain sampling.
+
+// Spec configures speculative decoding for a request.
+type Spec struct {
+	// Mode is "ngram" (prompt lookup: the tokens that followed the latest
+	// earlier occurrence of the context's last n-gram) or "draft" (Draft
+	// proposes them).
+	Mode string
+	// K is the most tokens drafted per step (0 = 4). The sessions keep
+	// the recurrent state of K steps (Options.RewindDepth) to rewind them.
+	K int
+	// Draft is the draft model of mode "draft": its vocabulary must be
+	// the target's (CheckDraft).
+	Draft *Engine
+	// NgramMax is the longest n-gram mode "ngram" matches (0 = 3).
+	NgramMax int
+	// DraftSampling, when set, is how the draft model samples its
+	// proposals (the request's sampling otherwise). Any draft distribution
+	// keeps the output distribution; one closer to the target's is
+	// accepted more often. Greedy requests draft greedily regardless.
+	DraftSampling *sample.Params
+}
+
+// SpecStats reports what speculation did in a generation.
+type SpecStats struct {
+	Mode     string  `json:"mode"`
+	K        int     `json:"k"`
+	Steps    int     `json:"steps"`    // batched verify steps
+	Drafted  int     `json:"drafted"`  // tokens proposed
+	Accepted int     `json:"accepted"` // of them kept
+	Rate     float64 `json:"acceptance_rate"`
+	// TokensPerStep is the tokens emitted per target step (verify steps
+	// and plain steps alike).
+	TokensPerStep float64 `json:"tokens_per_step"`
+	// EffectiveTokS is the decode rate with speculation (Result.DecodeTokS).
+	EffectiveTokS float64 `json:"effective_tok_s"`
+	targetSteps   int
+}
+
+// SetSpec makes sp the speculation of every request that sets none (nil:
+// none), after checking a draft's vocabulary. Not safe to call while
+// generations run.
+func (e *Engine) SetSpec(sp *Spec) error {
+	if sp != nil {
+		switch sp.Mode {
+		case "ngram":
+		case "draft":
+			if sp.Draft == nil {
+				return errors.New("engine: speculative mode draft without a draft model")
+			}
+			if err := CheckDraft(e, sp.Draft); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("engine: unknown speculative mode %q (ngram or draft)", sp.Mode)
+		}
+	}
+	e.spec = sp
+	return nil
+}
+
+// DefaultSpecK is Spec.K's default.
+const DefaultSpecK = 4
+
+// CheckDraft reports whether draft can propose tokens for target: the same
+// tokenizer (every token's text, BOS and EOS), or without tokenizers the
+// same number of logits.
+func CheckDraft(target, draft *Engine) error {
+	tv, dv := target.Model.Arch.Vocab, draft.Model.Arch.Vocab
+	tt, dt := target.Tokenizer, draft.Tokenizer
+	if tt == nil || dt == nil {
+		if tt != nil || dt != nil {
+			return errors.New("engine: draft model: one of the two models carries no tokenizer, so their vocabularies cannot be compared")
+		}
+		if tv != dv {
+			return fmt.Errorf("engine: draft model has %d logits, the target %d: not the same vocabulary", dv, tv)
+		}
+		return nil
+	}
+	if tt.VocabSize() != dt.VocabSize() {
+		return fmt.Errorf("engine: draft model's vocabulary has %d tokens, the target's %d", dt.VocabSize(), tt.VocabSize())
+	}
+	for id := range tt.VocabSize() {
+		if a, b := tt.Token(id), dt.Token(id); a != b {
+			return fmt.Errorf("engine: draft model's token %d is %q, the target's %q: not the same vocabulary", id, b, a)
+		}
+	}
+	if tt.BOS() != dt.BOS() || tt.EOS() != dt.EOS() {
+		return fmt.Errorf("engine: draft model's BOS/EOS %d/%d, the target's %d/%d", dt.BOS(), dt.EOS(), tt.BOS(), tt.EOS())
+	}
+	if tt.VocabSize() > min(tv, dv) {
+		return fmt.Errorf("engine: the tokenizer's %d tokens exceed the logits (%d target, %d draft)", tt.VocabSize(), tv, dv)
+	}
+	return nil
+}
+
+// speculator runs the speculative steps of one generation.
+type speculator struct {
+	spec Spec
+	k    int
+	// cur is the draft length of the next step: it grows by one after a
+	// step whose drafts were all accepted and halves after one whose
+	// drafts were all rejected, so a drafter that keeps missing costs
+	// little verification.
+	cur    int
+	target *session
+	smp    *sample.Sampler // the target's sampler (the generation's)
+	params sample.Params
+	stats  SpecStats
+
+	// Mode "draft": the draft's session, its sampler, and how many of the
+	// generation's tokens it has consumed.
+	draft    *session
+	dsmp     *sample.Sampler
+	draftLen int
+}
+
+func (e *Engine) newSpeculator(spec Spec, target *session, smp *sample.Sampler, p sample.Params, maxCtx int, backendName string) (*speculator, error) {
+	k := spec.K
+	if k <= 0 {
+		k = DefaultSpecK
+	}
+	// A model with recurrent layers rewinds at most its rewind depth
+	// without a replay: the target up to k, the draft up to k-1.
+	if d, ok := e.recurrentDepth(); ok {
+		k = min(k, d)
+	}
+	if spec.Draft != nil {
+		if d, ok := spec.Draft.recurrentDepth(); ok {
+			k = min(k, d+1)
+		}
+	}
+	sp := &speculator{spec: spec, k: k, cur: k, target: target, smp: smp, params: p, stats: SpecStats{Mode: spec.Mode, K: k}}
+	switch spec.Mode {
+	case "ngram":
+		if spec.NgramMax <= 0 {
+			sp.spec.NgramMax = 3
+		}
+	case "draft":
+		if spec.Draft == nil {
+			return nil, errors.New("engine: speculative mode draft without a draft model")
+		}
+		if err := CheckDraft(e, spec.Draft); err != nil {
+			return nil, err
+		}
+		ds, err := spec.Draft.newSession(maxCtx, backendName)
+		if err != nil {
+			return nil, fmt.Errorf("engine: draft model: %w", err)
+		}
+		sp.draft = ds
+		dp := p
+		if spec.DraftSampling != nil {
+			dp = *spec.DraftSampling
+		}
+		if p.Greedy() {
+			dp = p
+		}
+		dp.Seed = p.Seed ^ 0xD1B54A32D192ED03
+		sp.dsmp = sample.New(dp)
+	default:
+		return nil, fmt.Errorf("engine: unknown speculative mode %q (ngram or draft)", spec.Mode)
+	}
+	return sp, nil
+}
+
+// recurrentDepth is the sessions' rewind depth when the model has
+// recurrent layers (short conv, DeltaNet); ok is false without them.
+func (e *Engine) recurrentDepth() (depth int, ok bool) {
+	for _, l := range e.Model.Arch.Layers {
+		if l.Conv != nil || l.Delta != nil {
+			if depth = e.opts.RewindDepth; depth <= 0 {
+				depth = backend.DefaultRewindDepth
+			}
+			return depth, true
+		}
+	}
+	return 0, false
+}
+
+func (sp *speculator) close() {
+	if sp.draft != nil {
+		sp.draft.Close()
+	}
+}
+
+// step emits the next tokens after history, whose last token (last) the
+// target has not consumed yet; at most limit tokens. It returns them; all
+// but the last are consumed by the target.
+func (sp *speculator) step(history []int, limit int) ([]int, error) {
+	t := sp.target
+	last := history[len(history)-1]
+	k := min(sp.cur, limit-1, t.maxLen-len(t.history)-1)
+	var drafts []int
+	var qs []sample.Dist
+	if k > 0 {
+		var err error
+		if drafts, qs, err = sp.propose(history, k); err != nil {
+			return nil, err
+		}
+	}
+	sp.stats.targetSteps++
+	if sp.draft != nil && len(drafts) == 0 {
+		sp.draftLen = len(sp.draft.history)
+	}
+	if len(drafts) == 0 {
+		logits, err := t.Forward([]int{last}, false)
+		if err != nil {
+			return nil, err
+		}
+		return []int{sp.smp.Sample(logits, history)}, nil
+	}
+	sp.stats.Steps++
+	sp.stats.Drafted += len(drafts)
+	rows, err := t.Forward(append([]int{last}, drafts...), true)
+	if err != nil {
+		return nil, err
+	}
+	vocab := len(rows) / (len(drafts) + 1)
+	ctx := append([]int(nil), history...)
+	var out []int
+	for i := 0; i <= len(drafts); i++ {
+		row := rows[i*vocab : (i+1)*vocab]
+		if i == len(drafts) {
+			// Every draft accepted: the bonus token from the last row.
+			out = append(out, sp.smp.Sample(row, ctx))
+			break
+		}
+		d := drafts[i]
+		if sp.params.Greedy() {
+			// p is one-hot at the argmax: accept d exactly when it is the
+			// argmax, else the argmax is the correction.
+			sample.Penalize(row, ctx, sp.params)
+			if a := sample.Argmax(row); a != d {
+				out = append(out, a)
+				break
+			}
+		} else {
+			p := sp.smp.Dist(row, ctx)
+			pd, qd := p.Prob(d), qs[i].Prob(d)
+			if qd <= 0 || sp.smp.Uniform()*qd >= pd {
+				out = append(out, sp.smp.Draw(residual(p, qs[i])))
+				break
+			}
+		}
+		out = append(out, d)
+		ctx = append(ctx, d)
+		sp.stats.Accepted++
+	}
+	switch accepted := len(out) - 1; accepted {
+	case len(drafts):
+		sp.cur = min(sp.k, sp.cur+1)
+	case 0:
+		sp.cur = max(1, sp.cur/2)
+	}
+	// The target consumed last and every draft; it keeps last and the
+	// accepted ones (all of out but its final token).
+	if n := len(drafts) - (len(out) - 1); n > 0 {
+		if err := t.rewind(n); err != nil {
+			return nil, err
+		}
+	}
+	if sp.draft != nil {
+		// The draft consumed the context (all but its last token was its
+		// own) and drafts[:k-1]; it keeps what was accepted of those.
+		keep := min(len(out)-1, len(drafts)-1)
+		if n := len(drafts) - 1 - keep; n > 0 {
+			if err := sp.draft.rewind(n); err != nil {
+				return nil, err
+			}
+		}
+		sp.draftLen = len(history) + keep
+	}
+	return out, nil
+}
+
+// residual is norm(max(0, p−q)) over p's support (p itself when q covers
+// it entirely, which happens only where p = q and a rejection has
+// probability zero).
+func residual(p, q sample.Dist) sample.Dist {
+	r := sample.Dist{}
+	for i, id := range p.IDs {
+		if v := p.P[i] - q.Prob(id); v > 0 {
+			r.IDs = append(r.IDs, id)
+			r.P = append(r.P, v)
+		}
+	}
+	if len(r.IDs) == 0 {
+		return p
+	}
+	return r
+}
+
+// propose drafts up to k tokens after history, with the distributions they
+// were drawn from (one-hot for n-gram lookup).
+func (sp *speculator) propose(history []int, k int) ([]int, []sample.Dist, error) {
+	if sp.draft == nil {
+		d := ngramDraft(history, sp.spec.NgramMax, k)
+		qs := make([]sample.Dist, len(d))
+		for i, id := range d {
+			qs[i] = sample.Dist{IDs: []int{id}, P: []float64{1}}
+		}
+		return d, qs, nil
+	}
+	ds := sp.draft
+	if len(ds.history) != sp.draftLen || sp.draftLen > len(history) {
+		return nil, nil, fmt.Errorf("engine: draft session at %d positions, expected %d", len(ds.history), sp.draftLen)
+	}
+	logits, err := ds.Forward(history[sp.draftLen:], false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: draft model: %w", err)
+	}
+	ctx := append([]int(nil), history...)
+	var drafts []int
+	var qs []sample.Dist
+	vocab := len(logits)
+	for i := range k {
+		q := sp.dsmp.Dist(logits, ctx)
+		d := sp.dsmp.Draw(q)
+		if sp.params.Greedy() {
+			d = q.IDs[0]
+		}
+		if d >= sp.target.e.Model.Arch.Vocab || d >= vocab {
+			break
+		}
+		drafts = append(drafts, d)
+		qs = append(qs, q)
+		ctx = append(ctx, d)
+		if i == k-1 {
+			break
+		}
+		if logits, err = ds.Forward([]int{d}, false); err != nil {
+			return nil, nil, fmt.Errorf("engine: draft model: %w", err)
+		}
+	}
+	// The draft consumed history and drafts[:len-1]: step's bookkeeping
+	// assumes len(drafts)-1 of them, so an early stop rewinds the rest.
+	if extra := len(ds.history) - len(history) - max(len(drafts)-1, 0); extra > 0 {
+		if err := ds.rewind(extra); err != nil {
+			return nil, nil, err
+		}
+	}
+	return drafts, qs, nil
+}
+
+// ngramDraft is prompt lookup: the tokens that followed the latest earlier
+// occurrence of history's last n tokens (the longest n <= maxN that
+// occurs), at most k of them.
+func ngramDraft(history []int, maxN, k int) []int {
+	L := len(history)
+	for n := min(maxN, L-1); n >= 1; n-- {
+		suffix := history[L-n:]
+		for start := L - n - 1; start >= 0; start-- {
+			if equalInts(history[start:start+n], suffix) {
+				from := start + n
+				return append([]int(nil), history[from:min(from+k, L)]...)
+			}
+		}
+	}
+	return nil
+}
+
+func equalInts(a, b []int) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// rewind drops the newest n positions: exactly by the backend's Rewinder
+// when it can, else by replaying the kept positions (a device that fails
+// to rewind hands the session to the CPU, as for any device failure).
+func (s *session) rewind(n int) error {
+	if n <= 0 {
+		return nil
+	}
+	if n > len(s.history) {
+		return fmt.Errorf("engine: rewind of %d positions of %d", n, len(s.history))
+	}
+	if s.ahead != nil {
+		return errors.New("engine: rewind with a greedy batch in flight")
+	}
+	keep := s.history[:len(s.history)-n]
+	if r, ok := s.cur.(backend.Rewinder); ok && r.Rewindable() >= n {
+		err := r.Rewind(n)
+		if err == nil {
+			s.history = keep
+			return nil
+		}
+		if s.onDevice {
+			s.history = keep
+			return s.toCPU(err)
+		}
+	}
+	s.cur.Reset()
+	s.history = keep
+	if len(keep) > 0 {
+		if _, err := s.cur.Forward(keep, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
