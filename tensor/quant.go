@@ -45,7 +45,14 @@ func Dequantize(dst []float32, c Codec, src []byte) error {
 			DequantizeQ6_KBlock((*[256]float32)(dst[256*b:]), (*[210]byte)(src[210*b:]))
 		}
 	default:
-		return fmt.Errorf("tensor: dequantize: codec %s does not hold floats", c)
+		dec := blockDecoders[c]
+		if dec == nil {
+			return fmt.Errorf("tensor: dequantize: codec %s does not hold floats", c)
+		}
+		bl, bb := c.BlockLen(), c.BlockBytes()
+		for b := 0; b < len(dst)/bl; b++ {
+			dec(dst[bl*b:bl*(b+1)], src[bb*b:bb*(b+1)])
+		}
 	}
 	return nil
 }
