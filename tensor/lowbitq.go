@@ -3,6 +3,8 @@ package tensor
 import (
 	"encoding/binary"
 	"math"
+	"sort"
+	"sync"
 )
 
 // Encoders of the GGUF codecs of lowbit.go and iquant.go. They are simple
@@ -256,21 +258,42 @@ func encodeIQ4_XS(dst []byte, x []float32) {
 	binary.LittleEndian.PutUint16(dst[2:], sh)
 }
 
-// gridSearch is the index of the grid entry (n elements of one byte each,
-// read as uint8, or int8 with signed) closest to v, plus the offset delta.
-func gridSearch(grid []uint64, n int, signed bool, v []float32, delta float32) int {
-	best, bi := float32(math.Inf(1)), 0
-	for i, g := range grid {
-		var e float32
-		for j := range n {
-			var c float32
-			if signed {
-				c = float32(int8(uint8(g >> (8 * j))))
-			} else {
-				c = float32(uint8(g >> (8 * j)))
+// codeBook is an IQ grid as float32 (n elements per entry, in flat), with
+// an index from each entry's per-element levels to the entry.
+type codeBook struct {
+	flat   []float32
+	n      int
+	levels []float32 // the distinct element values, ascending
+	lookup map[uint32]int
+}
+
+// search is the entry closest to v once offset by delta: the g minimizing
+// Σ(g+delta-v)². When the per-element nearest levels form an entry, that
+// entry is the answer; otherwise every entry is tried.
+func (cb *codeBook) search(v []float32, delta float32) int {
+	var key uint32
+	for j := range cb.n {
+		t := v[j] - delta
+		bi := 0
+		for k, l := range cb.levels {
+			if abs32(l-t) < abs32(cb.levels[bi]-t) {
+				bi = k
 			}
-			r := c + delta - v[j]
-			e += r * r
+		}
+		key = key*uint32(len(cb.levels)) + uint32(bi)
+	}
+	if i, ok := cb.lookup[key]; ok {
+		return i
+	}
+	best, bi := float32(math.Inf(1)), 0
+	for i := 0; i < len(cb.flat)/cb.n; i++ {
+		g := cb.flat[i*cb.n : i*cb.n+cb.n]
+		var e float32
+		for j := range cb.n {
+			r := g[j] + delta - v[j]
+			if e += r * r; e >= best {
+				break
+			}
 		}
 		if e < best {
 			best, bi = e, i
@@ -279,15 +302,45 @@ func gridSearch(grid []uint64, n int, signed bool, v []float32, delta float32) i
 	return bi
 }
 
-var iq3xxsGrid64, iq3sGrid64 = widen(iq3xxsGrid[:]), widen(iq3sGrid[:])
-
-func widen(g []uint32) []uint64 {
-	out := make([]uint64, len(g))
-	for i, v := range g {
-		out[i] = uint64(v)
+// newCodeBook unpacks a byte-per-element grid.
+func newCodeBook[T uint32 | uint64](grid []T, n int, signed bool) *codeBook {
+	cb := &codeBook{n: n, lookup: map[uint32]int{}}
+	seen := map[float32]bool{}
+	for _, g := range grid {
+		for j := range n {
+			b := uint8(uint64(g) >> (8 * j))
+			v := float32(b)
+			if signed {
+				v = float32(int8(b))
+			}
+			cb.flat = append(cb.flat, v)
+			if !seen[v] {
+				seen[v] = true
+				cb.levels = append(cb.levels, v)
+			}
+		}
 	}
-	return out
+	sort.Slice(cb.levels, func(i, j int) bool { return cb.levels[i] < cb.levels[j] })
+	for i := range grid {
+		var key uint32
+		for _, v := range cb.flat[i*n : i*n+n] {
+			key = key*uint32(len(cb.levels)) + uint32(sort.Search(len(cb.levels), func(k int) bool { return cb.levels[k] >= v }))
+		}
+		cb.lookup[key] = i
+	}
+	return cb
 }
+
+// The code books, built on first use by an encoder.
+var flatGrids = sync.OnceValue(func() (g struct{ iq2xxs, iq2xs, iq2s, iq3xxs, iq3s, iq1s *codeBook }) {
+	g.iq2xxs = newCodeBook(iq2xxsGrid[:], 8, false)
+	g.iq2xs = newCodeBook(iq2xsGrid[:], 8, false)
+	g.iq2s = newCodeBook(iq2sGrid[:], 8, false)
+	g.iq3xxs = newCodeBook(iq3xxsGrid[:], 4, false)
+	g.iq3s = newCodeBook(iq3sGrid[:], 4, false)
+	g.iq1s = newCodeBook(iq1sGrid[:], 8, true)
+	return g
+})
 
 // signsOf returns the magnitudes of a group of 8 and its sign bits (bit j
 // set: element j negative). With even, a group with an odd count of
@@ -339,7 +392,7 @@ func encodeIQ2_XXS(dst []byte, x []float32) {
 			for j := range mag {
 				mag[j] = div(mag[j], db)
 			}
-			q[l] = byte(gridSearch(iq2xxsGrid[:], 8, false, mag[:], 0))
+			q[l] = byte(flatGrids().iq2xxs.search(mag[:], 0))
 			aux |= uint32(bits&127) << (7 * l)
 		}
 		binary.LittleEndian.PutUint32(q[4:], aux)
@@ -371,7 +424,7 @@ func encodeIQ2_XS(dst []byte, x []float32) {
 			for j := range mag {
 				mag[j] = div(mag[j], db)
 			}
-			g := gridSearch(iq2xsGrid[:], 8, false, mag[:], 0)
+			g := flatGrids().iq2xs.search(mag[:], 0)
 			binary.LittleEndian.PutUint16(dst[2+2*(4*ib+l):], uint16(g)|uint16(bits&127)<<9)
 		}
 	}
@@ -388,7 +441,7 @@ func encodeIQ2_S(dst []byte, x []float32) {
 			for j := range mag {
 				mag[j] = div(mag[j], db)
 			}
-			g := gridSearch(iq2sGrid[:], 8, false, mag[:], 0)
+			g := flatGrids().iq2s.search(mag[:], 0)
 			dst[2+4*ib+l] = byte(g)
 			dst[34+4*ib+l] = bits
 			dst[66+ib] |= byte(g>>8&3) << (2 * l)
@@ -413,8 +466,8 @@ func encodeIQ3_XXS(dst []byte, x []float32) {
 			for j := range mag {
 				mag[j] = div(mag[j], db)
 			}
-			dst[2+8*ib+2*l] = byte(gridSearch(iq3xxsGrid64, 4, false, mag[:4], 0))
-			dst[2+8*ib+2*l+1] = byte(gridSearch(iq3xxsGrid64, 4, false, mag[4:], 0))
+			dst[2+8*ib+2*l] = byte(flatGrids().iq3xxs.search(mag[:4], 0))
+			dst[2+8*ib+2*l+1] = byte(flatGrids().iq3xxs.search(mag[4:], 0))
 			aux |= uint32(bits&127) << (7 * l)
 		}
 		binary.LittleEndian.PutUint32(dst[66+4*ib:], aux)
@@ -442,7 +495,7 @@ func encodeIQ3_S(dst []byte, x []float32) {
 			dst[74+4*ib+l] = bits
 			for h := range 2 {
 				k := 8*ib + 2*l + h
-				g := gridSearch(iq3sGrid64, 4, false, mag[4*h:4*h+4], 0)
+				g := flatGrids().iq3s.search(mag[4*h:4*h+4], 0)
 				dst[2+k] = byte(g)
 				dst[66+k/8] |= byte(g>>8&1) << (k % 8)
 			}
@@ -451,24 +504,28 @@ func encodeIQ3_S(dst []byte, x []float32) {
 }
 
 // iq1Group finds the grid entry and delta sign for 8 values (already
-// divided by the scale).
+// divided by the scale): one pass over the grid scores both deltas, since
+// Σ(g±δ-v)² = Σ(g-v)² ± 2δΣ(g-v) + 8δ².
 func iq1Group(v []float32) (idx int, neg bool) {
-	ip := gridSearch(iq1sGrid[:], 8, true, v, iq1Delta)
-	in := gridSearch(iq1sGrid[:], 8, true, v, -iq1Delta)
-	ep, en := iq1Err(ip, v, iq1Delta), iq1Err(in, v, -iq1Delta)
-	if en < ep {
-		return in, true
+	cb := flatGrids().iq1s
+	best := float32(math.Inf(1))
+	const dd = iq1Delta
+	for i := 0; i < len(cb.flat)/8; i++ {
+		g := cb.flat[8*i : 8*i+8]
+		var a, b float32
+		for j := range 8 {
+			r := g[j] - v[j]
+			a += r * r
+			b += r
+		}
+		if e := a + 2*dd*b + 8*dd*dd; e < best {
+			best, idx, neg = e, i, false
+		}
+		if e := a - 2*dd*b + 8*dd*dd; e < best {
+			best, idx, neg = e, i, true
+		}
 	}
-	return ip, false
-}
-
-func iq1Err(i int, v []float32, delta float32) float32 {
-	var e float32
-	for j := range 8 {
-		r := gridTrit(iq1sGrid[i], j) + delta - v[j]
-		e += r * r
-	}
-	return e
+	return idx, neg
 }
 
 func encodeIQ1_S(dst []byte, x []float32) {
@@ -495,7 +552,7 @@ func encodeIQ1_S(dst []byte, x []float32) {
 			qh |= 0x8000
 		}
 		for l := range 4 {
-			g := gridSearch(iq1sGrid[:], 8, true, v[8*l:8*l+8], delta)
+			g := flatGrids().iq1s.search(v[8*l:8*l+8], delta)
 			dst[2+4*ib+l] = byte(g)
 			qh |= uint16(g>>8&7) << (3 * l)
 		}
