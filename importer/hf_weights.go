@@ -322,6 +322,11 @@ func (h *hfLoader) attention(fam, src string, i int, at *model.Attention, H int)
 		return err
 	}
 	at.OutBias = ok
+	if at.Sinks {
+		if err := h.take(sa+"sinks", dst(model.AttnSinks), at.Heads); err != nil {
+			return err
+		}
+	}
 
 	qn, kn := sa+"q_norm.weight", sa+"k_norm.weight"
 	if fam == "lfm2" {
@@ -380,6 +385,9 @@ func (h *hfLoader) moe(fam, src string, i int, m *model.MoE, H int) error {
 	if fam == "mixtral" {
 		block = src + "block_sparse_moe."
 		gateN, upN, downN = "w1", "w3", "w2"
+	}
+	if fam == "gpt_oss" {
+		return h.gptOssExperts(block, i, m, H)
 	}
 	if err := h.take(block+"gate.weight", dst(model.FFNRouter), E, H); err != nil {
 		return err
@@ -477,4 +485,82 @@ func (h *hfLoader) gatedDelta(src string, i int, d *model.GatedDelta, H int) err
 		return err
 	}
 	return h.take(la+"out_proj.weight", dst(model.DeltaOut), H, vd)
+}
+
+// gptOssExperts maps gpt-oss's MoE block: the affine router, and the
+// experts stored transposed ([E, in, out], x @ W) with gate and up
+// interleaved in gate_up_proj's columns (gate = [..., ::2], up = [..., 1::2]),
+// each with a bias. The banks come out [E, out, in] in the source's element
+// codec.
+func (h *hfLoader) gptOssExperts(block string, i int, m *model.MoE, H int) error {
+	dst := func(s string) string { return model.LayerTensor(i, s) }
+	E, I := m.Experts, m.ExpertHidden
+	if h.has(block + "experts.gate_up_proj_blocks") {
+		return fmt.Errorf("%s: MXFP4 expert blocks (gate_up_proj_blocks) are not read from safetensors yet; use a dequantized (bf16) checkpoint or a GGUF", h.fileOf(block+"experts.gate_up_proj_blocks"))
+	}
+	if err := h.take(block+"router.weight", dst(model.FFNRouter), E, H); err != nil {
+		return err
+	}
+	if err := h.take(block+"router.bias", dst(model.FFNRouterB), E); err != nil {
+		return err
+	}
+	gu, err := h.get(block+"experts.gate_up_proj", E, H, 2*I)
+	if err != nil {
+		return err
+	}
+	// gate[e][r][c] = gu[e][c][2r], up[e][r][c] = gu[e][c][2r+1].
+	for j, name := range []string{model.FFNGateExps, model.FFNUpExps} {
+		t, err := hfPermute(gu, dst(name), []int{E, I, H}, func(e, r, c int) int { return (e*H+c)*2*I + 2*r + j })
+		if err != nil {
+			return fmt.Errorf("%s: %w", h.fileOf(block+"experts.gate_up_proj"), err)
+		}
+		h.out[t.Name] = t
+	}
+	gub, err := h.get(block+"experts.gate_up_proj_bias", E, 2*I)
+	if err != nil {
+		return err
+	}
+	for j, name := range []string{model.FFNGateExpsB, model.FFNUpExpsB} {
+		t, err := hfPermute(gub, dst(name), []int{E, I}, func(e, r, _ int) int { return e*2*I + 2*r + j })
+		if err != nil {
+			return fmt.Errorf("%s: %w", h.fileOf(block+"experts.gate_up_proj_bias"), err)
+		}
+		h.out[t.Name] = t
+	}
+	down, err := h.get(block+"experts.down_proj", E, I, H)
+	if err != nil {
+		return err
+	}
+	t, err := hfPermute(down, dst(model.FFNDownExps), []int{E, H, I}, func(e, r, c int) int { return (e*I+c)*H + r })
+	if err != nil {
+		return fmt.Errorf("%s: %w", h.fileOf(block+"experts.down_proj"), err)
+	}
+	h.out[t.Name] = t
+	return h.take(block+"experts.down_proj_bias", dst(model.FFNDownExpsB), E, H)
+}
+
+// hfPermute builds a tensor of shape (2 or 3 dims; a 2-D shape calls src
+// with c = 0) whose element (e, r, c) is element src(e, r, c) of t, copying
+// element bytes so that the codec (f32, f16, bf16) is kept.
+func hfPermute(t *tensor.Tensor, name string, shape []int, src func(e, r, c int) int) (*tensor.Tensor, error) {
+	if t.Codec.Quantized() {
+		return nil, fmt.Errorf("tensor %q: %s cannot be rearranged element by element", t.Name, t.Codec)
+	}
+	es := t.Codec.BlockBytes()
+	E, R, C := shape[0], shape[1], 1
+	if len(shape) == 3 {
+		C = shape[2]
+	}
+	out := make([]byte, E*R*C*es)
+	k := 0
+	for e := range E {
+		for r := range R {
+			for c := range C {
+				o := src(e, r, c) * es
+				copy(out[k:k+es], t.Data[o:o+es])
+				k += es
+			}
+		}
+	}
+	return &tensor.Tensor{Name: name, Codec: t.Codec, Shape: slices.Clone(shape), Data: out}, nil
 }

@@ -658,8 +658,7 @@ func (b *Backend) finishLayer(dl *dlayer, i int) (*dlayer, error) {
 		return dl, nil
 	}
 	if r := at.Rope; r.Dims > 0 {
-		s := r.Scaling
-		dl.invFreq, dl.mscale, err = ropeInvFreq(r.Theta, r.Dims, s.Type, s.Factor, s.LowFreqFactor, s.HighFreqFactor, s.OriginalContext, s.BetaFast, s.BetaSlow, s.AttnFactor)
+		dl.invFreq, dl.mscale, err = ropeFreqs(r)
 		if err != nil {
 			return nil, fmt.Errorf("webgpu: layer %d: %w", i, err)
 		}
