@@ -214,6 +214,9 @@ func checkArch(a *model.Arch) error {
 		if at == nil {
 			continue
 		}
+		if at.Sinks {
+			return fmt.Errorf("webgpu: %w: layer %d attention sinks (gpt-oss) are not in the attention kernels yet", ErrUnsupported, i)
+		}
 		if at.OutputGate && at.Bias {
 			return fmt.Errorf("webgpu: %w: layer %d attention output gate with q bias", ErrUnsupported, i)
 		}

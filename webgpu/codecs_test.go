@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cortiq/cortiq/fixtures"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/synth"
 )
@@ -37,5 +38,24 @@ func TestRefusesCodec(t *testing.T) {
 	}
 	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "iq2_xs") || !strings.Contains(err.Error(), "blk.0.") {
 		t.Errorf("error %v: want ErrUnsupported naming the tensor and iq2_xs", err)
+	}
+}
+
+// TestRefusesGptOss: until the device kernels compute attention sinks, the
+// router and expert biases and the clamped SwiGLU, a gpt-oss model is
+// refused before upload with ErrUnsupported (the engine runs it on the CPU).
+func TestRefusesGptOss(t *testing.T) {
+	m, err := importer.FromHF(fixtures.Local(t, "gpt_oss_e8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	b, err := New(m, Options{})
+	if err == nil {
+		b.Close()
+		t.Fatal("a gpt-oss model was accepted")
+	}
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "gpt-oss") {
+		t.Errorf("error %v: want ErrUnsupported naming gpt-oss", err)
 	}
 }

@@ -30,6 +30,9 @@ var (
 )
 
 func checkMoE(i int, m *model.MoE, a *model.Arch) error {
+	if m.RouterBias || m.ExpertBias {
+		return fmt.Errorf("webgpu: %w: layer %d MoE router or expert biases (gpt-oss) are not in the MoE kernels yet", ErrUnsupported, i)
+	}
 	switch m.Scoring {
 	case "", "softmax", "sigmoid":
 	default:
