@@ -121,7 +121,8 @@ type dlayer struct {
 	qNorm, kNorm                                 *Buffer    // full-width q/k norm weights
 	o                                            *dweight
 	oBias                                        *Buffer
-	qkn                                          *Buffer // [q norm | k norm] or nil
+	sinks                                        []float32 // attention sinks per head, nil when none
+	qkn                                          *Buffer   // [q norm | k norm] or nil
 	knOff                                        int
 	gu                                           []*dweight // fused and interleaved (see guInterleaved) or gate, up
 	guInterleaved                                bool       // gu[0] rows are gate 0, up 0, gate 1, up 1, ...
@@ -214,9 +215,6 @@ func checkArch(a *model.Arch) error {
 		if at == nil {
 			continue
 		}
-		if at.Sinks {
-			return fmt.Errorf("webgpu: %w: layer %d attention sinks (gpt-oss) are not in the attention kernels yet", ErrUnsupported, i)
-		}
 		if at.OutputGate && at.Bias {
 			return fmt.Errorf("webgpu: %w: layer %d attention output gate with q bias", ErrUnsupported, i)
 		}
@@ -226,6 +224,14 @@ func checkArch(a *model.Arch) error {
 	}
 	switch a.Act {
 	case model.ActSiLU, model.ActGELUTanh:
+	case model.ActSwiGLUOAI:
+		// Only the routed-expert kernels compute it (gpt-oss has no dense
+		// FFN and no shared expert).
+		for i, l := range a.Layers {
+			if l.FFN != model.FFNMoE {
+				return fmt.Errorf("webgpu: %w: layer %d dense FFN with the %s activation", ErrUnsupported, i, a.Act)
+			}
+		}
 	default:
 		return fmt.Errorf("webgpu: %w: activation %q", ErrUnsupported, a.Act)
 	}
@@ -545,6 +551,15 @@ func (b *Backend) loadLayer(m *model.Model, i int) (*dlayer, error) {
 	}
 	if at.OutBias {
 		if dl.oBias, err = b.uploadVec(m, name(model.AttnOutBias), a.Hidden); err != nil {
+			return nil, err
+		}
+	}
+	if at.Sinks {
+		t, err := b.tensor(m, name(model.AttnSinks))
+		if err != nil {
+			return nil, err
+		}
+		if dl.sinks, err = vectorF32(t, at.Heads); err != nil {
 			return nil, err
 		}
 	}
