@@ -1,7 +1,14 @@
 package cpu
 
 import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/cortiq/cortiq/cpu/kernel"
@@ -9,6 +16,7 @@ import (
 	"github.com/cortiq/cortiq/gguf"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/tensor"
 )
 
@@ -136,5 +144,208 @@ func TestGGUFGptOssF32(t *testing.T) {
 			defer m.Close()
 			checkParity(t, m, fixtures.LoadReference(t, dir))
 		})
+	}
+}
+
+// fp4Values is transformers' FP4_VALUES (e2m1), indexed by nibble.
+var fp4Values = [16]float32{0, 0.5, 1, 1.5, 2, 3, 4, 6, 0, -0.5, -1, -1.5, -2, -3, -4, -6}
+
+// hfMXFP4Row encodes one row (a multiple of 32 values) as transformers'
+// gpt-oss checkpoints store it: per 32 values a uint8 exponent s (scale
+// 2^(s-127)) and 16 bytes, byte k holding elements 2k (low nibble) and
+// 2k+1 (high nibble), nearest FP4 value.
+func hfMXFP4Row(x []float32) (blocks, scales []byte) {
+	for b := 0; b < len(x)/32; b++ {
+		v := x[32*b : 32*b+32]
+		var amax float64
+		for _, f := range v {
+			amax = math.Max(amax, math.Abs(float64(f)))
+		}
+		s := 127
+		if amax > 0 {
+			s = 127 + int(math.Ceil(math.Log2(amax/6)))
+		}
+		d := math.Ldexp(1, s-127)
+		var nib [32]byte
+		for i, f := range v {
+			best := 0
+			for n, q := range fp4Values {
+				if math.Abs(float64(f)/d-float64(q)) < math.Abs(float64(f)/d-float64(fp4Values[best])) {
+					best = n
+				}
+			}
+			nib[i] = byte(best)
+		}
+		for k := range 16 {
+			blocks = append(blocks, nib[2*k]|nib[2*k+1]<<4)
+		}
+		scales = append(scales, byte(s))
+	}
+	return blocks, scales
+}
+
+// hfMXFP4Decode is transformers' convert_moe_packed_tensors for one row.
+func hfMXFP4Decode(blocks, scales []byte) []float32 {
+	var out []float32
+	for b, s := range scales {
+		d := float32(math.Ldexp(1, int(s)-127))
+		for _, q := range blocks[16*b : 16*b+16] {
+			out = append(out, fp4Values[q&0xf]*d, fp4Values[q>>4]*d)
+		}
+	}
+	return out
+}
+
+// writeSafetensors writes raw tensors (name → dtype, shape, bytes).
+func writeSafetensors(t *testing.T, path string, ts map[string]rawTensor) {
+	t.Helper()
+	names := make([]string, 0, len(ts))
+	for n := range ts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	header := map[string]any{}
+	var data []byte
+	for _, n := range names {
+		r := ts[n]
+		header[n] = map[string]any{"dtype": r.dtype, "shape": r.shape, "data_offsets": []int{len(data), len(data) + len(r.data)}}
+		data = append(data, r.data...)
+	}
+	h, _ := json.Marshal(header)
+	for len(h)%8 != 0 {
+		h = append(h, ' ')
+	}
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	out = append(append(out, h...), data...)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type rawTensor struct {
+	dtype string
+	shape []int
+	data  []byte
+}
+
+// TestHFMXFP4GptOss: a gpt-oss checkpoint with MXFP4 experts as OpenAI
+// ships them (gate_up_proj_blocks/_scales, down_proj_blocks/_scales, U8)
+// imports with the experts kept MXFP4, and computes what transformers'
+// dequantization of those blocks computes: every logit of the prompt and a
+// greedy decode within 1e-4 of a float checkpoint holding the blocks'
+// values (decoded here as convert_moe_packed_tensors does), greedy equal.
+func TestHFMXFP4GptOss(t *testing.T) {
+	defer kernel.SetMode(kernel.SetMode(kernel.Exact))
+	src := fixtures.Local(t, "gpt_oss_e8")
+	f, err := safetensors.Open(filepath.Join(src, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := os.ReadFile(filepath.Join(src, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	json.Unmarshal(cfg, &c)
+	c["quantization_config"] = map[string]any{"quant_method": "mxfp4", "modules_to_not_convert": []string{"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"}}
+	qcfg, _ := json.Marshal(c)
+	E, H, I := int(c["num_local_experts"].(float64)), int(c["hidden_size"].(float64)), int(c["intermediate_size"].(float64))
+
+	quant, twin := map[string]rawTensor{}, map[string]rawTensor{}
+	f32 := func(v []float32) []byte {
+		b := make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+		}
+		return b
+	}
+	for _, n := range f.Names() {
+		info, _ := f.Info(n)
+		v, err := f.Float32s(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in, out int // the matrix as transformers stores it: x @ W, W [E, in, out]
+		switch {
+		case strings.HasSuffix(n, "experts.gate_up_proj"):
+			in, out = H, 2*I
+		case strings.HasSuffix(n, "experts.down_proj"):
+			in, out = I, H
+		default:
+			quant[n] = rawTensor{"F32", info.Shape, f32(v)}
+			twin[n] = quant[n]
+			continue
+		}
+		// Rows of the stored blocks are outputs: row r, column c is W[e][c][r].
+		var blocks, scales []byte
+		dq := make([]float32, len(v))
+		for e := range E {
+			for r := range out {
+				row := make([]float32, in)
+				for c := range in {
+					row[c] = v[(e*in+c)*out+r]
+				}
+				b, s := hfMXFP4Row(row)
+				blocks, scales = append(blocks, b...), append(scales, s...)
+				for c, x := range hfMXFP4Decode(b, s) {
+					dq[(e*in+c)*out+r] = x
+				}
+			}
+		}
+		quant[n+"_blocks"] = rawTensor{"U8", []int{E, out, in / 32, 16}, blocks}
+		quant[n+"_scales"] = rawTensor{"U8", []int{E, out, in / 32}, scales}
+		twin[n] = rawTensor{"F32", info.Shape, f32(dq)}
+	}
+	load := func(ts map[string]rawTensor, config []byte) *model.Model {
+		dir := t.TempDir()
+		writeSafetensors(t, filepath.Join(dir, "model.safetensors"), ts)
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), config, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := importer.FromHF(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	qm, tm := load(quant, qcfg), load(twin, cfg)
+	for _, n := range []string{model.FFNGateExps, model.FFNUpExps, model.FFNDownExps} {
+		if w, _ := qm.Weights.Tensor(model.LayerTensor(0, n)); w.Codec != tensor.MXFP4 {
+			t.Fatalf("%s imported as %s, want mxfp4", n, w.Codec)
+		}
+	}
+	ref := fixtures.LoadReference(t, src)
+	run := func(m *model.Model) (logits []float32, greedy []int) {
+		b, err := New(m, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := b.NewSession(64)
+		logits, err = s.Forward(ref.InputIDs, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := logits[len(logits)-m.Arch.Vocab:]
+		for range 16 {
+			tok := argmax(last)
+			greedy = append(greedy, tok)
+			if last, err = s.Forward([]int{tok}, false); err != nil {
+				t.Fatal(err)
+			}
+			logits = append(logits, last...)
+		}
+		return logits, greedy
+	}
+	got, gotTok := run(qm)
+	want, wantTok := run(tm)
+	d, at := maxAbsDiff(got, want)
+	t.Logf("max |mxfp4 import - float twin| = %.2e; greedy %v", d, gotTok)
+	if d > parityTol {
+		t.Errorf("logit %d: %g vs twin %g (|d| %.2e > %g)", at, got[at], want[at], d, parityTol)
+	}
+	if !slices.Equal(gotTok, wantTok) {
+		t.Errorf("greedy tokens %v, twin %v", gotTok, wantTok)
 	}
 }
