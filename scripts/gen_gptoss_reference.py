@@ -4,7 +4,8 @@
 Run:  python3 gen_gptoss_reference.py OUT_DIR
 Same conventions as ../shared/scripts/gen_reference.py (CPU, float32, eager attention, seed 1234,
 prompt seed 4321, 24 prompt tokens, 24 greedy tokens): OUT_DIR/tiny/<name>/{config.json,
-model.safetensors, reference.safetensors, meta.json}. Each variant is independent: a failure is
+model.safetensors, reference.safetensors, meta.json}. The repository keeps its output in
+fixtures/testdata/tiny (fixtures.Local, fixtures.InRepo), made with transformers 5.17, torch 2.11. Each variant is independent: a failure is
 logged with its traceback and the rest goes on.
 """
 import sys, os, json, time, traceback, platform
