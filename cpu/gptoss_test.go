@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -347,5 +348,51 @@ func TestHFMXFP4GptOss(t *testing.T) {
 	}
 	if !slices.Equal(gotTok, wantTok) {
 		t.Errorf("greedy tokens %v, twin %v", gotTok, wantTok)
+	}
+}
+
+// TestCMFGptOss: a gpt-oss model with MXFP4 experts survives a CMF round
+// trip (Keep): the same Arch, the same codecs, the same logits bit for bit.
+func TestCMFGptOss(t *testing.T) {
+	dir := fixtures.Local(t, "gpt_oss_e8")
+	hf, err := importer.FromHF(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hf.Close()
+	q, err := importer.QuantizeExperts(hf, tensor.MXFP4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "gpt-oss.cmf")
+	if err := importer.SaveCMF(q, path, importer.SaveOptions{Keep: true}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := importer.FromCMF(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if a, b := m.Arch, q.Arch; !reflect.DeepEqual(a, b) {
+		t.Fatalf("arch read back as %+v, want %+v", a, b)
+	}
+	if w, _ := m.Weights.Tensor(model.LayerTensor(0, model.FFNDownExps)); w.Codec != tensor.MXFP4 {
+		t.Fatalf("experts read back as %s", w.Codec)
+	}
+	ids := fixtures.LoadReference(t, dir).InputIDs
+	run := func(m *model.Model) []float32 {
+		b, err := New(m, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := b.NewSession(len(ids))
+		lg, err := s.Forward(ids, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lg
+	}
+	if d, _ := maxAbsDiff(run(m), run(q)); d != 0 {
+		t.Errorf("logits differ by %.3g after the round trip", d)
 	}
 }
