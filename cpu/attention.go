@@ -105,7 +105,11 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 					sc[j] = float32(math.Tanh(float64(x/c))) * c
 				}
 			}
-			kernel.Softmax(sc)
+			if w.sinks != nil {
+				kernel.SoftmaxSink(sc, w.sinks[hh])
+			} else {
+				kernel.Softmax(sc)
+			}
 			out := att[t*qDim+hh*hd : t*qDim+(hh+1)*hd]
 			clear(out)
 			for j, p := range sc {

@@ -58,6 +58,7 @@ type attnWeights struct {
 	q, k, v, o     *tensor.Tensor
 	qb, kb, vb, ob []float32 // nil when absent
 	qNorm, kNorm   []float32 // nil when absent
+	sinks          []float32 // [heads] attention sinks, nil when absent
 	rope           *ropeTable
 }
 
@@ -74,6 +75,10 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 	}
 	switch a.Act {
 	case model.ActSiLU, model.ActGELUTanh:
+	case model.ActSwiGLUOAI:
+		if !(a.SwiGLULimit > 0) || a.SwiGLUAlpha == 0 {
+			return nil, fmt.Errorf("cpu: %s activation needs a positive limit and an alpha (have %v, %v)", a.Act, a.SwiGLULimit, a.SwiGLUAlpha)
+		}
 	default:
 		return nil, fmt.Errorf("cpu: activation %q not supported", a.Act)
 	}
@@ -161,6 +166,9 @@ func loadAttention(w *weightGetter, i int, at *model.Attention, hidden int) *att
 	}
 	if at.OutBias {
 		aw.ob = w.vector(name(model.AttnOutBias), hidden)
+	}
+	if at.Sinks {
+		aw.sinks = w.vector(name(model.AttnSinks), at.Heads)
 	}
 	switch at.QKNorm {
 	case model.QKNormPerHead:

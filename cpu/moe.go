@@ -17,6 +17,9 @@ type moeWeights struct {
 	spec           *model.MoE
 	router         *tensor.Tensor // [E, hidden]
 	selectBias     []float32      // [E] or nil
+	routerBias     []float32      // [E] or nil, added to the router logits
+	gateB, upB     []float32      // [E, expert_hidden] expert biases, nil when none
+	downB          []float32      // [E, hidden]
 	gate, up, down []*tensor.Tensor
 	shGate, shUp   *tensor.Tensor // shared expert, nil when none
 	shDown         *tensor.Tensor
@@ -33,12 +36,20 @@ func loadMoE(w *weightGetter, i int, m *model.MoE, hidden int) *moeWeights {
 	}
 	switch m.Scoring {
 	case "softmax", "":
-	case "sigmoid":
+	case "sigmoid", "topk_softmax":
 	default:
 		w.fail(fmt.Errorf("cpu: layer %d: MoE scoring %q not supported", i, m.Scoring))
 	}
 	if m.SelectBias {
 		mw.selectBias = w.vector(name(model.FFNRouterBias), E)
+	}
+	if m.RouterBias {
+		mw.routerBias = w.vector(name(model.FFNRouterB), E)
+	}
+	if m.ExpertBias {
+		mw.gateB = w.vector(name(model.FFNGateExpsB), E*I)
+		mw.upB = w.vector(name(model.FFNUpExpsB), E*I)
+		mw.downB = w.vector(name(model.FFNDownExpsB), E*hidden)
 	}
 	views := func(canon string, out, in int) []*tensor.Tensor {
 		t := w.tensor(name(canon), E, out, in)
@@ -87,6 +98,31 @@ func (s *Session) moeFFN(mw *moeWeights, h []float32, n int) []float32 {
 	idx := make([]int, E)
 	for t := range n {
 		p := logits[t*E : (t+1)*E]
+		if mw.routerBias != nil {
+			kernel.Add(p, mw.routerBias)
+		}
+		if m.Scoring == "topk_softmax" {
+			// gpt-oss: top-k of the logits (ties to the lower index, as
+			// torch.topk), softmax over those k.
+			for e := range idx {
+				idx[e] = e
+			}
+			sort.SliceStable(idx, func(x, y int) bool { return p[idx[x]] > p[idx[y]] })
+			sel := idx[:m.TopK]
+			w := make([]float32, len(sel))
+			for j, e := range sel {
+				w[j] = p[e]
+			}
+			kernel.Softmax(w)
+			for j, e := range sel {
+				wt := w[j]
+				if m.RoutedScale != 0 {
+					wt *= m.RoutedScale
+				}
+				perExpert[e] = append(perExpert[e], pick{t, wt})
+			}
+			continue
+		}
 		if m.Scoring == "sigmoid" {
 			for e, v := range p {
 				p[e] = float32(1 / (1 + math.Exp(-float64(v))))
@@ -137,10 +173,20 @@ func (s *Session) moeFFN(mw *moeWeights, h []float32, n int) []float32 {
 		u := make([]float32, k*I)
 		kernel.MatMul(g, mw.gate[e], x, k)
 		kernel.MatMul(u, mw.up[e], x, k)
-		activate(a.Act, g)
-		kernel.Mul(g, u)
+		if mw.gateB != nil {
+			for j := range k {
+				kernel.Add(g[j*I:(j+1)*I], mw.gateB[e*I:(e+1)*I])
+				kernel.Add(u[j*I:(j+1)*I], mw.upB[e*I:(e+1)*I])
+			}
+		}
+		gated(a, g, u)
 		y := make([]float32, k*H)
 		kernel.MatMul(y, mw.down[e], g, k)
+		if mw.downB != nil {
+			for j := range k {
+				kernel.Add(y[j*H:(j+1)*H], mw.downB[e*H:(e+1)*H])
+			}
+		}
 		for j, p := range picks {
 			yr := y[j*H : (j+1)*H]
 			kernel.Scale(yr, p.w)
@@ -154,8 +200,7 @@ func (s *Session) moeFFN(mw *moeWeights, h []float32, n int) []float32 {
 		u := make([]float32, n*S)
 		kernel.MatMul(g, mw.shGate, h, n)
 		kernel.MatMul(u, mw.shUp, h, n)
-		activate(a.Act, g)
-		kernel.Mul(g, u)
+		gated(a, g, u)
 		y := make([]float32, n*H)
 		kernel.MatMul(y, mw.shDown, g, n)
 		var gates []float32

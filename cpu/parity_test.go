@@ -238,6 +238,23 @@ func TestParityHybrid(t *testing.T) {
 	}
 }
 
+// TestParityGptOss: gpt-oss (sinks, alternating sliding/full layers, YaRN,
+// biases, top-k-softmax router with bias, clamped SwiGLU experts) from the
+// fixtures committed in the repository.
+func TestParityGptOss(t *testing.T) {
+	for _, name := range fixtures.InRepo {
+		t.Run(name, func(t *testing.T) {
+			dir := fixtures.Local(t, name)
+			m, err := importer.FromHF(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			checkParity(t, m, fixtures.LoadReference(t, dir))
+		})
+	}
+}
+
 func TestParityHalfWeights(t *testing.T) {
 	for _, name := range []string{"llama", "gemma2_sw8", "qwen2", "phi3", "olmo2", "granite_mult"} {
 		for _, c := range []tensor.Codec{tensor.BF16, tensor.F16} {

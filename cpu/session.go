@@ -256,11 +256,27 @@ func (s *Session) denseFFN(f *ffnWeights, h []float32, n, ff int) []float32 {
 	g := make([]float32, n*ff)
 	u := make([]float32, n*ff)
 	kernel.MatMuls(h, n, kernel.Product{Y: g, W: f.gate}, kernel.Product{Y: u, W: f.up})
-	activate(a.Act, g)
-	kernel.Mul(g, u)
+	gated(a, g, u)
 	out := make([]float32, n*a.Hidden)
 	kernel.MatMul(out, f.down, g, n)
 	return out
+}
+
+// gated replaces g by the gated activation of (g, u): act(g)*u, or
+// gpt-oss's clamped SwiGLU.
+func gated(a *model.Arch, g, u []float32) {
+	if a.Act == model.ActSwiGLUOAI {
+		lim, alpha := a.SwiGLULimit, a.SwiGLUAlpha
+		for i, x := range g {
+			x = min(x, lim)
+			y := min(max(u[i], -lim), lim)
+			glu := x * float32(1/(1+math.Exp(-float64(x*alpha))))
+			g[i] = (y + 1) * glu
+		}
+		return
+	}
+	activate(a.Act, g)
+	kernel.Mul(g, u)
 }
 
 func activate(act model.Activation, x []float32) {

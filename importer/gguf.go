@@ -32,6 +32,9 @@ var ggufFamilies = map[string]model.RopeStyle{
 	// Mixture-of-experts variants (Mixtral is "llama" with expert tensors).
 	"qwen2moe": model.RopeNeoX,
 	"qwen3moe": model.RopeNeoX,
+	// gpt-oss: sinks, alternating sliding/full layers, YaRN, biases,
+	// clamped-SwiGLU experts (llama.cpp's LLM_ARCH_OPENAI_MOE).
+	"gpt-oss": model.RopeNeoX,
 }
 
 // FromGGUF imports a GGUF model of the llama family (general.architecture
@@ -233,7 +236,7 @@ func ggufModel(f *gguf.File) (*model.Model, error) {
 	}
 	style, ok := ggufFamilies[arch]
 	if !ok {
-		return nil, fmt.Errorf("gguf: %s: unsupported architecture %q (supported: llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, gemma, gemma2, gemma3, phi3)", f.Name, arch)
+		return nil, fmt.Errorf("gguf: %s: unsupported architecture %q (supported: llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, gemma, gemma2, gemma3, phi3, gpt-oss)", f.Name, arch)
 	}
 	g := ggufMeta{f: f, arch: arch, views: map[string]ggufView{}}
 
@@ -260,6 +263,9 @@ func ggufModel(f *gguf.File) (*model.Model, error) {
 		if err := ggufSplitPhi3(g, w); err != nil {
 			return nil, err
 		}
+	}
+	if arch == "gpt-oss" {
+		ggufRenameGptOss(g, w)
 	}
 	a, err := ggufArch(g, style, w)
 	if err != nil {
@@ -385,6 +391,11 @@ func ggufArch(g ggufMeta, style model.RopeStyle, w model.MapWeights) (model.Arch
 		}
 	}
 
+	if g.arch == "gpt-oss" {
+		// llama.cpp's gpt-oss graph hardcodes the clamped SwiGLU (as
+		// transformers' GptOssExperts does).
+		a.Act, a.SwiGLULimit, a.SwiGLUAlpha = model.ActSwiGLUOAI, 7.0, 1.702
+	}
 	gemma := strings.HasPrefix(g.arch, "gemma")
 	if gemma {
 		a.Act = model.ActGELUTanh
@@ -456,6 +467,11 @@ func ggufArch(g ggufMeta, style model.RopeStyle, w model.MapWeights) (model.Arch
 			if i%2 == 0 {
 				at.Window = window
 			}
+		case g.arch == "gpt-oss" && window > 0:
+			// llama.cpp's swa pattern 2: even layers slide.
+			if i%2 == 0 {
+				at.Window = window
+			}
 		case g.arch == "gemma3" && window > 0:
 			if i%6 != 5 {
 				at.Window = window
@@ -472,6 +488,7 @@ func ggufArch(g ggufMeta, style model.RopeStyle, w model.MapWeights) (model.Arch
 		}
 		_, at.Bias = w[model.LayerTensor(i, model.AttnQBias)]
 		_, at.OutBias = w[model.LayerTensor(i, model.AttnOutBias)]
+		_, at.Sinks = w[model.LayerTensor(i, model.AttnSinks)]
 		if qn, ok := w[model.LayerTensor(i, model.AttnQNorm)]; ok {
 			at.QKNorm = model.QKNormPerHead
 			if qn.Elements() != at.HeadDim {
@@ -535,11 +552,49 @@ func ggufMoE(g ggufMeta, layer, experts int, w model.MapWeights) (*model.MoE, er
 	if v, ok := g.f.GetBool(g.key("expert_weights_norm")); ok {
 		m.NormTopK = v
 	}
+	if g.arch == "gpt-oss" {
+		// llama.cpp: softmax over the selected logits (SOFTMAX_WEIGHT).
+		m.Scoring, m.NormTopK = "topk_softmax", false
+	}
+	_, m.RouterBias = w[model.LayerTensor(layer, model.FFNRouterB)]
+	_, m.ExpertBias = w[model.LayerTensor(layer, model.FFNGateExpsB)]
 	if _, ok := w[model.LayerTensor(layer, model.FFNGateExps)]; !ok {
 		return nil, g.errorf("layer %d: expert_count %d but no stacked %s (per-expert GGUF tensors are not supported; reconvert with a current llama.cpp)",
 			layer, experts, model.LayerTensor(layer, model.FFNGateExps))
 	}
 	return m, nil
+}
+
+// yarnMscale is transformers' get_mscale: YaRN's default attention factor.
+func yarnMscale(factor float64) float64 {
+	if factor <= 1 {
+		return 1
+	}
+	return 0.1*math.Log(factor) + 1
+}
+
+// ggufPostAttnNormGptOss is where llama.cpp's gpt-oss keeps the pre-FFN
+// norm (transformers' post_attention_layernorm, a pre-norm of the MoE).
+const ggufPostAttnNormGptOss = model.PostAttnNorm
+
+// ggufRenameGptOss gives gpt-oss's pre-FFN norm its canonical name.
+func ggufRenameGptOss(g ggufMeta, w model.MapWeights) {
+	for name, t := range w {
+		if !strings.HasPrefix(name, "blk.") || !strings.HasSuffix(name, "."+ggufPostAttnNormGptOss) {
+			continue
+		}
+		canon := strings.TrimSuffix(name, ggufPostAttnNormGptOss) + model.FFNNorm
+		if _, dup := w[canon]; dup {
+			continue
+		}
+		t.Name = canon
+		w[canon] = t
+		delete(w, name)
+		if g.views != nil {
+			g.views[canon] = g.views[name]
+			delete(g.views, name)
+		}
+	}
 }
 
 // ggufRope reads the rotary embedding shared by all layers.
@@ -586,6 +641,16 @@ func ggufRope(g ggufMeta, style model.RopeStyle, w model.MapWeights) (model.Rope
 		}
 		if r.Scaling.AttnFactor, err = g.floatKey("rope.scaling.attn_factor", 0); err != nil {
 			return r, err
+		}
+		if g.arch == "gpt-oss" {
+			// transformers' gpt-oss config says truncate=false, and
+			// llama.cpp's YaRN multiplies its attn_factor (default 1) by
+			// 1+0.1·ln(factor), transformers' default attention factor.
+			r.Scaling.NoTruncate = true
+			if r.Scaling.AttnFactor == 0 {
+				r.Scaling.AttnFactor = 1
+			}
+			r.Scaling.AttnFactor *= yarnMscale(factor)
 		}
 	default:
 		return r, g.errorf("unsupported rope scaling type %q", typ)
@@ -903,6 +968,8 @@ func ggufFamilyFor(family string) (string, bool) {
 		return "gemma3", true
 	case "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3":
 		return family, true
+	case "gpt_oss", "gpt-oss":
+		return "gpt-oss", true
 	}
 	return "", false
 }
@@ -916,7 +983,10 @@ func ggufFamilyFor(family string) (string, bool) {
 //     to the interleaved layout llama.cpp's "llama" expects;
 //   - Gemma norms with the (1+w) convention get 1 added (as f32);
 //   - Phi-3 q/k/v and gate/up are fused into attn_qkv and ffn_up;
-//   - Llama 3 RoPE scaling becomes a rope_freqs tensor.
+//   - Llama 3 RoPE scaling becomes a rope_freqs tensor;
+//   - gpt-oss's pre-FFN norm is named post_attention_norm, as llama.cpp
+//     names it, and its YaRN attention factor is stored relative to
+//     llama.cpp's built-in 1+0.1·ln(factor).
 //
 // It refuses a model GGUF cannot express exactly: it re-derives the Arch
 // from what it would write (as FromGGUF does) and fails, naming the
@@ -924,16 +994,20 @@ func ggufFamilyFor(family string) (string, bool) {
 func SaveGGUF(m *model.Model, path string) error {
 	arch, ok := ggufFamilyFor(m.Arch.Family)
 	if !ok {
-		return fmt.Errorf("gguf: %s: family %q has no GGUF mapping (supported: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3, phi3)", path, m.Arch.Family)
+		return fmt.Errorf("gguf: %s: family %q has no GGUF mapping (supported: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3, phi3, gpt_oss)", path, m.Arch.Family)
 	}
 	a := &m.Arch
 	if err := a.Validate(); err != nil {
 		return fmt.Errorf("gguf: %s: %w", path, err)
 	}
 	l0 := a.Layers[0]
+	var moe *model.MoE
 	for i, l := range a.Layers {
-		if l.Mixer != model.MixerAttention || l.FFN != model.FFNDense {
-			return fmt.Errorf("gguf: %s: layer %d: only attention + dense FFN layers are supported", path, i)
+		if l.Mixer != model.MixerAttention || (l.FFN != model.FFNDense && (l.FFN != model.FFNMoE || arch != "gpt-oss")) {
+			return fmt.Errorf("gguf: %s: layer %d: only attention layers with a dense FFN (or gpt-oss's MoE) are supported", path, i)
+		}
+		if l.MoE != nil && moe == nil {
+			moe = l.MoE
 		}
 	}
 	at := l0.Attn
@@ -958,7 +1032,15 @@ func SaveGGUF(m *model.Model, path string) error {
 	add(ak("context_length"), uint32(ctx))
 	add(ak("embedding_length"), uint32(a.Hidden))
 	add(ak("block_count"), uint32(len(a.Layers)))
-	add(ak("feed_forward_length"), uint32(l0.FFNHidden))
+	if moe != nil {
+		// llama.cpp's gpt-oss converter writes intermediate_size to both.
+		add(ak("feed_forward_length"), uint32(moe.ExpertHidden))
+		add(ak("expert_count"), uint32(moe.Experts))
+		add(ak("expert_used_count"), uint32(moe.TopK))
+		add(ak("expert_feed_forward_length"), uint32(moe.ExpertHidden))
+	} else {
+		add(ak("feed_forward_length"), uint32(l0.FFNHidden))
+	}
 	add(ak("attention.head_count"), uint32(at.Heads))
 	add(ak("attention.head_count_kv"), uint32(at.KVHeads))
 	add(ak("attention.key_length"), uint32(at.HeadDim))
@@ -1005,8 +1087,12 @@ func SaveGGUF(m *model.Model, path string) error {
 		add(ak("rope.scaling.original_context_length"), uint32(rope.Scaling.OriginalContext))
 		add(ak("rope.scaling.yarn_beta_fast"), float32(rope.Scaling.BetaFast))
 		add(ak("rope.scaling.yarn_beta_slow"), float32(rope.Scaling.BetaSlow))
-		if rope.Scaling.AttnFactor != 0 {
-			add(ak("rope.scaling.attn_factor"), float32(rope.Scaling.AttnFactor))
+		if af := rope.Scaling.AttnFactor; arch == "gpt-oss" {
+			if rel := af / yarnMscale(rope.Scaling.Factor); af != 0 && rel != 1 {
+				add(ak("rope.scaling.attn_factor"), float32(rel))
+			}
+		} else if af != 0 {
+			add(ak("rope.scaling.attn_factor"), float32(af))
 		}
 	case "llama3":
 		if rope.Scaling.OriginalContext != 8192 {
@@ -1130,6 +1216,17 @@ func SaveGGUF(m *model.Model, path string) error {
 	if rope.Scaling.Type == "llama3" {
 		w["rope_freqs.weight"] = ggufLlama3Freqs(rope)
 	}
+	if arch == "gpt-oss" {
+		for i := range expect.Layers {
+			n := model.LayerTensor(i, model.FFNNorm)
+			if t, ok := w[n]; ok {
+				delete(w, n)
+				r := *t
+				r.Name = model.LayerTensor(i, ggufPostAttnNormGptOss)
+				w[r.Name] = &r
+			}
+		}
+	}
 
 	// Refuse what would not read back as the same Arch.
 	mf := &gguf.File{Name: path, Metadata: map[string]any{}}
@@ -1143,6 +1240,13 @@ func SaveGGUF(m *model.Model, path string) error {
 		if err := ggufSplitPhi3(ggufMeta{f: mf, arch: arch}, check); err != nil {
 			return err
 		}
+	}
+	if arch == "gpt-oss" {
+		for n, t := range check {
+			c := *t
+			check[n] = &c // the rename below must not touch w's tensors
+		}
+		ggufRenameGptOss(ggufMeta{f: mf, arch: arch}, check)
 	}
 	got, err := ggufArch(ggufMeta{f: mf, arch: arch}, ggufFamilies[arch], check)
 	if err != nil {

@@ -240,6 +240,15 @@ func hfLayerTypes(c *hfConfig) ([]string, error) {
 			}
 			t[i] = "full_attention"
 		}
+	case "gpt_oss":
+		// transformers' GptOssConfig: sliding first, then alternating.
+		if deref(c.SlidingWindow, 0) > 0 {
+			for i := range t {
+				if (i+1)%2 != 0 {
+					t[i] = "sliding_attention"
+				}
+			}
+		}
 	case "qwen3_next":
 		iv := deref(c.FullAttentionInterval, 4)
 		for i := range t {
@@ -255,6 +264,7 @@ func hfLayerTypes(c *hfConfig) ([]string, error) {
 var hfFamilies = []string{
 	"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
 	"granite", "olmo2", "smollm3", "qwen2_moe", "qwen3_moe", "mixtral", "lfm2", "qwen3_next",
+	"gpt_oss",
 }
 
 func hfArch(c *hfConfig) (model.Arch, error) {
@@ -300,6 +310,11 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 		a.Act = model.ActGELUTanh
 	default:
 		return a, fmt.Errorf("activation %q is not supported", act)
+	}
+	if fam == "gpt_oss" {
+		// GptOssExperts hardcodes its clamped SwiGLU (limit 7, alpha
+		// 1.702) whatever hidden_act and swiglu_limit say.
+		a.Act, a.SwiGLULimit, a.SwiGLUAlpha = model.ActSwiGLUOAI, 7.0, 1.702
 	}
 	a.EmbedScale = 1
 	if gemma {
@@ -409,13 +424,14 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 			switch fam {
 			case "qwen2", "qwen2_moe":
 				at.Bias = true
-			case "llama", "qwen3", "qwen3_moe", "granite", "olmo2", "smollm3", "gemma", "gemma2", "gemma3_text", "qwen3_next":
+			case "llama", "qwen3", "qwen3_moe", "granite", "olmo2", "smollm3", "gemma", "gemma2", "gemma3_text", "qwen3_next", "gpt_oss":
 				at.Bias = deref(c.AttentionBias, false)
 				at.OutBias = at.Bias && fam != "qwen3" && fam != "qwen3_moe" && fam != "qwen3_next" && fam != "gemma3_text"
 			}
 			if fam == "qwen3_next" {
 				at.OutputGate = true
 			}
+			at.Sinks = fam == "gpt_oss"
 			l.Mixer = model.MixerAttention
 			l.Attn = at
 		case "conv":
@@ -450,6 +466,11 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 			switch fam {
 			case "mixtral":
 				m.ExpertHidden = c.IntermediateSize
+			case "gpt_oss":
+				// GptOssTopKRouter: affine router, top-k of its logits,
+				// softmax over those; experts with biases.
+				m.ExpertHidden = c.IntermediateSize
+				m.Scoring, m.NormTopK, m.RouterBias, m.ExpertBias = "topk_softmax", false, true, true
 			case "qwen2_moe", "qwen3_moe", "qwen3_next":
 				m.ExpertHidden = deref(c.MoeIntermediateSize, 0)
 				// transformers' defaults: false for qwen2_moe and qwen3_moe, true for qwen3_next.

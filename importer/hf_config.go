@@ -109,6 +109,7 @@ type hfRopeParams struct {
 	PartialRotaryFactor *float64 `json:"partial_rotary_factor"`
 	Mscale              *float64 `json:"mscale"`
 	MscaleAllDim        *float64 `json:"mscale_all_dim"`
+	Truncate            *bool    `json:"truncate"`
 }
 
 func isNull(raw json.RawMessage) bool {
@@ -251,6 +252,7 @@ func (c *hfConfig) hfRope(layerType string, headDim int) (model.Rope, error) {
 			BetaFast:        deref(p.BetaFast, 32),
 			BetaSlow:        deref(p.BetaSlow, 1),
 			AttnFactor:      attn,
+			NoTruncate:      !deref(p.Truncate, true),
 		}
 	default:
 		return r, fmt.Errorf("rope type %q is not supported", typ)

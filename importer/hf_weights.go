@@ -322,6 +322,11 @@ func (h *hfLoader) attention(fam, src string, i int, at *model.Attention, H int)
 		return err
 	}
 	at.OutBias = ok
+	if at.Sinks {
+		if err := h.take(sa+"sinks", dst(model.AttnSinks), at.Heads); err != nil {
+			return err
+		}
+	}
 
 	qn, kn := sa+"q_norm.weight", sa+"k_norm.weight"
 	if fam == "lfm2" {
@@ -380,6 +385,9 @@ func (h *hfLoader) moe(fam, src string, i int, m *model.MoE, H int) error {
 	if fam == "mixtral" {
 		block = src + "block_sparse_moe."
 		gateN, upN, downN = "w1", "w3", "w2"
+	}
+	if fam == "gpt_oss" {
+		return h.gptOssExperts(block, i, m, H)
 	}
 	if err := h.take(block+"gate.weight", dst(model.FFNRouter), E, H); err != nil {
 		return err
@@ -477,4 +485,175 @@ func (h *hfLoader) gatedDelta(src string, i int, d *model.GatedDelta, H int) err
 		return err
 	}
 	return h.take(la+"out_proj.weight", dst(model.DeltaOut), H, vd)
+}
+
+// gptOssExperts maps gpt-oss's MoE block: the affine router, and the
+// experts stored transposed ([E, in, out], x @ W) with gate and up
+// interleaved in gate_up_proj's columns (gate = [..., ::2], up = [..., 1::2]),
+// each with a bias. The banks come out [E, out, in] in the source's element
+// codec.
+func (h *hfLoader) gptOssExperts(block string, i int, m *model.MoE, H int) error {
+	dst := func(s string) string { return model.LayerTensor(i, s) }
+	E, I := m.Experts, m.ExpertHidden
+	if err := h.take(block+"router.weight", dst(model.FFNRouter), E, H); err != nil {
+		return err
+	}
+	if err := h.take(block+"router.bias", dst(model.FFNRouterB), E); err != nil {
+		return err
+	}
+	if h.has(block + "experts.gate_up_proj_blocks") {
+		if err := h.gptOssMXFP4(block, i, E, I, H); err != nil {
+			return err
+		}
+	} else if err := h.gptOssFloatExperts(block, i, E, I, H); err != nil {
+		return err
+	}
+	gub, err := h.get(block+"experts.gate_up_proj_bias", E, 2*I)
+	if err != nil {
+		return err
+	}
+	for j, name := range []string{model.FFNGateExpsB, model.FFNUpExpsB} {
+		t, err := hfPermute(gub, dst(name), []int{E, I}, func(e, r, _ int) int { return e*2*I + 2*r + j })
+		if err != nil {
+			return fmt.Errorf("%s: %w", h.fileOf(block+"experts.gate_up_proj_bias"), err)
+		}
+		h.out[t.Name] = t
+	}
+	return h.take(block+"experts.down_proj_bias", dst(model.FFNDownExpsB), E, H)
+}
+
+// gptOssFloatExperts maps float expert banks (bf16, f32): gate_up_proj
+// [E, H, 2I] and down_proj [E, I, H], transposed to [E, out, in].
+func (h *hfLoader) gptOssFloatExperts(block string, i, E, I, H int) error {
+	dst := func(s string) string { return model.LayerTensor(i, s) }
+	gu, err := h.get(block+"experts.gate_up_proj", E, H, 2*I)
+	if err != nil {
+		return err
+	}
+	// gate[e][r][c] = gu[e][c][2r], up[e][r][c] = gu[e][c][2r+1].
+	for j, name := range []string{model.FFNGateExps, model.FFNUpExps} {
+		t, err := hfPermute(gu, dst(name), []int{E, I, H}, func(e, r, c int) int { return (e*H+c)*2*I + 2*r + j })
+		if err != nil {
+			return fmt.Errorf("%s: %w", h.fileOf(block+"experts.gate_up_proj"), err)
+		}
+		h.out[t.Name] = t
+	}
+	down, err := h.get(block+"experts.down_proj", E, I, H)
+	if err != nil {
+		return err
+	}
+	t, err := hfPermute(down, dst(model.FFNDownExps), []int{E, H, I}, func(e, r, c int) int { return (e*I+c)*H + r })
+	if err != nil {
+		return fmt.Errorf("%s: %w", h.fileOf(block+"experts.down_proj"), err)
+	}
+	h.out[t.Name] = t
+	return nil
+}
+
+// gptOssMXFP4 maps the MXFP4 experts gpt-oss checkpoints ship
+// (quant_method mxfp4): *_blocks [E, rows, cols/32, 16] uint8 and *_scales
+// [E, rows, cols/32] uint8, a row being one output of the [out, in] matrix
+// (gate_up_proj's rows interleave gate and up). transformers decodes byte k
+// of a block as elements 2k (low nibble) and 2k+1 (high nibble), each
+// FP4_VALUES[nibble]·2^(scale-127). The blocks become GGUF MXFP4 blocks
+// (e8m0 byte, then qs[j] holding elements j and j+16), the same values,
+// kept quantized.
+func (h *hfLoader) gptOssMXFP4(block string, i, E, I, H int) error {
+	dst := func(s string) string { return model.LayerTensor(i, s) }
+	if H%32 != 0 || I%32 != 0 {
+		return fmt.Errorf("MXFP4 experts need hidden %d and intermediate %d to be multiples of 32", H, I)
+	}
+	gu, err := h.mxfp4Rows(block+"experts.gate_up_proj", E, 2*I, H)
+	if err != nil {
+		return err
+	}
+	rb := H / 32 * 17
+	for j, name := range []string{model.FFNGateExps, model.FFNUpExps} {
+		data := make([]byte, 0, E*I*rb)
+		for e := range E {
+			for r := range I {
+				o := ((e * 2 * I) + 2*r + j) * rb
+				data = append(data, gu[o:o+rb]...)
+			}
+		}
+		h.out[dst(name)] = &tensor.Tensor{Name: dst(name), Codec: tensor.MXFP4, Shape: []int{E, I, H}, Data: data}
+	}
+	down, err := h.mxfp4Rows(block+"experts.down_proj", E, H, I)
+	if err != nil {
+		return err
+	}
+	h.out[dst(model.FFNDownExps)] = &tensor.Tensor{Name: dst(model.FFNDownExps), Codec: tensor.MXFP4, Shape: []int{E, H, I}, Data: down}
+	return nil
+}
+
+// mxfp4Rows reads base+"_blocks" and base+"_scales" for an [E, rows, cols]
+// matrix bank and returns its GGUF MXFP4 bytes, row after row.
+func (h *hfLoader) mxfp4Rows(base string, E, rows, cols int) ([]byte, error) {
+	G := cols / 32
+	raw := func(name string, shape ...int) ([]byte, error) {
+		in, ok := h.set.Info(name)
+		if !ok {
+			return nil, fmt.Errorf("missing tensor %q (%s)", name, strings.Join(h.set.Paths(), ", "))
+		}
+		if in.DType != safetensors.U8 || !slices.Equal(in.Shape, shape) {
+			return nil, fmt.Errorf("%s: tensor %q is %s%v, MXFP4 needs U8%v", h.fileOf(name), name, in.DType, in.Shape, shape)
+		}
+		f, _ := h.set.File(name)
+		b, err := f.Bytes(name)
+		if err != nil {
+			return nil, err
+		}
+		h.used[name] = true
+		return b, nil
+	}
+	blocks, err := raw(base+"_blocks", E, rows, G, 16)
+	if err != nil {
+		return nil, err
+	}
+	scales, err := raw(base+"_scales", E, rows, G)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, E*rows*G*17)
+	for b := range E * rows * G {
+		src := blocks[16*b : 16*b+16]
+		o := out[17*b : 17*b+17]
+		o[0] = scales[b]
+		nib := func(k int) byte { // element k of the block
+			if k%2 == 0 {
+				return src[k/2] & 0xf
+			}
+			return src[k/2] >> 4
+		}
+		for j := range 16 {
+			o[1+j] = nib(j) | nib(j+16)<<4
+		}
+	}
+	return out, nil
+}
+
+// hfPermute builds a tensor of shape (2 or 3 dims; a 2-D shape calls src
+// with c = 0) whose element (e, r, c) is element src(e, r, c) of t, copying
+// element bytes so that the codec (f32, f16, bf16) is kept.
+func hfPermute(t *tensor.Tensor, name string, shape []int, src func(e, r, c int) int) (*tensor.Tensor, error) {
+	if t.Codec.Quantized() {
+		return nil, fmt.Errorf("tensor %q: %s cannot be rearranged element by element", t.Name, t.Codec)
+	}
+	es := t.Codec.BlockBytes()
+	E, R, C := shape[0], shape[1], 1
+	if len(shape) == 3 {
+		C = shape[2]
+	}
+	out := make([]byte, E*R*C*es)
+	k := 0
+	for e := range E {
+		for r := range R {
+			for c := range C {
+				o := src(e, r, c) * es
+				copy(out[k:k+es], t.Data[o:o+es])
+				k += es
+			}
+		}
+	}
+	return &tensor.Tensor{Name: name, Codec: t.Codec, Shape: slices.Clone(shape), Data: out}, nil
 }

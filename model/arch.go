@@ -35,6 +35,10 @@ type Activation string
 const (
 	ActSiLU     Activation = "silu"
 	ActGELUTanh Activation = "gelu_tanh"
+	// ActSwiGLUOAI is gpt-oss's clamped SwiGLU: g = min(gate, limit),
+	// u = clamp(up, -limit, limit), out = (u+1) * g*sigmoid(alpha*g), with
+	// Arch.SwiGLULimit and Arch.SwiGLUAlpha.
+	ActSwiGLUOAI Activation = "swiglu_oai"
 )
 
 // NormKind says how RMSNorm applies its weight.
@@ -72,6 +76,9 @@ type RopeScaling struct {
 	BetaFast        float64 `json:"beta_fast,omitempty"`
 	BetaSlow        float64 `json:"beta_slow,omitempty"`
 	AttnFactor      float64 `json:"attn_factor,omitempty"`
+	// NoTruncate keeps YaRN's correction range unrounded (transformers'
+	// rope_parameters truncate=false, gpt-oss); the default floors and ceils it.
+	NoTruncate bool `json:"no_truncate,omitempty"`
 }
 
 // Rope is the rotary embedding of one attention layer.
@@ -101,6 +108,9 @@ type Attention struct {
 	// OutputGate: q_proj is twice as wide, the second half gates the
 	// attention output through a sigmoid (qwen3_next).
 	OutputGate bool `json:"output_gate,omitempty"`
+	// Sinks: a learned per-head logit (attn_sinks.weight [heads]) joins each
+	// softmax's denominator and is then dropped (gpt-oss).
+	Sinks bool `json:"sinks,omitempty"`
 }
 
 // ShortConv is LFM2's gated short convolution.
@@ -119,13 +129,17 @@ type GatedDelta struct {
 
 // MoE is the spec of a routed mixture-of-experts FFN.
 type MoE struct {
-	Experts      int     `json:"experts"`
-	TopK         int     `json:"top_k"`
-	ExpertHidden int     `json:"expert_hidden"`
-	NormTopK     bool    `json:"norm_top_k"`             // renormalize the selected weights to sum 1
-	Scoring      string  `json:"scoring"`                // "softmax" or "sigmoid"
-	RoutedScale  float32 `json:"routed_scale,omitempty"` // multiplies routed output; 0 means 1
-	SelectBias   bool    `json:"select_bias,omitempty"`  // a per-expert bias added for selection only
+	Experts      int  `json:"experts"`
+	TopK         int  `json:"top_k"`
+	ExpertHidden int  `json:"expert_hidden"`
+	NormTopK     bool `json:"norm_top_k"` // renormalize the selected weights to sum 1
+	// Scoring: "softmax" or "sigmoid" over all experts, then top-k; or
+	// "topk_softmax": top-k of the raw logits, softmax over those k (gpt-oss).
+	Scoring     string  `json:"scoring"`
+	RoutedScale float32 `json:"routed_scale,omitempty"` // multiplies routed output; 0 means 1
+	SelectBias  bool    `json:"select_bias,omitempty"`  // a per-expert bias added for selection only
+	RouterBias  bool    `json:"router_bias,omitempty"`  // the router is affine (ffn_gate_inp.bias), bias part of the logits
+	ExpertBias  bool    `json:"expert_bias,omitempty"`  // every expert projection has a bias (ffn_{gate,up,down}_exps.bias [E, out])
 	// Shared expert: SharedHidden > 0 adds an always-on expert; SharedGate
 	// scales it by sigmoid(w·x) (Qwen).
 	SharedHidden int  `json:"shared_hidden,omitempty"`
@@ -170,8 +184,10 @@ type Arch struct {
 	ResidualScale  float32    `json:"residual_scale"` // branch outputs are multiplied by this before the residual add (granite; 1 usually)
 	LogitScale     float32    `json:"logit_scale"`    // logits are multiplied by this (1/logits_scaling for granite; 1 usually)
 	FinalSoftcap   float32    `json:"final_softcap,omitempty"`
-	TiedEmbeddings bool       `json:"tied_embeddings"` // lm_head reuses token_embd (output.weight absent)
-	BOS            int        `json:"bos"`             // -1 when none
+	SwiGLULimit    float32    `json:"swiglu_limit,omitempty"` // ActSwiGLUOAI's clamp
+	SwiGLUAlpha    float32    `json:"swiglu_alpha,omitempty"` // ActSwiGLUOAI's sigmoid slope
+	TiedEmbeddings bool       `json:"tied_embeddings"`        // lm_head reuses token_embd (output.weight absent)
+	BOS            int        `json:"bos"`                    // -1 when none
 	EOS            []int      `json:"eos,omitempty"`
 	Layers         []Layer    `json:"layers"`
 }

@@ -21,16 +21,19 @@ import "fmt"
 //	attn_v.weight  [kv_heads*head_dim, hidden]                     (+ .bias)
 //	attn_output.weight [hidden, heads*head_dim]                    (+ .bias)
 //	attn_q_norm.weight / attn_k_norm.weight  [head_dim] (per head) or [heads*head_dim] (full)
+//	attn_sinks.weight  [heads]                                     (Attention.Sinks)
 //
 //	ffn_gate.weight [ffn, hidden]  ffn_up.weight [ffn, hidden]  ffn_down.weight [hidden, ffn]
 //
 // MoE (experts stacked in one bank per layer):
 //
 //	ffn_gate_inp.weight   [experts, hidden]               router
+//	ffn_gate_inp.bias     [experts]                       router bias (MoE.RouterBias)
 //	exp_probs_b.bias      [experts]                       selection bias (optional)
 //	ffn_gate_exps.weight  [experts, expert_hidden, hidden]
 //	ffn_up_exps.weight    [experts, expert_hidden, hidden]
 //	ffn_down_exps.weight  [experts, hidden, expert_hidden]
+//	ffn_{gate,up,down}_exps.bias [experts, out]           (MoE.ExpertBias)
 //	ffn_gate_shexp.weight / ffn_up_shexp.weight [shared_hidden, hidden]
 //	ffn_down_shexp.weight [hidden, shared_hidden]
 //	ffn_gate_inp_shexp.weight [1, hidden]                 shared-expert sigmoid gate
@@ -59,6 +62,7 @@ const (
 	AttnOutBias   = "attn_output.bias"
 	AttnQNorm     = "attn_q_norm.weight"
 	AttnKNorm     = "attn_k_norm.weight"
+	AttnSinks     = "attn_sinks.weight"
 	FFNGate       = "ffn_gate.weight"
 	FFNUp         = "ffn_up.weight"
 	FFNDown       = "ffn_down.weight"
@@ -67,6 +71,10 @@ const (
 	FFNGateExps   = "ffn_gate_exps.weight"
 	FFNUpExps     = "ffn_up_exps.weight"
 	FFNDownExps   = "ffn_down_exps.weight"
+	FFNRouterB    = "ffn_gate_inp.bias"
+	FFNGateExpsB  = "ffn_gate_exps.bias"
+	FFNUpExpsB    = "ffn_up_exps.bias"
+	FFNDownExpsB  = "ffn_down_exps.bias"
 	FFNGateShexp  = "ffn_gate_shexp.weight"
 	FFNUpShexp    = "ffn_up_shexp.weight"
 	FFNDownShexp  = "ffn_down_shexp.weight"

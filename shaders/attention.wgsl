@@ -15,7 +15,9 @@
 // split_len > 0 (split-K, "flash decoding"): workgroup z covers positions
 // lo + z*L .. +L-1 of the span and writes its partial (running max, sum,
 // unnormalized output) to part, so a long context is spread over many
-// workgroups; attn_combine merges the partials. L = splitSpan(span): the
+// workgroups; attn_combine merges the partials. With sinks (gpt-oss),
+// split 0 folds its head's sink into its partial, so the merge counts it
+// once. L = splitSpan(span): the
 // smallest multiple of split_len with which max_splits parts cover the
 // span; attn_combine uses the same rule.
 var<workgroup> qs: array<vec4<f32>, 64>;
@@ -120,9 +122,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (kg != 0u) {
         return;
     }
+    // The sink joins the denominator once: whole, or in split 0's partial.
+    var sn = vec2<f32>(1.0, l);
+    var ms = m;
+    if (p.split_len == 0u || wg.z == 0u) {
+        sn = sink_norm(h, m, l);
+        if (p.has_sink != 0u) {
+            ms = max(m, kc[p.sink_off + h / 4u][h % 4u]);
+        }
+    }
     if (p.split_len > 0u && lid.x == 0u) {
-        part[pb] = m;
-        part[pb + 1u] = l;
+        part[pb] = ms;
+        part[pb + 1u] = sn.y;
     }
     let ob = t * p.heads * p.hd + h * p.hd;
     for (var r = 0u; r < 4u; r++) {
@@ -131,16 +142,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let v = (red[d4] + red[64u + d4]) + (red[128u + d4] + red[192u + d4]);
             if (p.split_len > 0u) {
                 let o = pb + 2u + 4u * d4;
-                part[o] = v.x;
-                part[o + 1u] = v.y;
-                part[o + 2u] = v.z;
-                part[o + 3u] = v.w;
+                let w = v * sn.x;
+                part[o] = w.x;
+                part[o + 1u] = w.y;
+                part[o + 2u] = w.z;
+                part[o + 3u] = w.w;
             } else {
                 let o = ob + 4u * d4;
-                out[o] = v.x / l;
-                out[o + 1u] = v.y / l;
-                out[o + 2u] = v.z / l;
-                out[o + 3u] = v.w / l;
+                let w = v * sn.x / sn.y;
+                out[o] = w.x;
+                out[o + 1u] = w.y;
+                out[o + 2u] = w.z;
+                out[o + 3u] = w.w;
             }
         }
     }

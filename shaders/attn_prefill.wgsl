@@ -95,8 +95,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     if (t0 + lid.x < ntok) {
         let ob = (t * p.heads + h) * p.hd;
+        let sn = sink_norm(h, m, l);
         for (var d = 0u; d < HD4; d++) {
-            let v = o[d] / l;
+            let v = o[d] * sn.x / sn.y;
             out[ob + 4u * d] = v.x;
             out[ob + 4u * d + 1u] = v.y;
             out[ob + 4u * d + 2u] = v.z;

@@ -38,7 +38,7 @@ func TestCompileHybrid(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.Pipeline("moe_matmul/"+c.String(), src, []webgpu.BindKind{U, R, R, R, W, R}); err != nil {
+		if _, err := d.Pipeline("moe_matmul/"+c.String(), src, []webgpu.BindKind{U, R, R, R, W, R, R}); err != nil {
 			t.Errorf("moe_matmul/%s: %v", c, err)
 		}
 		for _, tb := range []int{1, 8, 16} {
@@ -47,7 +47,7 @@ func TestCompileHybrid(t *testing.T) {
 				t.Fatal(err)
 			}
 			key := fmt.Sprintf("moe_gemm/%s/tb%d", c, tb)
-			if _, err := d.Pipeline(key, src, []webgpu.BindKind{U, R, R, R, W, R}); err != nil {
+			if _, err := d.Pipeline(key, src, []webgpu.BindKind{U, R, R, R, W, R, R}); err != nil {
 				t.Errorf("%s: %v", key, err)
 			}
 		}

@@ -16,9 +16,9 @@ struct P {
     act: u32,
     e: u32,
     stride: u32,
-    _w0: u32,
-    _w1: u32,
-    _w2: u32,
+    has_bias: u32, // bias: per expert [gate rows; up rows] (gu 1) or rows (gu 0)
+    limit: f32,    // act 2
+    alpha: f32,    // act 2
     _w3: u32,
 }
 @group(0) @binding(0) var<uniform> p: P;
@@ -27,6 +27,7 @@ struct P {
 @group(0) @binding(3) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read> sel: array<u32>;
+@group(0) @binding(6) var<storage, read> bias: array<f32>;
 
 const TB: u32 = __TB__u;
 var<workgroup> red: array<f32, __RED__>;
@@ -35,6 +36,24 @@ fn safe_tanh(v: f32) -> f32 {
     let c = clamp(v, -15.0, 15.0);
     let e = exp(2.0 * c);
     return (e - 1.0) / (e + 1.0);
+}
+
+// gated is the expert activation of (gate, up): act(g)·u, act 0 = SiLU,
+// 1 = GELU (tanh approximation); 2 = gpt-oss's clamped SwiGLU
+// (u clamped to ±limit, g to at most limit, (u+1)·g·sigmoid(alpha·g)).
+fn gated(g: f32, u: f32) -> f32 {
+    if (p.act == 2u) {
+        let gg = min(g, p.limit);
+        let uu = clamp(u, -p.limit, p.limit);
+        return (uu + 1.0) * (gg / (1.0 + exp(-p.alpha * gg)));
+    }
+    var av: f32;
+    if (p.act == 1u) {
+        av = 0.5 * g * (1.0 + safe_tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+    } else {
+        av = g / (1.0 + exp(-g));
+    }
+    return av * u;
 }
 
 @compute @workgroup_size(64)
@@ -104,14 +123,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         let slot = sel[lbase + s0 + lid.x];
         var y = red[(2u * lid.x) * 64u];
         if (p.gu == 1u) {
-            let g = y;
-            var av: f32;
-            if (p.act == 1u) {
-                av = 0.5 * g * (1.0 + safe_tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
-            } else {
-                av = g / (1.0 + exp(-g));
+            var u = red[(2u * lid.x + 1u) * 64u];
+            if (p.has_bias == 1u) {
+                y += bias[ex * 2u * p.rows + row];
+                u += bias[ex * 2u * p.rows + p.rows + row];
             }
-            y = av * red[(2u * lid.x + 1u) * 64u];
+            y = gated(y, u);
+        } else if (p.has_bias == 1u) {
+            y += bias[ex * p.rows + row];
         }
         out[slot * p.rows + row] = y;
     }

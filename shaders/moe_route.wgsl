@@ -1,6 +1,8 @@
 // MoE routing for every token of the step, on the device: the router logits
 // (written by a matmul, [ntok, E]) become probabilities in place (softmax,
-// or sigmoid with scoring 1), then the top k experts by probability (plus
+// or sigmoid with scoring 1; scoring 2, gpt-oss's, keeps the logits and
+// takes the softmax over the k picked ones, which is then always
+// normalized), then the top k experts by probability (plus
 // the optional selection bias, which does not enter the weights) are picked
 // in descending order, lower index first on ties, as a stable sort does.
 // The weights are renormalized to sum 1 when norm_topk is set and then
@@ -38,7 +40,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     let n = step[1];
     for (var t = lid.x; t < n; t += 64u) {
         let b = t * p.e;
-        if (p.scoring == 1u) {
+        if (p.scoring == 2u) {
+            // top-k of the raw logits; softmax over the picks below.
+        } else if (p.scoring == 1u) {
             for (var e = 0u; e < p.e; e++) {
                 logits[b + e] = 1.0 / (1.0 + exp(-logits[b + e]));
             }
@@ -86,9 +90,19 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
             wts[t * p.k + j] = logits[b + best];
             total += logits[b + best];
         }
+        if (p.scoring == 2u) {
+            // The first pick holds the largest logit.
+            let m0 = wts[t * p.k];
+            total = 0.0;
+            for (var j = 0u; j < p.k; j++) {
+                let v = exp(wts[t * p.k + j] - m0);
+                wts[t * p.k + j] = v;
+                total += v;
+            }
+        }
         for (var j = 0u; j < p.k; j++) {
             var wv = wts[t * p.k + j];
-            if (p.norm_topk == 1u) {
+            if (p.norm_topk == 1u || p.scoring == 2u) {
                 wv = wv / total;
             }
             wts[t * p.k + j] = wv * p.scale;

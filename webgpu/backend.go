@@ -127,7 +127,8 @@ type dlayer struct {
 	qNorm, kNorm                                 *Buffer    // full-width q/k norm weights
 	o                                            *dweight
 	oBias                                        *Buffer
-	qkn                                          *Buffer // [q norm | k norm] or nil
+	sinks                                        []float32 // attention sinks per head, nil when none
+	qkn                                          *Buffer   // [q norm | k norm] or nil
 	knOff                                        int
 	gu                                           []*dweight // fused and interleaved (see guInterleaved) or gate, up
 	guInterleaved                                bool       // gu[0] rows are gate 0, up 0, gate 1, up 1, ...
@@ -148,6 +149,9 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("webgpu: %w", err)
 	}
 	if err := checkArch(a); err != nil {
+		return nil, err
+	}
+	if err := checkCodecs(m); err != nil {
 		return nil, err
 	}
 	if opts.Chunk <= 0 {
@@ -226,6 +230,14 @@ func checkArch(a *model.Arch) error {
 	}
 	switch a.Act {
 	case model.ActSiLU, model.ActGELUTanh:
+	case model.ActSwiGLUOAI:
+		// Only the routed-expert kernels compute it (gpt-oss has no dense
+		// FFN and no shared expert).
+		for i, l := range a.Layers {
+			if l.FFN != model.FFNMoE {
+				return fmt.Errorf("webgpu: %w: layer %d dense FFN with the %s activation", ErrUnsupported, i, a.Act)
+			}
+		}
 	default:
 		return fmt.Errorf("webgpu: %w: activation %q", ErrUnsupported, a.Act)
 	}
@@ -548,6 +560,15 @@ func (b *Backend) loadLayer(m *model.Model, i int) (*dlayer, error) {
 			return nil, err
 		}
 	}
+	if at.Sinks {
+		t, err := b.tensor(m, name(model.AttnSinks))
+		if err != nil {
+			return nil, err
+		}
+		if dl.sinks, err = vectorF32(t, at.Heads); err != nil {
+			return nil, err
+		}
+	}
 	switch at.QKNorm {
 	case model.QKNormNone:
 	case model.QKNormPerHead, model.QKNormFull:
@@ -661,8 +682,7 @@ func (b *Backend) finishLayer(dl *dlayer, i int) (*dlayer, error) {
 		return dl, nil
 	}
 	if r := at.Rope; r.Dims > 0 {
-		s := r.Scaling
-		dl.invFreq, dl.mscale, err = ropeInvFreq(r.Theta, r.Dims, s.Type, s.Factor, s.LowFreqFactor, s.HighFreqFactor, s.OriginalContext, s.BetaFast, s.BetaSlow, s.AttnFactor)
+		dl.invFreq, dl.mscale, err = ropeFreqs(r)
 		if err != nil {
 			return nil, fmt.Errorf("webgpu: layer %d: %w", i, err)
 		}

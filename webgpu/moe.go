@@ -18,6 +18,9 @@ type dmoe struct {
 	selBias *Buffer  // [E] or nil
 	gu      *dweight // [E*2I, hidden]: per expert its gate rows, then its up rows
 	down    *dweight // [E*hidden, I]
+	rBias   *Buffer  // [E] router bias, or nil
+	guBias  *Buffer  // per expert [gate bias; up bias] ([E, 2I]), or nil
+	dBias   *Buffer  // [E, hidden], or nil
 	shGU    *dweight // shared expert [gate; up] or nil
 	shDown  *dweight
 	shGate  *dweight // [1, hidden] or nil
@@ -25,13 +28,16 @@ type dmoe struct {
 
 var (
 	kindsRoute   = []BindKind{Uniform, ReadOnly, ReadWrite, ReadOnly, ReadWrite, ReadWrite}
-	kindsExperts = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadOnly}
+	kindsExperts = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadOnly, ReadOnly}
 	kindsMoESum  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
 )
 
 func checkMoE(i int, m *model.MoE, a *model.Arch) error {
+	if a.Act == model.ActSwiGLUOAI && m.SharedHidden > 0 {
+		return fmt.Errorf("webgpu: %w: layer %d shared expert with the %s activation", ErrUnsupported, i, a.Act)
+	}
 	switch m.Scoring {
-	case "", "softmax", "sigmoid":
+	case "", "softmax", "sigmoid", "topk_softmax":
 	default:
 		return fmt.Errorf("webgpu: %w: layer %d MoE scoring %q", ErrUnsupported, i, m.Scoring)
 	}
@@ -45,6 +51,17 @@ func checkMoE(i int, m *model.MoE, a *model.Arch) error {
 		return fmt.Errorf("webgpu: %w: layer %d expert bank exceeds 2^32 elements", ErrUnsupported, i)
 	}
 	return nil
+}
+
+// routeScoring is moe_route's scoring code.
+func routeScoring(s string) int {
+	switch s {
+	case "sigmoid":
+		return 1
+	case "topk_softmax":
+		return 2
+	}
+	return 0
 }
 
 // expertViews splits a stacked [E, out, in] bank into E [out, in] tensors.
@@ -85,6 +102,43 @@ func (b *Backend) loadMoE(m *model.Model, i int, spec *model.MoE) (*dmoe, error)
 	}
 	if spec.SelectBias {
 		if dm.selBias, err = b.uploadVec(m, name(model.FFNRouterBias), E); err != nil {
+			return nil, err
+		}
+	}
+	if spec.RouterBias {
+		if dm.rBias, err = b.uploadVec(m, name(model.FFNRouterB), E); err != nil {
+			return nil, err
+		}
+	}
+	if spec.ExpertBias {
+		vec := func(s string, n int) ([]float32, error) {
+			t, err := get(s)
+			if err != nil {
+				return nil, err
+			}
+			return vectorF32(t, n)
+		}
+		gb, err := vec(model.FFNGateExpsB, E*I)
+		if err != nil {
+			return nil, err
+		}
+		ub, err := vec(model.FFNUpExpsB, E*I)
+		if err != nil {
+			return nil, err
+		}
+		db, err := vec(model.FFNDownExpsB, E*H)
+		if err != nil {
+			return nil, err
+		}
+		gu := make([]float32, 0, 2*E*I)
+		for e := range E {
+			gu = append(gu, gb[e*I:(e+1)*I]...)
+			gu = append(gu, ub[e*I:(e+1)*I]...)
+		}
+		if dm.guBias, err = b.uploadF32(name("ffn_gate_up_exps.bias"), gu); err != nil {
+			return nil, err
+		}
+		if dm.dBias, err = b.uploadF32(name(model.FFNDownExpsB), db); err != nil {
 			return nil, err
 		}
 	}
@@ -187,6 +241,9 @@ func (dm *dmoe) release() {
 		}
 	}
 	dm.selBias.Release()
+	dm.rBias.Release()
+	dm.guBias.Release()
+	dm.dBias.Release()
 }
 
 // expertPipe is the routed-expert matvec for codec c; it also builds the
@@ -282,7 +339,7 @@ func (s *Session) buildMoE(i int, dl *dlayer, in *Buffer, add addFunc, matmul ma
 	}
 	W := Whole
 	stepB := W(s.step)
-	if err := matmul(lbl("router"), dm.router, in, ms.logits, nil, 0, 1, 0, 0, E, 0, rowsTok); err != nil {
+	if err := matmul(lbl("router"), dm.router, in, ms.logits, dm.rBias, 0, 1, 0, 0, E, 0, rowsTok); err != nil {
 		return err
 	}
 	routeP, err := b.hybridPipe(shaders.MoERoute, kindsRoute)
@@ -295,13 +352,20 @@ func (s *Session) buildMoE(i int, dl *dlayer, in *Buffer, add addFunc, matmul ma
 	}
 	scale := orOne(sp.RoutedScale)
 	add(lbl("moe route"), &op{mv: routeP, rows: rowsOne, x: 1, y: 1}, routeP,
-		s.hybridParam(E, K, sp.Scoring == "sigmoid", sp.NormTopK, hasBias, scale, s.chunk, 0),
+		s.hybridParam(E, K, routeScoring(sp.Scoring), sp.NormTopK, hasBias, scale, s.chunk, 0),
 		stepB, W(ms.logits), biasB, W(ms.sel), W(ms.wts))
 	act := 0
-	if a.Act == model.ActGELUTanh {
+	switch a.Act {
+	case model.ActGELUTanh:
 		act = 1
+	case model.ActSwiGLUOAI:
+		act = 2
 	}
-	expert := func(label string, w *dweight, rows int, gu bool, x, out *Buffer) error {
+	expert := func(label string, w *dweight, rows int, gu bool, x, out *Buffer, bias *Buffer) error {
+		biasB := W(b.zero)
+		if bias != nil {
+			biasB = W(bias)
+		}
 		p, err := b.expertPipe(w.codec)
 		if err != nil {
 			return err
@@ -315,13 +379,14 @@ func (s *Session) buildMoE(i int, dl *dlayer, in *Buffer, add addFunc, matmul ma
 		// Prefill (mm): x = rows (checkMoE bounds them), y = experts.
 		add(lbl(label), &op{mv: p, mm: mm, mx: uint32(rows), my: uint32(E), rows: rowsTok, x: uint32(gx), y: uint32(gy), zRows: true,
 			wgBytes: w.bytes * int64(K) / int64(E)}, p,
-			s.hybridParam(rows, w.cols, w.soff, gu, K, act, E, s.chunk), stepB, W(w.buf), W(x), W(out), W(ms.sel))
+			s.hybridParam(rows, w.cols, w.soff, gu, K, act, E, s.chunk, bias != nil, a.SwiGLULimit, a.SwiGLUAlpha, 0),
+			stepB, W(w.buf), W(x), W(out), W(ms.sel), biasB)
 		return nil
 	}
-	if err := expert("experts gate/up", dm.gu, I, true, in, ms.act); err != nil {
+	if err := expert("experts gate/up", dm.gu, I, true, in, ms.act, dm.guBias); err != nil {
 		return err
 	}
-	if err := expert("experts down", dm.down, H, false, ms.act, ms.y); err != nil {
+	if err := expert("experts down", dm.down, H, false, ms.act, ms.y, dm.dBias); err != nil {
 		return err
 	}
 	hasShared, sharedGate := false, false

@@ -3,6 +3,7 @@ package webgpu
 import (
 	"github.com/cortiq/cortiq/fixtures"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/cortiq/cortiq/importer"
@@ -16,6 +17,9 @@ const parityTol = 2e-3
 
 func loadFixture(t testing.TB, name string) (*model.Model, *fixtures.Reference) {
 	dir := fixtures.Tiny(t, name)
+	if slices.Contains(fixtures.InRepo, name) {
+		dir = fixtures.Local(t, name)
+	}
 	m, err := importer.FromHF(dir)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)

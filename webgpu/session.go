@@ -300,8 +300,18 @@ func (s *Session) alloc() error {
 		if dl == nil {
 			continue
 		}
-		if s.kc[i], err = s.buf(fmt.Sprintf("k cache %d", i), s.maxLen*dl.kvw*4); err != nil {
+		// Attention sinks (gpt-oss) live after the last position's keys,
+		// where the attention kernels find them (sink_off).
+		sinkPad := (len(dl.sinks) + 3) / 4 * 4
+		if s.kc[i], err = s.buf(fmt.Sprintf("k cache %d", i), (s.maxLen*dl.kvw+sinkPad)*4); err != nil {
 			return err
+		}
+		if dl.sinks != nil {
+			pad := make([]float32, sinkPad)
+			copy(pad, dl.sinks)
+			if err := s.b.dev.Write(s.kc[i], uint64(s.maxLen*dl.kvw*4), F32Bytes(pad)); err != nil {
+				return err
+			}
 		}
 		if s.vc[i], err = s.buf(fmt.Sprintf("v cache %d", i), s.maxLen*dl.kvw*4); err != nil {
 			return err
@@ -525,13 +535,13 @@ func (s *Session) build() error {
 				s.param(at.Heads, at.KVHeads, at.HeadDim, rot, style, qkNormPerHead, a.NormEps, a.Norm == model.NormRMSPlusOne, dl.knOff, 0, 0, 0),
 				stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(cs), W(qkn))
 			attn = add(lbl("attention"), &op{mv: attnP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true, window: at.Window}, attnP,
-				s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, 0, 1, 0, 0, 0),
+				s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, 0, 1, dl.sinks != nil, s.maxLen*dl.kvw/4, 0),
 				stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(b.zero))
 			// The split-K variant and its combine for parts of splitLen
 			// positions, at most splits of them.
 			splitK := func(splitLen, splits int) (split, combine *op) {
 				split = add(lbl("attention split"), &op{mv: attnP, x: uint32(at.Heads)}, attnP,
-					s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, splitLen, splits, 0, 0, 0),
+					s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, splitLen, splits, dl.sinks != nil, s.maxLen*dl.kvw/4, 0),
 					stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(s.part))
 				combine = add(lbl("attention combine"), &op{mv: combP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true}, combP,
 					s.param(at.Heads, at.HeadDim, at.Window, splitLen, splits, 0, 0, 0),

@@ -1,9 +1,11 @@
 package webgpu
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
+	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -178,61 +180,22 @@ func vectorF32(t *tensor.Tensor, n int) ([]float32, error) {
 	return out, nil
 }
 
-// ropeInvFreq computes the inverse frequencies of a rotary embedding the way
-// transformers does (float32 powers of the base, then the scaling rule) and
-// the cos/sin multiplier (YaRN's attention factor, 1 otherwise).
+// ropeInvFreq is model.RopeFrequencies for a rope given by its parts; an
+// unknown scaling is ErrUnsupported.
 func ropeInvFreq(theta float64, dims int, typ string, factor, lowFF, highFF float64, orig int, betaFast, betaSlow, attnFactor float64) ([]float32, float32, error) {
-	if theta <= 0 {
-		return nil, 0, fmt.Errorf("webgpu: rope theta %v", theta)
+	return ropeFreqs(model.Rope{Theta: theta, Dims: dims, Scaling: model.RopeScaling{Type: typ, Factor: factor,
+		LowFreqFactor: lowFF, HighFreqFactor: highFF, OriginalContext: orig, BetaFast: betaFast, BetaSlow: betaSlow, AttnFactor: attnFactor}})
+}
+
+// ropeFreqs is model.RopeFrequencies with an unknown scaling reported as
+// ErrUnsupported.
+func ropeFreqs(r model.Rope) ([]float32, float32, error) {
+	inv, mscale, err := model.RopeFrequencies(r)
+	if errors.Is(err, model.ErrRopeScaling) {
+		return nil, 0, fmt.Errorf("webgpu: %w: %v", ErrUnsupported, err)
 	}
-	half := dims / 2
-	inv := make([]float32, half)
-	for i := range inv {
-		e := float32(2*i) / float32(dims)
-		inv[i] = 1 / float32(math.Pow(theta, float64(e)))
-	}
-	mscale := float32(1)
-	switch typ {
-	case "", "default", "none":
-	case "linear":
-		for i := range inv {
-			inv[i] /= float32(factor)
-		}
-	case "llama3":
-		lowWl := float64(orig) / lowFF
-		highWl := float64(orig) / highFF
-		for i, f := range inv {
-			wl := 2 * math.Pi / float64(f)
-			switch {
-			case wl > lowWl:
-				inv[i] = f / float32(factor)
-			case wl < highWl:
-			default:
-				sm := (float64(orig)/wl - lowFF) / (highFF - lowFF)
-				inv[i] = float32((1-sm)*float64(f)/factor + sm*float64(f))
-			}
-		}
-	case "yarn":
-		dim := float64(dims)
-		corr := func(rot float64) float64 {
-			return dim * math.Log(float64(orig)/(rot*2*math.Pi)) / (2 * math.Log(theta))
-		}
-		lo := math.Max(math.Floor(corr(betaFast)), 0)
-		hi := math.Min(math.Ceil(corr(betaSlow)), dim-1)
-		if lo == hi {
-			hi += 0.001
-		}
-		for i, f := range inv {
-			ramp := float32((float64(i) - lo) / (hi - lo))
-			ramp = min(max(ramp, 0), 1)
-			extra := 1 - ramp
-			inv[i] = f/float32(factor)*(1-extra) + f*extra
-		}
-		if attnFactor > 0 {
-			mscale = float32(attnFactor)
-		}
-	default:
-		return nil, 0, fmt.Errorf("webgpu: %w: rope scaling %q", ErrUnsupported, typ)
+	if err != nil {
+		return nil, 0, fmt.Errorf("webgpu: %w", err)
 	}
 	return inv, mscale, nil
 }

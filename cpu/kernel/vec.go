@@ -51,6 +51,25 @@ func Softmax(x []float32) {
 	}
 }
 
+// SoftmaxSink is Softmax over x with one more logit, sink, in the
+// denominator only: x[i] = exp(x[i]-m) / (exp(sink-m) + Σ exp(x[j]-m)), m
+// the max of x and sink (gpt-oss's attention sinks).
+func SoftmaxSink(x []float32, sink float32) {
+	m := sink
+	for _, v := range x {
+		m = max(m, v)
+	}
+	expSubImpl(x, m)
+	sum := math.Exp(float64(sink - m))
+	for _, e := range x {
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
 // SiLU replaces x by x·sigmoid(x) = x / (1 + exp(-x)), with Exp32.
 func SiLU(x []float32) { siluImpl(x) }
 
