@@ -55,7 +55,7 @@ func (w *weights) tensor(name string, shape ...int) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !sameShape(t.Shape, shape) {
+	if shape != nil && !sameShape(t.Shape, shape) {
 		return nil, fmt.Errorf("%s: tensor %q has shape %v, the config implies %v", w.dir, name, t.Shape, shape)
 	}
 	switch t.Codec {

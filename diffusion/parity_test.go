@@ -168,7 +168,7 @@ func TestDiTParity(t *testing.T) {
 		H, W := xs[2], xs[3]
 		cap := r.f32("cap_feats" + sfx)
 		rows := r.shape("cap_feats" + sfx)[0]
-		out, err := p.DiT.Forward(r.f32("x"+sfx), H, W, r.f32("t"+sfx)[0], cap, rows)
+		out, err := p.DiT.Forward(r.f32("x"+sfx), H, W, r.f32("t" + sfx)[0], cap, rows)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -98,10 +98,10 @@ func Open(dir string, opts OpenOptions) (p *Pipeline, err error) {
 		maxTok = 512
 	}
 	p = &Pipeline{Dir: dir}
+	opened := p
 	defer func() {
 		if err != nil {
-			p.Close()
-			p = nil
+			opened.Close()
 		}
 	}()
 
