@@ -83,6 +83,7 @@ const (
 	patch        = 2    // spatial patch size
 	tMaxPeriod   = 1e4  // timestep embedding max period
 	finalNormEps = 1e-6 // FinalLayer's LayerNorm
+	qkNormEps    = 1e-5 // the attention's q/k RMS norms (fixed, whatever norm_eps says)
 )
 
 // ditBlock is one ZImageTransformerBlock.
@@ -467,8 +468,8 @@ func (d *DiT) attention(b *ditBlock, h []float32, n int, pos [][3]int) []float32
 				qr := q[t*D+hh*hd : t*D+(hh+1)*hd]
 				kr := k[t*D+hh*hd : t*D+(hh+1)*hd]
 				if b.qNorm != nil {
-					kernel.RMSNorm(qr, qr, b.qNorm, b.eps, false)
-					kernel.RMSNorm(kr, kr, b.kNorm, b.eps, false)
+					kernel.RMSNorm(qr, qr, b.qNorm, qkNormEps, false)
+					kernel.RMSNorm(kr, kr, b.kNorm, qkNormEps, false)
 				}
 				d.rotate(qr, pos[t])
 				d.rotate(kr, pos[t])

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/cortiq/cortiq/cpu/kernel"
 )
@@ -146,7 +147,7 @@ func loadVAE(w *weights, c VAEConfig) (*VAE, error) {
 	}
 	L, boc := c.LatentChannels, c.BlockOutChannels
 	top := boc[len(boc)-1]
-	if c.UsePostQuantConv || w.has("post_quant_conv.weight") {
+	if c.UsePostQuantConv {
 		v.postQuantConv = conv("post_quant_conv", L, L, 1)
 	}
 	v.convIn = conv("decoder.conv_in", top, L, 3)
@@ -197,6 +198,11 @@ func loadVAE(w *weights, c VAEConfig) (*VAE, error) {
 	v.convOut = conv("decoder.conv_out", c.OutChannels, boc[0], 3)
 	if err != nil {
 		return nil, err
+	}
+	for _, name := range w.set.Names() {
+		if !w.used[name] && (strings.HasPrefix(name, "decoder.") || (c.UsePostQuantConv && strings.HasPrefix(name, "post_quant_conv."))) {
+			return nil, fmt.Errorf("%s: tensor %q is not part of the decoder this config describes", w.dir, name)
+		}
 	}
 	return v, nil
 }
