@@ -430,7 +430,8 @@ def reload_pipeline():
 
 
 mem_pipe = save_pipeline()
-pipe = reload_pipeline() or mem_pipe
+disk_pipe = reload_pipeline() if mem_pipe is not None else None
+pipe = disk_pipe if disk_pipe is not None else mem_pipe
 if pipe is None and all(x is not None for x in (tokenizer, text_encoder, transformer, vae)):
     pipe = ZImagePipeline(scheduler=scheduler, vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, transformer=transformer)
 log("pipeline from", "disk" if pipe is not None and pipe is not mem_pipe else "memory")
