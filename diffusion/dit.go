@@ -59,10 +59,16 @@ func parseDiTConfig(b []byte) (DiTConfig, error) {
 	case c.SiglipFeatDim != nil:
 		return c, fmt.Errorf("siglip_feat_dim is set: the Omni variant (image conditioning) is not supported")
 	}
-	for _, d := range c.AxesDims {
+	for i, d := range c.AxesDims {
 		if d%2 != 0 || d <= 0 {
 			return c, fmt.Errorf("axes_dims %v: each must be even and positive", c.AxesDims)
 		}
+		if l := c.AxesLens[i]; l <= 0 || l > 1<<16 {
+			return c, fmt.Errorf("axes_lens %v: each must be in 1..65536", c.AxesLens)
+		}
+	}
+	if c.RopeTheta <= 0 || c.NormEps <= 0 {
+		return c, fmt.Errorf("rope_theta %g and norm_eps %g must be positive", c.RopeTheta, c.NormEps)
 	}
 	found := false
 	for i, p := range c.PatchSizes {
