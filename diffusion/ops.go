@@ -197,24 +197,42 @@ func silu(x []float32) { kernel.SiLU(x) }
 
 // attention is softmax(q·kᵀ·scale)·v for one head: q [nq, hd] with row
 // stride qs, k and v [nk, hd] with row strides ks, vs; out [nq, hd] with
-// row stride os. No mask: every query sees every key.
+// row stride os. No mask: every query sees every key. Keys and values are
+// gathered once into weight matrices so that both products run on the CPU
+// engine's matrix kernels, a block of queries at a time.
 func attention(out []float32, os int, q []float32, qs int, k []float32, ks int, v []float32, vs int, nq, nk, hd int, scale float32) {
-	parallel(nq, func(lo, hi int) {
-		p := make([]float32, nk)
-		acc := make([]float32, hd)
-		for i := lo; i < hi; i++ {
-			qi := q[i*qs : i*qs+hd]
-			for j := range nk {
-				p[j] = kernel.Dot(qi, k[j*ks:j*ks+hd]) * scale
-			}
-			kernel.Softmax(p)
-			clear(acc)
-			for j := range nk {
-				kernel.Axpy(acc, p[j], v[j*vs:j*vs+hd])
-			}
-			copy(out[i*os:i*os+hd], acc)
+	kc := make([]float32, nk*hd) // [nk, hd]
+	vt := make([]float32, hd*nk) // [hd, nk]
+	for j := range nk {
+		copy(kc[j*hd:(j+1)*hd], k[j*ks:j*ks+hd])
+		for d := range hd {
+			vt[d*nk+j] = v[j*vs+d]
 		}
-	})
+	}
+	kw := f32Tensor("attention.k", kc, nk, hd)
+	vw := f32Tensor("attention.vt", vt, hd, nk)
+	block := max(1, min(nq, (16<<20)/(4*nk)))
+	qb := make([]float32, block*hd)
+	sc := make([]float32, block*nk)
+	ob := make([]float32, block*hd)
+	for i0 := 0; i0 < nq; i0 += block {
+		n := min(block, nq-i0)
+		for i := range n {
+			copy(qb[i*hd:(i+1)*hd], q[(i0+i)*qs:(i0+i)*qs+hd])
+		}
+		kernel.MatMul(sc, kw, qb, n)
+		parallel(n, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				r := sc[i*nk : (i+1)*nk]
+				kernel.Scale(r, scale)
+				kernel.Softmax(r)
+			}
+		})
+		kernel.MatMul(ob, vw, sc, n)
+		for i := range n {
+			copy(out[(i0+i)*os:(i0+i)*os+hd], ob[i*hd:(i+1)*hd])
+		}
+	}
 }
 
 // parallel calls fn over [0, n) in contiguous chunks on GOMAXPROCS
