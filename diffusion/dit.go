@@ -191,10 +191,10 @@ func loadDiT(w *weights, c DiTConfig) (*DiT, error) {
 			}
 			return v
 		}
-		b.q = must(w.linear(prefix+"attention.to_q", c.Dim, c.Dim, false))
-		b.k = must(w.linear(prefix+"attention.to_k", c.Dim, c.Dim, false))
-		b.v = must(w.linear(prefix+"attention.to_v", c.Dim, c.Dim, false))
-		b.o = must(w.linear(prefix+"attention.to_out.0", c.Dim, c.Dim, false))
+		b.q = must(w.qlinear(prefix+"attention.to_q", c.Dim, c.Dim, false))
+		b.k = must(w.qlinear(prefix+"attention.to_k", c.Dim, c.Dim, false))
+		b.v = must(w.qlinear(prefix+"attention.to_v", c.Dim, c.Dim, false))
+		b.o = must(w.qlinear(prefix+"attention.to_out.0", c.Dim, c.Dim, false))
 		if c.QKNorm {
 			b.qNorm = vec(prefix+"attention.norm_q.weight", d.headDim)
 			b.kNorm = vec(prefix+"attention.norm_k.weight", d.headDim)
@@ -203,11 +203,11 @@ func loadDiT(w *weights, c DiTConfig) (*DiT, error) {
 		b.attnNorm2 = vec(prefix+"attention_norm2.weight", c.Dim)
 		b.ffnNorm1 = vec(prefix+"ffn_norm1.weight", c.Dim)
 		b.ffnNorm2 = vec(prefix+"ffn_norm2.weight", c.Dim)
-		b.w1 = must(w.linear(prefix+"feed_forward.w1", d.hiddenFFN, c.Dim, false))
-		b.w2 = must(w.linear(prefix+"feed_forward.w2", c.Dim, d.hiddenFFN, false))
-		b.w3 = must(w.linear(prefix+"feed_forward.w3", d.hiddenFFN, c.Dim, false))
+		b.w1 = must(w.qlinear(prefix+"feed_forward.w1", d.hiddenFFN, c.Dim, false))
+		b.w2 = must(w.qlinear(prefix+"feed_forward.w2", c.Dim, d.hiddenFFN, false))
+		b.w3 = must(w.qlinear(prefix+"feed_forward.w3", d.hiddenFFN, c.Dim, false))
 		if modulated {
-			b.adaLN = must(w.linear(prefix+"adaLN_modulation.0", 4*c.Dim, d.adaDim, true))
+			b.adaLN = must(w.qlinear(prefix+"adaLN_modulation.0", 4*c.Dim, d.adaDim, true))
 		}
 		return b, err
 	}

@@ -43,6 +43,9 @@ type weights struct {
 	set  *safetensors.Set
 	dir  string
 	used map[string]bool
+	// quant, when set (q8_0, q4_0), re-encodes the matrices qlinear loads
+	// whose rows are whole blocks.
+	quant *tensor.Codec
 }
 
 func (w *weights) has(name string) bool { return w.set.Has(name) }
@@ -112,6 +115,28 @@ func (w *weights) linear(name string, out, in int, bias bool) (*linear, error) {
 			return nil, err
 		}
 	}
+	return l, nil
+}
+
+// qlinear is linear, re-encoded with w.quant when set and the rows fit.
+func (w *weights) qlinear(name string, out, in int, bias bool) (*linear, error) {
+	l, err := w.linear(name, out, in, bias)
+	if err != nil || w.quant == nil || in%w.quant.BlockLen() != 0 {
+		return l, err
+	}
+	src := make([]float32, out*in)
+	if err := tensor.Dequantize(src, l.w.Codec, l.w.Data); err != nil {
+		return nil, fmt.Errorf("%s: tensor %q: %w", w.dir, name+".weight", err)
+	}
+	n, err := tensor.ByteLen(*w.quant, []int{out, in})
+	if err != nil {
+		return nil, err
+	}
+	q := make([]byte, n)
+	if err := tensor.Quantize(q, *w.quant, src); err != nil {
+		return nil, err
+	}
+	l.w = &tensor.Tensor{Name: l.w.Name, Codec: *w.quant, Shape: []int{out, in}, Data: q}
 	return l, nil
 }
 

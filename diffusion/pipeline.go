@@ -41,6 +41,7 @@ import (
 	"path/filepath"
 
 	"github.com/cortiq/cortiq/safetensors"
+	"github.com/cortiq/cortiq/tensor"
 )
 
 // Pipeline is a loaded Z-Image pipeline.
@@ -58,6 +59,12 @@ type OpenOptions struct {
 	// MaxSequenceLength is the longest prompt in tokens (0: 512, the
 	// pipeline's default max_sequence_length).
 	MaxSequenceLength int
+	// DiTQuant re-encodes the transformer blocks' matrices (attention,
+	// feed-forward, modulation) at load: "" keeps the file's precision,
+	// "q8_0" or "q4_0" quantize (rows that are not whole 32-blocks stay).
+	// The embedders, the final layer, the VAE and the text encoder keep
+	// theirs.
+	DiTQuant string
 }
 
 // Roles are the component folders a Z-Image pipeline needs.
@@ -134,6 +141,14 @@ func Open(dir string, opts OpenOptions) (p *Pipeline, err error) {
 	tw, err := p.openWeights(tdir)
 	if err != nil {
 		return nil, err
+	}
+	switch opts.DiTQuant {
+	case "":
+	case "q8_0", "q4_0":
+		c, _ := tensor.ParseCodec(opts.DiTQuant)
+		tw.quant = &c
+	default:
+		return nil, fmt.Errorf("diffusion: transformer quantization %q: want q8_0 or q4_0", opts.DiTQuant)
 	}
 	if p.DiT, err = loadDiT(tw, dc); err != nil {
 		return nil, fmt.Errorf("diffusion: %w", err)

@@ -119,3 +119,59 @@ func TestOpenErrors(t *testing.T) {
 		t.Errorf("missing vae/: %v", err)
 	}
 }
+
+// TestDiTQuant: q8_0 and q4_0 transformer blocks stay close to the float
+// weights (relative RMS error of one forward; Gaussian random weights are
+// the worst case for 4 bits: ~0.23 here), and unknown codecs are refused.
+func TestDiTQuant(t *testing.T) {
+	dir := synthDir(t)
+	ref, err := Open(dir, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	C, h, w := ref.LatentShape(64, 64)
+	lat := make([]float32, C*h*w)
+	for i := range lat {
+		lat[i] = float32(math.Sin(float64(i)))
+	}
+	f, err := ref.Encode("a cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ref.DiT.Forward(lat, h, w, 0.4, f.Data, f.Rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []struct {
+		name string
+		tol  float64
+	}{{"q8_0", 0.03}, {"q4_0", 0.35}} {
+		p, err := Open(dir, OpenOptions{DiTQuant: q.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := p.DiT.layers[0].q.w.Codec.String(); c != q.name {
+			t.Errorf("%s: to_q is %s", q.name, c)
+		}
+		got, err := p.DiT.Forward(lat, h, w, 0.4, f.Data, f.Rows)
+		p.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var se, ss float64
+		for i := range got {
+			d := float64(got[i] - want[i])
+			se += d * d
+			ss += float64(want[i]) * float64(want[i])
+		}
+		rel := math.Sqrt(se / ss)
+		t.Logf("%s: relative RMS error %.4f", q.name, rel)
+		if rel > q.tol || rel == 0 {
+			t.Errorf("%s: relative RMS error %.4f (tolerance %g)", q.name, rel, q.tol)
+		}
+	}
+	if _, err := Open(dir, OpenOptions{DiTQuant: "q3_x"}); err == nil {
+		t.Error("unknown quantization: no error")
+	}
+}

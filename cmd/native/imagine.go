@@ -35,6 +35,7 @@ func cmdImagine(args []string) error {
 	negative := fs.String("negative", "", "negative prompt (used with --guidance > 0)")
 	cfgTrunc := fs.Float64("cfg-truncation", 1, "drop guidance on steps with t = 1 - timestep/1000 above this")
 	cfgNorm := fs.Float64("cfg-normalization", 0, "cap the guided prediction's norm at this multiple of the positive one's (0: off)")
+	quant := fs.String("dit-quant", "", "quantize the transformer blocks at load: q8_0 or q4_0 (default: the file's precision)")
 	backendName := fs.String("backend", "auto", "backend: auto, cpu or webgpu (auto is the CPU for now)")
 	latents := fs.String("latents", "", "initial noise: a safetensors file with tensor \"latents\" [1,C,H/8,W/8] (diffusers' latents=)")
 	rawOut := fs.String("raw-out", "", "also write the float image [3,H,W] in [0,1] before rounding as tensor \"image\" of this safetensors file")
@@ -78,7 +79,7 @@ func cmdImagine(args []string) error {
 	}
 
 	t0 := time.Now()
-	pipe, err := diffusion.Open(*modelDir, diffusion.OpenOptions{})
+	pipe, err := diffusion.Open(*modelDir, diffusion.OpenOptions{DiTQuant: *quant})
 	if err != nil {
 		return err
 	}
