@@ -127,3 +127,63 @@ func TestImagineErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestImagineParity: cortiq imagine on the tiny Z-Image of
+// diffusion/testdata with diffusers' initial noise gives diffusers' image
+// (PSNR ≥ 60 dB on the float output, and the PNG is its rounding).
+func TestImagineParity(t *testing.T) {
+	ref := filepath.Join("..", "..", "diffusion", "testdata", "zimage")
+	model := filepath.Join(ref, "zimage-tiny")
+	if _, err := os.Stat(filepath.Join(model, "model_index.json")); err != nil {
+		t.Skipf("reference model not found at %s: %v", model, err)
+	}
+	rf, err := safetensors.Open(filepath.Join(ref, "ref_pipeline.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.Close()
+	md := rf.Metadata()
+	dir := t.TempDir()
+	for _, run := range []struct {
+		key  string
+		args []string
+	}{
+		{"nocfg", nil},
+		{"cfg", []string{"--guidance", md["guidance"], "--negative", md["negative"]}},
+	} {
+		out, raw := filepath.Join(dir, run.key+".png"), filepath.Join(dir, run.key+".safetensors")
+		args := append([]string{"imagine", "-m", model, "-p", md["prompt"], "--steps", md["steps"],
+			"--size", md["width"] + "x" + md["height"], "--latents", filepath.Join(ref, "ref_pipeline.safetensors"),
+			"--raw-out", raw, "-o", out}, run.args...)
+		cortiq(t, nil, args...)
+		got := readImage(t, raw)
+		want, err := rf.Float32s(run.key + "_image")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var se float64
+		for i := range want {
+			d := float64(got[i] - want[i])
+			se += d * d
+		}
+		psnr := 10 * math.Log10(float64(len(want))/se)
+		t.Logf("%s: PSNR %.1f dB", run.key, psnr)
+		if psnr < 60 {
+			t.Errorf("%s: PSNR %.1f dB < 60", run.key, psnr)
+		}
+	}
+}
+
+func readImage(t *testing.T, path string) []float32 {
+	t.Helper()
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v, err := f.Float32s("image")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
