@@ -32,6 +32,7 @@
 package diffusion
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -270,6 +271,9 @@ type Options struct {
 	Latents []float32
 	// Progress, when set, is called after each step (1-based).
 	Progress func(step, steps int)
+	// Context, when set, is checked before each step; its error ends the
+	// generation.
+	Context context.Context
 }
 
 // Result is a generated image.
@@ -369,6 +373,11 @@ func (p *Pipeline) GenerateFromFeatures(o Options, pos, neg Features) (*Result, 
 	}
 	res := &Result{Width: o.Width, Height: o.Height}
 	for i, ts := range timesteps {
+		if o.Context != nil {
+			if err := o.Context.Err(); err != nil {
+				return nil, err
+			}
+		}
 		t := (1000 - ts) / 1000
 		v, err := p.DiT.Forward(lat, h, w, t, pos.Data, pos.Rows)
 		if err != nil {

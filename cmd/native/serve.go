@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/server"
 )
@@ -91,6 +93,18 @@ func cmdServe(args []string) error {
 	}
 	var names []string
 	for _, m := range models {
+		if st, err := os.Stat(filepath.Join(m, "model_index.json")); err == nil && !st.IsDir() {
+			// A diffusers directory: an image model (POST /v1/images/generations).
+			p, err := diffusion.Open(m, diffusion.OpenOptions{})
+			if err != nil {
+				s.Shutdown(context.Background())
+				return err
+			}
+			defer p.Close()
+			name := s.AddImageModel(server.ModelName(m), server.FromPipeline(p))
+			names = append(names, fmt.Sprintf("%s (images, cpu, %s)", name, m))
+			continue
+		}
 		mdl, name, path, err := load(ctx, m, func(server.Progress) {})
 		if err != nil {
 			s.Shutdown(context.Background())
