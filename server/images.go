@@ -123,48 +123,19 @@ func (s *Server) handleImages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("response_format", "response_format %q: only b64_json (this server keeps no image URLs)", f))
 		return
 	}
-	req := ImageRequest{Prompt: *b.Prompt, Negative: b.Negative, Width: 1024, Height: 1024, Steps: 8}
-	if b.Size != "" && b.Size != "auto" {
-		ws, hs, ok := strings.Cut(b.Size, "x")
-		wd, e1 := strconv.Atoi(ws)
-		ht, e2 := strconv.Atoi(hs)
-		if !ok || e1 != nil || e2 != nil || wd <= 0 || ht <= 0 || wd > 8192 || ht > 8192 {
-			writeError(w, badRequest("size", "size %q: want WIDTHxHEIGHT, e.g. 1024x1024", b.Size))
-			return
-		}
-		req.Width, req.Height = wd, ht
-	}
-	if b.Steps != nil {
-		if *b.Steps < 1 || *b.Steps > 200 {
-			writeError(w, badRequest("steps", "steps must be between 1 and 200"))
-			return
-		}
-		req.Steps = *b.Steps
-	}
-	if b.Guidance != nil {
-		if *b.Guidance < 0 || *b.Guidance > 100 {
-			writeError(w, badRequest("guidance_scale", "guidance_scale must be between 0 and 100"))
-			return
-		}
-		req.Guidance = float32(*b.Guidance)
-	}
+	seed := uint64(time.Now().UnixNano())
 	if b.Seed != nil {
-		req.Seed = *b.Seed
-	} else {
-		req.Seed = uint64(time.Now().UnixNano())
+		seed = *b.Seed
+	}
+	req, aerr := imageRequest(*b.Prompt, b.Negative, b.Size, b.Steps, b.Guidance, seed)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
 	}
 
-	s.imagesMu.Lock()
-	var m ImageModel
-	if b.Model == "" && len(s.images) > 0 {
-		m = s.images[0].m
-	} else {
-		m = s.imageModelLocked(b.Model)
-	}
-	s.imagesMu.Unlock()
-	if m == nil {
-		writeError(w, &apiError{Status: 404, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
-			Message: fmt.Sprintf("no image model %q on this server", b.Model)})
+	m, aerr := s.pickImageModel(b.Model)
+	if aerr != nil {
+		writeError(w, aerr)
 		return
 	}
 	if s.draining.Load() {
@@ -191,20 +162,144 @@ func (s *Server) handleImages(w http.ResponseWriter, r *http.Request) {
 		one.Seed += uint64(i)
 		png, err := m.Generate(ctx, one, nil)
 		if err != nil {
-			var ie *ImageError
-			switch {
-			case errors.As(err, &ie):
-				writeError(w, badRequest("", "%v", ie.Err))
-			case ctx.Err() != nil:
-				writeError(w, &apiError{Status: 503, Type: "server_error", Message: context.Cause(ctx).Error()})
-			default:
-				writeError(w, &apiError{Status: 500, Type: "server_error", Message: err.Error()})
-			}
+			writeError(w, imageAPIError(ctx, err))
 			return
 		}
 		out = append(out, item{base64.StdEncoding.EncodeToString(png)})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"created": time.Now().Unix(), "data": out})
+}
+
+// imageRequest validates one image's settings (shared by the HTTP
+// endpoint and the websocket "imagine" job).
+func imageRequest(prompt, negative, size string, steps *int, guidance *float64, seed uint64) (ImageRequest, *apiError) {
+	req := ImageRequest{Prompt: prompt, Negative: negative, Width: 1024, Height: 1024, Steps: 8, Seed: seed}
+	if size != "" && size != "auto" {
+		ws, hs, ok := strings.Cut(size, "x")
+		wd, e1 := strconv.Atoi(ws)
+		ht, e2 := strconv.Atoi(hs)
+		if !ok || e1 != nil || e2 != nil || wd <= 0 || ht <= 0 || wd > 8192 || ht > 8192 {
+			return req, badRequest("size", "size %q: want WIDTHxHEIGHT, e.g. 1024x1024", size)
+		}
+		req.Width, req.Height = wd, ht
+	}
+	if steps != nil {
+		if *steps < 1 || *steps > 200 {
+			return req, badRequest("steps", "steps must be between 1 and 200")
+		}
+		req.Steps = *steps
+	}
+	if guidance != nil {
+		if *guidance < 0 || *guidance > 100 {
+			return req, badRequest("guidance_scale", "guidance_scale must be between 0 and 100")
+		}
+		req.Guidance = float32(*guidance)
+	}
+	return req, nil
+}
+
+// pickImageModel finds an image model by name ("" = the first).
+func (s *Server) pickImageModel(name string) (ImageModel, *apiError) {
+	s.imagesMu.Lock()
+	defer s.imagesMu.Unlock()
+	var m ImageModel
+	if name == "" && len(s.images) > 0 {
+		m = s.images[0].m
+	} else {
+		m = s.imageModelLocked(name)
+	}
+	if m == nil {
+		return nil, &apiError{Status: 404, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
+			Message: fmt.Sprintf("no image model %q on this server", name)}
+	}
+	return m, nil
+}
+
+// imageAPIError classifies a generation's error.
+func imageAPIError(ctx context.Context, err error) *apiError {
+	var ie *ImageError
+	switch {
+	case errors.As(err, &ie):
+		return badRequest("", "%v", ie.Err)
+	case ctx.Err() != nil:
+		return &apiError{Status: 503, Type: "server_error", Code: "cancelled", Message: context.Cause(ctx).Error()}
+	default:
+		return &apiError{Status: 500, Type: "server_error", Message: err.Error()}
+	}
+}
+
+// ImageEvent is the websocket "image" event: one finished picture.
+type ImageEvent struct {
+	B64PNG  string  `json:"b64_png"`
+	Width   int     `json:"width"`
+	Height  int     `json:"height"`
+	Steps   int     `json:"steps"`
+	Seed    uint64  `json:"seed"`
+	TotalMs float64 `json:"total_ms"`
+}
+
+// imagine runs a websocket image job: "progress" events with stage "step"
+// after each denoising step, then one "image" or "error"; "cancel" with
+// its id ends it.
+func (c *wsConn) imagine(m *Msg) {
+	if m.ID == "" {
+		c.sendMsg(errMsg("", "bad_message", "imagine needs an id"))
+		return
+	}
+	req, aerr := imageRequest(m.Prompt, m.Negative, m.Size, m.Steps, m.Guidance, m.Seed)
+	if aerr != nil {
+		c.sendMsg(errMsgFrom(m.ID, aerr))
+		return
+	}
+	im, aerr := c.s.pickImageModel(m.Model)
+	if aerr != nil {
+		c.sendMsg(errMsgFrom(m.ID, aerr))
+		return
+	}
+	c.mu.Lock()
+	if _, dup := c.gens[m.ID]; dup {
+		c.mu.Unlock()
+		c.sendMsg(errMsg(m.ID, "duplicate_id", "a job with id %q is already running on this connection", m.ID))
+		return
+	}
+	if len(c.gens) >= c.s.cfg.MaxPerConn {
+		c.mu.Unlock()
+		c.sendMsg(errMsg(m.ID, "rate_limit_exceeded", "at most %d concurrent jobs per connection", c.s.cfg.MaxPerConn))
+		return
+	}
+	gctx, cancel := context.WithCancelCause(c.ctx)
+	c.gens[m.ID] = func() { cancel(errors.New("cancelled")) }
+	c.wg.Add(1)
+	c.mu.Unlock()
+	id := m.ID
+	go func() {
+		defer c.wg.Done()
+		defer func() {
+			c.mu.Lock()
+			delete(c.gens, id)
+			c.mu.Unlock()
+			cancel(nil)
+		}()
+		if c.s.active.Add(1) > int64(c.s.cfg.MaxActive) {
+			c.s.active.Add(-1)
+			c.sendMsg(errMsg(id, "rate_limit_exceeded", "%v", errBusy))
+			return
+		}
+		defer c.s.active.Add(-1)
+		stop := context.AfterFunc(c.s.genCtx, func() { cancel(errShutdown) })
+		defer stop()
+		t0 := time.Now()
+		png, err := im.Generate(gctx, req, func(step, steps int) {
+			c.sendMsg(&Msg{Type: "progress", ID: id, Progress: &Progress{Stage: "step", Step: step, Steps: steps}})
+		})
+		if err != nil {
+			c.sendMsg(errMsgFrom(id, imageAPIError(gctx, err)))
+			return
+		}
+		c.sendMsg(&Msg{Type: "image", ID: id, Image: &ImageEvent{B64PNG: base64.StdEncoding.EncodeToString(png),
+			Width: req.Width, Height: req.Height, Steps: req.Steps, Seed: req.Seed,
+			TotalMs: float64(time.Since(t0).Microseconds()) / 1e3}})
+	}()
 }
 
 // FromPipeline serves a diffusion pipeline, one image at a time.

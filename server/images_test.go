@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"image/png"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cortiq/cortiq/diffusion"
 )
@@ -102,5 +104,88 @@ func TestImagesGenerations(t *testing.T) {
 	}
 	if code, _ := postImages(t, ts.URL, `{"model": "nope", "prompt": "x"}`); code != 404 {
 		t.Errorf("unknown model: status %d, want 404", code)
+	}
+}
+
+// slowImages is an ImageModel that takes delay per step and honours the
+// context, for the websocket job's progress and cancel.
+type slowImages struct{ delay time.Duration }
+
+func (s slowImages) Generate(ctx context.Context, req ImageRequest, progress func(step, steps int)) ([]byte, error) {
+	for i := range req.Steps {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(s.delay):
+		}
+		if progress != nil {
+			progress(i+1, req.Steps)
+		}
+	}
+	return []byte("png:" + req.Prompt), nil
+}
+
+// TestWSImagine: the websocket "imagine" job reports every step, then one
+// "image"; "cancel" ends a job with an error; bad settings are errors.
+func TestWSImagine(t *testing.T) {
+	ts := startServer(t, Config{}, nil)
+	ts.AddImageModel("img", slowImages{delay: time.Millisecond})
+	ws, _ := dialWS(t, ts.WSURL, nil)
+	defer ws.Close()
+	steps := 3
+	ws.WriteJSON(Msg{Type: "imagine", ID: "a", Prompt: "fox", Size: "64x48", Steps: &steps, Seed: 9})
+	var got []int
+	for {
+		m := readMsg(t, ws)
+		if m.ID != "a" {
+			continue
+		}
+		if m.Type == "progress" {
+			if m.Progress.Stage != "step" || m.Progress.Steps != 3 {
+				t.Fatalf("progress %+v", m.Progress)
+			}
+			got = append(got, m.Progress.Step)
+			continue
+		}
+		if m.Type != "image" {
+			t.Fatalf("got %+v", m)
+		}
+		b, _ := base64.StdEncoding.DecodeString(m.Image.B64PNG)
+		if string(b) != "png:fox" || m.Image.Width != 64 || m.Image.Height != 48 || m.Image.Seed != 9 || m.Image.Steps != 3 {
+			t.Errorf("image event %+v (%q)", m.Image, b)
+		}
+		break
+	}
+	if len(got) != 3 || got[0] != 1 || got[2] != 3 {
+		t.Errorf("progress steps %v", got)
+	}
+
+	long := 200
+	ws.WriteJSON(Msg{Type: "imagine", ID: "b", Prompt: "slow", Steps: &long})
+	ws.WriteJSON(Msg{Type: "cancel", ID: "b"})
+	for {
+		m := readMsg(t, ws)
+		if m.ID == "b" && m.Type == "error" {
+			if m.Error.Code != "cancelled" {
+				t.Errorf("cancelled job: %+v", m.Error)
+			}
+			break
+		}
+		if m.ID == "b" && m.Type == "image" {
+			t.Fatal("cancelled job finished")
+		}
+	}
+	bad := 0
+	ws.WriteJSON(Msg{Type: "imagine", ID: "c", Prompt: "x", Steps: &bad})
+	ws.WriteJSON(Msg{Type: "imagine", ID: "d", Prompt: "x", Model: "nope"})
+	codes := map[string]string{}
+	for len(codes) < 2 {
+		m := readMsg(t, ws)
+		if m.Type == "error" {
+			codes[m.ID] = m.Error.Code
+		}
+	}
+	if codes["c"] != "invalid_request_error" || codes["d"] != "model_not_found" {
+		t.Errorf("error codes %v", codes)
 	}
 }
