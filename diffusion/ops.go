@@ -37,11 +37,21 @@ func (l *linear) apply(x []float32, n int) []float32 {
 	return y
 }
 
+// tensorSource is where a component's tensors come from: a safetensors
+// checkpoint, or a prefix of a CMF file.
+type tensorSource interface {
+	Has(name string) bool
+	Tensor(name string) (*tensor.Tensor, error)
+	Names() []string
+}
+
+var _ tensorSource = (*safetensors.Set)(nil)
+
 // weights reads one component's tensors by name, checking shapes, and
 // remembers which it used.
 type weights struct {
-	set  *safetensors.Set
-	dir  string
+	set  tensorSource
+	dir  string // the name errors use
 	used map[string]bool
 	// quant, when set (q8_0, q4_0), re-encodes the matrices qlinear loads
 	// whose rows are whole blocks.
@@ -61,9 +71,7 @@ func (w *weights) tensor(name string, shape ...int) (*tensor.Tensor, error) {
 	if shape != nil && !sameShape(t.Shape, shape) {
 		return nil, fmt.Errorf("%s: tensor %q has shape %v, the config implies %v", w.dir, name, t.Shape, shape)
 	}
-	switch t.Codec {
-	case tensor.F32, tensor.F16, tensor.BF16:
-	default:
+	if !t.Codec.Valid() || t.Codec == tensor.I32 {
 		return nil, fmt.Errorf("%s: tensor %q: dtype %s is not a float weight", w.dir, name, t.Codec)
 	}
 	w.used[name] = true

@@ -41,6 +41,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -71,15 +72,36 @@ type OpenOptions struct {
 // Roles are the component folders a Z-Image pipeline needs.
 var Roles = []string{"scheduler", "text_encoder", "tokenizer", "transformer", "vae"}
 
-// Open loads the pipeline in dir.
-func Open(dir string, opts OpenOptions) (p *Pipeline, err error) {
-	st, err := os.Stat(dir)
+// Open loads the pipeline in path: a diffusers directory, or a CMF file
+// SaveCMF wrote.
+func Open(path string, opts OpenOptions) (*Pipeline, error) {
+	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("diffusion: %w", err)
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("diffusion: %s is not a directory (a diffusers model directory holds model_index.json)", dir)
+		if isCMF(path) {
+			return openCMF(path, opts)
+		}
+		return nil, fmt.Errorf("diffusion: %s is neither a diffusers model directory (with model_index.json) nor a CMF file", path)
 	}
+	return openDir(path, opts)
+}
+
+// parts are a pipeline's components before they are checked and built:
+// raw configs, tensor sources, the text encoder and tokenizer material.
+type parts struct {
+	schedName, ditName, vaeName string // names errors use
+	sched, dit, vae             []byte
+	ditW, vaeW                  tensorSource
+	ditWName, vaeWName          string
+	te                          *model.Model
+	teName                      string
+	tok                         *model.TokenizerData
+	tokName                     string
+}
+
+func openDir(dir string, opts OpenOptions) (p *Pipeline, err error) {
 	idxPath := filepath.Join(dir, "model_index.json")
 	b, err := os.ReadFile(idxPath)
 	if err != nil {
@@ -101,10 +123,6 @@ func Open(dir string, opts OpenOptions) (p *Pipeline, err error) {
 			return nil, fmt.Errorf("diffusion: %s: missing component %s/%s", dir, role, listed)
 		}
 	}
-	maxTok := opts.MaxSequenceLength
-	if maxTok <= 0 {
-		maxTok = 512
-	}
 	p = &Pipeline{Dir: dir}
 	opened := p
 	defer func() {
@@ -112,84 +130,119 @@ func Open(dir string, opts OpenOptions) (p *Pipeline, err error) {
 			opened.Close()
 		}
 	}()
-
-	// Scheduler.
-	schedPath := filepath.Join(dir, "scheduler", "scheduler_config.json")
-	raw, sb, err := readConfig(schedPath)
-	if err != nil {
+	pt := &parts{
+		schedName: filepath.Join(dir, "scheduler", "scheduler_config.json"),
+		ditName:   filepath.Join(dir, "transformer", "config.json"),
+		vaeName:   filepath.Join(dir, "vae", "config.json"),
+		ditWName:  filepath.Join(dir, "transformer"),
+		vaeWName:  filepath.Join(dir, "vae"),
+		teName:    filepath.Join(dir, "text_encoder"),
+		tokName:   filepath.Join(dir, "tokenizer"),
+	}
+	for _, c := range []struct {
+		path string
+		dst  *[]byte
+	}{{pt.schedName, &pt.sched}, {pt.ditName, &pt.dit}, {pt.vaeName, &pt.vae}} {
+		if *c.dst, err = os.ReadFile(c.path); err != nil {
+			return nil, fmt.Errorf("diffusion: %w", err)
+		}
+	}
+	if pt.ditW, err = p.openWeights(pt.ditWName); err != nil {
 		return nil, err
+	}
+	if pt.vaeW, err = p.openWeights(pt.vaeWName); err != nil {
+		return nil, err
+	}
+	if pt.tok, err = readTokenizerDir(pt.tokName); err != nil {
+		return nil, fmt.Errorf("diffusion: %w", err)
+	}
+	if pt.te, err = openTextEncoderModel(pt.teName); err != nil {
+		return nil, err
+	}
+	if pt.te.Close != nil {
+		p.closers = append(p.closers, pt.te.Close)
+	}
+	if err := p.assemble(pt, opts); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// assemble checks the configs by their contents and builds the components.
+func (p *Pipeline) assemble(pt *parts, opts OpenOptions) error {
+	maxTok := opts.MaxSequenceLength
+	if maxTok <= 0 {
+		maxTok = 512
+	}
+	var raw map[string]json.RawMessage
+	parse := func(name string, b []byte) error {
+		raw = nil
+		if err := json.Unmarshal(b, &raw); err != nil {
+			return fmt.Errorf("diffusion: %s: %w", name, err)
+		}
+		return nil
+	}
+
+	if err := parse(pt.schedName, pt.sched); err != nil {
+		return err
 	}
 	if !isSchedulerConfig(raw) {
-		return nil, fmt.Errorf("diffusion: %s is not a flow-matching scheduler config (no num_train_timesteps/shift)", schedPath)
+		return fmt.Errorf("diffusion: %s is not a flow-matching scheduler config (no num_train_timesteps/shift)", pt.schedName)
 	}
-	if p.Scheduler, err = ParseScheduler(sb); err != nil {
-		return nil, fmt.Errorf("diffusion: %s: %w", schedPath, err)
+	var err error
+	if p.Scheduler, err = ParseScheduler(pt.sched); err != nil {
+		return fmt.Errorf("diffusion: %s: %w", pt.schedName, err)
 	}
 
-	// Transformer.
-	tdir := filepath.Join(dir, "transformer")
-	raw, tb, err := readConfig(filepath.Join(tdir, "config.json"))
-	if err != nil {
-		return nil, err
+	if err := parse(pt.ditName, pt.dit); err != nil {
+		return err
 	}
 	if !isDiTConfig(raw) {
-		return nil, fmt.Errorf("diffusion: %s: not a Z-Image transformer config (no cap_feat_dim, axes_dims, n_refiner_layers)", filepath.Join(tdir, "config.json"))
+		return fmt.Errorf("diffusion: %s: not a Z-Image transformer config (no cap_feat_dim, axes_dims, n_refiner_layers)", pt.ditName)
 	}
-	dc, err := parseDiTConfig(tb)
+	dc, err := parseDiTConfig(pt.dit)
 	if err != nil {
-		return nil, fmt.Errorf("diffusion: %s: %w", filepath.Join(tdir, "config.json"), err)
+		return fmt.Errorf("diffusion: %s: %w", pt.ditName, err)
 	}
-	tw, err := p.openWeights(tdir)
-	if err != nil {
-		return nil, err
-	}
+	tw := &weights{set: pt.ditW, dir: pt.ditWName, used: map[string]bool{}}
 	switch opts.DiTQuant {
 	case "":
 	case "q8_0", "q4_0":
 		c, _ := tensor.ParseCodec(opts.DiTQuant)
 		tw.quant = &c
 	default:
-		return nil, fmt.Errorf("diffusion: transformer quantization %q: want q8_0 or q4_0", opts.DiTQuant)
+		return fmt.Errorf("diffusion: transformer quantization %q: want q8_0 or q4_0", opts.DiTQuant)
 	}
 	if p.DiT, err = loadDiT(tw, dc); err != nil {
-		return nil, fmt.Errorf("diffusion: %w", err)
+		return fmt.Errorf("diffusion: %w", err)
 	}
 
-	// VAE.
-	vdir := filepath.Join(dir, "vae")
-	raw, vb, err := readConfig(filepath.Join(vdir, "config.json"))
-	if err != nil {
-		return nil, err
+	if err := parse(pt.vaeName, pt.vae); err != nil {
+		return err
 	}
 	if !isVAEConfig(raw) {
-		return nil, fmt.Errorf("diffusion: %s: not an autoencoder config (no latent_channels, block_out_channels, up_block_types)", filepath.Join(vdir, "config.json"))
+		return fmt.Errorf("diffusion: %s: not an autoencoder config (no latent_channels, block_out_channels, up_block_types)", pt.vaeName)
 	}
-	vc, err := parseVAEConfig(vb)
+	vc, err := parseVAEConfig(pt.vae)
 	if err != nil {
-		return nil, fmt.Errorf("diffusion: %s: %w", filepath.Join(vdir, "config.json"), err)
+		return fmt.Errorf("diffusion: %s: %w", pt.vaeName, err)
 	}
 	if vc.LatentChannels != dc.InChannels {
-		return nil, fmt.Errorf("diffusion: %s: the vae has %d latent channels, the transformer %d", dir, vc.LatentChannels, dc.InChannels)
+		return fmt.Errorf("diffusion: %s: the vae has %d latent channels, the transformer %d", pt.vaeName, vc.LatentChannels, dc.InChannels)
 	}
-	vw, err := p.openWeights(vdir)
-	if err != nil {
-		return nil, err
-	}
-	if p.VAE, err = loadVAE(vw, vc); err != nil {
-		return nil, fmt.Errorf("diffusion: %w", err)
+	if p.VAE, err = loadVAE(&weights{set: pt.vaeW, dir: pt.vaeWName, used: map[string]bool{}}, vc); err != nil {
+		return fmt.Errorf("diffusion: %w", err)
 	}
 
-	// Text encoder and tokenizer.
-	te, err := loadTextEncoder(filepath.Join(dir, "text_encoder"), filepath.Join(dir, "tokenizer"), maxTok)
+	te, err := newTextEncoder(pt.te, pt.teName, pt.tok, pt.tokName, maxTok)
 	if err != nil {
-		return nil, fmt.Errorf("diffusion: %w", err)
+		return fmt.Errorf("diffusion: %w", err)
 	}
 	p.TextEncoder = te
-	p.closers = append(p.closers, te.Close)
 	if te.Hidden != dc.CapFeatDim {
-		return nil, fmt.Errorf("diffusion: %s: the text encoder's hidden size %d is not the transformer's cap_feat_dim %d", dir, te.Hidden, dc.CapFeatDim)
+		return fmt.Errorf("diffusion: %s: the text encoder's hidden size %d is not the transformer's cap_feat_dim %d", pt.teName, te.Hidden, dc.CapFeatDim)
 	}
-	return p, nil
+	return nil
 }
 
 // readConfig reads a JSON object file.
@@ -208,7 +261,7 @@ func readConfig(path string) (map[string]json.RawMessage, []byte, error) {
 // openWeights opens a component's safetensors: the diffusers index when
 // present, else diffusion_pytorch_model.safetensors, else every
 // *.safetensors file of the folder.
-func (p *Pipeline) openWeights(dir string) (*weights, error) {
+func (p *Pipeline) openWeights(dir string) (tensorSource, error) {
 	var set *safetensors.Set
 	var err error
 	idx := filepath.Join(dir, "diffusion_pytorch_model.safetensors.index.json")
@@ -225,7 +278,7 @@ func (p *Pipeline) openWeights(dir string) (*weights, error) {
 		return nil, fmt.Errorf("diffusion: %w", err)
 	}
 	p.closers = append(p.closers, set.Close)
-	return &weights{set: set, dir: dir, used: map[string]bool{}}, nil
+	return set, nil
 }
 
 func fileExists(path string) bool {
@@ -235,6 +288,9 @@ func fileExists(path string) bool {
 
 // Close releases the weights.
 func (p *Pipeline) Close() error {
+	if p == nil {
+		return nil
+	}
 	var first error
 	for _, c := range p.closers {
 		if err := c(); err != nil && first == nil {

@@ -30,61 +30,59 @@ type TextEncoder struct {
 	Hidden    int
 }
 
-// loadTextEncoder opens text_encoder/ (a transformers checkpoint the qwen3
-// engine runs) and tokenizer/ (tokenizer.json with its chat template in
-// tokenizer_config.json or chat_template.jinja).
-func loadTextEncoder(teDir, tokDir string, maxTokens int) (*TextEncoder, error) {
+// tokenizerFiles are the tokenizer/ files the text encoder reads.
+var tokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "generation_config.json", "chat_template.jinja"}
+
+// readTokenizerDir reads tokenizer/ (tokenizer.json required).
+func readTokenizerDir(dir string) (*model.TokenizerData, error) {
 	td := &model.TokenizerData{Kind: "hf", Files: map[string][]byte{}}
-	for _, name := range []string{"tokenizer.json", "tokenizer_config.json", "generation_config.json"} {
-		if b, err := os.ReadFile(filepath.Join(tokDir, name)); err == nil {
+	for _, name := range tokenizerFiles {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
 			td.Files[name] = b
 		} else if name == "tokenizer.json" {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
 	}
+	return td, nil
+}
+
+// newTextEncoder wraps a transformers language model (run by the cpu
+// engine) and its tokenizer (tokenizer.json, with its chat template in
+// tokenizer_config.json or chat_template.jinja). The model's weights are
+// released by whoever opened them.
+func newTextEncoder(m *model.Model, teName string, td *model.TokenizerData, tokName string, maxTokens int) (*TextEncoder, error) {
+	if td == nil {
+		return nil, fmt.Errorf("%s: no tokenizer", tokName)
+	}
 	tok, err := tokenizer.Load(td)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", tokDir, err)
+		return nil, fmt.Errorf("%s: %w", tokName, err)
 	}
 	src, ok := tok.ChatTemplate("")
 	if !ok || src == "" {
-		b, err := os.ReadFile(filepath.Join(tokDir, "chat_template.jinja"))
-		if err != nil {
-			return nil, fmt.Errorf("%s: no chat template (neither in tokenizer_config.json nor chat_template.jinja)", tokDir)
+		b, ok := td.Files["chat_template.jinja"]
+		if !ok {
+			return nil, fmt.Errorf("%s: no chat template (neither in tokenizer_config.json nor chat_template.jinja)", tokName)
 		}
 		src = string(b)
 	}
 	tmpl, err := chat.Compile(src)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", tokDir, err)
-	}
-	m, err := importer.FromHF(teDir)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", tokName, err)
 	}
 	b, err := cpu.New(m, cpu.Options{})
 	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("%s: %w", teDir, err)
+		return nil, fmt.Errorf("%s: %w", teName, err)
 	}
 	L := len(m.Arch.Layers)
 	if L < 2 {
-		m.Close()
-		return nil, fmt.Errorf("%s: a text encoder of %d layers has no second-to-last hidden state", teDir, L)
+		return nil, fmt.Errorf("%s: a text encoder of %d layers has no second-to-last hidden state", teName, L)
 	}
 	te := &TextEncoder{Tokenizer: tok, template: tmpl, model: m, backend: b, layer: L - 1, MaxTokens: maxTokens, Hidden: m.Arch.Hidden}
 	if c := m.Arch.Context; c > 0 && c < te.MaxTokens {
 		te.MaxTokens = c
 	}
 	return te, nil
-}
-
-// Close releases the text encoder's weights.
-func (te *TextEncoder) Close() error {
-	if te.model != nil && te.model.Close != nil {
-		return te.model.Close()
-	}
-	return nil
 }
 
 // Render is the prompt as the chat template renders it.
@@ -130,4 +128,13 @@ func (te *TextEncoder) Encode(prompt string) ([]float32, int, error) {
 // EncodeIDs returns the caption features of already tokenized ids.
 func (te *TextEncoder) EncodeIDs(ids []int) ([]float32, error) {
 	return te.backend.HiddenStates(ids, te.layer)
+}
+
+// openTextEncoderModel imports text_encoder/ (a transformers checkpoint).
+func openTextEncoderModel(dir string) (*model.Model, error) {
+	m, err := importer.FromHF(dir)
+	if err != nil {
+		return nil, fmt.Errorf("diffusion: %w", err)
+	}
+	return m, nil
 }

@@ -26,7 +26,7 @@ func init() {
 
 func cmdImagine(args []string) error {
 	fs := flag.NewFlagSet("imagine", flag.ContinueOnError)
-	modelDir := fs.String("m", "", "model: a diffusers directory (model_index.json, transformer/, vae/, text_encoder/, tokenizer/, scheduler/)")
+	modelDir := fs.String("m", "", "model: a diffusers directory (model_index.json, transformer/, vae/, text_encoder/, tokenizer/, scheduler/) or the CMF file cortiq import makes of one")
 	prompt := fs.String("p", "", "prompt")
 	steps := fs.Int("steps", 8, "denoising steps")
 	size := fs.String("size", "1024x1024", "image size WIDTHxHEIGHT (multiples of 16 for Z-Image)")

@@ -187,3 +187,26 @@ func readImage(t *testing.T, path string) []float32 {
 	}
 	return v
 }
+
+// TestImportPipelineCMF: cortiq import turns a diffusers directory into one
+// CMF file that cortiq imagine runs to the same image.
+func TestImportPipelineCMF(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "zimage")
+	if err := diffusion.WriteSynthetic(model, diffusion.TinySynth()); err != nil {
+		t.Fatal(err)
+	}
+	c := filepath.Join(dir, "zimage.cmf")
+	cortiq(t, nil, "import", model, "-o", c)
+	if msg := cortiqFails(t, "import", model, "-o", filepath.Join(dir, "bad.cmf"), "--quant", "f16"); !strings.Contains(msg, "q8_0 or q4_0") {
+		t.Errorf("--quant f16 on a pipeline: %q", msg)
+	}
+	a, b := filepath.Join(dir, "a.png"), filepath.Join(dir, "b.png")
+	cortiq(t, nil, "imagine", "-m", model, "-p", "fox", "--steps", "2", "--size", "32x32", "-o", a)
+	cortiq(t, nil, "imagine", "-m", c, "-p", "fox", "--steps", "2", "--size", "32x32", "-o", b)
+	pa, _ := os.ReadFile(a)
+	pb, _ := os.ReadFile(b)
+	if len(pa) == 0 || !bytes.Equal(pa, pb) {
+		t.Error("the CMF pipeline's PNG differs from the directory's")
+	}
+}

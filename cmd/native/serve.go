@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -93,8 +92,9 @@ func cmdServe(args []string) error {
 	}
 	var names []string
 	for _, m := range models {
-		if st, err := os.Stat(filepath.Join(m, "model_index.json")); err == nil && !st.IsDir() {
-			// A diffusers directory: an image model (POST /v1/images/generations).
+		if diffusion.IsPipeline(m) {
+			// A diffusers directory or pipeline CMF: an image model
+			// (POST /v1/images/generations, the websocket "imagine" job).
 			p, err := diffusion.Open(m, diffusion.OpenOptions{})
 			if err != nil {
 				s.Shutdown(context.Background())
