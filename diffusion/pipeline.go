@@ -54,7 +54,17 @@ type Pipeline struct {
 	VAE         *VAE
 	Scheduler   Scheduler
 	closers     []func() error
+	decoder     Decoder
 }
+
+// Decoder runs the VAE decoder elsewhere (a device): z [latent_channels,
+// h, w], already unscaled, to the raw image [out_channels, h·s, w·s].
+type Decoder interface {
+	Decode(z []float32, h, w int) ([]float32, error)
+}
+
+// SetDecoder makes DecodeLatents use d (nil: the CPU reference).
+func (p *Pipeline) SetDecoder(d Decoder) { p.decoder = d }
 
 // OpenOptions tunes Open.
 type OpenOptions struct {
@@ -492,7 +502,11 @@ func (p *Pipeline) DecodeLatents(lat []float32, h, w int) ([]float32, error) {
 	for i, v := range lat {
 		z[i] = v/c.ScalingFactor + shift
 	}
-	img, err := p.VAE.Decode(z, h, w)
+	dec := Decoder(p.VAE)
+	if p.decoder != nil {
+		dec = p.decoder
+	}
+	img, err := dec.Decode(z, h, w)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cortiq/cortiq/cpu/kernel"
+	"github.com/cortiq/cortiq/tensor"
 )
 
 // VAEConfig is the vae's config.json (diffusers' AutoencoderKL arguments;
@@ -77,12 +78,15 @@ const vaeEps = 1e-6 // the decoder's group norms
 // weight is stored [out, ky, kx, in] so that one output pixel is one
 // matrix row times a gathered patch.
 type conv2d struct {
-	w       *linear // [out, k·k·in]
+	w       *linear   // [out, k·k·in]
+	wf      []float32 // the same weights
 	k       int
 	in, out int
 }
 
 type groupNormW struct{ w, b []float32 }
+
+func (g groupNormW) spec() NormSpec { return NormSpec{W: g.w, B: g.b} }
 
 type resnet struct {
 	norm1, norm2 groupNormW
@@ -228,7 +232,7 @@ func (w *weights) conv(name string, out, in, k int) (*conv2d, error) {
 		}
 	}
 	l := &linear{w: f32Tensor(name+".weight", dst, out, k*k*in), b: b, in: k * k * in, out: out, name: name}
-	return &conv2d{w: l, k: k, in: in, out: out}, nil
+	return &conv2d{w: l, wf: dst, k: k, in: in, out: out}, nil
 }
 
 // apply convolves x [H·W, in] into a new [H·W, out], zero padding.
@@ -358,4 +362,97 @@ func upsample2x(x []float32, H, W, C int) []float32 {
 		}
 	}
 	return out
+}
+
+// VAESpec is the decoder as plain float32 arrays, for a device backend:
+// convolution weights [out, ky, kx, in] over HWC activations; the mid
+// attention's projections as 1×1 convolutions.
+type VAESpec struct {
+	Groups         int
+	Eps            float32
+	LatentChannels int
+	OutChannels    int
+	PostQuantConv  *ConvSpec
+	ConvIn         ConvSpec
+	Mid1, Mid2     ResnetSpec
+	MidAttn        *AttnSpec
+	Up             []UpSpec
+	NormOut        NormSpec
+	ConvOut        ConvSpec
+}
+
+// ConvSpec is a k×k convolution (stride 1, padding k/2).
+type ConvSpec struct {
+	W, B       []float32
+	K, In, Out int
+}
+
+// NormSpec is a group norm's affine weight and bias.
+type NormSpec struct{ W, B []float32 }
+
+// ResnetSpec is a ResnetBlock2D: norm1, SiLU, conv1, norm2, SiLU, conv2,
+// plus the input (through Shortcut when the widths differ).
+type ResnetSpec struct {
+	Norm1, Norm2 NormSpec
+	Conv1, Conv2 ConvSpec
+	Shortcut     *ConvSpec
+}
+
+// AttnSpec is the mid block's single-head attention with its residual.
+type AttnSpec struct {
+	Norm       NormSpec
+	Q, K, V, O ConvSpec
+}
+
+// UpSpec is one up block: its resnets, then (but for the last) nearest 2×
+// upsampling and a 3×3 convolution.
+type UpSpec struct {
+	Resnets  []ResnetSpec
+	Upsample *ConvSpec
+}
+
+// Spec describes the decoder for a device backend.
+func (v *VAE) Spec() (*VAESpec, error) {
+	conv := func(c *conv2d) ConvSpec { return ConvSpec{W: c.wf, B: c.w.b, K: c.k, In: c.in, Out: c.out} }
+	convp := func(c *conv2d) *ConvSpec {
+		if c == nil {
+			return nil
+		}
+		s := conv(c)
+		return &s
+	}
+	res := func(r *resnet) ResnetSpec {
+		return ResnetSpec{Norm1: r.norm1.spec(), Norm2: r.norm2.spec(), Conv1: conv(r.conv1), Conv2: conv(r.conv2), Shortcut: convp(r.shortcut)}
+	}
+	s := &VAESpec{Groups: v.groups, Eps: vaeEps, LatentChannels: v.Config.LatentChannels, OutChannels: v.Config.OutChannels,
+		PostQuantConv: convp(v.postQuantConv), ConvIn: conv(v.convIn), Mid1: res(v.mid1), Mid2: res(v.mid2),
+		NormOut: v.normOut.spec(), ConvOut: conv(v.convOut)}
+	if a := v.midAttn; a != nil {
+		lin := func(l *linear) (ConvSpec, error) {
+			w := make([]float32, l.out*l.in)
+			if err := tensor.Dequantize(w, l.w.Codec, l.w.Data); err != nil {
+				return ConvSpec{}, err
+			}
+			return ConvSpec{W: w, B: l.b, K: 1, In: l.in, Out: l.out}, nil
+		}
+		as := &AttnSpec{Norm: a.norm.spec()}
+		var err error
+		for _, x := range []struct {
+			dst *ConvSpec
+			l   *linear
+		}{{&as.Q, a.q}, {&as.K, a.k}, {&as.V, a.v}, {&as.O, a.o}} {
+			if *x.dst, err = lin(x.l); err != nil {
+				return nil, fmt.Errorf("vae: mid attention %s: %w", x.l.name, err)
+			}
+		}
+		s.MidAttn = as
+	}
+	for _, b := range v.up {
+		u := UpSpec{Upsample: convp(b.upsample)}
+		for _, r := range b.resnets {
+			u.Resnets = append(u.Resnets, res(r))
+		}
+		s.Up = append(s.Up, u)
+	}
+	return s, nil
 }

@@ -66,6 +66,13 @@ const (
 	ArgmaxPart = "argmax_part"
 	Advance    = "advance"
 	Combine    = "attn_combine"
+
+	// Image kernels (the VAE decoder): f32 HWC activations.
+	Conv2D         = "conv2d"
+	GroupNormStats = "group_norm_stats"
+	GroupNormApply = "group_norm_apply"
+	Upsample2x     = "upsample2x"
+	AttentionFull  = "attention_full"
 )
 
 // Codecs lists the weight codecs the kernels read directly.
@@ -189,7 +196,7 @@ func RMSNorm(inPlace bool) string {
 // ActMul, Argmax, ArgmaxPart, Advance).
 func Source(name string) (string, error) {
 	switch name {
-	case QKVPrep, Combine, ActMul, Advance:
+	case QKVPrep, Combine, ActMul, Advance, Conv2D, GroupNormStats, GroupNormApply, Upsample2x, AttentionFull:
 		return read(name), nil
 	case Attention:
 		return read("attention_io") + read(name), nil

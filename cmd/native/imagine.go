@@ -18,6 +18,7 @@ import (
 	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/storage/progress"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/webgpu"
 )
 
 func init() {
@@ -36,7 +37,7 @@ func cmdImagine(args []string) error {
 	cfgTrunc := fs.Float64("cfg-truncation", 1, "drop guidance on steps with t = 1 - timestep/1000 above this")
 	cfgNorm := fs.Float64("cfg-normalization", 0, "cap the guided prediction's norm at this multiple of the positive one's (0: off)")
 	quant := fs.String("dit-quant", "", "quantize the transformer blocks at load: q8_0 or q4_0 (default: the file's precision)")
-	backendName := fs.String("backend", "auto", "backend: auto, cpu or webgpu (auto is the CPU for now)")
+	backendName := fs.String("backend", "auto", "backend: auto or cpu (all on the CPU), webgpu (the VAE decoder on the GPU; the transformer and text encoder stay on the CPU for now)")
 	latents := fs.String("latents", "", "initial noise: a safetensors file with tensor \"latents\" [1,C,H/8,W/8] (diffusers' latents=)")
 	rawOut := fs.String("raw-out", "", "also write the float image [3,H,W] in [0,1] before rounding as tensor \"image\" of this safetensors file")
 	out := fs.String("o", "", "output PNG file")
@@ -53,9 +54,7 @@ func cmdImagine(args []string) error {
 		return errors.New("-o OUT.png is required")
 	}
 	switch *backendName {
-	case "auto", "cpu":
-	case "webgpu":
-		return errors.New("--backend webgpu: image generation runs on the CPU only so far; use --backend cpu or auto")
+	case "auto", "cpu", "webgpu":
 	default:
 		return fmt.Errorf("--backend %q: want auto, cpu or webgpu", *backendName)
 	}
@@ -97,7 +96,26 @@ func cmdImagine(args []string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "imagine: loaded %s in %.1fs (cpu)\n", *modelDir, time.Since(t0).Seconds())
+	where := "cpu"
+	if *backendName == "webgpu" {
+		dev, err := webgpu.Open()
+		if err != nil {
+			return fmt.Errorf("--backend webgpu: %w", err)
+		}
+		defer dev.Close()
+		spec, err := pipe.VAE.Spec()
+		if err != nil {
+			return err
+		}
+		dec, err := webgpu.NewVAEDecoder(dev, spec)
+		if err != nil {
+			return fmt.Errorf("--backend webgpu: %w", err)
+		}
+		defer dec.Close()
+		pipe.SetDecoder(dec)
+		where = "cpu; VAE decoder on " + dev.Info().Name
+	}
+	fmt.Fprintf(os.Stderr, "imagine: loaded %s in %.1fs (%s)\n", *modelDir, time.Since(t0).Seconds(), where)
 
 	t1 := time.Now()
 	pos, err := pipe.Encode(opts.Prompt)

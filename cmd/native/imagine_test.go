@@ -14,6 +14,7 @@ import (
 	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/webgpu"
 )
 
 // cortiqFails runs the binary expecting failure and returns stderr.
@@ -108,7 +109,7 @@ func TestImagineErrors(t *testing.T) {
 		{[]string{"-m", model, "-p", "x", "--size", "64"}, "WIDTHxHEIGHT"},
 		{[]string{"-m", model, "-p", strings.Repeat("a long prompt ", 20), "--size", "32x32"}, "prompt too long"},
 		{[]string{"-m", model, "-p", "x", "--size", "32x32", "--latents", filepath.Join(dir, "none.safetensors")}, "none.safetensors"},
-		{[]string{"-m", model, "-p", "x", "--backend", "webgpu"}, "CPU only"},
+		{[]string{"-m", model, "-p", "x", "--backend", "metal"}, "want auto, cpu or webgpu"},
 	}
 	for _, c := range cases {
 		args := append([]string{"imagine", "--steps", "1", "-o", out}, c.args...)
@@ -208,5 +209,43 @@ func TestImportPipelineCMF(t *testing.T) {
 	pb, _ := os.ReadFile(b)
 	if len(pa) == 0 || !bytes.Equal(pa, pb) {
 		t.Error("the CMF pipeline's PNG differs from the directory's")
+	}
+}
+
+// TestImagineWebGPU: with --backend webgpu (the VAE decoder on the device)
+// the image still matches diffusers' (PSNR ≥ 60 dB).
+func TestImagineWebGPU(t *testing.T) {
+	ref := filepath.Join("..", "..", "diffusion", "testdata", "zimage")
+	model := filepath.Join(ref, "zimage-tiny")
+	if _, err := os.Stat(filepath.Join(model, "model_index.json")); err != nil {
+		t.Skipf("reference model not found at %s: %v", model, err)
+	}
+	if dev, err := webgpu.Open(); err != nil {
+		t.Skipf("no WebGPU adapter: %v", err)
+	} else {
+		dev.Close()
+	}
+	rf, err := safetensors.Open(filepath.Join(ref, "ref_pipeline.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.Close()
+	md := rf.Metadata()
+	dir := t.TempDir()
+	out, raw := filepath.Join(dir, "g.png"), filepath.Join(dir, "g.safetensors")
+	cortiq(t, nil, "imagine", "-m", model, "-p", md["prompt"], "--steps", md["steps"],
+		"--size", md["width"]+"x"+md["height"], "--latents", filepath.Join(ref, "ref_pipeline.safetensors"),
+		"--backend", "webgpu", "--raw-out", raw, "-o", out)
+	got := readImage(t, raw)
+	want, _ := rf.Float32s("nocfg_image")
+	var se float64
+	for i := range want {
+		d := float64(got[i] - want[i])
+		se += d * d
+	}
+	psnr := 10 * math.Log10(float64(len(want))/se)
+	t.Logf("webgpu VAE: PSNR %.1f dB", psnr)
+	if psnr < 60 {
+		t.Errorf("webgpu VAE: PSNR %.1f dB < 60", psnr)
 	}
 }
