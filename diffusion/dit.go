@@ -132,6 +132,7 @@ type DiT struct {
 	dim          int
 	heads        int
 	capFeatDim   int
+	device       DiTDevice
 }
 
 func loadDiT(w *weights, c DiTConfig) (*DiT, error) {
@@ -296,7 +297,7 @@ func (d *DiT) TimestepEmbedding(t float32) []float32 {
 // t in [0, 1] (diffusers' (1000 - timestep)/1000) and caption features cap
 // [capRows, cap_feat_dim]; it returns the model output [C, H, W].
 func (d *DiT) Forward(x []float32, H, W int, t float32, cap []float32, capRows int) ([]float32, error) {
-	C, D := d.inChannels, d.dim
+	C := d.inChannels
 	if len(x) != C*H*W {
 		return nil, fmt.Errorf("dit: latents of %d values, want %d×%d×%d", len(x), C, H, W)
 	}
@@ -306,6 +307,70 @@ func (d *DiT) Forward(x []float32, H, W int, t float32, cap []float32, capRows i
 	if err := d.CheckSizes(H, W, capRows); err != nil {
 		return nil, fmt.Errorf("dit: %w", err)
 	}
+	in := d.Prepare(x, H, W, t, cap, capRows)
+	var y []float32
+	var err error
+	if d.device != nil {
+		if y, err = d.device.Run(in); err != nil {
+			return nil, err
+		}
+	} else {
+		y = d.Run(in)
+	}
+
+	// Unpatchify.
+	Ht, Wt := H/patch, W/patch
+	res := make([]float32, C*H*W)
+	for h := range Ht {
+		for w := range Wt {
+			row := y[(h*Wt+w)*d.patchDim:]
+			for ph := range patch {
+				for pw := range patch {
+					for c := range C {
+						res[c*H*W+(h*patch+ph)*W+w*patch+pw] = row[(ph*patch+pw)*C+c]
+					}
+				}
+			}
+		}
+	}
+	return res, nil
+}
+
+// DiTInput is one transformer evaluation after the embedders: what the
+// blocks and the final layer need.
+type DiTInput struct {
+	// Img are the image rows [ImgRows, dim]: NImg embedded patches, then
+	// pad tokens up to a multiple of 32. Cap are the caption rows
+	// [CapRows, dim], pads included.
+	Img           []float32
+	ImgRows, NImg int
+	Cap           []float32
+	CapRows       int
+	// ImgRope and CapRope are each row's rotation [rows, head_dim]: (cos,
+	// sin) per pair of a head vector.
+	ImgRope, CapRope []float32
+	// NoiseMod and LayerMod are the modulated blocks' vectors [4·dim]:
+	// 1+scale_msa, tanh(gate_msa), 1+scale_mlp, tanh(gate_mlp).
+	NoiseMod, LayerMod [][]float32
+	// FinalScale is the final layer's 1+scale [dim].
+	FinalScale []float32
+}
+
+// DiTDevice runs the blocks and the final layer elsewhere (a device):
+// noise refiners on the image rows, context refiners on the caption rows,
+// the layers on [image rows, caption rows], the final layer on the first
+// NImg rows, returned as [NImg, 4·in_channels].
+type DiTDevice interface {
+	Run(in *DiTInput) ([]float32, error)
+}
+
+// SetDevice makes Forward run the blocks on dev (nil: the CPU).
+func (d *DiT) SetDevice(dev DiTDevice) { d.device = dev }
+
+// Prepare runs the CPU side of a forward: timestep embedding and
+// modulation vectors, patchify and the embedders, pad rows, RoPE rows.
+func (d *DiT) Prepare(x []float32, H, W int, t float32, cap []float32, capRows int) *DiTInput {
+	C, D := d.inChannels, d.dim
 	temb := d.TimestepEmbedding(t)
 
 	// Patchify: token (h, w) holds x[c, 2h+ph, 2w+pw] at (ph·2 + pw)·C + c.
@@ -325,13 +390,14 @@ func (d *DiT) Forward(x []float32, H, W int, t float32, cap []float32, capRows i
 			}
 		}
 	}
+	in := &DiTInput{ImgRows: imgRows, NImg: nImg, CapRows: capPadRows}
 
 	// Image rows: embedded patches, then pad tokens up to a multiple of 32.
 	// Positions (capPad+1, h, w); pad rows sit at (0, 0, 0).
-	img := make([]float32, imgRows*D)
-	copy(img, d.xEmbed.apply(patches, nImg))
+	in.Img = make([]float32, imgRows*D)
+	copy(in.Img, d.xEmbed.apply(patches, nImg))
 	for r := nImg; r < imgRows; r++ {
-		copy(img[r*D:(r+1)*D], d.xPad)
+		copy(in.Img[r*D:(r+1)*D], d.xPad)
 	}
 	imgPos := make([][3]int, imgRows)
 	for h := range Ht {
@@ -339,88 +405,109 @@ func (d *DiT) Forward(x []float32, H, W int, t float32, cap []float32, capRows i
 			imgPos[h*Wt+w] = [3]int{capPadRows + 1, h, w}
 		}
 	}
-	for _, b := range d.noiseRefiner {
-		d.block(b, img, imgRows, imgPos, temb)
-	}
+	in.ImgRope = d.ropeRows(imgPos)
 
 	// Caption rows: RMS-normed features, embedded, pad tokens to a
 	// multiple of 32; positions (1+j, 0, 0) for every row, pads included.
 	capIn := append([]float32(nil), cap...)
 	rmsNormRows(capIn, capRows, d.capFeatDim, d.capNorm, d.eps)
-	capX := make([]float32, capPadRows*D)
-	copy(capX, d.capEmbed.apply(capIn, capRows))
+	in.Cap = make([]float32, capPadRows*D)
+	copy(in.Cap, d.capEmbed.apply(capIn, capRows))
 	for r := capRows; r < capPadRows; r++ {
-		copy(capX[r*D:(r+1)*D], d.capPad)
+		copy(in.Cap[r*D:(r+1)*D], d.capPad)
 	}
 	capPos := make([][3]int, capPadRows)
 	for j := range capPadRows {
 		capPos[j] = [3]int{1 + j, 0, 0}
 	}
-	for _, b := range d.ctxRefiner {
-		d.block(b, capX, capPadRows, capPos, nil)
-	}
+	in.CapRope = d.ropeRows(capPos)
 
-	// One stream: [image rows, caption rows].
-	n := imgRows + capPadRows
-	u := append(img, capX...)
-	pos := append(imgPos, capPos...)
+	for _, b := range d.noiseRefiner {
+		in.NoiseMod = append(in.NoiseMod, b.modulation(temb))
+	}
 	for _, b := range d.layers {
-		d.block(b, u, n, pos, temb)
+		in.LayerMod = append(in.LayerMod, b.modulation(temb))
 	}
-
-	// Final layer on the image rows: LayerNorm·(1 + scale), linear.
 	st := append([]float32(nil), temb...)
 	silu(st)
-	scale := d.finalAdaLN.apply(st, 1)
-	out := u[:nImg*D]
-	layerNormRows(out, nImg, D, finalNormEps)
-	for r := range nImg {
-		row := out[r*D : (r+1)*D]
-		for i := range row {
-			row[i] *= 1 + scale[i]
-		}
+	in.FinalScale = d.finalAdaLN.apply(st, 1)
+	for i := range in.FinalScale {
+		in.FinalScale[i] += 1
 	}
-	y := d.finalLinear.apply(out, nImg)
+	return in
+}
 
-	// Unpatchify.
-	res := make([]float32, C*H*W)
-	for h := range Ht {
-		for w := range Wt {
-			row := y[(h*Wt+w)*d.patchDim:]
-			for ph := range patch {
-				for pw := range patch {
-					for c := range C {
-						res[c*H*W+(h*patch+ph)*W+w*patch+pw] = row[(ph*patch+pw)*C+c]
-					}
-				}
-			}
+// ropeRows gathers each position's (cos, sin) pairs for a head vector: the
+// first axes_dims[0]/2 pairs turn by axis 0's angle, then axis 1's, then
+// axis 2's.
+func (d *DiT) ropeRows(pos [][3]int) []float32 {
+	hd := d.headDim
+	out := make([]float32, len(pos)*hd)
+	for r, p := range pos {
+		off := 0
+		for ax := range 3 {
+			dim := d.Config.AxesDims[ax]
+			copy(out[r*hd+off:r*hd+off+dim], d.rope[ax][p[ax]*dim:(p[ax]+1)*dim])
+			off += dim
 		}
 	}
-	return res, nil
+	return out
+}
+
+// modulation is a modulated block's [4·dim] vector for temb.
+func (b *ditBlock) modulation(temb []float32) []float32 {
+	D := b.dim
+	mod := b.adaLN.apply(temb, 1)
+	for i := range D {
+		mod[i] += 1
+		mod[D+i] = float32(math.Tanh(float64(mod[D+i])))
+		mod[2*D+i] += 1
+		mod[3*D+i] = float32(math.Tanh(float64(mod[3*D+i])))
+	}
+	return mod
+}
+
+// Run is the CPU reference of the blocks and the final layer (see
+// DiTDevice).
+func (d *DiT) Run(in *DiTInput) []float32 {
+	D := d.dim
+	img := append([]float32(nil), in.Img...)
+	for i, b := range d.noiseRefiner {
+		d.block(b, img, in.ImgRows, in.ImgRope, in.NoiseMod[i])
+	}
+	capX := append([]float32(nil), in.Cap...)
+	for _, b := range d.ctxRefiner {
+		d.block(b, capX, in.CapRows, in.CapRope, nil)
+	}
+	// One stream: [image rows, caption rows].
+	n := in.ImgRows + in.CapRows
+	u := append(img, capX...)
+	rope := append(append([]float32(nil), in.ImgRope...), in.CapRope...)
+	for i, b := range d.layers {
+		d.block(b, u, n, rope, in.LayerMod[i])
+	}
+	// Final layer on the image rows: LayerNorm·(1 + scale), linear.
+	out := u[:in.NImg*D]
+	layerNormRows(out, in.NImg, D, finalNormEps)
+	mulRows(out, in.NImg, D, in.FinalScale)
+	return d.finalLinear.apply(out, in.NImg)
 }
 
 // block runs one transformer block over n rows of x [n, dim] in place.
-// temb is the adaLN input (nil for an unmodulated block):
+// mod is the modulation vector (nil for an unmodulated block):
 //
 //	x += tanh(g₁)·norm₂(attn(norm₁(x)·(1+s₁)))
 //	x += tanh(g₂)·norm₂′(ffn(norm₁′(x)·(1+s₂)))
-func (d *DiT) block(b *ditBlock, x []float32, n int, pos [][3]int, temb []float32) {
+func (d *DiT) block(b *ditBlock, x []float32, n int, rope []float32, mod []float32) {
 	D := b.dim
 	var scaleMSA, gateMSA, scaleMLP, gateMLP []float32
-	if b.adaLN != nil && temb != nil {
-		mod := b.adaLN.apply(temb, 1)
+	if mod != nil {
 		scaleMSA, gateMSA, scaleMLP, gateMLP = mod[:D], mod[D:2*D], mod[2*D:3*D], mod[3*D:]
-		for i := range D {
-			scaleMSA[i] += 1
-			scaleMLP[i] += 1
-			gateMSA[i] = float32(math.Tanh(float64(gateMSA[i])))
-			gateMLP[i] = float32(math.Tanh(float64(gateMLP[i])))
-		}
 	}
 	h := append([]float32(nil), x[:n*D]...)
 	rmsNormRows(h, n, D, b.attnNorm1, b.eps)
 	mulRows(h, n, D, scaleMSA)
-	a := d.attention(b, h, n, pos)
+	a := d.attention(b, h, n, rope)
 	rmsNormRows(a, n, D, b.attnNorm2, b.eps)
 	addGated(x, a, n, D, gateMSA)
 
@@ -461,15 +548,16 @@ func addGated(x, y []float32, n, D int, g []float32) {
 }
 
 // attention is the joint self-attention of a block: q, k, v projections,
-// per-head RMS norm of q and k, 3-axis RoPE on (even, odd) pairs, softmax
+// per-head RMS norm of q and k, RoPE (each row's (cos, sin) pairs), softmax
 // attention over all n rows, output projection.
-func (d *DiT) attention(b *ditBlock, h []float32, n int, pos [][3]int) []float32 {
+func (d *DiT) attention(b *ditBlock, h []float32, n int, rope []float32) []float32 {
 	D, hd := b.dim, b.hdim
 	q := b.q.apply(h, n)
 	k := b.k.apply(h, n)
 	v := b.v.apply(h, n)
 	parallel(n, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
+			cs := rope[t*hd : (t+1)*hd]
 			for hh := range b.heads {
 				qr := q[t*D+hh*hd : t*D+(hh+1)*hd]
 				kr := k[t*D+hh*hd : t*D+(hh+1)*hd]
@@ -477,8 +565,8 @@ func (d *DiT) attention(b *ditBlock, h []float32, n int, pos [][3]int) []float32
 					kernel.RMSNorm(qr, qr, b.qNorm, qkNormEps, false)
 					kernel.RMSNorm(kr, kr, b.kNorm, qkNormEps, false)
 				}
-				d.rotate(qr, pos[t])
-				d.rotate(kr, pos[t])
+				rotate(qr, cs)
+				rotate(kr, cs)
 			}
 		}
 	})
@@ -491,20 +579,13 @@ func (d *DiT) attention(b *ditBlock, h []float32, n int, pos [][3]int) []float32
 	return b.o.apply(out, n)
 }
 
-// rotate applies the RoPE of position p to one head vector: its pairs
-// (2i, 2i+1) are complex numbers, the first axes_dims[0]/2 turned by axis
-// 0's angle, the next axes_dims[1]/2 by axis 1's, then axis 2's.
-func (d *DiT) rotate(x []float32, p [3]int) {
-	off := 0
-	for ax := range 3 {
-		dim := d.Config.AxesDims[ax]
-		tab := d.rope[ax][p[ax]*dim : (p[ax]+1)*dim]
-		for i := 0; i < dim; i += 2 {
-			c, s := tab[i], tab[i+1]
-			a, b := x[off+i], x[off+i+1]
-			x[off+i] = a*c - b*s
-			x[off+i+1] = a*s + b*c
-		}
-		off += dim
+// rotate turns the pairs (2i, 2i+1) of a head vector, as complex
+// numbers, by the angles whose (cos, sin) are cs[2i], cs[2i+1].
+func rotate(x, cs []float32) {
+	for i := 0; i < len(x); i += 2 {
+		c, s := cs[i], cs[i+1]
+		a, b := x[i], x[i+1]
+		x[i] = a*c - b*s
+		x[i+1] = a*s + b*c
 	}
 }
