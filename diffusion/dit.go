@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/cortiq/cortiq/cpu/kernel"
+	"github.com/cortiq/cortiq/tensor"
 )
 
 // DiTConfig is the transformer's config.json (diffusers'
@@ -588,4 +589,58 @@ func rotate(x, cs []float32) {
 		x[i] = a*c - b*s
 		x[i+1] = a*s + b*c
 	}
+}
+
+// DiTSpec is the transformer's blocks and final layer as float32 arrays,
+// for a device backend (linear weights [out, in]).
+type DiTSpec struct {
+	Dim, Heads, HeadDim, FFN, PatchDim int
+	Eps, QKEps, FinalEps               float32
+	NoiseRefiner, ContextRefiner       []BlockSpec
+	Layers                             []BlockSpec
+	FinalW, FinalB                     []float32 // [PatchDim, Dim], [PatchDim]
+}
+
+// BlockSpec is one transformer block's weights.
+type BlockSpec struct {
+	Q, K, V, O           []float32 // [Dim, Dim]
+	QNorm, KNorm         []float32 // [HeadDim], nil without qk_norm
+	AttnNorm1, AttnNorm2 []float32 // [Dim]
+	FFNNorm1, FFNNorm2   []float32 // [Dim]
+	W1, W3               []float32 // [FFN, Dim]
+	W2                   []float32 // [Dim, FFN]
+}
+
+// Spec describes the blocks and final layer for a device backend (weights
+// decoded to float32).
+func (d *DiT) Spec() (*DiTSpec, error) {
+	var err error
+	f := func(l *linear) []float32 {
+		if err != nil {
+			return nil
+		}
+		w := make([]float32, l.out*l.in)
+		err = tensor.Dequantize(w, l.w.Codec, l.w.Data)
+		return w
+	}
+	block := func(b *ditBlock) BlockSpec {
+		return BlockSpec{Q: f(b.q), K: f(b.k), V: f(b.v), O: f(b.o), QNorm: b.qNorm, KNorm: b.kNorm,
+			AttnNorm1: b.attnNorm1, AttnNorm2: b.attnNorm2, FFNNorm1: b.ffnNorm1, FFNNorm2: b.ffnNorm2,
+			W1: f(b.w1), W2: f(b.w2), W3: f(b.w3)}
+	}
+	s := &DiTSpec{Dim: d.dim, Heads: d.heads, HeadDim: d.headDim, FFN: d.hiddenFFN, PatchDim: d.patchDim,
+		Eps: d.eps, QKEps: qkNormEps, FinalEps: finalNormEps, FinalW: f(d.finalLinear), FinalB: d.finalLinear.b}
+	for _, b := range d.noiseRefiner {
+		s.NoiseRefiner = append(s.NoiseRefiner, block(b))
+	}
+	for _, b := range d.ctxRefiner {
+		s.ContextRefiner = append(s.ContextRefiner, block(b))
+	}
+	for _, b := range d.layers {
+		s.Layers = append(s.Layers, block(b))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dit: %w", err)
+	}
+	return s, nil
 }

@@ -1,14 +1,19 @@
-// Single-head softmax attention without a mask over n rows of width d:
-// out[i] = Σ_j softmax_j(q[i]·k[j]·scale) v[j], q, k, v, out [n, d]
-// (d ≤ 1024). One workgroup of 64 per query row: each key's score is a
+// Softmax attention without a mask over n rows, one head of width d per
+// workgroup z: out[i] = Σ_j softmax_j(q[i]·k[j]·scale) v[j], where row i
+// of head z starts at (row0 + i)·stride + z·d in q, k, v and out (d ≤
+// 1024). One workgroup of 64 per query row: each key's score is a
 // workgroup reduction; the softmax is online (running max and sum), each
 // invocation accumulating the output channels c ≡ lid (mod 64).
-// Dispatch (n, 1, 1) up to 65535 rows, then rows continue in y.
+// Dispatch (n, 1, heads) up to 65535 rows, then rows continue in y.
 struct P {
     n: u32,
     d: u32,
     scale: f32,
+    stride: u32,
+    row0: u32,
     _p0: u32,
+    _p1: u32,
+    _p2: u32,
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
@@ -31,9 +36,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
     var m = -3.0e38;
     var l = 0.0;
-    let qb = i * p.d;
+    let qb = (p.row0 + i) * p.stride + wg.z * p.d;
     for (var j = 0u; j < p.n; j++) {
-        let kb = j * p.d;
+        let kb = (p.row0 + j) * p.stride + wg.z * p.d;
         var s = 0.0;
         for (var c = lid.x; c < p.d; c += 64u) {
             s += q[qb + c] * k[kb + c];

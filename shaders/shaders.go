@@ -73,6 +73,13 @@ const (
 	GroupNormApply = "group_norm_apply"
 	Upsample2x     = "upsample2x"
 	AttentionFull  = "attention_full"
+
+	// Transformer-block kernels of the image DiT: f32 rows.
+	Linear   = "linear"
+	RowsNorm = "rows_norm"
+	QKRope   = "qk_rope"
+	GatedAdd = "gated_add"
+	SiLUMul  = "silu_mul"
 )
 
 // Codecs lists the weight codecs the kernels read directly.
@@ -196,7 +203,8 @@ func RMSNorm(inPlace bool) string {
 // ActMul, Argmax, ArgmaxPart, Advance).
 func Source(name string) (string, error) {
 	switch name {
-	case QKVPrep, Combine, ActMul, Advance, Conv2D, GroupNormStats, GroupNormApply, Upsample2x, AttentionFull:
+	case QKVPrep, Combine, ActMul, Advance, Conv2D, GroupNormStats, GroupNormApply, Upsample2x, AttentionFull,
+		Linear, RowsNorm, QKRope, GatedAdd, SiLUMul:
 		return read(name), nil
 	case Attention:
 		return read("attention_io") + read(name), nil

@@ -100,93 +100,10 @@ func (v *VAEDecoder) Close() {
 	v.bufs = nil
 }
 
-// vaeRun records one decode: the dispatches, and the buffers and bind
-// groups to release after it.
+// vaeRun records one decode.
 type vaeRun struct {
-	v      *VAEDecoder
-	ds     []Dispatch
-	temps  []*Buffer
-	groups []interface{ Release() }
-	none   *Buffer
-	err    error
-}
-
-func (r *vaeRun) buf(n int) *Buffer {
-	if r.err != nil {
-		return nil
-	}
-	b, err := r.v.d.NewStorage("vae.act", uint64(max(4*n, 16)))
-	if err != nil {
-		r.err = err
-		return nil
-	}
-	r.temps = append(r.temps, b)
-	return b
-}
-
-func (r *vaeRun) uniform(vals ...any) *Buffer {
-	if r.err != nil {
-		return nil
-	}
-	b, err := r.v.d.NewUniform("vae.p", params(vals...))
-	if err != nil {
-		r.err = err
-		return nil
-	}
-	r.temps = append(r.temps, b)
-	return b
-}
-
-// dispatch binds bufs to kernel name and queues it on an (x, y) grid.
-func (r *vaeRun) dispatch(name string, kinds []BindKind, gx, gy uint32, bufs ...*Buffer) {
-	if r.err != nil {
-		return
-	}
-	src, err := shaders.Source(name)
-	if err != nil {
-		r.err = err
-		return
-	}
-	p, err := r.v.d.Pipeline("vae/"+name, src, kinds)
-	if err != nil {
-		r.err = err
-		return
-	}
-	bs := make([]Binding, len(bufs))
-	for i, b := range bufs {
-		bs[i] = Whole(b)
-	}
-	g, err := r.v.d.BindGroup(p, "", bs...)
-	if err != nil {
-		r.err = err
-		return
-	}
-	r.groups = append(r.groups, g)
-	r.ds = append(r.ds, Dispatch{P: p, G: g, X: gx, Y: gy, Z: 1, Label: "vae/" + name})
-}
-
-// grid spreads n invocations of 256-wide workgroups over (x, y).
-func grid(n int) (uint32, uint32) {
-	wg := (n + 255) / 256
-	if wg <= 65535 {
-		return uint32(max(wg, 1)), 1
-	}
-	return 65535, uint32((wg + 65534) / 65535)
-}
-
-// dummy is a small buffer bound where a kernel reads nothing.
-func (r *vaeRun) dummy() *Buffer {
-	if r.none == nil {
-		r.none = r.buf(4)
-	}
-	return r.none
-}
-
-func (r *vaeRun) w(x []float32) *Buffer {
-	if len(x) == 0 {
-		return nil
-	}
-	return r.v.w[&x[0]]
+	imgRun
+	v *VAEDecoder
 }
 
 // conv returns y = conv(x) (+ res).
@@ -198,8 +115,8 @@ func (r *vaeRun) conv(c *diffusion.ConvSpec, x *Buffer, H, W int, res *Buffer) *
 	} else {
 		res = r.dummy() // unread; y cannot be bound twice
 	}
-	gx, gy := grid(H * W * c.Out)
-	r.dispatch(shaders.Conv2D, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy,
+	gx, gy := grid(H*W*c.Out, 256)
+	r.dispatch(shaders.Conv2D, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
 		r.uniform(H, W, c.In, c.Out, c.K, hasRes, 0, 0), x, r.w(c.W), r.w(c.B), res, y)
 	return y
 }
@@ -208,10 +125,10 @@ func (r *vaeRun) conv(c *diffusion.ConvSpec, x *Buffer, H, W int, res *Buffer) *
 func (r *vaeRun) groupNorm(n diffusion.NormSpec, x *Buffer, P, C int, silu bool) *Buffer {
 	y := r.buf(P * C)
 	stats := r.buf(2 * r.v.s.Groups)
-	r.dispatch(shaders.GroupNormStats, []BindKind{Uniform, ReadOnly, ReadWrite}, uint32(r.v.s.Groups), 1,
+	r.dispatch(shaders.GroupNormStats, []BindKind{Uniform, ReadOnly, ReadWrite}, uint32(r.v.s.Groups), 1, 1,
 		r.uniform(P, C, r.v.s.Groups, r.v.s.Eps), x, stats)
-	gx, gy := grid(P * C)
-	r.dispatch(shaders.GroupNormApply, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy,
+	gx, gy := grid(P*C, 256)
+	r.dispatch(shaders.GroupNormApply, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
 		r.uniform(P, C, r.v.s.Groups, silu), stats, r.w(n.W), r.w(n.B), x, y)
 	return y
 }
@@ -240,8 +157,8 @@ func (r *vaeRun) attention(a *diffusion.AttnSpec, x *Buffer, H, W int) *Buffer {
 	v := r.conv(&a.V, h, H, W, nil)
 	o := r.buf(P * C)
 	gx, gy := uint32(min(P, 65535)), uint32((P+65534)/65535)
-	r.dispatch(shaders.AttentionFull, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy,
-		r.uniform(P, C, float32(1/math.Sqrt(float64(C))), 0), q, k, v, o)
+	r.dispatch(shaders.AttentionFull, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+		r.uniform(P, C, float32(1/math.Sqrt(float64(C))), C, 0, 0, 0, 0), q, k, v, o)
 	return r.conv(&a.O, o, H, W, x)
 }
 
@@ -258,15 +175,8 @@ func (v *VAEDecoder) Decode(z []float32, h, w int) ([]float32, error) {
 			hwc[p*L+c] = z[c*h*w+p]
 		}
 	}
-	r := &vaeRun{v: v}
-	defer func() {
-		for _, g := range r.groups {
-			g.Release()
-		}
-		for _, b := range r.temps {
-			b.Release()
-		}
-	}()
+	r := &vaeRun{imgRun: imgRun{d: v.d, wts: v.w}, v: v}
+	defer r.release()
 	x := r.buf(len(hwc))
 	if r.err == nil {
 		r.err = v.d.Write(x, 0, F32Bytes(hwc))
@@ -290,8 +200,8 @@ func (v *VAEDecoder) Decode(z []float32, h, w int) ([]float32, error) {
 		}
 		if u.Upsample != nil {
 			y := r.buf(4 * H * W * C)
-			gx, gy := grid(4 * H * W * C)
-			r.dispatch(shaders.Upsample2x, []BindKind{Uniform, ReadOnly, ReadWrite}, gx, gy, r.uniform(H, W, C, 0), x, y)
+			gx, gy := grid(4*H*W*C, 256)
+			r.dispatch(shaders.Upsample2x, []BindKind{Uniform, ReadOnly, ReadWrite}, gx, gy, 1, r.uniform(H, W, C, 0), x, y)
 			H, W = 2*H, 2*W
 			x = r.conv(u.Upsample, y, H, W, nil)
 		}

@@ -37,7 +37,7 @@ func cmdImagine(args []string) error {
 	cfgTrunc := fs.Float64("cfg-truncation", 1, "drop guidance on steps with t = 1 - timestep/1000 above this")
 	cfgNorm := fs.Float64("cfg-normalization", 0, "cap the guided prediction's norm at this multiple of the positive one's (0: off)")
 	quant := fs.String("dit-quant", "", "quantize the transformer blocks at load: q8_0 or q4_0 (default: the file's precision)")
-	backendName := fs.String("backend", "auto", "backend: auto or cpu (all on the CPU), webgpu (the VAE decoder on the GPU; the transformer and text encoder stay on the CPU for now)")
+	backendName := fs.String("backend", "auto", "backend: auto or cpu (all on the CPU), webgpu (transformer blocks and VAE decoder on the GPU; the text encoder and the embedders stay on the CPU)")
 	latents := fs.String("latents", "", "initial noise: a safetensors file with tensor \"latents\" [1,C,H/8,W/8] (diffusers' latents=)")
 	rawOut := fs.String("raw-out", "", "also write the float image [3,H,W] in [0,1] before rounding as tensor \"image\" of this safetensors file")
 	out := fs.String("o", "", "output PNG file")
@@ -103,17 +103,27 @@ func cmdImagine(args []string) error {
 			return fmt.Errorf("--backend webgpu: %w", err)
 		}
 		defer dev.Close()
-		spec, err := pipe.VAE.Spec()
+		dspec, err := pipe.DiT.Spec()
 		if err != nil {
 			return err
 		}
-		dec, err := webgpu.NewVAEDecoder(dev, spec)
+		run, err := webgpu.NewDiTRunner(dev, dspec)
+		if err != nil {
+			return fmt.Errorf("--backend webgpu: %w", err)
+		}
+		defer run.Close()
+		pipe.DiT.SetDevice(run)
+		vspec, err := pipe.VAE.Spec()
+		if err != nil {
+			return err
+		}
+		dec, err := webgpu.NewVAEDecoder(dev, vspec)
 		if err != nil {
 			return fmt.Errorf("--backend webgpu: %w", err)
 		}
 		defer dec.Close()
 		pipe.SetDecoder(dec)
-		where = "cpu; VAE decoder on " + dev.Info().Name
+		where = "transformer blocks and VAE decoder on " + dev.Info().Name + "; text encoder and embedders on the CPU"
 	}
 	fmt.Fprintf(os.Stderr, "imagine: loaded %s in %.1fs (%s)\n", *modelDir, time.Since(t0).Seconds(), where)
 
