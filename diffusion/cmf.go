@@ -182,6 +182,9 @@ func SaveCMF(dir, path string, opts SaveOptions) error {
 	if err := w.Close(); err != nil {
 		return fail(err)
 	}
+	if err := tmp.Chmod(0o644); err != nil { // CreateTemp makes it 0600
+		return fail(err)
+	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmpName)
 		return err

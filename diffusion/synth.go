@@ -1,7 +1,6 @@
 package diffusion
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -24,7 +23,29 @@ type SynthShape struct {
 	// MaxPositions is the text encoder's max_position_embeddings.
 	MaxPositions int
 	Seed         uint64
+	// BF16 stores matrices as bfloat16 (as the published checkpoints
+	// are); norms and biases stay f32.
+	BF16 bool
 }
+
+// ZImageTurboSynth is Z-Image-Turbo's shape (a 30-layer 3840-wide DiT, the
+// Flux VAE, a Qwen3-4B text encoder) with bfloat16 matrices: about 20 GB.
+func ZImageTurboSynth() SynthShape {
+	shift := float32(0.1159)
+	return SynthShape{
+		DiT: DiTConfig{PatchSizes: []int{2}, FPatchSizes: []int{1}, InChannels: 16, Dim: 3840, Layers: 30,
+			RefinerLayers: 2, Heads: 30, KVHeads: 30, NormEps: 1e-5, QKNorm: true, CapFeatDim: 2560,
+			RopeTheta: 256, TScale: 1000, AxesDims: []int{32, 48, 48}, AxesLens: []int{1024, 512, 512}},
+		VAE: VAEConfig{InChannels: 3, OutChannels: 3, UpBlockTypes: []string{"UpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D"},
+			BlockOutChannels: []int{128, 256, 512, 512}, LayersPerBlock: 2, ActFn: "silu", LatentChannels: 16,
+			NormNumGroups: 32, ScalingFactor: 0.3611, ShiftFactor: &shift, UsePostQuantConv: false, MidBlockAddAttention: true},
+		TextHidden: 2560, TextLayers: 36, TextHeads: 32, TextKVHeads: 8, TextHeadDim: 128, TextFFN: 9728,
+		MaxPositions: 40960, Seed: 1, BF16: true,
+	}
+}
+
+// SynthShapes are the shapes WriteSynthetic knows by name.
+var SynthShapes = map[string]func() SynthShape{"zimage-tiny": TinySynth, "zimage-turbo": ZImageTurboSynth}
 
 // TinySynth is a small shape that runs in milliseconds: a 64-wide DiT
 // (FFN 170), a 4-block VAE (scale 8, so sizes are multiples of 16) and a
@@ -59,7 +80,7 @@ func WriteSynthetic(dir string, s SynthShape) error {
 	files := map[string]any{
 		"model_index.json": map[string]any{
 			"_class_name": "ZImagePipeline", "scheduler": []string{"diffusers", "FlowMatchEulerDiscreteScheduler"},
-			"text_encoder": []string{"transformers", "Qwen3Model"}, "tokenizer": []string{"transformers", "Qwen2Tokenizer"},
+			"text_encoder": []string{"transformers", "Qwen3Model"}, "tokenizer": []string{"transformers", "PreTrainedTokenizerFast"},
 			"transformer": []string{"diffusers", "ZImageTransformer2DModel"}, "vae": []string{"diffusers", "AutoencoderKL"}},
 		"scheduler/scheduler_config.json": map[string]any{"num_train_timesteps": 1000, "shift": 3.0, "use_dynamic_shifting": false},
 		"transformer/config.json": map[string]any{"all_patch_size": d.PatchSizes, "all_f_patch_size": d.FPatchSizes,
@@ -223,11 +244,16 @@ func WriteSynthetic(dir string, s SynthShape) error {
 					vals[i] = 0.5 * g
 				}
 			}
-			b := make([]byte, 4*n)
-			for i, f := range vals {
-				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+			codec := tensor.F32
+			if s.BF16 && x.kind == 'w' {
+				codec = tensor.BF16
 			}
-			ts = append(ts, &tensor.Tensor{Name: x.name, Codec: tensor.F32, Shape: x.shape, Data: b})
+			nb, _ := tensor.ByteLen(codec, x.shape)
+			b := make([]byte, nb)
+			if err := tensor.Quantize(b, codec, vals); err != nil {
+				return err
+			}
+			ts = append(ts, &tensor.Tensor{Name: x.name, Codec: codec, Shape: x.shape, Data: b})
 		}
 		f, err := os.Create(path)
 		if err != nil {

@@ -221,6 +221,9 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	_, werr := tmp.Write(data)
+	if werr == nil {
+		werr = tmp.Chmod(0o644) // CreateTemp makes it 0600
+	}
 	cerr := tmp.Close()
 	if werr == nil && cerr == nil {
 		werr = os.Rename(tmp.Name(), path)
