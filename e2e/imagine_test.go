@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,4 +79,24 @@ func TestImagineInBrowser(t *testing.T) {
 			}
 		})
 	}
+	// The page: Load shows the image tab, Generate image shows the picture.
+	t.Run("page", func(t *testing.T) {
+		b.t = t
+		var got string
+		b.mustEval(`(async () => {
+			const $ = (id) => document.getElementById(id);
+			const wait = async (ok) => { for (let i = 0; i < 1800 && !ok(); i++) await new Promise(r => setTimeout(r, 100)); return ok(); };
+			$("model").value = "zimage-tiny"; $("backend").value = "cpu"; $("load").click();
+			if (!await wait(() => !$("imagine").hidden)) return "no image tab: " + $("status").textContent;
+			if (!document.querySelector(".compose").hidden) return "chat box still shown";
+			$("img-size").value = "256x256"; $("img-steps").value = "2"; $("img-go").click();
+			if (!await wait(() => $("img-out").src)) return "no picture: " + $("status").textContent;
+			await $("img-out").decode();
+			return $("img-out").naturalWidth + "x" + $("img-out").naturalHeight + " " + $("img-progress-text").textContent;
+		})()`, &got, 5*time.Minute)
+		t.Logf("page: %s", got)
+		if !strings.HasPrefix(got, "256x256 ") {
+			t.Errorf("page: %s", got)
+		}
+	})
 }
