@@ -37,7 +37,7 @@ func cmdImagine(args []string) error {
 	cfgTrunc := fs.Float64("cfg-truncation", 1, "drop guidance on steps with t = 1 - timestep/1000 above this")
 	cfgNorm := fs.Float64("cfg-normalization", 0, "cap the guided prediction's norm at this multiple of the positive one's (0: off)")
 	quant := fs.String("dit-quant", "", "quantize the transformer blocks at load: q8_0 or q4_0 (default: the file's precision)")
-	backendName := fs.String("backend", "auto", "backend: auto or cpu (all on the CPU), webgpu (transformer blocks and VAE decoder on the GPU; the text encoder and the embedders stay on the CPU)")
+	backendName := fs.String("backend", "auto", "backend: webgpu (transformer blocks and VAE decoder on the GPU; the text encoder and the embedders stay on the CPU), cpu, or auto (webgpu on a hardware GPU that takes the model, else cpu)")
 	latents := fs.String("latents", "", "initial noise: a safetensors file with tensor \"latents\" [1,C,H/8,W/8] (diffusers' latents=)")
 	rawOut := fs.String("raw-out", "", "also write the float image [3,H,W] in [0,1] before rounding as tensor \"image\" of this safetensors file")
 	out := fs.String("o", "", "output PNG file")
@@ -96,35 +96,11 @@ func cmdImagine(args []string) error {
 			return err
 		}
 	}
-	where := "cpu"
-	if *backendName == "webgpu" {
-		dev, err := webgpu.Open()
-		if err != nil {
-			return fmt.Errorf("--backend webgpu: %w", err)
-		}
-		defer dev.Close()
-		dspec, err := pipe.DiT.Spec()
-		if err != nil {
-			return err
-		}
-		run, err := webgpu.NewDiTRunner(dev, dspec)
-		if err != nil {
-			return fmt.Errorf("--backend webgpu: %w", err)
-		}
-		defer run.Close()
-		pipe.DiT.SetDevice(run)
-		vspec, err := pipe.VAE.Spec()
-		if err != nil {
-			return err
-		}
-		dec, err := webgpu.NewVAEDecoder(dev, vspec)
-		if err != nil {
-			return fmt.Errorf("--backend webgpu: %w", err)
-		}
-		defer dec.Close()
-		pipe.SetDecoder(dec)
-		where = "transformer blocks and VAE decoder on " + dev.Info().Name + "; text encoder and embedders on the CPU"
+	where, release, err := imagineDevice(pipe, *backendName)
+	if err != nil {
+		return err
 	}
+	defer release()
 	fmt.Fprintf(os.Stderr, "imagine: loaded %s in %.1fs (%s)\n", *modelDir, time.Since(t0).Seconds(), where)
 
 	t1 := time.Now()
@@ -270,4 +246,59 @@ func (b *stepBar) finish() {
 	if b.drawn {
 		fmt.Fprintln(b.w)
 	}
+}
+
+// imagineDevice puts the transformer blocks and the VAE decoder on the GPU
+// for --backend webgpu (an error when it cannot) and auto (a hardware
+// adapter only; anything that fails leaves the CPU, and says why). It
+// returns where the pipeline runs and what releases the device.
+func imagineDevice(pipe *diffusion.Pipeline, backend string) (where string, release func(), err error) {
+	var opened []func()
+	release = func() {
+		pipe.DiT.SetDevice(nil)
+		pipe.SetDecoder(nil)
+		for i := len(opened) - 1; i >= 0; i-- {
+			opened[i]()
+		}
+		opened = nil
+	}
+	if backend == "cpu" {
+		return "cpu", release, nil
+	}
+	fail := func(err error) (string, func(), error) {
+		release()
+		if backend == "webgpu" {
+			return "", nil, fmt.Errorf("--backend webgpu: %w", err)
+		}
+		return "cpu: " + err.Error(), release, nil
+	}
+	dev, err := webgpu.Open()
+	if err != nil {
+		return fail(err)
+	}
+	opened = append(opened, dev.Close)
+	if backend == "auto" && dev.Info().Type == "cpu" {
+		return fail(fmt.Errorf("%q is a software adapter (--backend webgpu uses it anyway)", dev.Info().Name))
+	}
+	dspec, err := pipe.DiT.Spec()
+	if err != nil {
+		return fail(err)
+	}
+	run, err := webgpu.NewDiTRunner(dev, dspec)
+	if err != nil {
+		return fail(err)
+	}
+	opened = append(opened, run.Close)
+	pipe.DiT.SetDevice(run)
+	vspec, err := pipe.VAE.Spec()
+	if err != nil {
+		return fail(err)
+	}
+	dec, err := webgpu.NewVAEDecoder(dev, vspec)
+	if err != nil {
+		return fail(err)
+	}
+	opened = append(opened, dec.Close)
+	pipe.SetDecoder(dec)
+	return "transformer blocks and VAE decoder on " + dev.Info().Name + "; text encoder and embedders on the CPU", release, nil
 }
