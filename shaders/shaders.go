@@ -199,6 +199,16 @@ func RMSNorm(inPlace bool) string {
 			"@group(0) @binding(4) var<storage, read_write> out: array<f32>;", 1)
 }
 
+// LinearCodec is the image DiT's linear kernel (linear_codec.wgsl) for
+// weights of codec c.
+func LinearCodec(c tensor.Codec) (string, error) {
+	pre, err := codecPrelude(c)
+	if err != nil {
+		return "", err
+	}
+	return read("linear_codec") + "\n" + pre, nil
+}
+
 // Source returns a self-contained module by name (QKVPrep, Attention, Combine,
 // ActMul, Argmax, ArgmaxPart, Advance).
 func Source(name string) (string, error) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/shaders"
+	"github.com/cortiq/cortiq/tensor"
 )
 
 // DiTRunner runs the Z-Image transformer's blocks and final layer on the
@@ -18,19 +19,55 @@ type DiTRunner struct {
 	d    *Device
 	s    *diffusion.DiTSpec
 	wts  map[*float32]*Buffer
+	qw   map[*float32]codedWeight // block matrices stored in a codec
 	bufs []*Buffer
 }
 
+// codedWeight is a matrix in the device layout of a codec.
+type codedWeight struct {
+	buf   *Buffer
+	codec tensor.Codec
+	soff  uint32 // q8_0/q4_0: the scale plane's offset in u32
+}
+
+// DiTOptions tunes NewDiTRunner.
+type DiTOptions struct {
+	// Codec stores the blocks' matrices whose rows are whole blocks as
+	// f16, q8_0 or q4_0 on the device (zero: f32), a quarter to an eighth
+	// of the f32 bytes; activations stay f32.
+	Codec tensor.Codec
+}
+
 // NewDiTRunner uploads the blocks' weights.
-func NewDiTRunner(d *Device, s *diffusion.DiTSpec) (*DiTRunner, error) {
+func NewDiTRunner(d *Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRunner, error) {
 	if s.HeadDim > 1024 || s.HeadDim%2 != 0 {
 		return nil, fmt.Errorf("webgpu: dit: head dimension %d (the kernels take even sizes up to 1024)", s.HeadDim)
 	}
-	r := &DiTRunner{d: d, s: s, wts: map[*float32]*Buffer{}}
+	switch opts.Codec {
+	case tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0:
+	default:
+		return nil, fmt.Errorf("webgpu: dit: weights as %s (f32, f16, q8_0 or q4_0)", opts.Codec)
+	}
+	r := &DiTRunner{d: d, s: s, wts: map[*float32]*Buffer{}, qw: map[*float32]codedWeight{}}
 	var xs [][]float32
 	for _, bs := range [][]diffusion.BlockSpec{s.NoiseRefiner, s.ContextRefiner, s.Layers} {
 		for _, b := range bs {
-			xs = append(xs, b.Q, b.K, b.V, b.O, b.QNorm, b.KNorm, b.AttnNorm1, b.AttnNorm2, b.FFNNorm1, b.FFNNorm2, b.W1, b.W2, b.W3)
+			xs = append(xs, b.QNorm, b.KNorm, b.AttnNorm1, b.AttnNorm2, b.FFNNorm1, b.FFNNorm2)
+			mats := []struct {
+				w       []float32
+				out, in int
+			}{{b.Q, s.Dim, s.Dim}, {b.K, s.Dim, s.Dim}, {b.V, s.Dim, s.Dim}, {b.O, s.Dim, s.Dim},
+				{b.W1, s.FFN, s.Dim}, {b.W3, s.FFN, s.Dim}, {b.W2, s.Dim, s.FFN}}
+			for _, m := range mats {
+				if opts.Codec == tensor.F32 || m.in%32 != 0 {
+					xs = append(xs, m.w)
+					continue
+				}
+				if err := r.uploadCoded(m.w, m.out, m.in, opts.Codec); err != nil {
+					r.Close()
+					return nil, fmt.Errorf("webgpu: dit: %w", err)
+				}
+			}
 		}
 	}
 	xs = append(xs, s.FinalW, s.FinalB)
@@ -45,6 +82,39 @@ func NewDiTRunner(d *Device, s *diffusion.DiTSpec) (*DiTRunner, error) {
 	return r, nil
 }
 
+// uploadCoded encodes a [out, in] matrix with codec c in the device layout.
+func (r *DiTRunner) uploadCoded(w []float32, out, in int, c tensor.Codec) error {
+	n, err := tensor.ByteLen(c, []int{out, in})
+	if err != nil {
+		return err
+	}
+	enc := make([]byte, n)
+	if err := tensor.Quantize(enc, c, w); err != nil {
+		return err
+	}
+	var soff uint32
+	switch c {
+	case tensor.Q8_0:
+		enc, soff, err = shaders.RepackQ8_0(enc)
+	case tensor.Q4_0:
+		enc, soff, err = shaders.RepackQ4_0(enc)
+	}
+	if err != nil {
+		return err
+	}
+	size := (len(enc) + 15) &^ 15
+	b, err := r.d.NewStorage("dit.weight", uint64(size))
+	if err != nil {
+		return err
+	}
+	r.bufs = append(r.bufs, b)
+	if err := r.d.Write(b, 0, append(enc, make([]byte, size-len(enc))...)); err != nil {
+		return err
+	}
+	r.qw[&w[0]] = codedWeight{buf: b, codec: c, soff: soff}
+	return nil
+}
+
 // Close releases the device buffers.
 func (r *DiTRunner) Close() {
 	for _, b := range r.bufs {
@@ -57,6 +127,7 @@ func (r *DiTRunner) Close() {
 // then caption rows) and scratch of the same row layout.
 type ditRun struct {
 	imgRun
+	qw                    map[*float32]codedWeight
 	s                     *diffusion.DiTSpec
 	u, h, q, k, v, att, a *Buffer
 	hn, g, up, f          *Buffer
@@ -67,6 +138,11 @@ type ditRun struct {
 func (r *ditRun) linear(x *Buffer, w, b []float32, in, out, row0, rows int, y *Buffer) {
 	gx, gy := grid(rows*out, 256)
 	hasB := len(b) > 0
+	if q, ok := r.qw[&w[0]]; ok {
+		r.dispatchCoded(q, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy,
+			r.uniform(rows, in, out, row0, hasB, q.soff, 0, 0), x, q.buf, r.w(b), y)
+		return
+	}
 	r.dispatch(shaders.Linear, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
 		r.uniform(rows, in, out, row0, hasB, 0, 0, 0), x, r.w(w), r.w(b), y)
 }
@@ -130,6 +206,30 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int) {
 	r.gatedAdd(r.hn, off(3), row0, rows)
 }
 
+// dispatchCoded queues the codec's linear kernel.
+func (r *ditRun) dispatchCoded(q codedWeight, kinds []BindKind, gx, gy uint32, bufs ...*Buffer) {
+	if r.err != nil {
+		return
+	}
+	key := "img/linear/" + q.codec.String()
+	p, err := r.d.PipelineOf(key, func() (string, error) { return shaders.LinearCodec(q.codec) }, kinds)
+	if err != nil {
+		r.err = err
+		return
+	}
+	bs := make([]Binding, len(bufs))
+	for i, b := range bufs {
+		bs[i] = Whole(b)
+	}
+	g, err := r.d.BindGroup(p, key, bs...)
+	if err != nil {
+		r.err = err
+		return
+	}
+	r.groups = append(r.groups, g)
+	r.ds = append(r.ds, Dispatch{P: p, G: g, X: gx, Y: gy, Z: 1, Label: key})
+}
+
 // Run implements diffusion.DiTDevice.
 func (d *DiTRunner) Run(in *diffusion.DiTInput) ([]float32, error) {
 	s := d.s
@@ -138,7 +238,7 @@ func (d *DiTRunner) Run(in *diffusion.DiTInput) ([]float32, error) {
 	if len(in.Img) != in.ImgRows*D || len(in.Cap) != in.CapRows*D || len(in.NoiseMod) != len(s.NoiseRefiner) || len(in.LayerMod) != len(s.Layers) {
 		return nil, fmt.Errorf("webgpu: dit: input does not match the model")
 	}
-	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, s: s, rows: n}
+	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, qw: d.qw, s: s, rows: n}
 	defer r.release()
 	r.u = r.upload(append(append([]float32(nil), in.Img...), in.Cap...))
 	r.rope = r.upload(append(append([]float32(nil), in.ImgRope...), in.CapRope...))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/safetensors"
+	"github.com/cortiq/cortiq/tensor"
 )
 
 // TestDiTRunner: the device blocks of the tiny Z-Image transformer give
@@ -29,7 +30,7 @@ func TestDiTRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := NewDiTRunner(d, spec)
+	run, err := NewDiTRunner(d, spec, DiTOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,5 +101,68 @@ func TestDiTRunner(t *testing.T) {
 	t.Logf("pipeline on the device (CFG): PSNR %.1f dB", psnr)
 	if psnr < 60 {
 		t.Errorf("pipeline on the device: PSNR %.1f dB < 60", psnr)
+	}
+}
+
+// TestDiTRunnerCodecs: with the block matrices stored as q8_0 or q4_0 on
+// the device, a forward equals the CPU's with the same quantization
+// (OpenOptions.DiTQuant) within the device tolerance.
+func TestDiTRunnerCodecs(t *testing.T) {
+	ref := filepath.Join("..", "diffusion", "testdata", "zimage")
+	model := filepath.Join(ref, "zimage-tiny")
+	if _, err := os.Stat(filepath.Join(model, "model_index.json")); err != nil {
+		t.Skipf("reference model not found at %s: %v", model, err)
+	}
+	d := testDevice(t)
+	f, err := safetensors.Open(filepath.Join(ref, "ref_transformer.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	x, _ := f.Float32s("x")
+	tt, _ := f.Float32s("t")
+	cap, _ := f.Float32s("cap_feats")
+	xi, _ := f.Info("x")
+	ci, _ := f.Info("cap_feats")
+	for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0} {
+		cpu, err := diffusion.Open(model, diffusion.OpenOptions{DiTQuant: c.String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := cpu.DiT.Forward(x, xi.Shape[2], xi.Shape[3], tt[0], cap, ci.Shape[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cpu.Close()
+		// The same quantized pipeline: its modulation vectors (computed on
+		// the CPU) use the quantized adaLN weights too, and re-encoding the
+		// decoded blocks gives the same blocks.
+		p, err := diffusion.Open(model, diffusion.OpenOptions{DiTQuant: c.String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := p.DiT.Spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := NewDiTRunner(d, spec, DiTOptions{Codec: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.DiT.SetDevice(run)
+		got, err := p.DiT.Forward(x, xi.Shape[2], xi.Shape[3], tt[0], cap, ci.Shape[0])
+		run.Close()
+		p.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := 0.0
+		for i := range want {
+			m = max(m, math.Abs(float64(got[i]-want[i])))
+		}
+		t.Logf("%s blocks on the device vs the CPU's %s: max |diff| %.3g", c, c, m)
+		if m > 2e-3 {
+			t.Errorf("%s: max |diff| %.3g > 2e-3", c, m)
+		}
 	}
 }

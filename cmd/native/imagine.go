@@ -96,7 +96,7 @@ func cmdImagine(args []string) error {
 			return err
 		}
 	}
-	where, release, err := imagineDevice(pipe, *backendName)
+	where, release, err := imagineDevice(pipe, *backendName, *quant)
 	if err != nil {
 		return err
 	}
@@ -252,7 +252,9 @@ func (b *stepBar) finish() {
 // for --backend webgpu (an error when it cannot) and auto (a hardware
 // adapter only; anything that fails leaves the CPU, and says why). It
 // returns where the pipeline runs and what releases the device.
-func imagineDevice(pipe *diffusion.Pipeline, backend string) (where string, release func(), err error) {
+// The device keeps the blocks' matrices in the --dit-quant codec (f32
+// without it).
+func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where string, release func(), err error) {
 	var opened []func()
 	release = func() {
 		pipe.DiT.SetDevice(nil)
@@ -284,7 +286,13 @@ func imagineDevice(pipe *diffusion.Pipeline, backend string) (where string, rele
 	if err != nil {
 		return fail(err)
 	}
-	run, err := webgpu.NewDiTRunner(dev, dspec)
+	var codec tensor.Codec // f32
+	if quant != "" {
+		if codec, err = tensor.ParseCodec(quant); err != nil {
+			return fail(err)
+		}
+	}
+	run, err := webgpu.NewDiTRunner(dev, dspec, webgpu.DiTOptions{Codec: codec})
 	if err != nil {
 		return fail(err)
 	}

@@ -54,7 +54,7 @@ func (s *state) loadPipeline(p string, r request, info *loadInfo) error {
 			if err != nil {
 				return err
 			}
-			if im.dit, err = webgpu.NewDiTRunner(dev, ds); err != nil {
+			if im.dit, err = webgpu.NewDiTRunner(dev, ds, webgpu.DiTOptions{}); err != nil {
 				return err
 			}
 			vs, err := pipe.VAE.Spec()
