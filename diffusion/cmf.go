@@ -348,6 +348,9 @@ func OpenCMFFile(f *cmf.File, opts OpenOptions) (p *Pipeline, err error) {
 	if err := p.assemble(pt, opts); err != nil {
 		return nil, err
 	}
+	if p.DiTQuant == "" {
+		p.DiTQuant = x.DiTQuant
+	}
 	return p, nil
 }
 

@@ -74,6 +74,14 @@ func TestCMFRoundTrip(t *testing.T) {
 	if s2.Size() >= s1.Size() {
 		t.Errorf("q8_0 file %d bytes, f32 file %d", s2.Size(), s1.Size())
 	}
+	if qp, err := Open(q, OpenOptions{}); err != nil {
+		t.Fatal(err)
+	} else {
+		if qp.DiTQuant != "q8_0" {
+			t.Errorf("the q8_0 file's pipeline says DiTQuant %q", qp.DiTQuant)
+		}
+		qp.Close()
+	}
 	got := gen(q, OpenOptions{})
 	if ps := psnr(got.Image, want.Image); ps < 30 {
 		t.Errorf("q8_0 transformer: image PSNR %.1f dB against float weights", ps)

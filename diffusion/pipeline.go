@@ -55,6 +55,11 @@ type Pipeline struct {
 	Scheduler   Scheduler
 	closers     []func() error
 	decoder     Decoder
+	// DiTQuant is the codec of the transformer blocks' matrices when they
+	// were re-encoded ("q8_0", "q4_0"; at load or in the CMF file), "" when
+	// they keep the checkpoint's precision. A device backend can store
+	// them so.
+	DiTQuant string
 }
 
 // Decoder runs the VAE decoder elsewhere (a device): z [latent_channels,
@@ -223,6 +228,7 @@ func (p *Pipeline) assemble(pt *parts, opts OpenOptions) error {
 	default:
 		return fmt.Errorf("diffusion: transformer quantization %q: want q8_0 or q4_0", opts.DiTQuant)
 	}
+	p.DiTQuant = opts.DiTQuant
 	if p.DiT, err = loadDiT(tw, dc); err != nil {
 		return fmt.Errorf("diffusion: %w", err)
 	}

@@ -96,7 +96,7 @@ func cmdImagine(args []string) error {
 			return err
 		}
 	}
-	where, release, err := imagineDevice(pipe, *backendName, *quant)
+	where, release, err := imagineDevice(pipe, *backendName, pipe.DiTQuant)
 	if err != nil {
 		return err
 	}
@@ -252,8 +252,8 @@ func (b *stepBar) finish() {
 // for --backend webgpu (an error when it cannot) and auto (a hardware
 // adapter only; anything that fails leaves the CPU, and says why). It
 // returns where the pipeline runs and what releases the device.
-// The device keeps the blocks' matrices in the --dit-quant codec (f32
-// without it).
+// The device keeps the blocks' matrices in the pipeline's codec
+// (--dit-quant, or the CMF file's; f32 without one).
 func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where string, release func(), err error) {
 	var opened []func()
 	release = func() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cortiq/cortiq/diffusion"
+	"github.com/cortiq/cortiq/tensor"
 	"github.com/cortiq/cortiq/webgpu"
 )
 
@@ -54,7 +55,13 @@ func (s *state) loadPipeline(p string, r request, info *loadInfo) error {
 			if err != nil {
 				return err
 			}
-			if im.dit, err = webgpu.NewDiTRunner(dev, ds, webgpu.DiTOptions{}); err != nil {
+			var codec tensor.Codec // f32, unless the file's blocks are quantized
+			if pipe.DiTQuant != "" {
+				if codec, err = tensor.ParseCodec(pipe.DiTQuant); err != nil {
+					return err
+				}
+			}
+			if im.dit, err = webgpu.NewDiTRunner(dev, ds, webgpu.DiTOptions{Codec: codec}); err != nil {
 				return err
 			}
 			vs, err := pipe.VAE.Spec()
