@@ -90,7 +90,7 @@ func WriteSynthetic(dir string, s SynthShape) error {
 			"axes_dims": d.AxesDims, "axes_lens": d.AxesLens},
 		"vae/config.json": map[string]any{"in_channels": v.InChannels, "out_channels": v.OutChannels,
 			"up_block_types": v.UpBlockTypes, "block_out_channels": v.BlockOutChannels, "layers_per_block": v.LayersPerBlock,
-			"act_fn": v.ActFn, "latent_channels": v.LatentChannels, "norm_num_groups": v.NormNumGroups,
+			"down_block_types": downTypes(len(v.BlockOutChannels)), "act_fn": v.ActFn, "latent_channels": v.LatentChannels, "norm_num_groups": v.NormNumGroups,
 			"scaling_factor": v.ScalingFactor, "shift_factor": v.ShiftFactor, "use_post_quant_conv": v.UsePostQuantConv,
 			"use_quant_conv": false, "mid_block_add_attention": v.MidBlockAddAttention},
 		"text_encoder/config.json": map[string]any{"model_type": "qwen3", "architectures": []string{"Qwen3Model"},
@@ -207,6 +207,33 @@ func WriteSynthetic(dir string, s SynthShape) error {
 	}
 	gn("decoder.conv_norm_out", boc[0])
 	conv("decoder.conv_out", v.OutChannels, boc[0], 3)
+	// The encoder too (never run here), so that diffusers loads the VAE.
+	conv("encoder.conv_in", boc[0], v.InChannels, 3)
+	prev = boc[0]
+	for i, out := range boc {
+		for j := range v.LayersPerBlock {
+			in := out
+			if j == 0 {
+				in = prev
+			}
+			res(fmt.Sprintf("encoder.down_blocks.%d.resnets.%d", i, j), in, out)
+		}
+		if i != len(boc)-1 {
+			conv(fmt.Sprintf("encoder.down_blocks.%d.downsamplers.0.conv", i), out, out, 3)
+		}
+		prev = out
+	}
+	res("encoder.mid_block.resnets.0", top, top)
+	if v.MidBlockAddAttention {
+		p := "encoder.mid_block.attentions.0."
+		gn(p+"group_norm", top)
+		for _, n := range []string{"to_q", "to_k", "to_v", "to_out.0"} {
+			lin(&vae, p+n, top, top, true)
+		}
+	}
+	res("encoder.mid_block.resnets.1", top, top)
+	gn("encoder.conv_norm_out", top)
+	conv("encoder.conv_out", 2*v.LatentChannels, top, 3)
 
 	H, q, kv := s.TextHidden, s.TextHeads*s.TextHeadDim, s.TextKVHeads*s.TextHeadDim
 	te = append(te, w{"embed_tokens.weight", []int{vocab, H}, 'w'}, w{"norm.weight", []int{H}, 'n'})
@@ -328,4 +355,12 @@ func synthTokenizer() map[string]any {
 		"model": map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "continuing_subword_prefix": nil,
 			"end_of_word_suffix": nil, "fuse_unk": false, "byte_fallback": false, "vocab": vocab, "merges": []string{}},
 	}
+}
+
+func downTypes(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "DownEncoderBlock2D"
+	}
+	return out
 }

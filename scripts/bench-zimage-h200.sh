@@ -19,6 +19,7 @@ nvidia-smi --query-gpu=name,memory.total --format=csv
 [ -f $M/model_index.json ] || $B synth --shape zimage-turbo -o $M 2>&1 | grep -v XDG
 PYTHONPATH=${DIFFUSERS_SRC:-/work/main/.devrun/diffusers/src} python3 scripts/bench_zimage_diffusers.py \
   --model $M --size $SIZE --steps $STEPS --prompt "$PROMPT" --noise $O/zimage-noise.safetensors 2>&1 | tee $O/zimage-diffusers.txt
-/usr/bin/time -v $B imagine -m $M -p "$PROMPT" --backend webgpu --size ${SIZE}x${SIZE} --steps $STEPS \
+T=""; [ -x /usr/bin/time ] && T="/usr/bin/time -v"
+$T $B imagine -m $M -p "$PROMPT" --backend webgpu --size ${SIZE}x${SIZE} --steps $STEPS \
   --latents $O/zimage-noise.safetensors -o $O/zimage-cortiq.png 2>&1 | grep -v XDG | \
   grep -E 'imagine|Elapsed|Maximum resident' | tee $O/zimage-cortiq.txt
