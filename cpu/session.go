@@ -118,22 +118,9 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 	}
 	H := a.Hidden
 
-	// Embeddings.
-	x := make([]float32, n*H)
-	for t, tok := range tokens {
-		if tok < 0 || tok >= a.Vocab {
-			return nil, fmt.Errorf("cpu: token %d outside the vocabulary of %d", tok, a.Vocab)
-		}
-		row := x[t*H : (t+1)*H]
-		if err := tensor.Dequantize(row, b.embd.Codec, b.embd.Row(tok)); err != nil {
-			return nil, fmt.Errorf("cpu: embedding: %w", err)
-		}
-		if a.EmbedScale != 1 && a.EmbedScale != 0 {
-			kernel.Scale(row, a.EmbedScale)
-		}
-	}
-	if s.hook != nil {
-		s.hook(-1, x, n)
+	x, err := s.embed(tokens)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.checkFinite(x, n, -1, "token embedding"); err != nil {
 		return nil, err
@@ -221,6 +208,59 @@ func (s *Session) checkFinite(x []float32, n, layer int, part string) error {
 		return nil
 	}
 	return &NonFiniteError{Layer: layer, Part: part, Pos: s.pos + i/s.b.arch.Hidden}
+}
+
+// embed returns the embedding rows [len(tokens), hidden] as layer 0 sees
+// them (the embedding scale applied).
+func (s *Session) embed(tokens []int) ([]float32, error) {
+	b, a := s.b, s.b.arch
+	H := a.Hidden
+	x := make([]float32, len(tokens)*H)
+	for t, tok := range tokens {
+		if tok < 0 || tok >= a.Vocab {
+			return nil, fmt.Errorf("cpu: token %d outside the vocabulary of %d", tok, a.Vocab)
+		}
+		row := x[t*H : (t+1)*H]
+		if err := tensor.Dequantize(row, b.embd.Codec, b.embd.Row(tok)); err != nil {
+			return nil, fmt.Errorf("cpu: embedding: %w", err)
+		}
+		if a.EmbedScale != 1 && a.EmbedScale != 0 {
+			kernel.Scale(row, a.EmbedScale)
+		}
+	}
+	if s.hook != nil {
+		s.hook(-1, x, len(tokens))
+	}
+	return x, nil
+}
+
+// HiddenStates runs tokens (positions 0..n-1) through the embedding and the
+// first k decoder layers and returns the residual stream [n, hidden]
+// entering layer k: transformers' output_hidden_states[k] (k = 0 the
+// embeddings; k = layers the last layer's output before the final norm,
+// which transformers' hidden_states[-1] has applied). A text encoder taking
+// hidden_states[-2] asks for k = layers-1. Attention is causal, as in
+// Forward.
+func (b *Backend) HiddenStates(tokens []int, k int) ([]float32, error) {
+	if k < 0 || k > len(b.layers) {
+		return nil, fmt.Errorf("cpu: hidden states after %d layers of a %d-layer model", k, len(b.layers))
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("cpu: hidden states of no tokens")
+	}
+	s, err := b.newSession(len(tokens))
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	x, err := s.embed(tokens)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.runLayers(x, len(tokens), 0, k); err != nil {
+		return nil, err
+	}
+	return x, nil
 }
 
 // norm writes the RMS-normalized rows of x into dst, or copies them when the

@@ -232,6 +232,9 @@ func FromCMFFile(f *cmf.File) (*model.Model, error) {
 }
 
 func cmfModel(f *cmf.File) (*model.Model, error) {
+	if _, ok := f.Meta.Extra["diffusers"]; ok {
+		return nil, fmt.Errorf("cmf: %s holds a text-to-image pipeline, not a language model: run it with cortiq imagine", f.Name)
+	}
 	a := f.Meta.Arch
 	if err := a.Validate(); err != nil {
 		return nil, fmt.Errorf("cmf: %s: %w", f.Name, err)

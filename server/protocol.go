@@ -50,6 +50,12 @@ type Msg struct {
 	RepeatLastN      int           `json:"repeat_last_n,omitempty"`
 	Seed             uint64        `json:"seed,omitempty"`
 
+	// imagine input (prompt and seed as above)
+	Negative string   `json:"negative_prompt,omitempty"`
+	Size     string   `json:"size,omitempty"`
+	Steps    *int     `json:"steps,omitempty"`
+	Guidance *float64 `json:"guidance_scale,omitempty"`
+
 	// events
 	TokenID  *int           `json:"token_id,omitempty"` // "token": the id
 	Text     string         `json:"text,omitempty"`     // "token": its text
@@ -59,6 +65,7 @@ type Msg struct {
 	Info     *WorkerInfo    `json:"info,omitempty"`     // "loaded", "registered"
 	Stats    *Stats         `json:"stats,omitempty"`    // "stats"
 	Progress *Progress      `json:"progress,omitempty"` // "progress"
+	Image    *ImageEvent    `json:"image,omitempty"`    // "image"
 	Time     int64          `json:"time,omitempty"`     // "ping"/"pong": sender's clock, ms
 	Backend  string         `json:"backend,omitempty"`  // "register"
 	Extra    map[string]any `json:"extra,omitempty"`    // free-form worker details

@@ -64,6 +64,9 @@ type Server struct {
 	active   atomic.Int64
 	draining atomic.Bool
 
+	imagesMu sync.Mutex
+	images   []namedImageModel // POST /v1/images/generations; the first is the default
+
 	genCtx    context.Context // cancelled (cause errShutdown) at shutdown
 	genCancel context.CancelCauseFunc
 	genWG     sync.WaitGroup
@@ -377,6 +380,7 @@ func (s *Server) routes() {
 	mux.Handle("GET /v1/models", s.api("models", s.handleModels))
 	mux.Handle("POST /v1/completions", s.api("completions", s.handleCompletions))
 	mux.Handle("POST /v1/chat/completions", s.api("chat_completions", s.handleChat))
+	mux.Handle("POST /v1/images/generations", s.api("images_generations", s.handleImages))
 	mux.Handle("OPTIONS /v1/", http.HandlerFunc(s.handlePreflight))
 	mux.HandleFunc("GET /v1/ws", s.handleWS)
 	mux.Handle("GET /models/{name}/{file...}", s.authed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -109,6 +109,8 @@ type Progress struct {
 	Stage  string `json:"stage"`            // "resolving", "loading", "ready", or a worker's own
 	Loaded int64  `json:"loaded,omitempty"` // bytes so far, when known
 	Total  int64  `json:"total,omitempty"`  // bytes in all, when known
+	Step   int    `json:"step,omitempty"`   // stage "step" (an imagine job): steps done
+	Steps  int    `json:"steps,omitempty"`  // stage "step": steps in all
 }
 
 // Loader loads a model for the websocket "load" command on the server

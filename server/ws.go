@@ -321,6 +321,8 @@ func (c *wsConn) dispatch(m *Msg) {
 		c.sendMsg(&Msg{Type: "stats", ID: m.ID, Stats: s.stats()})
 	case "generate":
 		c.generate(m)
+	case "imagine":
+		c.imagine(m)
 	case "cancel":
 		c.mu.Lock()
 		cancel, ok := c.gens[m.ID]

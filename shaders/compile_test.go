@@ -33,4 +33,30 @@ func TestCompile(t *testing.T) {
 	}
 	check("rmsnorm", shaders.RMSNorm(false), U, R, R, R, W)
 	check("rmsnorm/ip", shaders.RMSNorm(true), U, R, R, W)
+	// The image kernels (VAE decoder and DiT blocks).
+	for _, k := range []struct {
+		name  string
+		kinds []webgpu.BindKind
+	}{
+		{shaders.Conv2D, []webgpu.BindKind{U, R, R, R, R, W}},
+		{shaders.GroupNormStats, []webgpu.BindKind{U, R, W}},
+		{shaders.GroupNormApply, []webgpu.BindKind{U, R, R, R, R, W}},
+		{shaders.Upsample2x, []webgpu.BindKind{U, R, W}},
+		{shaders.AttentionFull, []webgpu.BindKind{U, R, R, R, W}},
+		{shaders.Linear, []webgpu.BindKind{U, R, R, R, W}},
+		{shaders.RowsNorm, []webgpu.BindKind{U, R, R, R, W}},
+		{shaders.QKRope, []webgpu.BindKind{U, R, R, W}},
+		{shaders.GatedAdd, []webgpu.BindKind{U, R, R, W}},
+		{shaders.SiLUMul, []webgpu.BindKind{U, R, W}},
+	} {
+		src, err := shaders.Source(k.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(k.name, src, k.kinds...)
+	}
+	for _, c := range []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0} {
+		src, _ := shaders.LinearCodec(c)
+		check("linear/"+c.String(), src, U, R, R, R, W)
+	}
 }

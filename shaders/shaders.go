@@ -66,6 +66,20 @@ const (
 	ArgmaxPart = "argmax_part"
 	Advance    = "advance"
 	Combine    = "attn_combine"
+
+	// Image kernels (the VAE decoder): f32 HWC activations.
+	Conv2D         = "conv2d"
+	GroupNormStats = "group_norm_stats"
+	GroupNormApply = "group_norm_apply"
+	Upsample2x     = "upsample2x"
+	AttentionFull  = "attention_full"
+
+	// Transformer-block kernels of the image DiT: f32 rows.
+	Linear   = "linear"
+	RowsNorm = "rows_norm"
+	QKRope   = "qk_rope"
+	GatedAdd = "gated_add"
+	SiLUMul  = "silu_mul"
 )
 
 // Codecs lists the weight codecs the kernels read directly.
@@ -185,11 +199,22 @@ func RMSNorm(inPlace bool) string {
 			"@group(0) @binding(4) var<storage, read_write> out: array<f32>;", 1)
 }
 
+// LinearCodec is the image DiT's linear kernel (linear_codec.wgsl) for
+// weights of codec c.
+func LinearCodec(c tensor.Codec) (string, error) {
+	pre, err := codecPrelude(c)
+	if err != nil {
+		return "", err
+	}
+	return read("linear_codec") + "\n" + pre, nil
+}
+
 // Source returns a self-contained module by name (QKVPrep, Attention, Combine,
 // ActMul, Argmax, ArgmaxPart, Advance).
 func Source(name string) (string, error) {
 	switch name {
-	case QKVPrep, Combine, ActMul, Advance:
+	case QKVPrep, Combine, ActMul, Advance, Conv2D, GroupNormStats, GroupNormApply, Upsample2x, AttentionFull,
+		Linear, RowsNorm, QKRope, GatedAdd, SiLUMul:
 		return read(name), nil
 	case Attention:
 		return read("attention_io") + read(name), nil

@@ -92,6 +92,7 @@
       setStatus(info.family + ": " + info.layers + " layers, hidden " + info.hidden + ", vocab " + info.vocab +
         " — loaded in " + info.loadSeconds.toFixed(2) + " s, heap peak +" + mib(info.heap.peakAboveBaseline));
       el.chat.checked = !!info.hasChatTemplate;
+      showImage(!!info.image);
     } catch (e) {
       state.loaded = null;
       setStatus("Loading " + source + " failed: " + e.message, true);
@@ -163,6 +164,44 @@
       info.loadSeconds.toFixed(2) + " s");
     setBusy(state.busy);
   };
+
+  // A text-to-image pipeline swaps the chat box for the image tab.
+  function showImage(on) {
+    $("imagine").hidden = !on;
+    document.querySelector(".compose").hidden = on;
+  }
+
+  async function imagine() {
+    if (!state.loaded || state.busy) return;
+    const [width, height] = $("img-size").value.split("x").map(Number);
+    const steps = Number($("img-steps").value) || 8;
+    const req = {
+      prompt: $("img-prompt").value || $("img-prompt").placeholder, width, height, steps,
+      guidance: Number($("img-guidance").value) || 0, seed: Date.now() % 1e9,
+    };
+    setBusy(true);
+    $("img-go").disabled = true;
+    $("img-progress").value = 0;
+    $("img-progress-text").textContent = "encoding the prompt…";
+    try {
+      const res = await cortiq.imagine(req, (p) => {
+        $("img-progress").value = p.step / p.steps;
+        $("img-progress-text").textContent = "step " + p.step + " / " + p.steps;
+      });
+      const url = URL.createObjectURL(new Blob([res.png], { type: "image/png" }));
+      const img = $("img-out");
+      if (img.src) URL.revokeObjectURL(img.src);
+      img.src = url;
+      $("img-progress-text").textContent = res.width + "×" + res.height + ", " + res.steps + " steps in " +
+        res.seconds.toFixed(1) + " s (" + res.backend + ")";
+    } catch (e) {
+      setStatus("Image generation failed: " + e.message, true);
+    } finally {
+      $("img-go").disabled = false;
+      setBusy(false);
+    }
+  }
+  $("img-go").onclick = imagine;
 
   el.load.onclick = load;
   el.send.onclick = send;

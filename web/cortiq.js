@@ -8,6 +8,9 @@
 //                          seed, backend, stop, ignoreEOS}, onToken)
 //        -> {text, ids, promptIds, backend, prefillTokS, decodeTokS, finishReason, deviceError}
 //   await cortiq.logits(ids, {backend})      -> {logits: Float32Array [positions*vocab], vocab, positions, backend}
+//   await cortiq.imagine({prompt, negativePrompt, width, height, steps, guidance, seed, latents},
+//                        onProgress)        a text-to-image pipeline (load a pipeline .cmf): onProgress({step, steps})
+//        -> {png: Uint8Array, image: Float32Array [3*height*width] in [0,1], width, height, steps, backend, seconds}
 //   await cortiq.stats()   await cortiq.unload()   cortiq.stop()
 //   await cortiq.cached()  await cortiq.remove(nameOrURL)
 //
@@ -89,6 +92,9 @@
     },
     generate(opts = {}, onToken) {
       return call("generate", opts, { onToken });
+    },
+    imagine(opts = {}, onProgress) {
+      return call("imagine", opts, { onProgress });
     },
     logits(ids, opts = {}) {
       return call("logits", { ids: Array.from(ids), ...opts });

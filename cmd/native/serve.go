@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/server"
 )
@@ -109,6 +110,19 @@ func cmdServe(args []string) error {
 	}
 	var names []string
 	for _, m := range models {
+		if diffusion.IsPipeline(m) {
+			// A diffusers directory or pipeline CMF: an image model
+			// (POST /v1/images/generations, the websocket "imagine" job).
+			p, err := diffusion.Open(m, diffusion.OpenOptions{})
+			if err != nil {
+				s.Shutdown(context.Background())
+				return err
+			}
+			defer p.Close()
+			name := s.AddImageModel(server.ModelName(m), server.FromPipeline(p))
+			names = append(names, fmt.Sprintf("%s (images, cpu, %s)", name, m))
+			continue
+		}
 		mdl, name, path, err := load(ctx, m, func(server.Progress) {})
 		if err != nil {
 			s.Shutdown(context.Background())

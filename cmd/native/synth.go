@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/synth"
 )
 
@@ -17,11 +18,23 @@ func init() {
 
 func cmdSynth(args []string) error {
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
-	shape := fs.String("shape", "", "shape: "+strings.Join(synth.ShapeNames(), ", "))
+	shape := fs.String("shape", "", "shape: "+strings.Join(synth.ShapeNames(), ", ")+"; zimage-tiny, zimage-turbo (a diffusers directory)")
 	quant := fs.String("quant", "q4_0", "weights: "+strings.Join(synth.MixNames, ", ")+" (q4_K_M: llama.cpp's mix of q4_K and q6_K)")
 	out := fs.String("o", "", "output .gguf file, or a directory (the file is named SHAPE-QUANT.gguf)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if mk, ok := diffusion.SynthShapes[*shape]; ok {
+		// A text-to-image pipeline: a diffusers directory.
+		if *out == "" {
+			return fmt.Errorf("-o DIR is required")
+		}
+		t0 := time.Now()
+		if err := diffusion.WriteSynthetic(*out, mk()); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s (%s, random weights) in %.1fs\n", *out, *shape, time.Since(t0).Seconds())
+		return nil
 	}
 	s, err := synth.ParseShape(*shape)
 	if err != nil {

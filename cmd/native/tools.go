@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
@@ -86,6 +87,18 @@ func cmdImport(args []string) error {
 	}
 	if src == "" || *out == "" {
 		return fmt.Errorf("usage: cortiq import SRC -o OUT.cmf [--quant f32|f16|q8_0|q4_0]")
+	}
+	if diffusion.IsPipeline(src) {
+		// A text-to-image pipeline: one CMF file; --quant covers the
+		// transformer blocks only.
+		if *quant != "" && *quant != "q8_0" && *quant != "q4_0" {
+			return fmt.Errorf("--quant %q: a diffusers pipeline takes q8_0 or q4_0 (its transformer blocks; the VAE and the text encoder keep their precision)", *quant)
+		}
+		if err := diffusion.SaveCMF(src, *out, diffusion.SaveOptions{DiTQuant: *quant}); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s\n", *out)
+		return nil
 	}
 	var codec tensor.Codec
 	keep := *quant == ""

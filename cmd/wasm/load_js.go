@@ -20,6 +20,7 @@ import (
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/cpu"
+	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
@@ -55,6 +56,7 @@ type state struct {
 	cpu    backend.Backend // built on first use when the GPU runs the model
 	eng    *engine.Engine  // over the backends above; built on first use
 	info   *loadInfo
+	img    *imageState // a loaded text-to-image pipeline (instead of m)
 }
 
 func newState() *state { return &state{} }
@@ -77,6 +79,7 @@ type loadInfo struct {
 	DeviceError  string       `json:"deviceError,omitempty"`
 	Adapter      any          `json:"adapter,omitempty"`
 	HasTokenizer bool         `json:"hasTokenizer"`
+	Image        bool         `json:"image,omitempty"` // a text-to-image pipeline (use imagine)
 	HasTemplate  bool         `json:"hasChatTemplate"`
 	BOS          int          `json:"bos"`
 	LoadSeconds  float64      `json:"loadSeconds"`
@@ -125,7 +128,10 @@ func (s *state) unload() error {
 	if s.m != nil && s.m.Close != nil {
 		errs = append(errs, s.m.Close())
 	}
-	s.m, s.tok, s.gpu, s.gpuErr, s.cpu, s.eng, s.info = nil, nil, nil, nil, nil, nil, nil
+	if s.img != nil {
+		errs = append(errs, s.img.close())
+	}
+	s.m, s.tok, s.gpu, s.gpuErr, s.cpu, s.eng, s.info, s.img = nil, nil, nil, nil, nil, nil, nil, nil
 	runtime.GC()
 	return errors.Join(errs...)
 }
@@ -171,6 +177,15 @@ func (s *state) load(ctx context.Context, r request) (*loadInfo, error) {
 		p += "/" + man.Entry
 	}
 	info.Path = p
+	if diffusion.IsPipeline(p) {
+		if err := s.loadPipeline(p, r, info); err != nil {
+			return nil, fmt.Errorf("importing %s: %w", r.Source, err)
+		}
+		info.Persisted = r.Persisted
+		s.info = info
+		info.LoadSeconds = time.Since(t0).Seconds()
+		return info, nil
+	}
 	m, err := importer.Open(p)
 	hs.sample()
 	if err != nil {

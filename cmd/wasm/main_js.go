@@ -10,7 +10,8 @@
 // with postMessage objects {id, type} where type is "progress", "token",
 // "result" (with value) or "error" (with message), and posts {type: "ready"}
 // once it accepts requests. Ops: load, generate, logits, stats, unload, stop,
-// cached, remove. Requests run one at a time in arrival order, except stop,
+// cached, remove, imagine (a text-to-image pipeline: progress events per
+// step, then the PNG and the float image). Requests run one at a time in arrival order, except stop,
 // which cancels the running request at once (a generation ends with
 // finishReason "cancelled"; a download stops, resumable later).
 //
@@ -74,6 +75,14 @@ type request struct {
 	Seed        uint64    `json:"seed"`
 	IgnoreEOS   bool      `json:"ignoreEOS"`
 	Stop        []string  `json:"stop"`
+
+	// imagine (prompt, seed and backend as above)
+	Negative string    `json:"negativePrompt"`
+	Width    int       `json:"width"`
+	Height   int       `json:"height"`
+	Steps    int       `json:"steps"`
+	Guidance float32   `json:"guidance"`
+	Latents  []float32 `json:"latents"` // the initial noise, as diffusers' latents=
 }
 
 type message struct {
@@ -159,6 +168,8 @@ func (w *worker) serve(r request) {
 		v, err = w.st.load(ctx, r)
 	case "generate":
 		v, err = w.st.generate(ctx, r)
+	case "imagine":
+		v, err = w.st.imagine(ctx, r)
 	case "logits":
 		v, err = w.st.logits(ctx, r)
 	case "stats":

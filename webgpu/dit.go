@@ -1,0 +1,282 @@
+package webgpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/cortiq/cortiq/diffusion"
+	"github.com/cortiq/cortiq/shaders"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// DiTRunner runs the Z-Image transformer's blocks and final layer on the
+// device (diffusion.DiTDevice): the weights uploaded once as f32, each
+// evaluation one upload of the embedded rows, RoPE rows and modulation
+// vectors, every block in one submission, one readback of the final
+// layer's output. The embedders and the timestep MLP stay on the CPU
+// (diffusion.DiT.Prepare).
+type DiTRunner struct {
+	d    *Device
+	s    *diffusion.DiTSpec
+	wts  map[*float32]*Buffer
+	qw   map[*float32]codedWeight // block matrices stored in a codec
+	bufs []*Buffer
+}
+
+// codedWeight is a matrix in the device layout of a codec.
+type codedWeight struct {
+	buf   *Buffer
+	codec tensor.Codec
+	soff  uint32 // q8_0/q4_0: the scale plane's offset in u32
+}
+
+// DiTOptions tunes NewDiTRunner.
+type DiTOptions struct {
+	// Codec stores the blocks' matrices whose rows are whole blocks as
+	// f16, q8_0 or q4_0 on the device (zero: f32), a quarter to an eighth
+	// of the f32 bytes; activations stay f32.
+	Codec tensor.Codec
+}
+
+// NewDiTRunner uploads the blocks' weights.
+func NewDiTRunner(d *Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRunner, error) {
+	if s.HeadDim > 1024 || s.HeadDim%2 != 0 {
+		return nil, fmt.Errorf("webgpu: dit: head dimension %d (the kernels take even sizes up to 1024)", s.HeadDim)
+	}
+	switch opts.Codec {
+	case tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0:
+	default:
+		return nil, fmt.Errorf("webgpu: dit: weights as %s (f32, f16, q8_0 or q4_0)", opts.Codec)
+	}
+	r := &DiTRunner{d: d, s: s, wts: map[*float32]*Buffer{}, qw: map[*float32]codedWeight{}}
+	var xs [][]float32
+	for _, bs := range [][]diffusion.BlockSpec{s.NoiseRefiner, s.ContextRefiner, s.Layers} {
+		for _, b := range bs {
+			xs = append(xs, b.QNorm, b.KNorm, b.AttnNorm1, b.AttnNorm2, b.FFNNorm1, b.FFNNorm2)
+			mats := []struct {
+				w       []float32
+				out, in int
+			}{{b.Q, s.Dim, s.Dim}, {b.K, s.Dim, s.Dim}, {b.V, s.Dim, s.Dim}, {b.O, s.Dim, s.Dim},
+				{b.W1, s.FFN, s.Dim}, {b.W3, s.FFN, s.Dim}, {b.W2, s.Dim, s.FFN}}
+			for _, m := range mats {
+				if opts.Codec == tensor.F32 || m.in%32 != 0 {
+					xs = append(xs, m.w)
+					continue
+				}
+				if err := r.uploadCoded(m.w, m.out, m.in, opts.Codec); err != nil {
+					r.Close()
+					return nil, fmt.Errorf("webgpu: dit: %w", err)
+				}
+			}
+		}
+	}
+	xs = append(xs, s.FinalW, s.FinalB)
+	if err := uploadWeights(d, r.wts, &r.bufs, xs...); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("webgpu: dit: %w", err)
+	}
+	if err := d.Flush(); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// uploadCoded encodes a [out, in] matrix with codec c in the device layout.
+func (r *DiTRunner) uploadCoded(w []float32, out, in int, c tensor.Codec) error {
+	n, err := tensor.ByteLen(c, []int{out, in})
+	if err != nil {
+		return err
+	}
+	enc := make([]byte, n)
+	if err := tensor.Quantize(enc, c, w); err != nil {
+		return err
+	}
+	var soff uint32
+	switch c {
+	case tensor.Q8_0:
+		enc, soff, err = shaders.RepackQ8_0(enc)
+	case tensor.Q4_0:
+		enc, soff, err = shaders.RepackQ4_0(enc)
+	}
+	if err != nil {
+		return err
+	}
+	size := (len(enc) + 15) &^ 15
+	b, err := r.d.NewStorage("dit.weight", uint64(size))
+	if err != nil {
+		return err
+	}
+	r.bufs = append(r.bufs, b)
+	if err := r.d.Write(b, 0, append(enc, make([]byte, size-len(enc))...)); err != nil {
+		return err
+	}
+	r.qw[&w[0]] = codedWeight{buf: b, codec: c, soff: soff}
+	return nil
+}
+
+// Close releases the device buffers.
+func (r *DiTRunner) Close() {
+	for _, b := range r.bufs {
+		b.Release()
+	}
+	r.bufs = nil
+}
+
+// ditRun is one evaluation's buffers: the stream u [n, dim] (image rows,
+// then caption rows) and scratch of the same row layout.
+type ditRun struct {
+	imgRun
+	qw                    map[*float32]codedWeight
+	s                     *diffusion.DiTSpec
+	u, h, q, k, v, att, a *Buffer
+	hn, g, up, f          *Buffer
+	rope, mod, finalScale *Buffer
+	rows                  int
+}
+
+func (r *ditRun) linear(x *Buffer, w, b []float32, in, out, row0, rows int, y *Buffer) {
+	gx, gy := grid(rows*out, 256)
+	hasB := len(b) > 0
+	if q, ok := r.qw[&w[0]]; ok {
+		r.dispatchCoded(q, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy,
+			r.uniform(rows, in, out, row0, hasB, q.soff, 0, 0), x, q.buf, r.w(b), y)
+		return
+	}
+	r.dispatch(shaders.Linear, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+		r.uniform(rows, in, out, row0, hasB, 0, 0, 0), x, r.w(w), r.w(b), y)
+}
+
+// norm writes rows of x normalized (mode 0 RMS, 1 LayerNorm) into y, times
+// w and the modulation vector at scaleOff (< 0: none).
+func (r *ditRun) norm(x *Buffer, w []float32, scaleOff, mode, row0, rows int, eps float32, y *Buffer) {
+	scale := r.mod
+	if scaleOff == -2 {
+		scale, scaleOff = r.finalScale, 0
+	}
+	gx, gy := uint32(min(rows, 65535)), uint32((rows+65534)/65535)
+	r.dispatch(shaders.RowsNorm, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+		r.uniform(r.s.Dim, row0, rows, mode, eps, len(w) > 0, scaleOff >= 0, max(scaleOff, 0)), x, r.w(w), scale, y)
+}
+
+func (r *ditRun) gatedAdd(y *Buffer, gateOff, row0, rows int) {
+	gx, gy := grid(rows*r.s.Dim, 256)
+	r.dispatch(shaders.GatedAdd, []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+		r.uniform(r.s.Dim, row0, rows, gateOff >= 0, max(gateOff, 0), 0, 0, 0), y, r.mod, r.u)
+}
+
+// block runs one transformer block on rows [row0, row0+rows) of u; m is
+// its modulation vector's index (< 0: unmodulated).
+func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int) {
+	s := r.s
+	D, F := s.Dim, s.FFN
+	off := func(k int) int {
+		if m < 0 {
+			return -1
+		}
+		return (4*m + k) * D
+	}
+	r.norm(r.u, b.AttnNorm1, off(0), 0, row0, rows, s.Eps, r.h)
+	r.linear(r.h, b.Q, nil, D, D, row0, rows, r.q)
+	r.linear(r.h, b.K, nil, D, D, row0, rows, r.k)
+	r.linear(r.h, b.V, nil, D, D, row0, rows, r.v)
+	for _, x := range []struct {
+		buf *Buffer
+		nw  []float32
+	}{{r.q, b.QNorm}, {r.k, b.KNorm}} {
+		gx, gy := grid(rows*s.Heads, 64)
+		r.dispatch(shaders.QKRope, []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+			r.uniform(s.Heads, s.HeadDim, row0, rows, s.QKEps, len(x.nw) > 0, D, 0), r.w(x.nw), r.rope, x.buf)
+	}
+	r.dispatch(shaders.AttentionFull, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite},
+		uint32(min(rows, 65535)), uint32((rows+65534)/65535), uint32(s.Heads),
+		r.uniform(rows, s.HeadDim, float32(1/math.Sqrt(float64(s.HeadDim))), D, row0, 0, 0, 0), r.q, r.k, r.v, r.att)
+	r.linear(r.att, b.O, nil, D, D, row0, rows, r.a)
+	r.norm(r.a, b.AttnNorm2, -1, 0, row0, rows, s.Eps, r.hn)
+	r.gatedAdd(r.hn, off(1), row0, rows)
+
+	r.norm(r.u, b.FFNNorm1, off(2), 0, row0, rows, s.Eps, r.h)
+	r.linear(r.h, b.W1, nil, D, F, row0, rows, r.g)
+	r.linear(r.h, b.W3, nil, D, F, row0, rows, r.up)
+	gx, gy := grid(rows*F, 256)
+	r.dispatch(shaders.SiLUMul, []BindKind{Uniform, ReadOnly, ReadWrite}, gx, gy, 1,
+		r.uniform(rows*F, row0*F, 0, 0), r.up, r.g)
+	r.linear(r.g, b.W2, nil, F, D, row0, rows, r.f)
+	r.norm(r.f, b.FFNNorm2, -1, 0, row0, rows, s.Eps, r.hn)
+	r.gatedAdd(r.hn, off(3), row0, rows)
+}
+
+// dispatchCoded queues the codec's linear kernel.
+func (r *ditRun) dispatchCoded(q codedWeight, kinds []BindKind, gx, gy uint32, bufs ...*Buffer) {
+	if r.err != nil {
+		return
+	}
+	key := "img/linear/" + q.codec.String()
+	p, err := r.d.PipelineOf(key, func() (string, error) { return shaders.LinearCodec(q.codec) }, kinds)
+	if err != nil {
+		r.err = err
+		return
+	}
+	bs := make([]Binding, len(bufs))
+	for i, b := range bufs {
+		bs[i] = Whole(b)
+	}
+	g, err := r.d.BindGroup(p, key, bs...)
+	if err != nil {
+		r.err = err
+		return
+	}
+	r.groups = append(r.groups, g)
+	r.ds = append(r.ds, Dispatch{P: p, G: g, X: gx, Y: gy, Z: 1, Label: key})
+}
+
+// Run implements diffusion.DiTDevice.
+func (d *DiTRunner) Run(in *diffusion.DiTInput) ([]float32, error) {
+	s := d.s
+	D, F := s.Dim, s.FFN
+	n := in.ImgRows + in.CapRows
+	if len(in.Img) != in.ImgRows*D || len(in.Cap) != in.CapRows*D || len(in.NoiseMod) != len(s.NoiseRefiner) || len(in.LayerMod) != len(s.Layers) {
+		return nil, fmt.Errorf("webgpu: dit: input does not match the model")
+	}
+	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, qw: d.qw, s: s, rows: n}
+	defer r.release()
+	r.u = r.upload(append(append([]float32(nil), in.Img...), in.Cap...))
+	r.rope = r.upload(append(append([]float32(nil), in.ImgRope...), in.CapRope...))
+	var mods []float32
+	for _, m := range in.NoiseMod {
+		mods = append(mods, m...)
+	}
+	for _, m := range in.LayerMod {
+		mods = append(mods, m...)
+	}
+	r.mod = r.upload(mods)
+	r.finalScale = r.upload(in.FinalScale)
+	for _, p := range []**Buffer{&r.h, &r.q, &r.k, &r.v, &r.att, &r.a, &r.hn, &r.f} {
+		*p = r.buf(n * D)
+	}
+	r.g, r.up = r.buf(n*F), r.buf(n*F)
+	out := r.buf(in.NImg * s.PatchDim)
+
+	for i := range s.NoiseRefiner {
+		r.block(&s.NoiseRefiner[i], i, 0, in.ImgRows)
+	}
+	for i := range s.ContextRefiner {
+		r.block(&s.ContextRefiner[i], -1, in.ImgRows, in.CapRows)
+	}
+	for i := range s.Layers {
+		r.block(&s.Layers[i], len(s.NoiseRefiner)+i, 0, n)
+	}
+	r.norm(r.u, nil, -2, 1, 0, in.NImg, s.FinalEps, r.h)
+	r.linear(r.h, s.FinalW, s.FinalB, D, s.PatchDim, 0, in.NImg, out)
+	if r.err != nil {
+		return nil, fmt.Errorf("webgpu: dit: %w", r.err)
+	}
+	if err := d.d.Run(nil, r.ds, nil); err != nil {
+		return nil, fmt.Errorf("webgpu: dit: %w", err)
+	}
+	raw, err := d.d.ReadBuffer(out, uint64(4*in.NImg*s.PatchDim))
+	if err != nil {
+		return nil, fmt.Errorf("webgpu: dit: %w", err)
+	}
+	return BytesF32(raw), nil
+}
