@@ -272,7 +272,9 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	history := append([]int(nil), prompt...)
 	var dec *tokenizer.StreamDecoder
 	if e.Tokenizer != nil {
-		dec = e.Tokenizer.NewStreamDecoder()
+		// The prompt primes the decoder: the first generated token is a
+		// continuation, not the start of the text.
+		dec = e.Tokenizer.NewStreamDecoderAfter(prompt, false)
 	}
 	var text strings.Builder
 	stopper := NewStopMatcher(req.Stop)

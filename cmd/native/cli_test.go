@@ -278,3 +278,18 @@ func TestCLIWebGPU(t *testing.T) {
 		})
 	}
 }
+
+// TestContinuationSpace: the first generated token keeps its leading space
+// (it was "there wasa little": SPM's start-of-text rule was applied to the
+// first token after the prompt).
+func TestContinuationSpace(t *testing.T) {
+	p := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
+	out := cortiq(t, nil, "run", "-m", p, "-p", "Once upon a time there was", "-n", "12", "--temp", "0", "--backend", "cpu")
+	if !strings.HasPrefix(out, "Once upon a time there was a little") {
+		t.Errorf("got %q, want it to start with %q", out, "Once upon a time there was a little")
+	}
+	out = cortiq(t, nil, "run", "-m", p, "-p", "Once", "-n", "3", "--temp", "0", "--backend", "cpu")
+	if !strings.HasPrefix(out, "Once upon a") {
+		t.Errorf("got %q, want it to start with %q", out, "Once upon a")
+	}
+}
