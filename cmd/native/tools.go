@@ -57,15 +57,21 @@ func cmdLogits(args []string) error {
 }
 
 func openModel(nameOrPath string) (*model.Model, error) {
-	ctx, cancel := interruptible()
-	defer cancel()
-	r := resolve.Default()
-	r.Download = hubDownloader()
-	path, err := r.Resolve(ctx, nameOrPath)
+	path, err := resolvePath(nameOrPath)
 	if err != nil {
 		return nil, err
 	}
 	return importer.Open(path)
+}
+
+// resolvePath turns a model name or path into a local path, downloading
+// when needed.
+func resolvePath(nameOrPath string) (string, error) {
+	ctx, cancel := interruptible()
+	defer cancel()
+	r := resolve.Default()
+	r.Download = hubDownloader()
+	return r.Resolve(ctx, nameOrPath)
 }
 
 func cmdImport(args []string) error {
@@ -175,13 +181,22 @@ func cmdInfo(args []string) error {
 	return nil
 }
 
-// loadTokenizer accepts a model (name or path), a tokenizer.json or a
-// vocabulary-only GGUF.
+// loadTokenizer accepts a model (name or path), a tokenizer.json or any
+// GGUF: a GGUF's tokenizer comes from its tokenizer.* metadata alone,
+// whatever its architecture and tensors (llama.cpp's vocabulary-only
+// ggml-vocab-*.gguf files included).
 func loadTokenizer(arg string) (*tokenizer.Tokenizer, error) {
 	if strings.HasSuffix(arg, ".json") || strings.HasSuffix(arg, ".json.gz") {
 		return tokenizer.FromFile(arg)
 	}
-	m, err := openModel(arg)
+	path, err := resolvePath(arg)
+	if err != nil {
+		return nil, err
+	}
+	if isGGUF(path) {
+		return tokenizer.FromGGUFFile(path)
+	}
+	m, err := importer.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +211,7 @@ func cmdTokenize(args []string) error {
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
 	name := fs.String("m", "", "model, tokenizer.json or vocabulary GGUF")
 	special := fs.Bool("special", false, "add the model's special tokens (BOS) as HF add_special_tokens=True")
+	parseSpecial := fs.Bool("parse-special", true, "match special tokens written in the text (HF does; llama.cpp's tokenizer tests do not)")
 	jsonOut := fs.Bool("json", false, `print {"ids":[...],"tokens":[...]}`)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -208,7 +224,7 @@ func cmdTokenize(args []string) error {
 	if err != nil {
 		return err
 	}
-	ids := tok.Encode(string(text), *special)
+	ids := tok.EncodeWith(string(text), tokenizer.EncodeOptions{AddSpecial: *special, ParseSpecial: *parseSpecial})
 	if *jsonOut {
 		toks := make([]string, len(ids))
 		for i, id := range ids {
@@ -273,4 +289,21 @@ func writeLogits(path string, logits []float32, n, vocab int) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// isGGUF reports whether path is a regular file that starts with the GGUF
+// magic.
+func isGGUF(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [4]byte
+	_, err = io.ReadFull(f, magic[:])
+	return err == nil && string(magic[:]) == "GGUF"
 }
