@@ -379,3 +379,61 @@ func TestVocabGGUF(t *testing.T) {
 		})
 	}
 }
+
+// envWithout is the test's environment less the named variables.
+func envWithout(names ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		keep := true
+		for _, n := range names {
+			if strings.HasPrefix(kv, n+"=") {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// TestNoRuntimeDirNoise: without XDG_RUNTIME_DIR (a server, a container,
+// CI) commands that touch the GPU print no "XDG_RUNTIME_DIR is invalid"
+// lines from the Vulkan stack, and leave no private runtime directory
+// behind.
+func TestNoRuntimeDirNoise(t *testing.T) {
+	tmp := t.TempDir()
+	cmds := [][]string{{"devices"}}
+	if root, ok := sharedRoot(); ok {
+		cmds = append(cmds, []string{"run", "-m", filepath.Join(root, "fixtures", "models", "stories260K.gguf"), "-n", "2", "--temp", "0", "--backend", "webgpu"})
+	}
+	for _, args := range cmds {
+		cmd := exec.Command(cortiqBin, args...)
+		cmd.Env = append(envWithout("XDG_RUNTIME_DIR", "TMPDIR"), "TMPDIR="+tmp)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("cortiq %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		}
+		if strings.Contains(stderr.String(), "XDG_RUNTIME_DIR") {
+			t.Errorf("cortiq %s: stderr has the loader's noise:\n%s", strings.Join(args, " "), stderr.String())
+		}
+		if left, _ := os.ReadDir(tmp); len(left) > 0 {
+			t.Errorf("cortiq %s left %s in TMPDIR", strings.Join(args, " "), left[0].Name())
+		}
+	}
+}
+
+// sharedRoot is ../shared (or $CORTIQ_SHARED) when present.
+func sharedRoot() (string, bool) {
+	d := os.Getenv("CORTIQ_SHARED")
+	if d == "" {
+		d = filepath.Join("..", "..", "..", "shared")
+	}
+	abs, err := filepath.Abs(d)
+	if err != nil {
+		return "", false
+	}
+	_, err = os.Stat(abs)
+	return abs, err == nil
+}
