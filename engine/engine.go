@@ -44,7 +44,8 @@ type Engine struct {
 	Tokenizer *tokenizer.Tokenizer // nil when the source carries none
 	opts      Options
 	dev       backend.Backend // nil when running on the CPU only
-	devErr    error           // why the device backend is not in use
+	devErr    error           // why the device backend is not in use (a fault)
+	devReason string          // why the auto choice declined a working device
 	owned     bool            // Close releases the backends and the model
 
 	cpuMu  sync.Mutex
@@ -81,7 +82,12 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 		case e.autoChoice():
 			if keep, why := keepDeviceByProbe(m, dev, c); !keep {
 				dev.Close()
-				e.devErr = why
+				var faster *CPUFasterError
+				if errors.As(why, &faster) {
+					e.devReason = why.Error()
+				} else {
+					e.devErr = why
+				}
 				break
 			}
 			e.dev = dev
@@ -141,8 +147,13 @@ func (e *Engine) cpuBackend() (backend.Backend, error) {
 }
 
 // DeviceError says why no device backend is in use (nil when one is, or
-// when none was asked for).
+// when none was asked for, or when the auto choice measured the CPU as
+// faster: see BackendReason).
 func (e *Engine) DeviceError() error { return e.devErr }
+
+// BackendReason says why the auto choice runs on the CPU although a
+// working device exists (the CPU decodes this model faster); "" otherwise.
+func (e *Engine) BackendReason() string { return e.devReason }
 
 // BackendName is the backend new sessions start on.
 func (e *Engine) BackendName() string {
@@ -216,7 +227,8 @@ type Result struct {
 	UploadBytesDelta int64   `json:"upload_bytes_delta"`
 	WeightBytesToken int64   `json:"weight_bytes_per_token,omitempty"` // weight bytes the device reads per decode step
 	ResidentBytes    int64   `json:"resident_bytes,omitempty"`
-	DeviceError      string  `json:"device_error,omitempty"`
+	DeviceError      string  `json:"device_error,omitempty"`    // a device fault sent the work to the CPU
+	BackendReason    string  `json:"backend_reason,omitempty"` // why auto chose the CPU over a working device
 }
 
 // Encode tokenizes a prompt with the model's rules for special tokens.
@@ -268,6 +280,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	if e.devErr != nil {
 		res.DeviceError = e.devErr.Error()
 	}
+	res.BackendReason = e.devReason
 	smp := sample.New(req.Sampling)
 	history := append([]int(nil), prompt...)
 	var dec *tokenizer.StreamDecoder

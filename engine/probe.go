@@ -87,8 +87,16 @@ func hostWinsError(dev backend.Backend, path string, cached bool) error {
 	if path != "" {
 		how += "; delete " + path + " to measure again"
 	}
-	return fmt.Errorf("the CPU engine decodes this model faster than %s (%s; --backend webgpu forces the device)", dev.Name(), how)
+	return &CPUFasterError{fmt.Sprintf("the CPU engine decodes this model faster than %s (%s; --backend webgpu forces the device)", dev.Name(), how)}
 }
+
+// CPUFasterError is the auto choice's normal verdict that the CPU decodes
+// a model faster than the device: no fault of the device, so it is
+// reported as a backend reason (Engine.BackendReason,
+// Result.BackendReason), never as a device error.
+type CPUFasterError struct{ msg string }
+
+func (e *CPUFasterError) Error() string { return e.msg }
 
 // shapeKey names what decides a model's decode speed: family, sizes and
 // the weights' codec.

@@ -29,6 +29,7 @@ func (m engineModel) Generate(ctx context.Context, req GenRequest, onToken func(
 	return &Result{
 		IDs: res.IDs, Text: res.Text, PromptTokens: res.PromptTokens, PrefillTokS: res.PrefillTokS,
 		DecodeTokS: res.DecodeTokS, Backend: res.Backend, FinishReason: res.FinishReason, DeviceError: res.DeviceError,
+		BackendReason: res.BackendReason,
 	}, nil
 }
 

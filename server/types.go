@@ -67,6 +67,8 @@ type Result struct {
 	Backend      string  `json:"backend"`
 	FinishReason string  `json:"finish_reason"`
 	DeviceError  string  `json:"device_error,omitempty"`
+	// BackendReason: why auto chose the CPU over a working device.
+	BackendReason string `json:"backend_reason,omitempty"`
 	// Server-side timings, filled by the server, not the worker.
 	TTFTMs  float64 `json:"ttft_ms"`
 	TotalMs float64 `json:"total_ms"`

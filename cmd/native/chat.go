@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +12,7 @@ import (
 )
 
 func init() {
-	register("chat", "interactive chat with streaming, history and /reset", cmdChat)
+	register("chat", "chat [-m MODEL] [flags]", "interactive chat with streaming, history and /reset", cmdChat)
 }
 
 func renderChat(e *engine.Engine, msgs []chat.Message, system string) (string, error) {
@@ -24,14 +23,14 @@ func renderChat(e *engine.Engine, msgs []chat.Message, system string) (string, e
 }
 
 func cmdChat(args []string) error {
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	fs := newFlags("chat")
 	var mf modelFlags
 	var sf samplingFlags
 	mf.register(fs)
 	sf.register(fs)
 	system := fs.String("system", "", "system message")
 	n := fs.Int("n", 512, "max tokens per reply")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	ctx, cancel := interruptible()

@@ -437,3 +437,40 @@ func sharedRoot() (string, bool) {
 	_, err = os.Stat(abs)
 	return abs, err == nil
 }
+
+// TestHelp: 'cortiq help CMD' and 'cortiq CMD -h' print the command's
+// synopsis (positional arguments named) and flags on stdout and exit 0;
+// a bad flag is a usage error (exit 2) that repeats the synopsis;
+// 'cortiq version' names the module version and the Go toolchain.
+func TestHelp(t *testing.T) {
+	for _, name := range []string{"run", "logits", "import", "info", "bench", "synth", "tokenize", "detokenize", "chat", "devices", "serve", "remote", "version"} {
+		for _, args := range [][]string{{"help", name}, {name, "-h"}, {name, "--help"}} {
+			out, stderr, code := cortiqIn(t, nil, "", args...)
+			if code != 0 || !strings.HasPrefix(out, "usage: cortiq "+name) {
+				t.Errorf("cortiq %s: exit %d, stdout %q, stderr %q; want exit 0 and the synopsis on stdout", strings.Join(args, " "), code, out, stderr)
+			}
+			if strings.Contains(stderr, "help requested") {
+				t.Errorf("cortiq %s: stderr %q", strings.Join(args, " "), stderr)
+			}
+		}
+	}
+	out, _, _ := cortiqIn(t, nil, "", "import", "-h")
+	if !strings.Contains(out, "import SRC -o OUT.cmf") || !strings.Contains(out, "-quant") {
+		t.Errorf("import -h: %q; want the synopsis naming SRC and the flags", out)
+	}
+	out, _, _ = cortiqIn(t, nil, "", "help", "run")
+	if !strings.Contains(out, "-temp") || !strings.Contains(out, "seed used is printed") {
+		t.Errorf("help run: %q; want run's flags", out)
+	}
+	_, stderr, code := cortiqIn(t, nil, "", "run", "--no-such-flag")
+	if code != 2 || !strings.Contains(stderr, "no-such-flag") || !strings.Contains(stderr, "usage: cortiq run") {
+		t.Errorf("run --no-such-flag: exit %d, stderr %q; want exit 2 naming the flag and the synopsis", code, stderr)
+	}
+	if _, _, code := cortiqIn(t, nil, "", "help", "nonsense"); code != 2 {
+		t.Errorf("help nonsense: exit %d, want 2", code)
+	}
+	out, _, code = cortiqIn(t, nil, "", "version")
+	if code != 0 || !strings.HasPrefix(out, "cortiq ") || !strings.Contains(out, "go1.") {
+		t.Errorf("version: exit %d, %q", code, out)
+	}
+}

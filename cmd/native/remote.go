@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"text/tabwriter"
@@ -13,24 +12,19 @@ import (
 )
 
 func init() {
-	register("remote", "drive a cortiq server over its websocket protocol (run, workers, stats)", cmdRemote)
+	register("remote", "remote [--server URL] [--token T] [--worker ID] run|workers|stats [flags]", "drive a cortiq server over its websocket protocol (run, workers, stats)", cmdRemote)
 }
 
 func cmdRemote(args []string) error {
-	fs := flag.NewFlagSet("remote", flag.ContinueOnError)
+	fs := newFlags("remote")
 	addr := fs.String("server", "http://127.0.0.1:8080", "server URL (http://, https://, ws:// or wss://)")
 	token := fs.String("token", os.Getenv("CORTIQ_TOKEN"), "bearer token (default $CORTIQ_TOKEN)")
 	workerID := fs.String("worker", "", "worker id to run on (see 'cortiq remote workers'); default: by model")
-	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: cortiq remote [--server URL] [--token T] [--worker ID] run|workers|stats [flags]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
-		return errors.New("no remote command: want run, workers or stats")
+		return usageError{fs, errors.New("no remote command: want run, workers or stats")}
 	}
 	sub, rest := fs.Arg(0), fs.Args()[1:]
 	ctx, cancel := interruptible()
@@ -69,7 +63,8 @@ func cmdRemote(args []string) error {
 // remoteRun is 'cortiq run' against a server: same flags where they make
 // sense, same output.
 func remoteRun(ctx context.Context, c *server.Client, workerID string, args []string) error {
-	fs := flag.NewFlagSet("remote run", flag.ContinueOnError)
+	synopses["remote run"] = "remote [--server URL] [--token T] run [-p TEXT | --ids 1,2,3] [-n N] [flags]"
+	fs := newFlags("remote run")
 	var sf samplingFlags
 	sf.register(fs)
 	worker := fs.String("worker", workerID, "worker id to run on (also accepted before 'run')")
@@ -83,7 +78,7 @@ func remoteRun(ctx context.Context, c *server.Client, workerID string, args []st
 	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-sequence tokens")
 	var stops multiFlag
 	fs.Var(&stops, "stop", "stop string (repeatable)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -115,7 +115,7 @@ func (s *samplingFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&s.presence, "presence-penalty", 0, "presence penalty")
 	fs.Float64Var(&s.frequency, "frequency-penalty", 0, "frequency penalty")
 	fs.IntVar(&s.repeatLastN, "repeat-last-n", 64, "tokens the penalties look back at (-1 = all)")
-	fs.Int64Var(&s.seed, "seed", -1, "random seed (-1 = from the clock; the seed used is reported)")
+	fs.Int64Var(&s.seed, "seed", -1, "random seed (-1 = from the clock); when sampling, the seed used is printed with the stats on stderr and in --json's summary")
 }
 
 func (s *samplingFlags) params() sample.Params {
@@ -135,11 +135,11 @@ func interruptible() (context.Context, context.CancelFunc) {
 }
 
 func init() {
-	register("run", "generate text from a prompt or token ids", cmdRun)
+	register("run", "run [-m MODEL] [-p TEXT | --ids 1,2,3] [-n N] [--temp T] [flags]", "generate text from a prompt or token ids", cmdRun)
 }
 
 func cmdRun(args []string) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs := newFlags("run")
 	var mf modelFlags
 	var sf samplingFlags
 	mf.register(fs)
@@ -154,7 +154,7 @@ func cmdRun(args []string) error {
 	greedyBatch := fs.Int("greedy-batch", 1, "with --temp 0: greedy tokens picked per device submit (argmax on the device)")
 	var stops multiFlag
 	fs.Var(&stops, "stop", "stop string (repeatable)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -211,8 +211,15 @@ func cmdRun(args []string) error {
 		}{true, res, req.Sampling.Seed})
 	}
 	fmt.Fprintln(out)
-	fmt.Fprintf(os.Stderr, "\n[%s] prompt %d tok, %.1f tok/s prefill, %.1f tok/s decode, %d generated (%s)\n",
-		res.Backend, res.PromptTokens, res.PrefillTokS, res.DecodeTokS, len(res.IDs), res.FinishReason)
+	seed := ""
+	if !req.Sampling.Greedy() {
+		seed = fmt.Sprintf(", seed %d", req.Sampling.Seed)
+	}
+	fmt.Fprintf(os.Stderr, "\n[%s] prompt %d tok, %.1f tok/s prefill, %.1f tok/s decode, %d generated (%s%s)\n",
+		res.Backend, res.PromptTokens, res.PrefillTokS, res.DecodeTokS, len(res.IDs), res.FinishReason, seed)
+	if res.BackendReason != "" {
+		fmt.Fprintf(os.Stderr, "[auto] %s\n", res.BackendReason)
+	}
 	return nil
 }
 

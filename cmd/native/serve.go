@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,11 +16,11 @@ import (
 )
 
 func init() {
-	register("serve", "OpenAI-compatible HTTP API and websocket remote control", cmdServe)
+	register("serve", "serve [-m MODEL]... [--addr HOST:PORT] [--token T] [flags]", "OpenAI-compatible HTTP API and websocket remote control", cmdServe)
 }
 
 func cmdServe(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := newFlags("serve")
 	var mf modelFlags
 	mf.register(fs)
 	// -m is repeatable here: every model is served under its base name.
@@ -39,7 +38,7 @@ func cmdServe(args []string) error {
 	maxPerConn := fs.Int("max-per-conn", 8, "concurrent generations per websocket connection")
 	slots := fs.Int("slots", 0, "generations each model runs at once, the others wait in order (0 = no bound)")
 	allowLoad := fs.Bool("allow-load", true, "let authenticated websocket clients load more models on this server")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

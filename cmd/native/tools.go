@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -19,20 +18,20 @@ import (
 )
 
 func init() {
-	register("logits", "write the logits of every prompt position to a safetensors file", cmdLogits)
-	register("import", "convert an HF directory or GGUF file to CMF (optionally quantized)", cmdImport)
-	register("info", "show a model's architecture, codecs and sizes", cmdInfo)
-	register("tokenize", "tokenize stdin with a model's tokenizer", cmdTokenize)
-	register("detokenize", "turn token ids back into text", cmdDetokenize)
+	register("logits", "logits -m MODEL --ids 1,2,3 -o OUT.safetensors [flags]", "write the logits of every prompt position to a safetensors file", cmdLogits)
+	register("import", "import SRC -o OUT.cmf [--quant f32|f16|bf16|q8_0|q4_0]", "convert an HF directory or GGUF file to CMF (optionally quantized)", cmdImport)
+	register("info", "info -m MODEL", "show a model's architecture, codecs and sizes", cmdInfo)
+	register("tokenize", "tokenize -m MODEL [--special] [--json] < TEXT", "tokenize stdin with a model's tokenizer", cmdTokenize)
+	register("detokenize", "detokenize -m MODEL --ids 1,2,3 [--skip-special]", "turn token ids back into text", cmdDetokenize)
 }
 
 func cmdLogits(args []string) error {
-	fs := flag.NewFlagSet("logits", flag.ContinueOnError)
+	fs := newFlags("logits")
 	var mf modelFlags
 	mf.register(fs)
 	idsFlag := fs.String("ids", "", "token ids, comma separated")
 	out := fs.String("o", "", "output .safetensors file (tensor \"logits\" f32 [len(ids), vocab])")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *out == "" {
@@ -75,7 +74,7 @@ func resolvePath(nameOrPath string) (string, error) {
 }
 
 func cmdImport(args []string) error {
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	fs := newFlags("import")
 	out := fs.String("o", "", "output .cmf file")
 	quant := fs.String("quant", "", "requantize weights: f32, f16, bf16, q8_0 or q4_0 (default: keep)")
 	// Accept the source before or after the flags.
@@ -83,7 +82,7 @@ func cmdImport(args []string) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		src, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if src == "" && fs.NArg() > 0 {
@@ -120,10 +119,10 @@ func closeModel(m *model.Model) {
 }
 
 func cmdInfo(args []string) error {
-	fs := flag.NewFlagSet("info", flag.ContinueOnError)
+	fs := newFlags("info")
 	name := fs.String("m", "", "model")
 	jsonOut := fs.Bool("json", false, "print the normalized architecture as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	m, err := openModel(*name)
@@ -208,12 +207,12 @@ func loadTokenizer(arg string) (*tokenizer.Tokenizer, error) {
 }
 
 func cmdTokenize(args []string) error {
-	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
+	fs := newFlags("tokenize")
 	name := fs.String("m", "", "model, tokenizer.json or vocabulary GGUF")
 	special := fs.Bool("special", false, "add the model's special tokens (BOS) as HF add_special_tokens=True")
 	parseSpecial := fs.Bool("parse-special", true, "match special tokens written in the text (HF does; llama.cpp's tokenizer tests do not)")
 	jsonOut := fs.Bool("json", false, `print {"ids":[...],"tokens":[...]}`)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	tok, err := loadTokenizer(*name)
@@ -246,11 +245,11 @@ func cmdTokenize(args []string) error {
 }
 
 func cmdDetokenize(args []string) error {
-	fs := flag.NewFlagSet("detokenize", flag.ContinueOnError)
+	fs := newFlags("detokenize")
 	name := fs.String("m", "", "model, tokenizer.json or vocabulary GGUF")
 	idsFlag := fs.String("ids", "", "token ids, comma separated")
 	skip := fs.Bool("skip-special", false, "leave special tokens out")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	ids, err := parseIDs(*idsFlag)
