@@ -227,7 +227,7 @@ type Result struct {
 	UploadBytesDelta int64   `json:"upload_bytes_delta"`
 	WeightBytesToken int64   `json:"weight_bytes_per_token,omitempty"` // weight bytes the device reads per decode step
 	ResidentBytes    int64   `json:"resident_bytes,omitempty"`
-	DeviceError      string  `json:"device_error,omitempty"`    // a device fault sent the work to the CPU
+	DeviceError      string  `json:"device_error,omitempty"`   // a device fault sent the work to the CPU
 	BackendReason    string  `json:"backend_reason,omitempty"` // why auto chose the CPU over a working device
 }
 
