@@ -29,9 +29,19 @@ func cmdChat(args []string) error {
 	mf.register(fs)
 	sf.register(fs)
 	system := fs.String("system", "", "system message")
-	n := fs.Int("n", 512, "max tokens per reply")
+	n := fs.Int("n", 512, "max tokens per reply (-1 = up to the context limit)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if err := sf.check(); err != nil {
+		return usageError{fs, err}
+	}
+	if *n == 0 {
+		return usageError{fs, fmt.Errorf("-n 0: a reply needs at least one token (-1 = up to the context limit)")}
+	}
+	maxNew, err := maxTokens(*n)
+	if err != nil {
+		return usageError{fs, err}
 	}
 	ctx, cancel := interruptible()
 	defer cancel()
@@ -72,7 +82,7 @@ func cmdChat(args []string) error {
 		if perr != nil {
 			return perr
 		}
-		res, gerr := e.Generate(ctx, engine.Request{IDs: ids, MaxTokens: *n, Sampling: sf.params()}, func(t engine.Token) error {
+		res, gerr := e.Generate(ctx, engine.Request{IDs: ids, MaxTokens: maxNew, Sampling: sf.params()}, func(t engine.Token) error {
 			_, err := fmt.Print(t.Text)
 			return err
 		})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/cortiq/cortiq/fixtures"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -472,5 +473,96 @@ func TestHelp(t *testing.T) {
 	out, _, code = cortiqIn(t, nil, "", "version")
 	if code != 0 || !strings.HasPrefix(out, "cortiq ") || !strings.Contains(out, "go1.") {
 		t.Errorf("version: exit %d, %q", code, out)
+	}
+}
+
+// TestBadValues: out-of-range values are refused naming the flag (not
+// clamped, not a silent CPU fallback); -n 0 generates nothing and -n -1
+// runs to the context limit; without a tokenizer -p fails before the
+// prompt is echoed.
+func TestBadValues(t *testing.T) {
+	root := fixtures.Dir(t)
+	stories := filepath.Join(root, "fixtures", "models", "stories260K.gguf")
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--backend", "webgpu", "--gpu-layers", "x-y"}, "--gpu-layers"},
+		{[]string{"--gpu-layers", "3-1"}, "--gpu-layers"},
+		{[]string{"--temp", "-1"}, "--temp"},
+		{[]string{"--temp", "NaN"}, "--temp"},
+		{[]string{"--top-p", "2"}, "--top-p"},
+		{[]string{"--top-k", "-1"}, "--top-k"},
+		{[]string{"--min-p", "1.5"}, "--min-p"},
+		{[]string{"--min-p", "-0.1"}, "--min-p"},
+		{[]string{"--repeat-penalty", "0"}, "--repeat-penalty"},
+		{[]string{"--repeat-last-n", "-2"}, "--repeat-last-n"},
+		{[]string{"-n", "-2"}, "-n"},
+	} {
+		args := append([]string{"run", "-m", stories, "-n", "4"}, c.args...)
+		out, stderr, code := cortiqIn(t, nil, "", args...)
+		if code == 0 || !strings.Contains(stderr, c.flag+" ") || out != "" {
+			t.Errorf("run %s: exit %d, stdout %q, stderr %q; want an error naming %s and no output", strings.Join(c.args, " "), code, out, stderr, c.flag)
+		}
+	}
+	// The same value from the environment is named too.
+	_, stderr, code := cortiqIn(t, []string{"CORTIQ_GPU_LAYERS=zero"}, "", "run", "-m", stories, "-n", "2", "--backend", "webgpu")
+	if code == 0 || !strings.Contains(stderr, "CORTIQ_GPU_LAYERS") {
+		t.Errorf("CORTIQ_GPU_LAYERS=zero: exit %d, stderr %q", code, stderr)
+	}
+	out, stderr, code := cortiqIn(t, nil, "", "run", "-m", stories, "-n", "0", "--temp", "0", "--json")
+	var final struct {
+		Done bool  `json:"done"`
+		IDs  []int `json:"ids"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &final) != nil || !final.Done || len(final.IDs) != 0 {
+		t.Errorf("-n 0 --json: exit %d, stdout %q, stderr %q; want one final line and no tokens", code, out, stderr)
+	}
+	got := runGreedy(t, stories, []int{1, 403}, -1, "--ctx", "40", "--backend", "cpu")
+	if len(got.IDs) != 38 {
+		t.Errorf("-n -1 --ctx 40 after 2 prompt tokens: %d generated, want 38", len(got.IDs))
+	}
+	tiny := filepath.Join(root, "fixtures", "tiny", "llama") // an HF checkpoint without tokenizer files
+	out, stderr, code = cortiqIn(t, nil, "", "run", "-m", tiny, "-p", "Hello there", "-n", "2", "--backend", "cpu")
+	if code == 0 || out != "" || !strings.Contains(stderr, "tokenizer") {
+		t.Errorf("-p without a tokenizer: exit %d, stdout %q, stderr %q; want an error and nothing echoed", code, out, stderr)
+	}
+}
+
+// TestInterrupt: Ctrl-C stops a generation cleanly (the stats line says
+// cancelled) and the exit status is 130, not 0.
+func TestInterrupt(t *testing.T) {
+	stories := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
+	cmd := exec.Command(cortiqBin, "run", "-m", stories, "-p", "Once", "-n", "-1", "--ctx", "4096", "--ignore-eos", "--backend", "cpu")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for generated text (past the echoed prompt), then interrupt.
+	buf := make([]byte, 64)
+	seen := 0
+	for seen <= len("Once") {
+		n, err := stdout.Read(buf)
+		if err != nil {
+			t.Fatalf("read: %v (stderr %s)", err, stderr.String())
+		}
+		seen += n
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, stdout)
+	err = cmd.Wait()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	if code != 130 || !strings.Contains(stderr.String(), "cancelled") {
+		t.Errorf("interrupted run: exit %d (want 130), stderr %q (want the stats line saying cancelled)", code, stderr.String())
 	}
 }

@@ -71,7 +71,7 @@ func remoteRun(ctx context.Context, c *server.Client, workerID string, args []st
 	model := fs.String("model", "", "model name on the server (default: the worker's, or the server's first)")
 	prompt := fs.String("p", "", "prompt text")
 	idsFlag := fs.String("ids", "", "prompt token ids, comma separated (no BOS is added)")
-	n := fs.Int("n", 128, "tokens to generate")
+	n := fs.Int("n", 128, "tokens to generate (-1 = up to the context limit)")
 	jsonOut := fs.Bool("json", false, "print JSON Lines: one object per token, then a final summary")
 	useChat := fs.Bool("chat", false, "wrap the prompt in the model's chat template as a user message")
 	system := fs.String("system", "", "system message (with --chat)")
@@ -82,11 +82,21 @@ func remoteRun(ctx context.Context, c *server.Client, workerID string, args []st
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return usageError{fs, fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if err := sf.check(); err != nil {
+		return usageError{fs, err}
+	}
+	if *n == 0 {
+		return usageError{fs, fmt.Errorf("-n 0: nothing to ask the server for (-1 = up to the context limit)")}
+	}
+	maxNew, err := maxTokens(*n)
+	if err != nil {
+		return usageError{fs, err}
 	}
 	p := sf.params()
 	m := &server.Msg{
-		Worker: *worker, Model: *model, MaxTokens: *n, Stop: stops, IgnoreEOS: *ignoreEOS,
+		Worker: *worker, Model: *model, MaxTokens: maxNew, Stop: stops, IgnoreEOS: *ignoreEOS,
 		Temperature: float64(p.Temperature), TopK: p.TopK, TopP: float64(p.TopP), MinP: float64(p.MinP),
 		RepeatPenalty: float64(p.RepeatPenalty), PresencePenalty: float64(p.PresencePenalty),
 		FrequencyPenalty: float64(p.FrequencyPenalty), RepeatLastN: p.RepeatLastN, Seed: p.Seed,
@@ -123,7 +133,7 @@ func remoteRun(ctx context.Context, c *server.Client, workerID string, args []st
 		return err
 	})
 	if err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
 	if *jsonOut {
 		return enc.Encode(struct {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
+	"syscall"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/sample"
+	"github.com/cortiq/cortiq/webgpu"
 )
 
 // modelFlags are the flags every command that loads a model shares.
@@ -45,7 +48,12 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	}
 	budget, err := parseBytes(m.vramBudget)
 	if err != nil {
-		return nil, fmt.Errorf("--vram-budget: %w", err)
+		return nil, fmt.Errorf("--vram-budget (or CORTIQ_VRAM_BUDGET): %w", err)
+	}
+	// A bad layer list is the user's mistake, not a device failure: refuse
+	// it rather than run on the CPU.
+	if _, err := webgpu.ParseLayerRanges(m.gpuLayers, 0); err != nil {
+		return nil, fmt.Errorf("--gpu-layers (or CORTIQ_GPU_LAYERS): %w", err)
 	}
 	r := resolve.Default()
 	r.Download = hubDownloader()
@@ -118,6 +126,44 @@ func (s *samplingFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&s.seed, "seed", -1, "random seed (-1 = from the clock); when sampling, the seed used is printed with the stats on stderr and in --json's summary")
 }
 
+// check refuses values outside each parameter's range, naming the flag:
+// nothing out of range is silently clamped or ignored.
+func (s *samplingFlags) check() error {
+	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+	switch {
+	case bad(s.temp) || s.temp < 0:
+		return fmt.Errorf("--temp %g: want a temperature >= 0 (0 = greedy)", s.temp)
+	case s.topK < 0:
+		return fmt.Errorf("--top-k %d: want >= 0 (0 = off)", s.topK)
+	case bad(s.topP) || s.topP < 0 || s.topP > 1:
+		return fmt.Errorf("--top-p %g: want a probability in [0, 1] (1 = off)", s.topP)
+	case bad(s.minP) || s.minP < 0 || s.minP > 1:
+		return fmt.Errorf("--min-p %g: want a probability in [0, 1] (0 = off)", s.minP)
+	case bad(s.repeat) || s.repeat <= 0:
+		return fmt.Errorf("--repeat-penalty %g: want > 0 (1 = off)", s.repeat)
+	case bad(s.presence):
+		return fmt.Errorf("--presence-penalty %g: want a finite number", s.presence)
+	case bad(s.frequency):
+		return fmt.Errorf("--frequency-penalty %g: want a finite number", s.frequency)
+	case s.repeatLastN < -1:
+		return fmt.Errorf("--repeat-last-n %d: want >= -1 (-1 = all)", s.repeatLastN)
+	}
+	return nil
+}
+
+// maxTokens maps -n to a request's MaxTokens, where 0 means "to the
+// context limit": -n -1 is to the context limit, -n 0 generates nothing
+// (the caller checks), anything below -1 is refused.
+func maxTokens(n int) (int, error) {
+	switch {
+	case n < -1:
+		return 0, fmt.Errorf("-n %d: want a token count, 0 for none or -1 for up to the context limit", n)
+	case n == -1:
+		return 0, nil
+	}
+	return n, nil
+}
+
 func (s *samplingFlags) params() sample.Params {
 	seed := uint64(s.seed)
 	if s.seed < 0 {
@@ -130,8 +176,10 @@ func (s *samplingFlags) params() sample.Params {
 	}
 }
 
+// interruptible is cancelled by Ctrl-C or SIGTERM: the command stops
+// cleanly (temporary files removed, partial output flushed) and exits 130.
 func interruptible() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt)
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
 func init() {
@@ -146,7 +194,7 @@ func cmdRun(args []string) error {
 	sf.register(fs)
 	prompt := fs.String("p", "", "prompt text")
 	idsFlag := fs.String("ids", "", "prompt token ids, comma separated (no BOS is added)")
-	n := fs.Int("n", 128, "tokens to generate")
+	n := fs.Int("n", 128, "tokens to generate (0 = none, only the prompt is read; -1 = up to the context limit)")
 	jsonOut := fs.Bool("json", false, "print JSON Lines: one object per token, then a final summary")
 	useChat := fs.Bool("chat", false, "wrap the prompt in the model's chat template as a user message")
 	system := fs.String("system", "", "system message (with --chat)")
@@ -158,16 +206,23 @@ func cmdRun(args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return usageError{fs, fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if err := sf.check(); err != nil {
+		return usageError{fs, err}
+	}
+	maxNew, err := maxTokens(*n)
+	if err != nil {
+		return usageError{fs, err}
 	}
 	ctx, cancel := interruptible()
 	defer cancel()
 	e, err := mf.load(ctx)
 	if err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
 	defer e.Close()
-	req := engine.Request{MaxTokens: *n, Sampling: sf.params(), Stop: stops, IgnoreEOS: *ignoreEOS, GreedyBatch: *greedyBatch}
+	req := engine.Request{MaxTokens: maxNew, Sampling: sf.params(), Stop: stops, IgnoreEOS: *ignoreEOS, GreedyBatch: *greedyBatch}
 	switch {
 	case *idsFlag != "":
 		if req.IDs, err = parseIDs(*idsFlag); err != nil {
@@ -186,12 +241,26 @@ func cmdRun(args []string) error {
 		if req.Prompt == "" {
 			req.Prompt = "Once upon a time"
 		}
+		// Tokenize before echoing the prompt: a model without a
+		// tokenizer fails here, with nothing printed.
+		if req.IDs, err = e.Encode(req.Prompt); err != nil {
+			return err
+		}
 	}
 	out := os.Stdout
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
-	if !*jsonOut && req.IDs == nil {
+	if !*jsonOut && req.Prompt != "" {
 		fmt.Fprint(out, req.Prompt)
+	}
+	if *n == 0 {
+		// -n 0: the prompt is read (and checked), nothing generated.
+		if *jsonOut {
+			return enc.Encode(map[string]any{"done": true, "ids": []int{}, "text": "", "prompt_tokens": len(req.IDs), "finish_reason": "length"})
+		}
+		fmt.Fprintln(out)
+		fmt.Fprintf(os.Stderr, "\n[%s] prompt %d tok, 0 generated (-n 0)\n", e.BackendName(), len(req.IDs))
+		return nil
 	}
 	res, err := e.Generate(ctx, req, func(t engine.Token) error {
 		if *jsonOut {
@@ -201,14 +270,20 @@ func cmdRun(args []string) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
 	if *jsonOut {
-		return enc.Encode(struct {
+		if err := enc.Encode(struct {
 			Done bool `json:"done"`
 			*engine.Result
 			Seed uint64 `json:"seed"`
-		}{true, res, req.Sampling.Seed})
+		}{true, res, req.Sampling.Seed}); err != nil {
+			return err
+		}
+		if res.FinishReason == "cancelled" {
+			return errInterrupted
+		}
+		return nil
 	}
 	fmt.Fprintln(out)
 	seed := ""
@@ -220,7 +295,19 @@ func cmdRun(args []string) error {
 	if res.BackendReason != "" {
 		fmt.Fprintf(os.Stderr, "[auto] %s\n", res.BackendReason)
 	}
+	if res.FinishReason == "cancelled" {
+		return errInterrupted
+	}
 	return nil
+}
+
+// interrupted turns the error of work cut short by a signal into
+// errInterrupted (exit status 130).
+func interrupted(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w (%v)", errInterrupted, err)
+	}
+	return err
 }
 
 type multiFlag []string
