@@ -9,9 +9,9 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"syscall"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cortiq/cortiq/chat"
