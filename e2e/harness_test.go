@@ -23,6 +23,7 @@ import (
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/cortiq/cortiq/fixtures"
 	"github.com/cortiq/cortiq/server"
 )
 
@@ -49,7 +50,7 @@ func run(m *testing.M) int {
 	case chromium() == "":
 		skipAll = "e2e: no Chromium at /usr/bin/chromium (apt-get install -y chromium, or set CHROMIUM): browser tests skipped"
 	}
-	code := m.Run()
+	code := fixtures.RunHermetic(m)
 	if bundleDir != "" {
 		os.RemoveAll(bundleDir)
 	}

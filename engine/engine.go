@@ -35,6 +35,9 @@ type Options struct {
 	// state (KV cache, recurrent state) to the device session for the
 	// decode; a device session that cannot take it replays the prompt.
 	PrefillOnCPU bool
+	// ProbeCache is the file where --backend auto's speed verdicts are
+	// remembered (package probe); "" measures on every load.
+	ProbeCache string
 }
 
 // Engine is a loaded model with its tokenizer and backends. It is safe for
@@ -80,7 +83,7 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 			// reason is reported in Result.DeviceError.
 			e.devErr = err
 		case e.autoChoice():
-			if keep, why := keepDeviceByProbe(m, dev, c); !keep {
+			if keep, why := keepDeviceByProbe(m, dev, c, opts.ProbeCache); !keep {
 				dev.Close()
 				var faster *CPUFasterError
 				if errors.As(why, &faster) {

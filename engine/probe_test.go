@@ -24,12 +24,17 @@ func TestAutoProbe(t *testing.T) {
 	autoKeepsSoftware = true
 	defer func() { autoKeepsSoftware = false }()
 	cache := filepath.Join(t.TempDir(), "probe.json")
-	probePath = func() string { return cache }
-	defer func() { probePath = probe.DefaultPath }()
 	t.Setenv("CORTIQ_GPU", "")
 	t.Setenv("CORTIQ_PROBE", "")
 	dir := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", "llama")
-	load := func(backend string) *Engine { return loadEngine(t, dir, backend) }
+	load := func(backend string) *Engine {
+		e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, dir, Options{Backend: backend, ProbeCache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
 	e := load("auto")
 	if e.dev != nil || e.DeviceError() != nil || !strings.Contains(e.BackendReason(), "measured just now") {
 		t.Fatalf("auto on a software adapter: device kept %v, reason %q, device error %v; want the CPU, measured, and no device error", e.dev != nil, e.BackendReason(), e.DeviceError())

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building cortiq: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := fixtures.RunHermetic(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -45,7 +45,7 @@ func cmdDevices(args []string) error {
 			l.MaxComputeInvocationsPerWorkgroup, l.MaxStorageBuffersPerShaderStage}
 		dev.Close()
 	}
-	if p := probe.DefaultPath(); p != "" {
+	if p := probeCachePath(); p != "" {
 		if data, err := os.ReadFile(p); err == nil {
 			if entries, err := probe.ParseCache(data); err == nil {
 				out.Probe = entries

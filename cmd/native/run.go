@@ -55,11 +55,9 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	if _, err := webgpu.ParseLayerRanges(m.gpuLayers, 0); err != nil {
 		return nil, fmt.Errorf("--gpu-layers (or CORTIQ_GPU_LAYERS): %w", err)
 	}
-	r := resolve.Default()
-	r.Download = hubDownloader()
-	e, err := engine.Load(ctx, r, m.model, engine.Options{
+	e, err := engine.Load(ctx, newResolver(), m.model, engine.Options{
 		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget,
-		PrefillOnCPU: m.cpuPrefill,
+		PrefillOnCPU: m.cpuPrefill, ProbeCache: probeCachePath(),
 	})
 	if err != nil {
 		return nil, err

@@ -58,9 +58,7 @@ func cmdServe(args []string) error {
 
 	load := func(ctx context.Context, nameOrPath string, progress func(server.Progress)) (server.Model, string, string, error) {
 		progress(server.Progress{Stage: "resolving"})
-		r := resolve.Default()
-		r.Download = hubDownloader()
-		path, err := r.Resolve(ctx, nameOrPath)
+		path, err := newResolver().Resolve(ctx, nameOrPath)
 		if err != nil {
 			return nil, "", "", err
 		}

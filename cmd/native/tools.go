@@ -11,7 +11,6 @@ import (
 
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
-	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/tensor"
 	"github.com/cortiq/cortiq/tokenizer"
@@ -68,9 +67,7 @@ func openModel(nameOrPath string) (*model.Model, error) {
 func resolvePath(nameOrPath string) (string, error) {
 	ctx, cancel := interruptible()
 	defer cancel()
-	r := resolve.Default()
-	r.Download = hubDownloader()
-	return r.Resolve(ctx, nameOrPath)
+	return newResolver().Resolve(ctx, nameOrPath)
 }
 
 func cmdImport(args []string) error {
