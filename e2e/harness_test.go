@@ -23,6 +23,7 @@ import (
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/cortiq/cortiq/e2e/wasmtest"
 	"github.com/cortiq/cortiq/fixtures"
 	"github.com/cortiq/cortiq/server"
 )
@@ -146,6 +147,9 @@ func copyFile(src, dst string) error {
 func needBrowser(t *testing.T) {
 	t.Helper()
 	if skipAll != "" {
+		if os.Getenv(wasmtest.RequireEnv) == "1" && !testing.Short() {
+			t.Fatalf("%s (%s=1: browser tests must run)", skipAll, wasmtest.RequireEnv)
+		}
 		t.Skip(skipAll)
 	}
 	bundle(t)
