@@ -93,13 +93,35 @@ func (r *Resolver) Resolve(ctx context.Context, nameOrPath string) (string, erro
 	if r.Download == nil {
 		return "", fmt.Errorf("resolve: %q: %w locally (looked in %s) and no downloader is configured", nameOrPath, ErrNotFound, strings.Join(tried, ", "))
 	}
+	created := missingDirs(filepath.Dir(dst))
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", fmt.Errorf("resolve: %w", err)
 	}
 	if err := r.Download(ctx, hf, dst); err != nil {
-		return "", fmt.Errorf("resolve: %q: no local copy (looked in %s) and the download of %s/%s failed: %w", nameOrPath, strings.Join(tried, ", "), hf.Repo, hf.File, err)
+		// A failed lookup leaves no empty folders behind (a partial
+		// download, kept for resume, keeps its folder).
+		for i := len(created) - 1; i >= 0; i-- {
+			os.Remove(created[i])
+		}
+		return "", fmt.Errorf("resolve: %q: %w: no local copy (looked in %s) and the download of %s/%s failed: %w", nameOrPath, ErrNotFound, strings.Join(tried, ", "), hf.Repo, hf.File, err)
 	}
 	return dst, nil
+}
+
+// missingDirs lists dir and those of its parents that do not exist yet,
+// outermost first.
+func missingDirs(dir string) []string {
+	var out []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		out = append([]string{d}, out...)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	return out
 }
 
 func looksLikeHubRef(s string) bool {

@@ -27,6 +27,8 @@ import (
 	"io"
 	"os"
 	"sort"
+
+	"github.com/cortiq/cortiq/resolve"
 )
 
 type command struct {
@@ -159,5 +161,8 @@ func cortiqMain(args []string) int {
 		return 130
 	}
 	fmt.Fprintf(os.Stderr, "cortiq %s: %v\n", name, err)
+	if errors.Is(err, resolve.ErrNotFound) {
+		fmt.Fprintln(os.Stderr, "cortiq: pass the model's path to -m, or put the file in a folder listed in CORTIQ_MODEL_PATH (separated like PATH; searched by name after the cache)")
+	}
 	return 1
 }
