@@ -38,6 +38,9 @@ type Options struct {
 	// ProbeCache is the file where --backend auto's speed verdicts are
 	// remembered (package probe); "" measures on every load.
 	ProbeCache string
+	// Progress, when set, is told each slow stage of a load as it starts
+	// ("importing …", "uploading the weights to the device", …).
+	Progress func(stage string)
 }
 
 // Engine is a loaded model with its tokenizer and backends. It is safe for
@@ -76,6 +79,9 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 	e.cpu = c
 	switch want := e.wantDevice(); want {
 	case "webgpu":
+		if opts.Progress != nil {
+			opts.Progress("opening the device, uploading the weights and building the kernels")
+		}
 		dev, err := newDeviceBackend(m, opts, c)
 		switch {
 		case err != nil:
@@ -83,6 +89,9 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 			// reason is reported in Result.DeviceError.
 			e.devErr = err
 		case e.autoChoice():
+			if opts.Progress != nil {
+				opts.Progress("timing the device against the CPU")
+			}
 			if keep, why := keepDeviceByProbe(m, dev, c, opts.ProbeCache); !keep {
 				dev.Close()
 				var faster *CPUFasterError

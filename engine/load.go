@@ -19,6 +19,9 @@ func Load(ctx context.Context, r *resolve.Resolver, nameOrPath string, opts Opti
 	if err != nil {
 		return nil, err
 	}
+	if opts.Progress != nil {
+		opts.Progress("reading " + path)
+	}
 	m, err := importer.OpenCached(path, r.CacheDir)
 	if err != nil {
 		return nil, err

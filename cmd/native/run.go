@@ -55,10 +55,12 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	if _, err := webgpu.ParseLayerRanges(m.gpuLayers, 0); err != nil {
 		return nil, fmt.Errorf("--gpu-layers (or CORTIQ_GPU_LAYERS): %w", err)
 	}
+	lp := newLoadProgress(m.backend == "webgpu")
 	e, err := engine.Load(ctx, newResolver(), m.model, engine.Options{
 		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget,
-		PrefillOnCPU: m.cpuPrefill, ProbeCache: probeCachePath(),
+		PrefillOnCPU: m.cpuPrefill, ProbeCache: probeCachePath(), Progress: lp.stage,
 	})
+	lp.done(e)
 	if err != nil {
 		return nil, err
 	}

@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/server"
+	"github.com/cortiq/cortiq/web"
 )
 
 func init() {
@@ -33,7 +35,7 @@ func cmdServe(args []string) error {
 	token := fs.String("token", os.Getenv("CORTIQ_TOKEN"), "bearer token clients must send (default $CORTIQ_TOKEN)")
 	var origins multiFlag
 	fs.Var(&origins, "allow-origin", "extra browser origin allowed on the websocket and CORS, e.g. https://host:port (repeatable; * = any)")
-	web := fs.String("web", "", "static directory served at / (default ./web when it exists)")
+	webDir := fs.String("web", "", "directory with the browser bundle `make wasm` builds (cortiq.wasm, wasm_exec.js) and page overrides (default ./web when it exists; the page itself is built in)")
 	maxActive := fs.Int("max-active", 64, "concurrent generations in all")
 	maxPerConn := fs.Int("max-per-conn", 8, "concurrent generations per websocket connection")
 	slots := fs.Int("slots", 0, "generations each model runs at once, the others wait in order (0 = no bound)")
@@ -48,9 +50,9 @@ func cmdServe(args []string) error {
 	if err := server.CheckBind(*addr, *token); err != nil {
 		return err
 	}
-	if *web == "" {
+	if *webDir == "" {
 		if st, err := os.Stat("web"); err == nil && st.IsDir() {
-			*web = "web"
+			*webDir = "web"
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -73,7 +75,7 @@ func cmdServe(args []string) error {
 		return server.FromEngine(e), server.ModelName(path), path, nil
 	}
 	cfg := server.Config{
-		Token: *token, AllowOrigins: origins, WebDir: *web, MaxActive: *maxActive, MaxPerConn: *maxPerConn,
+		Token: *token, AllowOrigins: origins, WebDir: *webDir, WebPage: web.Page, MaxActive: *maxActive, MaxPerConn: *maxPerConn,
 		Slots: *slots,
 	}
 	if *allowLoad {
@@ -101,6 +103,11 @@ func cmdServe(args []string) error {
 	fmt.Fprintf(os.Stderr, "cortiq serve: http://%s/v1 — models: %s\n", *addr, strings.Join(names, ", "))
 	if *token == "" {
 		fmt.Fprintln(os.Stderr, "cortiq serve: no token: loopback clients only")
+	}
+	if *webDir == "" {
+		fmt.Fprintln(os.Stderr, "cortiq serve: no ./web here and no --web: the page is served without the engine bundle; run `make wasm` in the repository and pass --web REPO/web (or start from the repository root)")
+	} else if _, err := os.Stat(filepath.Join(*webDir, "cortiq.wasm")); err != nil {
+		fmt.Fprintf(os.Stderr, "cortiq serve: %s has no cortiq.wasm: run `make wasm` for the browser page (it will say so too)\n", *webDir)
 	}
 	select {
 	case err := <-errc:
