@@ -463,6 +463,13 @@ func TestHelp(t *testing.T) {
 	if !strings.Contains(out, "-temp") || !strings.Contains(out, "seed used is printed") {
 		t.Errorf("help run: %q; want run's flags", out)
 	}
+	out, _, code := cortiqIn(t, nil, "", "remote", "run", "-h") // no server needed
+	if code != 0 || !strings.HasPrefix(out, "usage: cortiq remote") || !strings.Contains(out, "-temp") {
+		t.Errorf("remote run -h: exit %d, %q", code, out)
+	}
+	if _, stderr, code := cortiqIn(t, nil, "", "import"); code != 2 || !strings.Contains(stderr, "import SRC -o OUT.cmf") {
+		t.Errorf("import without arguments: exit %d, stderr %q; want 2 and the synopsis", code, stderr)
+	}
 	_, stderr, code := cortiqIn(t, nil, "", "run", "--no-such-flag")
 	if code != 2 || !strings.Contains(stderr, "no-such-flag") || !strings.Contains(stderr, "usage: cortiq run") {
 		t.Errorf("run --no-such-flag: exit %d, stderr %q; want exit 2 naming the flag and the synopsis", code, stderr)

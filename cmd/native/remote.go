@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/cortiq/cortiq/server"
@@ -29,6 +30,9 @@ func cmdRemote(args []string) error {
 	sub, rest := fs.Arg(0), fs.Args()[1:]
 	ctx, cancel := interruptible()
 	defer cancel()
+	if sub == "run" && slices.ContainsFunc(rest, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
+		return remoteRun(ctx, nil, *workerID, rest) // help needs no server
+	}
 	c, err := server.Dial(ctx, *addr, *token)
 	if err != nil {
 		return err

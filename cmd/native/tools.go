@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -86,7 +87,7 @@ func cmdImport(args []string) error {
 		src = fs.Arg(0)
 	}
 	if src == "" || *out == "" {
-		return fmt.Errorf("usage: cortiq import SRC -o OUT.cmf [--quant f32|f16|q8_0|q4_0]")
+		return usageError{fs, errors.New("want a source and -o OUT.cmf")}
 	}
 	var codec tensor.Codec
 	keep := *quant == ""
