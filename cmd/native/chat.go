@@ -87,9 +87,12 @@ func cmdChat(args []string) error {
 			return err
 		})
 		if gerr != nil {
-			return gerr
+			return interrupted(ctx, gerr)
 		}
 		fmt.Println()
+		if res.FinishReason == "cancelled" {
+			return errInterrupted
+		}
 		history = append(history, chat.Message{Role: "assistant", Content: strings.TrimSpace(res.Text)})
 		if err == io.EOF {
 			return nil

@@ -505,6 +505,8 @@ func TestBadValues(t *testing.T) {
 		{[]string{"--repeat-penalty", "0"}, "--repeat-penalty"},
 		{[]string{"--repeat-last-n", "-2"}, "--repeat-last-n"},
 		{[]string{"-n", "-2"}, "-n"},
+		{[]string{"--ctx", "-1"}, "--ctx"},
+		{[]string{"--greedy-batch", "0"}, "--greedy-batch"},
 	} {
 		args := append([]string{"run", "-m", stories, "-n", "4"}, c.args...)
 		out, stderr, code := cortiqIn(t, nil, "", args...)

@@ -46,6 +46,9 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	default:
 		return nil, fmt.Errorf("--backend %q: want auto, cpu or webgpu", m.backend)
 	}
+	if m.ctx < 0 {
+		return nil, fmt.Errorf("--ctx %d: want a context length, or 0 for the model's", m.ctx)
+	}
 	budget, err := parseBytes(m.vramBudget)
 	if err != nil {
 		return nil, fmt.Errorf("--vram-budget (or CORTIQ_VRAM_BUDGET): %w", err)
@@ -214,6 +217,9 @@ func cmdRun(args []string) error {
 	maxNew, err := maxTokens(*n)
 	if err != nil {
 		return usageError{fs, err}
+	}
+	if *greedyBatch < 1 {
+		return usageError{fs, fmt.Errorf("--greedy-batch %d: want at least 1", *greedyBatch)}
 	}
 	ctx, cancel := interruptible()
 	defer cancel()
