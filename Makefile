@@ -20,9 +20,17 @@ build:
 run: build
 	./$(BIN) run -m stories260K -p "Once upon a time" -n 64 --temp 0
 
+# Browser tests (e2e, e2e/wasmtest, storage/opfs, storage/download) need
+# Chromium: without it they skip, and make says so before and after the run.
+# CORTIQ_REQUIRE_BROWSER=1 (set by .ci/run) makes them fail instead.
+CHROMIUM_BIN = $(or $(CHROMIUM),$(firstword $(shell command -v chromium chromium-browser google-chrome google-chrome-stable 2>/dev/null)))
+BROWSER_NOTE = if [ -z "$(CHROMIUM_BIN)" ]; then echo "*** no Chromium (apt-get install -y chromium, or set CHROMIUM): every browser test (e2e, e2e/wasmtest, storage/opfs, storage/download) is SKIPPED ***" >&2; fi
+
 test:
+	@$(BROWSER_NOTE)
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
+	@$(BROWSER_NOTE)
 
 test-short:
 	$(GO) test -count=1 -short ./...

@@ -23,6 +23,8 @@ import (
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/cortiq/cortiq/e2e/wasmtest"
+	"github.com/cortiq/cortiq/fixtures"
 	"github.com/cortiq/cortiq/server"
 )
 
@@ -49,7 +51,7 @@ func run(m *testing.M) int {
 	case chromium() == "":
 		skipAll = "e2e: no Chromium at /usr/bin/chromium (apt-get install -y chromium, or set CHROMIUM): browser tests skipped"
 	}
-	code := m.Run()
+	code := fixtures.RunHermetic(m)
 	if bundleDir != "" {
 		os.RemoveAll(bundleDir)
 	}
@@ -145,6 +147,9 @@ func copyFile(src, dst string) error {
 func needBrowser(t *testing.T) {
 	t.Helper()
 	if skipAll != "" {
+		if os.Getenv(wasmtest.RequireEnv) == "1" && !testing.Short() {
+			t.Fatalf("%s (%s=1: browser tests must run)", skipAll, wasmtest.RequireEnv)
+		}
 		t.Skip(skipAll)
 	}
 	bundle(t)

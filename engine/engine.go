@@ -49,6 +49,12 @@ type Options struct {
 	// a request whose prompt shares a prefix with one prefills only the
 	// rest (see prefix.go). 0 = off.
 	PrefixCacheBytes int64
+	// ProbeCache is the file where --backend auto's speed verdicts are
+	// remembered (package probe); "" measures on every load.
+	ProbeCache string
+	// Progress, when set, is told each slow stage of a load as it starts
+	// ("importing …", "uploading the weights to the device", …).
+	Progress func(stage string)
 }
 
 // Engine is a loaded model with its tokenizer and backends. It is safe for
@@ -58,7 +64,8 @@ type Engine struct {
 	Tokenizer *tokenizer.Tokenizer // nil when the source carries none
 	opts      Options
 	dev       backend.Backend // nil when running on the CPU only
-	devErr    error           // why the device backend is not in use
+	devErr    error           // why the device backend is not in use (a fault)
+	devReason string          // why the auto choice declined a working device
 	owned     bool            // Close releases the backends and the model
 
 	spec   *Spec        // the default speculation (SetSpec)
@@ -95,6 +102,9 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 	e.cpu = c
 	switch want := e.wantDevice(); want {
 	case "webgpu":
+		if opts.Progress != nil {
+			opts.Progress("opening the device, uploading the weights and building the kernels")
+		}
 		dev, err := newDeviceBackend(m, opts, c)
 		switch {
 		case err != nil:
@@ -102,9 +112,17 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 			// reason is reported in Result.DeviceError.
 			e.devErr = err
 		case e.autoChoice():
-			if keep, why := keepDeviceByProbe(m, dev, c); !keep {
+			if opts.Progress != nil {
+				opts.Progress("timing the device against the CPU")
+			}
+			if keep, why := keepDeviceByProbe(m, dev, c, opts.ProbeCache); !keep {
 				dev.Close()
-				e.devErr = why
+				var faster *CPUFasterError
+				if errors.As(why, &faster) {
+					e.devReason = why.Error()
+				} else {
+					e.devErr = why
+				}
 				break
 			}
 			e.dev = dev
@@ -168,8 +186,13 @@ func (e *Engine) cpuBackend() (backend.Backend, error) {
 }
 
 // DeviceError says why no device backend is in use (nil when one is, or
-// when none was asked for).
+// when none was asked for, or when the auto choice measured the CPU as
+// faster: see BackendReason).
 func (e *Engine) DeviceError() error { return e.devErr }
+
+// BackendReason says why the auto choice runs on the CPU although a
+// working device exists (the CPU decodes this model faster); "" otherwise.
+func (e *Engine) BackendReason() string { return e.devReason }
 
 // BackendName is the backend new sessions start on.
 func (e *Engine) BackendName() string {
@@ -262,7 +285,8 @@ type Result struct {
 	UploadBytesDelta int64   `json:"upload_bytes_delta"`
 	WeightBytesToken int64   `json:"weight_bytes_per_token,omitempty"` // weight bytes the device reads per decode step
 	ResidentBytes    int64   `json:"resident_bytes,omitempty"`
-	DeviceError      string  `json:"device_error,omitempty"`
+	DeviceError      string  `json:"device_error,omitempty"`   // a device fault sent the work to the CPU
+	BackendReason    string  `json:"backend_reason,omitempty"` // why auto chose the CPU over a working device
 	// CachedTokens are the prompt's leading tokens a kept session already
 	// held (Options.PrefixCacheBytes): only the rest were prefilled.
 	CachedTokens int `json:"cached_tokens,omitempty"`
@@ -327,6 +351,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	if e.devErr != nil {
 		res.DeviceError = e.devErr.Error()
 	}
+	res.BackendReason = e.devReason
 	smp := sample.New(req.Sampling)
 	var sp *speculator
 	if req.Spec == nil {
@@ -341,7 +366,9 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	history := append([]int(nil), prompt...)
 	var dec *tokenizer.StreamDecoder
 	if e.Tokenizer != nil {
-		dec = e.Tokenizer.NewStreamDecoder()
+		// The prompt primes the decoder: the first generated token is a
+		// continuation, not the start of the text.
+		dec = e.Tokenizer.NewStreamDecoderAfter(prompt, false)
 	}
 	var text strings.Builder
 	stopper := NewStopMatcher(req.Stop)

@@ -18,9 +18,6 @@ const probeVersion = "cortiq-decode-2"
 // probe's rules decide earlier on a clear 2x gap).
 const probeSteps = 14
 
-// probePath is where verdicts are cached (tests point it elsewhere).
-var probePath = probe.DefaultPath
-
 // keepDeviceByProbe decides, for --backend auto, whether the device decodes
 // this model faster than the CPU engine. It alternates single-token steps
 // between a device and a CPU session under package probe's rules (the
@@ -32,11 +29,10 @@ var probePath = probe.DefaultPath
 //
 // CORTIQ_PROBE=0 skips it (the device is kept). An error from the device
 // while measuring counts against it.
-func keepDeviceByProbe(m *model.Model, dev, cpu backend.Backend) (keep bool, why error) {
+func keepDeviceByProbe(m *model.Model, dev, cpu backend.Backend, path string) (keep bool, why error) {
 	if os.Getenv("CORTIQ_PROBE") == "0" {
 		return true, nil
 	}
-	path := probePath()
 	tbl := probe.NewTable(probeVersion, dev.Name(), path)
 	cls := tbl.Class("decode " + shapeKey(m))
 	switch cls.Verdict() {
@@ -87,8 +83,16 @@ func hostWinsError(dev backend.Backend, path string, cached bool) error {
 	if path != "" {
 		how += "; delete " + path + " to measure again"
 	}
-	return fmt.Errorf("the CPU engine decodes this model faster than %s (%s; --backend webgpu forces the device)", dev.Name(), how)
+	return &CPUFasterError{fmt.Sprintf("the CPU engine decodes this model faster than %s (%s; --backend webgpu forces the device)", dev.Name(), how)}
 }
+
+// CPUFasterError is the auto choice's normal verdict that the CPU decodes
+// a model faster than the device: no fault of the device, so it is
+// reported as a backend reason (Engine.BackendReason,
+// Result.BackendReason), never as a device error.
+type CPUFasterError struct{ msg string }
+
+func (e *CPUFasterError) Error() string { return e.msg }
 
 // shapeKey names what decides a model's decode speed: family, sizes and
 // the weights' codec.

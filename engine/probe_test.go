@@ -24,15 +24,20 @@ func TestAutoProbe(t *testing.T) {
 	autoKeepsSoftware = true
 	defer func() { autoKeepsSoftware = false }()
 	cache := filepath.Join(t.TempDir(), "probe.json")
-	probePath = func() string { return cache }
-	defer func() { probePath = probe.DefaultPath }()
 	t.Setenv("CORTIQ_GPU", "")
 	t.Setenv("CORTIQ_PROBE", "")
 	dir := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", "llama")
-	load := func(backend string) *Engine { return loadEngine(t, dir, backend) }
+	load := func(backend string) *Engine {
+		e, err := Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, dir, Options{Backend: backend, ProbeCache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
 	e := load("auto")
-	if e.dev != nil || e.DeviceError() == nil || !strings.Contains(e.DeviceError().Error(), "measured just now") {
-		t.Fatalf("auto on a software adapter: device kept %v, reason %v; want the CPU, measured", e.dev != nil, e.DeviceError())
+	if e.dev != nil || e.DeviceError() != nil || !strings.Contains(e.BackendReason(), "measured just now") {
+		t.Fatalf("auto on a software adapter: device kept %v, reason %q, device error %v; want the CPU, measured, and no device error", e.dev != nil, e.BackendReason(), e.DeviceError())
 	}
 	data, err := os.ReadFile(cache)
 	if err != nil {
@@ -42,9 +47,9 @@ func TestAutoProbe(t *testing.T) {
 	if err != nil || len(entries) != 1 || entries[0].Winner != "host" || !strings.HasPrefix(entries[0].Class, "decode llama ") {
 		t.Fatalf("cached verdicts %+v (%v), want one host verdict for decode llama", entries, err)
 	}
-	t.Logf("verdict: %v", e.DeviceError())
-	if e := load("auto"); e.dev != nil || !strings.Contains(e.DeviceError().Error(), "earlier load") {
-		t.Errorf("second load: device kept %v, reason %v; want the cached verdict", e.dev != nil, e.DeviceError())
+	t.Logf("verdict: %v", e.BackendReason())
+	if e := load("auto"); e.dev != nil || e.DeviceError() != nil || !strings.Contains(e.BackendReason(), "earlier load") {
+		t.Errorf("second load: device kept %v, reason %q, device error %v; want the cached verdict", e.dev != nil, e.BackendReason(), e.DeviceError())
 	}
 	if e := load("webgpu"); e.dev == nil {
 		t.Errorf("--backend webgpu: %v; want the device regardless of the verdict", e.DeviceError())

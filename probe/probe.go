@@ -459,20 +459,3 @@ func (t *Table) remember(class string, v Verdict) {
 		os.Remove(tmp.Name())
 	}
 }
-
-// DefaultPath is where verdicts are cached: $CORTIQ_PROBE_CACHE, or
-// probe.json in the user cache directory; "" when neither is usable
-// (CORTIQ_PROBE_CACHE=0 disables the cache).
-func DefaultPath() string {
-	if p, ok := os.LookupEnv("CORTIQ_PROBE_CACHE"); ok {
-		if p == "0" || p == "off" {
-			return ""
-		}
-		return p
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(d, "cortiq", "probe.json")
-}

@@ -1,7 +1,9 @@
 // Package resolve turns what a user typed after -m into a model on disk:
 // an existing path is used as it is; a name is looked up in the local cache,
-// then in the directories of CORTIQ_MODEL_PATH, then fetched from the
-// Hugging Face hub into the cache (resumable, verified, with progress).
+// then in the Resolver's Path directories, then fetched from the Hugging
+// Face hub into the cache (resumable, verified, with progress). It reads no
+// environment: the program fills a Resolver (cmd/native from CORTIQ_CACHE
+// and CORTIQ_MODEL_PATH).
 //
 // A name is a known short name (Known), a plain name (letters, digits, '_',
 // '.', '-') or a hub reference owner/repo/path/to/file.gguf checked against
@@ -50,36 +52,12 @@ const DefaultModel = "stories260K"
 // dst appears, and never leave an unverified dst.
 type Downloader func(ctx context.Context, f HubFile, dst string) error
 
-// Resolver finds models.
+// Resolver finds models. The zero Resolver resolves paths only: no cache,
+// no search path, no downloads.
 type Resolver struct {
-	CacheDir string   // where downloads and conversions live
-	Path     []string // CORTIQ_MODEL_PATH directories
+	CacheDir string   // where downloads and conversions live ("" = none)
+	Path     []string // directories searched by name after the cache
 	Download Downloader
-}
-
-// Default builds a resolver from the environment: CORTIQ_CACHE (else the
-// user cache dir + /cortiq) and CORTIQ_MODEL_PATH (list separated like PATH).
-func Default() *Resolver {
-	r := &Resolver{CacheDir: CacheDir()}
-	if p := os.Getenv("CORTIQ_MODEL_PATH"); p != "" {
-		for _, d := range filepath.SplitList(p) {
-			if d != "" {
-				r.Path = append(r.Path, d)
-			}
-		}
-	}
-	return r
-}
-
-// CacheDir is cortiq's cache directory.
-func CacheDir() string {
-	if d := os.Getenv("CORTIQ_CACHE"); d != "" {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "cortiq")
-	}
-	return filepath.Join(os.TempDir(), "cortiq-cache")
 }
 
 // ErrNotFound is returned (wrapped) when a name cannot be resolved.
@@ -171,9 +149,25 @@ func (r *Resolver) Resolve(ctx context.Context, nameOrPath string) (string, erro
 		for i := len(made) - 1; i >= 0; i-- {
 			os.Remove(made[i])
 		}
-		return "", fmt.Errorf("resolve: %q: no local copy (looked in %s) and the download of %s/%s failed: %w", nameOrPath, strings.Join(tried, ", "), hf.Repo, hf.File, err)
+		return "", fmt.Errorf("resolve: %q: %w: no local copy (looked in %s) and the download of %s/%s failed: %w", nameOrPath, ErrNotFound, strings.Join(tried, ", "), hf.Repo, hf.File, err)
 	}
 	return dst, nil
+}
+
+// missingDirs lists dir and those of its parents that do not exist yet,
+// outermost first.
+func missingDirs(dir string) []string {
+	var out []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		out = append([]string{d}, out...)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	return out
 }
 
 func looksLikeHubRef(s string) bool {

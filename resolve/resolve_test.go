@@ -239,3 +239,28 @@ func TestResolveFailedDownloadLeavesNoDirs(t *testing.T) {
 		t.Errorf("models/org after a failed download: %v", err)
 	}
 }
+
+// TestFailedLookupLeavesNoFolder: a name that is neither local nor
+// downloadable leaves no empty folder in the cache, and the error is
+// ErrNotFound.
+func TestFailedLookupLeavesNoFolder(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	r := &Resolver{CacheDir: cache}
+	r.Download = func(ctx context.Context, f HubFile, dst string) error { return errors.New("offline") }
+	_, err := r.Resolve(context.Background(), "stories260K")
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "offline") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(cache); err == nil {
+		t.Errorf("the failed lookup left %s behind", cache)
+	}
+	// A partial download keeps its folder (it is resumed next time).
+	r.Download = func(ctx context.Context, f HubFile, dst string) error {
+		os.WriteFile(dst+".part", []byte("x"), 0o644)
+		return errors.New("cut off")
+	}
+	r.Resolve(context.Background(), "stories260K")
+	if _, err := os.Stat(filepath.Join(cache, "models", "stories260K.gguf.part")); err != nil {
+		t.Errorf("the partial download was removed: %v", err)
+	}
+}

@@ -30,6 +30,7 @@ func (m engineModel) Generate(ctx context.Context, req GenRequest, onToken func(
 		IDs: res.IDs, Text: res.Text, PromptTokens: res.PromptTokens, PrefillTokS: res.PrefillTokS,
 		DecodeTokS: res.DecodeTokS, Backend: res.Backend, FinishReason: res.FinishReason, DeviceError: res.DeviceError,
 		Spec: res.Spec, CachedTokens: res.CachedTokens,
+		BackendReason: res.BackendReason,
 	}, nil
 }
 

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/cortiq/cortiq/fixtures"
 )
 
 // fakeModel generates a deterministic sequence from the prompt: token k is
@@ -353,7 +355,7 @@ func jsonUnmarshal(t testing.TB, data []byte, v any) {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := fixtures.RunHermetic(m)
 	if npmDir != "" {
 		os.RemoveAll(npmDir)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log"
 	"mime"
 	"net"
@@ -26,6 +27,7 @@ type Config struct {
 	Token        string   // bearer token; "" = none (loopback only, see CheckBind)
 	AllowOrigins []string // extra websocket/CORS origins ("https://host:port", or "*")
 	WebDir       string   // static files served at /; "" = none
+	WebPage      fs.FS    // page sources served at / where WebDir lacks them (package web); nil = none
 
 	MaxBodyBytes    int64         // HTTP request body limit; 0 = 4 MiB
 	MaxMessageBytes int64         // websocket message limit; 0 = 1 MiB
@@ -388,8 +390,8 @@ func (s *Server) routes() {
 		s.handleModelFile(w, r)
 	})))
 	mux.Handle("OPTIONS /models/", http.HandlerFunc(s.handlePreflight))
-	if s.cfg.WebDir != "" {
-		mux.Handle("GET /", http.FileServer(http.Dir(s.cfg.WebDir)))
+	if s.cfg.WebDir != "" || s.cfg.WebPage != nil {
+		mux.Handle("GET /", s.webHandler())
 	}
 	s.mux = mux
 }

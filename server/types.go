@@ -76,6 +76,8 @@ type Result struct {
 	CachedTokens int `json:"cached_tokens,omitempty"`
 	// Spec reports speculative decoding, when the model uses it.
 	Spec *engine.SpecStats `json:"spec,omitempty"`
+	// BackendReason: why auto chose the CPU over a working device.
+	BackendReason string `json:"backend_reason,omitempty"`
 	// Server-side timings, filled by the server, not the worker.
 	TTFTMs  float64 `json:"ttft_ms"`
 	TotalMs float64 `json:"total_ms"`

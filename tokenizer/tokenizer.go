@@ -292,6 +292,21 @@ func (t *Tokenizer) NewStreamDecoderSkip(skipSpecial bool) *StreamDecoder {
 	return &StreamDecoder{t: t, skipSpecial: skipSpecial}
 }
 
+// NewStreamDecoderAfter starts a stream that continues the text of prompt:
+// the concatenation of its pieces (plus Flush) is Decode(prompt+ids)
+// minus Decode(prompt). Rules that apply at the start of the text (SPM's
+// dropped leading space, a decoder's Strip, the space a join-with-spaces
+// vocabulary puts between tokens) are applied where the prompt starts,
+// not to the first generated token. A prompt that ends inside a
+// character (a byte-fallback prefix) is completed by the continuation.
+func (t *Tokenizer) NewStreamDecoderAfter(prompt []int, skipSpecial bool) *StreamDecoder {
+	d := &StreamDecoder{t: t, skipSpecial: skipSpecial}
+	for _, id := range prompt {
+		d.Next(id)
+	}
+	return d
+}
+
 // Next adds one id and returns the text it completes (maybe "").
 func (d *StreamDecoder) Next(id int) string {
 	t := d.t

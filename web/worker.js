@@ -171,7 +171,24 @@ for (const op of ["chmod", "chown", "fchmod", "fchown", "ftruncate", "lchown", "
   globalThis.fs[op] = (...args) => args[args.length - 1](fsError("EROFS", "the OPFS mount is read-only"));
 }
 
-importScripts("wasm_exec.js");
+// Before `make wasm` the bundle is missing: report the server's
+// explanation, not just "failed to load".
+function missingBundle(name, err) {
+  try {
+    const xhr = new XMLHttpRequest();
+    xhr.open("GET", name, false);
+    xhr.send();
+    if (xhr.status !== 200) return new Error(name + ": HTTP " + xhr.status + ": " + xhr.responseText.trim());
+  } catch (_) { /* report the original error */ }
+  return err;
+}
+try {
+  importScripts("wasm_exec.js");
+} catch (err) {
+  const e = missingBundle("wasm_exec.js", err);
+  postMessage({ type: "fatal", message: String(e.message || e) });
+  throw e;
+}
 
 // cortiqRequestDevice asks for the best adapter and a device with the
 // adapter's own limits (the Go binding cannot pass required limits).
@@ -211,7 +228,9 @@ onmessage = (e) => {
     const go = new Go();
     go.argv = ["cortiq.wasm"];
     go.exit = (code) => postMessage({ type: "fatal", message: "engine exited with code " + code });
-    const result = await WebAssembly.instantiateStreaming(fetch("cortiq.wasm"), go.importObject);
+    const resp = await fetch("cortiq.wasm");
+    if (!resp.ok) throw new Error("cortiq.wasm: HTTP " + resp.status + ": " + (await resp.text()).trim());
+    const result = await WebAssembly.instantiateStreaming(resp, go.importObject);
     // Every request of the engine bypasses the HTTP cache: model files are
     // kept in OPFS, and a cached (possibly stale or bad) response must never
     // stand in for the server's answer to a download or a resume. Go's

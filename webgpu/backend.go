@@ -163,7 +163,7 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 	}
 	allowed, err := ParseLayerRanges(spec, len(a.Layers))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("webgpu: %w", err)
 	}
 	b := &Backend{arch: a, opts: opts, host: opts.Host}
 	b.dev = opts.Device

@@ -32,7 +32,7 @@ func ParseLayerRanges(spec string, n int) ([]bool, error) {
 		a, err1 := strconv.Atoi(lo)
 		b, err2 := strconv.Atoi(hi)
 		if err1 != nil || err2 != nil || a < 0 || b < a {
-			return nil, fmt.Errorf("webgpu: CORTIQ_GPU_LAYERS %q: bad range %q", spec, part)
+			return nil, fmt.Errorf("layer ranges %q: bad range %q (want e.g. 0-9,20-29)", spec, part)
 		}
 		for i := a; i <= b && i < n; i++ {
 			sel[i] = true

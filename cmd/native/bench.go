@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"github.com/cortiq/cortiq/webgpu"
 	"os"
@@ -14,7 +13,7 @@ import (
 )
 
 func init() {
-	register("bench", "measure prefill and decode speed", cmdBench)
+	register("bench", "bench [-m MODEL] [--prompt 128] [--gen 128] [--json] [flags]", "measure prefill and decode speed", cmdBench)
 }
 
 // benchResult is one bench run; its fields are what BENCHMARKS.md records.
@@ -34,7 +33,7 @@ type benchResult struct {
 }
 
 func cmdBench(args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs := newFlags("bench")
 	var mf modelFlags
 	mf.register(fs)
 	promptN := fs.Int("prompt", 128, "prompt tokens")
@@ -43,7 +42,7 @@ func cmdBench(args []string) error {
 	jsonOut := fs.Bool("json", false, "print JSON")
 	greedyBatch := fs.Int("greedy-batch", 1, "greedy tokens per device submit")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the runs to this file")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if mf.ctx == 0 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +12,7 @@ import (
 )
 
 func init() {
-	register("chat", "interactive chat with streaming, history and /reset", cmdChat)
+	register("chat", "chat [-m MODEL] [flags]", "interactive chat with streaming, history and /reset", cmdChat)
 }
 
 func renderChat(e *engine.Engine, msgs []chat.Message, system string) (string, error) {
@@ -24,19 +23,29 @@ func renderChat(e *engine.Engine, msgs []chat.Message, system string) (string, e
 }
 
 func cmdChat(args []string) error {
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	fs := newFlags("chat")
 	var mf modelFlags
 	var sf samplingFlags
 	mf.register(fs)
 	sf.register(fs)
 	system := fs.String("system", "", "system message")
-	n := fs.Int("n", 512, "max tokens per reply")
-	if err := fs.Parse(args); err != nil {
+	n := fs.Int("n", 512, "max tokens per reply (-1 = up to the context limit)")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	// Each turn continues the conversation's kept session: only the new
 	// messages are prefilled.
 	mf.prefixCache = chatPrefixCache
+	if err := sf.check(); err != nil {
+		return usageError{fs, err}
+	}
+	if *n == 0 {
+		return usageError{fs, fmt.Errorf("-n 0: a reply needs at least one token (-1 = up to the context limit)")}
+	}
+	maxNew, err := maxTokens(*n)
+	if err != nil {
+		return usageError{fs, err}
+	}
 	ctx, cancel := interruptible()
 	defer cancel()
 	e, err := mf.load(ctx)
@@ -76,14 +85,17 @@ func cmdChat(args []string) error {
 		if perr != nil {
 			return perr
 		}
-		res, gerr := e.Generate(ctx, engine.Request{IDs: ids, MaxTokens: *n, Sampling: sf.params()}, func(t engine.Token) error {
+		res, gerr := e.Generate(ctx, engine.Request{IDs: ids, MaxTokens: maxNew, Sampling: sf.params()}, func(t engine.Token) error {
 			_, err := fmt.Print(t.Text)
 			return err
 		})
 		if gerr != nil {
-			return gerr
+			return interrupted(ctx, gerr)
 		}
 		fmt.Println()
+		if res.FinishReason == "cancelled" {
+			return errInterrupted
+		}
 		history = append(history, chat.Message{Role: "assistant", Content: strings.TrimSpace(res.Text)})
 		if err == io.EOF {
 			return nil

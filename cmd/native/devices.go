@@ -4,7 +4,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 
@@ -13,13 +12,13 @@ import (
 )
 
 func init() {
-	register("devices", "list the WebGPU adapter, its limits and the probe's verdicts", cmdDevices)
+	register("devices", "devices [--json]", "list the WebGPU adapter, its limits and the probe's verdicts", cmdDevices)
 }
 
 func cmdDevices(args []string) error {
-	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
+	fs := newFlags("devices")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	type limits struct {
@@ -46,7 +45,7 @@ func cmdDevices(args []string) error {
 			l.MaxComputeInvocationsPerWorkgroup, l.MaxStorageBuffersPerShaderStage}
 		dev.Close()
 	}
-	if p := probe.DefaultPath(); p != "" {
+	if p := probeCachePath(); p != "" {
 		if data, err := os.ReadFile(p); err == nil {
 			if entries, err := probe.ParseCache(data); err == nil {
 				out.Probe = entries

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/storage"
@@ -23,6 +27,10 @@ func hubDownloader() resolve.Downloader {
 			return err
 		}
 		url := download.HFResolveURL(f.Repo, f.File, f.Revision)
+		fmt.Fprintf(os.Stderr, "cortiq: no local copy of %s; fetching %s/%s from the hub\n", filepath.Base(dst), f.Repo, f.File)
+		if err := reachable(ctx, url); err != nil {
+			return err
+		}
 		bar := progress.New(os.Stderr, filepath.Base(f.File))
 		res, err := download.Fetch(ctx, fsys, url, filepath.Base(dst), download.Options{
 			SHA256:   f.SHA256,
@@ -53,4 +61,35 @@ func hubDownloader() resolve.Downloader {
 		}
 		return nil
 	}
+}
+
+// reachable fails fast when the hub (or the proxy in front of it) cannot
+// be reached at all — no DNS answer, no route, a refused connection — so
+// an offline machine gets one clear error at once rather than a download's
+// retries.
+func reachable(ctx context.Context, rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return err
+	}
+	target := u
+	if p, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err == nil && p != nil {
+		target = p
+	}
+	port := target.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[target.Scheme]
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(target.Hostname(), port))
+	if err != nil {
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) {
+			return fmt.Errorf("cannot reach %s (offline? the name does not resolve): %w", target.Host, err)
+		}
+		return fmt.Errorf("cannot reach %s (offline?): %w", target.Host, err)
+	}
+	c.Close()
+	return nil
 }

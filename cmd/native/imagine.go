@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -22,11 +21,11 @@ import (
 )
 
 func init() {
-	register("imagine", "text to image with a diffusers Z-Image model (PNG out)", cmdImagine)
+	register("imagine", "imagine -m MODEL -p PROMPT [--steps 8] [--size WxH] [--seed S] [--guidance G] [--negative TEXT] [--backend auto|cpu|webgpu] -o OUT.png", "text to image with a diffusers Z-Image model (PNG out)", cmdImagine)
 }
 
 func cmdImagine(args []string) error {
-	fs := flag.NewFlagSet("imagine", flag.ContinueOnError)
+	fs := newFlags("imagine")
 	modelDir := fs.String("m", "", "model: a diffusers directory (model_index.json, transformer/, vae/, text_encoder/, tokenizer/, scheduler/) or the CMF file cortiq import makes of one")
 	prompt := fs.String("p", "", "prompt")
 	steps := fs.Int("steps", 8, "denoising steps")
@@ -41,7 +40,7 @@ func cmdImagine(args []string) error {
 	latents := fs.String("latents", "", "initial noise: a safetensors file with tensor \"latents\" [1,C,H/8,W/8] (diffusers' latents=)")
 	rawOut := fs.String("raw-out", "", "also write the float image [3,H,W] in [0,1] before rounding as tensor \"image\" of this safetensors file")
 	out := fs.String("o", "", "output PNG file")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -4,37 +4,35 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/cortiq/cortiq/server"
 )
 
 func init() {
-	register("remote", "drive a cortiq server over its websocket protocol (run, workers, stats)", cmdRemote)
+	register("remote", "remote [--server URL] [--token T] [--worker ID] run|workers|stats [flags]", "drive a cortiq server over its websocket protocol (run, workers, stats)", cmdRemote)
 }
 
 func cmdRemote(args []string) error {
-	fs := flag.NewFlagSet("remote", flag.ContinueOnError)
+	fs := newFlags("remote")
 	addr := fs.String("server", "http://127.0.0.1:8080", "server URL (http://, https://, ws:// or wss://)")
 	token := fs.String("token", os.Getenv("CORTIQ_TOKEN"), "bearer token (default $CORTIQ_TOKEN)")
 	workerID := fs.String("worker", "", "worker id to run on (see 'cortiq remote workers'); default: by model")
-	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: cortiq remote [--server URL] [--token T] [--worker ID] run|workers|stats [flags]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
-		return errors.New("no remote command: want run, workers or stats")
+		return usageError{fs, errors.New("no remote command: want run, workers or stats")}
 	}
 	sub, rest := fs.Arg(0), fs.Args()[1:]
 	ctx, cancel := interruptible()
 	defer cancel()
+	if sub == "run" && slices.ContainsFunc(rest, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
+		return remoteRun(ctx, nil, *workerID, rest) // help needs no server
+	}
 	c, err := server.Dial(ctx, *addr, *token)
 	if err != nil {
 		return err
@@ -69,29 +67,40 @@ func cmdRemote(args []string) error {
 // remoteRun is 'cortiq run' against a server: same flags where they make
 // sense, same output.
 func remoteRun(ctx context.Context, c *server.Client, workerID string, args []string) error {
-	fs := flag.NewFlagSet("remote run", flag.ContinueOnError)
+	synopses["remote run"] = "remote [--server URL] [--token T] run [-p TEXT | --ids 1,2,3] [-n N] [flags]"
+	fs := newFlags("remote run")
 	var sf samplingFlags
 	sf.register(fs)
 	worker := fs.String("worker", workerID, "worker id to run on (also accepted before 'run')")
 	model := fs.String("model", "", "model name on the server (default: the worker's, or the server's first)")
 	prompt := fs.String("p", "", "prompt text")
 	idsFlag := fs.String("ids", "", "prompt token ids, comma separated (no BOS is added)")
-	n := fs.Int("n", 128, "tokens to generate")
+	n := fs.Int("n", 128, "tokens to generate (-1 = up to the context limit)")
 	jsonOut := fs.Bool("json", false, "print JSON Lines: one object per token, then a final summary")
 	useChat := fs.Bool("chat", false, "wrap the prompt in the model's chat template as a user message")
 	system := fs.String("system", "", "system message (with --chat)")
 	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-sequence tokens")
 	var stops multiFlag
 	fs.Var(&stops, "stop", "stop string (repeatable)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return usageError{fs, fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if err := sf.check(); err != nil {
+		return usageError{fs, err}
+	}
+	if *n == 0 {
+		return usageError{fs, fmt.Errorf("-n 0: nothing to ask the server for (-1 = up to the context limit)")}
+	}
+	maxNew, err := maxTokens(*n)
+	if err != nil {
+		return usageError{fs, err}
 	}
 	p := sf.params()
 	m := &server.Msg{
-		Worker: *worker, Model: *model, MaxTokens: *n, Stop: stops, IgnoreEOS: *ignoreEOS,
+		Worker: *worker, Model: *model, MaxTokens: maxNew, Stop: stops, IgnoreEOS: *ignoreEOS,
 		Temperature: float64(p.Temperature), TopK: p.TopK, TopP: float64(p.TopP), MinP: float64(p.MinP),
 		RepeatPenalty: float64(p.RepeatPenalty), PresencePenalty: float64(p.PresencePenalty),
 		FrequencyPenalty: float64(p.FrequencyPenalty), RepeatLastN: p.RepeatLastN, Seed: p.Seed,
@@ -128,7 +137,7 @@ func remoteRun(ctx context.Context, c *server.Client, workerID string, args []st
 		return err
 	})
 	if err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
 	if *jsonOut {
 		return enc.Encode(struct {

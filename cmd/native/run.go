@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/sample"
+	"github.com/cortiq/cortiq/webgpu"
 )
 
 // modelFlags are the flags every command that loads a model shares.
@@ -48,16 +50,25 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	default:
 		return nil, fmt.Errorf("--backend %q: want auto, cpu or webgpu", m.backend)
 	}
+	if m.ctx < 0 {
+		return nil, fmt.Errorf("--ctx %d: want a context length, or 0 for the model's", m.ctx)
+	}
 	budget, err := parseBytes(m.vramBudget)
 	if err != nil {
-		return nil, fmt.Errorf("--vram-budget: %w", err)
+		return nil, fmt.Errorf("--vram-budget (or CORTIQ_VRAM_BUDGET): %w", err)
 	}
-	r := resolve.Default()
-	r.Download = hubDownloader()
-	e, err := engine.Load(ctx, r, m.model, engine.Options{
+	// A bad layer list is the user's mistake, not a device failure: refuse
+	// it rather than run on the CPU.
+	if _, err := webgpu.ParseLayerRanges(m.gpuLayers, 0); err != nil {
+		return nil, fmt.Errorf("--gpu-layers (or CORTIQ_GPU_LAYERS): %w", err)
+	}
+	lp := newLoadProgress(m.backend == "webgpu")
+	e, err := engine.Load(ctx, newResolver(), m.model, engine.Options{
 		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget,
 		PrefillOnCPU: m.cpuPrefill, RewindDepth: m.rewindDepth, PrefixCacheBytes: m.prefixCache,
+		ProbeCache: probeCachePath(), Progress: lp.stage,
 	})
+	lp.done(e)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +131,45 @@ func (s *samplingFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&s.presence, "presence-penalty", 0, "presence penalty")
 	fs.Float64Var(&s.frequency, "frequency-penalty", 0, "frequency penalty")
 	fs.IntVar(&s.repeatLastN, "repeat-last-n", 64, "tokens the penalties look back at (-1 = all)")
-	fs.Int64Var(&s.seed, "seed", -1, "random seed (-1 = from the clock; the seed used is reported)")
+	fs.Int64Var(&s.seed, "seed", -1, "random seed (-1 = from the clock); when sampling, the seed used is printed with the stats on stderr and in --json's summary")
+}
+
+// check refuses values outside each parameter's range, naming the flag:
+// nothing out of range is silently clamped or ignored.
+func (s *samplingFlags) check() error {
+	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+	switch {
+	case bad(s.temp) || s.temp < 0:
+		return fmt.Errorf("--temp %g: want a temperature >= 0 (0 = greedy)", s.temp)
+	case s.topK < 0:
+		return fmt.Errorf("--top-k %d: want >= 0 (0 = off)", s.topK)
+	case bad(s.topP) || s.topP < 0 || s.topP > 1:
+		return fmt.Errorf("--top-p %g: want a probability in [0, 1] (1 = off)", s.topP)
+	case bad(s.minP) || s.minP < 0 || s.minP > 1:
+		return fmt.Errorf("--min-p %g: want a probability in [0, 1] (0 = off)", s.minP)
+	case bad(s.repeat) || s.repeat <= 0:
+		return fmt.Errorf("--repeat-penalty %g: want > 0 (1 = off)", s.repeat)
+	case bad(s.presence):
+		return fmt.Errorf("--presence-penalty %g: want a finite number", s.presence)
+	case bad(s.frequency):
+		return fmt.Errorf("--frequency-penalty %g: want a finite number", s.frequency)
+	case s.repeatLastN < -1:
+		return fmt.Errorf("--repeat-last-n %d: want >= -1 (-1 = all)", s.repeatLastN)
+	}
+	return nil
+}
+
+// maxTokens maps -n to a request's MaxTokens, where 0 means "to the
+// context limit": -n -1 is to the context limit, -n 0 generates nothing
+// (the caller checks), anything below -1 is refused.
+func maxTokens(n int) (int, error) {
+	switch {
+	case n < -1:
+		return 0, fmt.Errorf("-n %d: want a token count, 0 for none or -1 for up to the context limit", n)
+	case n == -1:
+		return 0, nil
+	}
+	return n, nil
 }
 
 func (s *samplingFlags) params() sample.Params {
@@ -135,18 +184,18 @@ func (s *samplingFlags) params() sample.Params {
 	}
 }
 
-// interruptible is cancelled by SIGINT or SIGTERM, so a download in
-// progress stops cleanly and keeps its partial file for a resume.
+// interruptible is cancelled by Ctrl-C or SIGTERM: the command stops
+// cleanly (temporary files removed, partial output flushed) and exits 130.
 func interruptible() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
 func init() {
-	register("run", "generate text from a prompt or token ids", cmdRun)
+	register("run", "run [-m MODEL] [-p TEXT | --ids 1,2,3] [-n N] [--temp T] [flags]", "generate text from a prompt or token ids", cmdRun)
 }
 
 func cmdRun(args []string) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs := newFlags("run")
 	var mf modelFlags
 	var sf samplingFlags
 	var spf specFlags
@@ -155,7 +204,7 @@ func cmdRun(args []string) error {
 	spf.register(fs)
 	prompt := fs.String("p", "", "prompt text")
 	idsFlag := fs.String("ids", "", "prompt token ids, comma separated (no BOS is added)")
-	n := fs.Int("n", 128, "tokens to generate")
+	n := fs.Int("n", 128, "tokens to generate (0 = none, only the prompt is read; -1 = up to the context limit)")
 	jsonOut := fs.Bool("json", false, "print JSON Lines: one object per token, then a final summary")
 	useChat := fs.Bool("chat", false, "wrap the prompt in the model's chat template as a user message")
 	system := fs.String("system", "", "system message (with --chat)")
@@ -163,11 +212,21 @@ func cmdRun(args []string) error {
 	greedyBatch := fs.Int("greedy-batch", 1, "with --temp 0: greedy tokens picked per device submit (argmax on the device)")
 	var stops multiFlag
 	fs.Var(&stops, "stop", "stop string (repeatable)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return usageError{fs, fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if err := sf.check(); err != nil {
+		return usageError{fs, err}
+	}
+	maxNew, err := maxTokens(*n)
+	if err != nil {
+		return usageError{fs, err}
+	}
+	if *greedyBatch < 1 {
+		return usageError{fs, fmt.Errorf("--greedy-batch %d: want at least 1", *greedyBatch)}
 	}
 	if err := spf.prepare(&mf); err != nil {
 		return err
@@ -176,7 +235,7 @@ func cmdRun(args []string) error {
 	defer cancel()
 	e, err := mf.load(ctx)
 	if err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
 	defer e.Close()
 	closeDraft, err := spf.attach(ctx, mf, e)
@@ -184,7 +243,7 @@ func cmdRun(args []string) error {
 		return err
 	}
 	defer closeDraft()
-	req := engine.Request{MaxTokens: *n, Sampling: sf.params(), Stop: stops, IgnoreEOS: *ignoreEOS, GreedyBatch: *greedyBatch}
+	req := engine.Request{MaxTokens: maxNew, Sampling: sf.params(), Stop: stops, IgnoreEOS: *ignoreEOS, GreedyBatch: *greedyBatch}
 	switch {
 	case *idsFlag != "":
 		if req.IDs, err = parseIDs(*idsFlag); err != nil {
@@ -203,12 +262,26 @@ func cmdRun(args []string) error {
 		if req.Prompt == "" {
 			req.Prompt = "Once upon a time"
 		}
+		// Tokenize before echoing the prompt: a model without a
+		// tokenizer fails here, with nothing printed.
+		if req.IDs, err = e.Encode(req.Prompt); err != nil {
+			return err
+		}
 	}
 	out := os.Stdout
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
-	if !*jsonOut && req.IDs == nil {
+	if !*jsonOut && req.Prompt != "" {
 		fmt.Fprint(out, req.Prompt)
+	}
+	if *n == 0 {
+		// -n 0: the prompt is read (and checked), nothing generated.
+		if *jsonOut {
+			return enc.Encode(map[string]any{"done": true, "ids": []int{}, "text": "", "prompt_tokens": len(req.IDs), "finish_reason": "length"})
+		}
+		fmt.Fprintln(out)
+		fmt.Fprintf(os.Stderr, "\n[%s] prompt %d tok, 0 generated (-n 0)\n", e.BackendName(), len(req.IDs))
+		return nil
 	}
 	res, err := e.Generate(ctx, req, func(t engine.Token) error {
 		if *jsonOut {
@@ -218,19 +291,44 @@ func cmdRun(args []string) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
 	if *jsonOut {
-		return enc.Encode(struct {
+		if err := enc.Encode(struct {
 			Done bool `json:"done"`
 			*engine.Result
 			Seed uint64 `json:"seed"`
-		}{true, res, req.Sampling.Seed})
+		}{true, res, req.Sampling.Seed}); err != nil {
+			return err
+		}
+		if res.FinishReason == "cancelled" {
+			return errInterrupted
+		}
+		return nil
 	}
 	fmt.Fprintln(out)
-	fmt.Fprintf(os.Stderr, "\n[%s] prompt %d tok, %.1f tok/s prefill, %.1f tok/s decode, %d generated (%s)\n",
-		res.Backend, res.PromptTokens, res.PrefillTokS, res.DecodeTokS, len(res.IDs), res.FinishReason)
+	seed := ""
+	if !req.Sampling.Greedy() {
+		seed = fmt.Sprintf(", seed %d", req.Sampling.Seed)
+	}
+	fmt.Fprintf(os.Stderr, "\n[%s] prompt %d tok, %.1f tok/s prefill, %.1f tok/s decode, %d generated (%s%s)\n",
+		res.Backend, res.PromptTokens, res.PrefillTokS, res.DecodeTokS, len(res.IDs), res.FinishReason, seed)
+	if res.BackendReason != "" {
+		fmt.Fprintf(os.Stderr, "[auto] %s\n", res.BackendReason)
+	}
+	if res.FinishReason == "cancelled" {
+		return errInterrupted
+	}
 	return nil
+}
+
+// interrupted turns the error of work cut short by a signal into
+// errInterrupted (exit status 130).
+func interrupted(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w (%v)", errInterrupted, err)
+	}
+	return err
 }
 
 type multiFlag []string

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -15,14 +15,15 @@ import (
 	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/server"
+	"github.com/cortiq/cortiq/web"
 )
 
 func init() {
-	register("serve", "OpenAI-compatible HTTP API and websocket remote control", cmdServe)
+	register("serve", "serve [-m MODEL]... [--addr HOST:PORT] [--token T] [flags]", "OpenAI-compatible HTTP API and websocket remote control", cmdServe)
 }
 
 func cmdServe(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := newFlags("serve")
 	var mf modelFlags
 	var spf specFlags
 	mf.register(fs)
@@ -37,14 +38,14 @@ func cmdServe(args []string) error {
 	token := fs.String("token", os.Getenv("CORTIQ_TOKEN"), "bearer token clients must send (default $CORTIQ_TOKEN)")
 	var origins multiFlag
 	fs.Var(&origins, "allow-origin", "extra browser origin allowed on the websocket and CORS, e.g. https://host:port (repeatable; * = any)")
-	web := fs.String("web", "", "static directory served at / (default ./web when it exists)")
+	webDir := fs.String("web", "", "directory with the browser bundle `make wasm` builds (cortiq.wasm, wasm_exec.js) and page overrides (default ./web when it exists; the page itself is built in)")
 	maxActive := fs.Int("max-active", 64, "concurrent generations in all")
 	maxPerConn := fs.Int("max-per-conn", 8, "concurrent generations per websocket connection")
 	slots := fs.Int("slots", 0, "generations each model runs at once, the others wait in order (0 = no bound)")
 	allowLoad := fs.Bool("allow-load", true, "let authenticated websocket clients load more models on this server")
 	workerTimeout := fs.Duration("worker-timeout", 2*time.Minute, "how long a browser worker may stay silent on a job before it fails")
 	promptCache := fs.String("prompt-cache", "1GiB", "bytes of finished sessions kept per model, so a request sharing a prefix prefills only the rest (0 = off)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -61,9 +62,9 @@ func cmdServe(args []string) error {
 	if err := server.CheckBind(*addr, *token); err != nil {
 		return err
 	}
-	if *web == "" {
+	if *webDir == "" {
 		if st, err := os.Stat("web"); err == nil && st.IsDir() {
-			*web = "web"
+			*webDir = "web"
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -71,9 +72,7 @@ func cmdServe(args []string) error {
 
 	load := func(ctx context.Context, nameOrPath string, progress func(server.Progress)) (server.Model, string, string, error) {
 		progress(server.Progress{Stage: "resolving"})
-		r := resolve.Default()
-		r.Download = hubDownloader()
-		path, err := r.Resolve(ctx, nameOrPath)
+		path, err := newResolver().Resolve(ctx, nameOrPath)
 		if err != nil {
 			return nil, "", "", err
 		}
@@ -95,7 +94,7 @@ func cmdServe(args []string) error {
 		return withDraft{server.FromEngine(e), closeDraft}, server.ModelName(path), path, nil
 	}
 	cfg := server.Config{
-		Token: *token, AllowOrigins: origins, WebDir: *web, MaxActive: *maxActive, MaxPerConn: *maxPerConn,
+		Token: *token, AllowOrigins: origins, WebDir: *webDir, WebPage: web.Page, MaxActive: *maxActive, MaxPerConn: *maxPerConn,
 		Slots: *slots, WorkerTimeout: *workerTimeout,
 	}
 	if *allowLoad {
@@ -136,6 +135,11 @@ func cmdServe(args []string) error {
 	fmt.Fprintf(os.Stderr, "cortiq serve: http://%s/v1 — models: %s\n", *addr, strings.Join(names, ", "))
 	if *token == "" {
 		fmt.Fprintln(os.Stderr, "cortiq serve: no token: loopback clients only")
+	}
+	if *webDir == "" {
+		fmt.Fprintln(os.Stderr, "cortiq serve: no ./web here and no --web: the page is served without the engine bundle; run `make wasm` in the repository and pass --web REPO/web (or start from the repository root)")
+	} else if _, err := os.Stat(filepath.Join(*webDir, "cortiq.wasm")); err != nil {
+		fmt.Fprintf(os.Stderr, "cortiq serve: %s has no cortiq.wasm: run `make wasm` for the browser page (it will say so too)\n", *webDir)
 	}
 	select {
 	case err := <-errc:

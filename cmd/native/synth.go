@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,15 +12,15 @@ import (
 )
 
 func init() {
-	register("synth", "write a random-weight model of a real shape as GGUF (llama.cpp loads it)", cmdSynth)
+	register("synth", "synth --shape SHAPE [--quant MIX] -o OUT.gguf|DIR", "write a random-weight model of a real shape as GGUF (llama.cpp loads it)", cmdSynth)
 }
 
 func cmdSynth(args []string) error {
-	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
+	fs := newFlags("synth")
 	shape := fs.String("shape", "", "shape: "+strings.Join(synth.ShapeNames(), ", ")+"; zimage-tiny, zimage-turbo (a diffusers directory)")
 	quant := fs.String("quant", "q4_0", "weights: "+strings.Join(synth.MixNames, ", ")+" (q4_K_M: llama.cpp's mix of q4_K and q6_K)")
 	out := fs.String("o", "", "output .gguf file, or a directory (the file is named SHAPE-QUANT.gguf)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if mk, ok := diffusion.SynthShapes[*shape]; ok {

@@ -2,7 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,27 +14,26 @@ import (
 	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
-	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/tensor"
 	"github.com/cortiq/cortiq/tokenizer"
 )
 
 func init() {
-	register("logits", "write the logits of every prompt position to a safetensors file", cmdLogits)
-	register("import", "convert an HF directory or GGUF file to CMF (optionally quantized)", cmdImport)
-	register("info", "show a model's architecture, codecs and sizes", cmdInfo)
-	register("tokenize", "tokenize stdin with a model's tokenizer", cmdTokenize)
-	register("detokenize", "turn token ids back into text", cmdDetokenize)
+	register("logits", "logits -m MODEL --ids 1,2,3 -o OUT.safetensors [flags]", "write the logits of every prompt position to a safetensors file", cmdLogits)
+	register("import", "import SRC -o OUT.cmf [--quant f32|f16|bf16|q8_0|q4_0]", "convert an HF directory or GGUF file to CMF (optionally quantized)", cmdImport)
+	register("info", "info -m MODEL", "show a model's architecture, codecs and sizes", cmdInfo)
+	register("tokenize", "tokenize -m MODEL [--special] [--json] < TEXT", "tokenize stdin with a model's tokenizer", cmdTokenize)
+	register("detokenize", "detokenize -m MODEL --ids 1,2,3 [--skip-special]", "turn token ids back into text", cmdDetokenize)
 }
 
 func cmdLogits(args []string) error {
-	fs := flag.NewFlagSet("logits", flag.ContinueOnError)
+	fs := newFlags("logits")
 	var mf modelFlags
 	mf.register(fs)
 	idsFlag := fs.String("ids", "", "token ids, comma separated")
 	out := fs.String("o", "", "output .safetensors file (tensor \"logits\" f32 [len(ids), vocab])")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *out == "" {
@@ -59,19 +58,23 @@ func cmdLogits(args []string) error {
 }
 
 func openModel(nameOrPath string) (*model.Model, error) {
-	ctx, cancel := interruptible()
-	defer cancel()
-	r := resolve.Default()
-	r.Download = hubDownloader()
-	path, err := r.Resolve(ctx, nameOrPath)
+	path, err := resolvePath(nameOrPath)
 	if err != nil {
 		return nil, err
 	}
 	return importer.Open(path)
 }
 
+// resolvePath turns a model name or path into a local path, downloading
+// when needed.
+func resolvePath(nameOrPath string) (string, error) {
+	ctx, cancel := interruptible()
+	defer cancel()
+	return newResolver().Resolve(ctx, nameOrPath)
+}
+
 func cmdImport(args []string) error {
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	fs := newFlags("import")
 	out := fs.String("o", "", "output .cmf file")
 	quant := fs.String("quant", "", "requantize weights: f32, f16, bf16, q8_0 or q4_0 (default: keep)")
 	// Accept the source before or after the flags.
@@ -79,14 +82,14 @@ func cmdImport(args []string) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		src, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if src == "" && fs.NArg() > 0 {
 		src = fs.Arg(0)
 	}
 	if src == "" || *out == "" {
-		return fmt.Errorf("usage: cortiq import SRC -o OUT.cmf [--quant f32|f16|q8_0|q4_0]")
+		return usageError{fs, errors.New("want a source and -o OUT.cmf")}
 	}
 	if diffusion.IsPipeline(src) {
 		// A text-to-image pipeline: one CMF file; --quant covers the
@@ -128,10 +131,10 @@ func closeModel(m *model.Model) {
 }
 
 func cmdInfo(args []string) error {
-	fs := flag.NewFlagSet("info", flag.ContinueOnError)
+	fs := newFlags("info")
 	name := fs.String("m", "", "model")
 	jsonOut := fs.Bool("json", false, "print the normalized architecture as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	m, err := openModel(*name)
@@ -211,13 +214,22 @@ func cmdInfo(args []string) error {
 	return nil
 }
 
-// loadTokenizer accepts a model (name or path), a tokenizer.json or a
-// vocabulary-only GGUF.
+// loadTokenizer accepts a model (name or path), a tokenizer.json or any
+// GGUF: a GGUF's tokenizer comes from its tokenizer.* metadata alone,
+// whatever its architecture and tensors (llama.cpp's vocabulary-only
+// ggml-vocab-*.gguf files included).
 func loadTokenizer(arg string) (*tokenizer.Tokenizer, error) {
 	if strings.HasSuffix(arg, ".json") || strings.HasSuffix(arg, ".json.gz") {
 		return tokenizer.FromFile(arg)
 	}
-	m, err := openModel(arg)
+	path, err := resolvePath(arg)
+	if err != nil {
+		return nil, err
+	}
+	if isGGUF(path) {
+		return tokenizer.FromGGUFFile(path)
+	}
+	m, err := importer.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -229,11 +241,12 @@ func loadTokenizer(arg string) (*tokenizer.Tokenizer, error) {
 }
 
 func cmdTokenize(args []string) error {
-	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
+	fs := newFlags("tokenize")
 	name := fs.String("m", "", "model, tokenizer.json or vocabulary GGUF")
 	special := fs.Bool("special", false, "add the model's special tokens (BOS) as HF add_special_tokens=True")
+	parseSpecial := fs.Bool("parse-special", true, "match special tokens written in the text (HF does; llama.cpp's tokenizer tests do not)")
 	jsonOut := fs.Bool("json", false, `print {"ids":[...],"tokens":[...]}`)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	tok, err := loadTokenizer(*name)
@@ -244,7 +257,7 @@ func cmdTokenize(args []string) error {
 	if err != nil {
 		return err
 	}
-	ids := tok.Encode(string(text), *special)
+	ids := tok.EncodeWith(string(text), tokenizer.EncodeOptions{AddSpecial: *special, ParseSpecial: *parseSpecial})
 	if *jsonOut {
 		toks := make([]string, len(ids))
 		for i, id := range ids {
@@ -266,11 +279,11 @@ func cmdTokenize(args []string) error {
 }
 
 func cmdDetokenize(args []string) error {
-	fs := flag.NewFlagSet("detokenize", flag.ContinueOnError)
+	fs := newFlags("detokenize")
 	name := fs.String("m", "", "model, tokenizer.json or vocabulary GGUF")
 	idsFlag := fs.String("ids", "", "token ids, comma separated")
 	skip := fs.Bool("skip-special", false, "leave special tokens out")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	ids, err := parseIDs(*idsFlag)
@@ -309,4 +322,21 @@ func writeLogits(path string, logits []float32, n, vocab int) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// isGGUF reports whether path is a regular file that starts with the GGUF
+// magic.
+func isGGUF(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [4]byte
+	_, err = io.ReadFull(f, magic[:])
+	return err == nil && string(magic[:]) == "GGUF"
 }

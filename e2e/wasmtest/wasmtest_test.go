@@ -4,7 +4,6 @@ package wasmtest
 
 import (
 	"context"
-	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -13,12 +12,7 @@ import (
 // TestProbe checks the harness end to end and logs what Chromium's OPFS does
 // (see internal/probe); run with -v to read the measurements.
 func TestProbe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("wasmtest: browser test skipped in -short mode")
-	}
-	if _, err := ChromiumPath(); errors.Is(err, ErrNoChromium) {
-		t.Skip(err)
-	}
+	NeedChromium(t, "wasmtest")
 	code, err := Run(context.Background(), Options{
 		Package: "./internal/probe",
 		Args:    []string{"-test.v"},
@@ -34,12 +28,7 @@ func TestProbe(t *testing.T) {
 }
 
 func TestFailureExitCode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("wasmtest: browser test skipped in -short mode")
-	}
-	if _, err := ChromiumPath(); errors.Is(err, ErrNoChromium) {
-		t.Skip(err)
-	}
+	NeedChromium(t, "wasmtest")
 	var out strings.Builder
 	code, err := Run(context.Background(), Options{
 		Package: "./internal/probe",

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -26,12 +25,7 @@ const browserDataLen = 3<<20 + 777
 // headless Chromium, downloading from a native server on the page's origin
 // into OPFS. Set DOWNLOAD_TEST_RUN to pass a -test.run pattern through.
 func TestInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("download: browser tests skipped in -short mode")
-	}
-	if _, err := wasmtest.ChromiumPath(); errors.Is(err, wasmtest.ErrNoChromium) {
-		t.Skipf("download: skipping browser tests: %v", err)
-	}
+	wasmtest.NeedChromium(t, "download")
 	var (
 		mu  sync.Mutex
 		srv = newFileServer(testData(browserDataLen))

@@ -5,7 +5,6 @@ package opfs_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"os"
 	"testing"
@@ -18,12 +17,7 @@ import (
 // conformance suite on OPFS among them) inside a dedicated Worker of headless
 // Chromium. Set OPFS_TEST_RUN to pass a -test.run pattern through.
 func TestInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("opfs: browser tests skipped in -short mode")
-	}
-	if _, err := wasmtest.ChromiumPath(); errors.Is(err, wasmtest.ErrNoChromium) {
-		t.Skipf("opfs: skipping browser tests: %v", err)
-	}
+	wasmtest.NeedChromium(t, "opfs")
 	args := []string{"-test.v"}
 	if r := os.Getenv("OPFS_TEST_RUN"); r != "" {
 		args = append(args, "-test.run="+r)
@@ -51,12 +45,7 @@ func TestInChromium(t *testing.T) {
 // TestMainThreadInChromium checks the documented failure on a page's main
 // thread, where sync access handles do not exist.
 func TestMainThreadInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("opfs: browser tests skipped in -short mode")
-	}
-	if _, err := wasmtest.ChromiumPath(); errors.Is(err, wasmtest.ErrNoChromium) {
-		t.Skipf("opfs: skipping browser tests: %v", err)
-	}
+	wasmtest.NeedChromium(t, "opfs")
 	var buf bytes.Buffer
 	code, err := wasmtest.Run(context.Background(), wasmtest.Options{
 		Package:    ".",
