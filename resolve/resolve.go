@@ -256,9 +256,11 @@ func inside(root, p string) error {
 // the cache pointing elsewhere never gets a directory or file created
 // through it.
 func mkdirInside(root, dir string) (made []string, err error) {
+	pre := missingDirs(root) // the cache itself may be new too
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
+	defer func() { made = append(pre, made...) }()
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return nil, err
