@@ -205,6 +205,11 @@ func (w *rowWriter) put(r0 int, chunk []byte) error {
 			return err
 		}
 		w.scratch = data
+	case c == dc && shaders.Padded(dc):
+		if data, err = shaders.PadBlocks(w.scratch, chunk, dc); err != nil {
+			return err
+		}
+		w.scratch = data
 	case c == dc && dc == tensor.Q4_K:
 		if data, err = shaders.RepackQ4_K(w.scratch, chunk); err != nil {
 			return err

@@ -30,6 +30,9 @@ func deviceCodec(c tensor.Codec) (tensor.Codec, error) {
 	case tensor.BF16:
 		return tensor.F32, nil
 	}
+	if shaders.Padded(c) {
+		return c, nil
+	}
 	return 0, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, c)
 }
 
@@ -37,10 +40,10 @@ func deviceCodec(c tensor.Codec) (tensor.Codec, error) {
 // dc (q6_K blocks are padded on the device).
 func deviceRowBytes(dc tensor.Codec, cols int) (int, error) {
 	rb, err := dc.RowBytes(cols)
-	if err != nil || dc != tensor.Q6_K {
+	if err != nil || (dc != tensor.Q6_K && !shaders.Padded(dc)) {
 		return rb, err
 	}
-	return rb / 210 * shaders.Q6KDeviceBlock, nil
+	return rb / dc.BlockBytes() * shaders.DeviceBlockBytes(dc), nil
 }
 
 // planar reports whether device codec dc is stored as a quant plane then a
@@ -128,6 +131,10 @@ func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows
 		return data, c, rows, cols, soff, err
 	case tensor.Q6_K:
 		data, err = shaders.PadQ6_K(nil, raw)
+		return data, c, rows, cols, 0, err
+	}
+	if shaders.Padded(c) {
+		data, err = shaders.PadBlocks(nil, raw, c)
 		return data, c, rows, cols, 0, err
 	}
 	return nil, 0, 0, 0, 0, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, c)
