@@ -3,7 +3,7 @@
 fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 4> {
     var r: array<vec4<f32>, 4>;
     for (var i = 0u; i < 4u; i++) {
-        r[i] = qv4(e + 4u * i);
+        r[i] = qv4(e + 4u * i, soff);
     }
     return r;
 }

@@ -3,7 +3,7 @@
 fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 8> {
     var r: array<vec4<f32>, 8>;
     for (var i = 0u; i < 8u; i++) {
-        r[i] = qv4(e + 4u * i);
+        r[i] = qv4(e + 4u * i, soff);
     }
     return r;
 }

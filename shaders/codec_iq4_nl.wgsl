@@ -6,7 +6,7 @@ const PADV: u32 = 2u;
 const CHUNK: u32 = 32u;
 const AFFINE: bool = false;
 
-fn qv(e: u32) -> f32 {
+fn qv(e: u32, soff: u32) -> f32 {
     let j = e % 32u;
     return iq4nl[(wbyte(e / 32u, 2u + j % 16u) >> (4u * (j / 16u))) & 0xFu];
 }

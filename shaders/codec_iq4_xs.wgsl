@@ -8,7 +8,7 @@ const PADV: u32 = 9u;
 const CHUNK: u32 = 32u;
 const AFFINE: bool = false;
 
-fn qv(e: u32) -> f32 {
+fn qv(e: u32, soff: u32) -> f32 {
     let s = (e % 256u) / 32u;
     let l = e % 32u;
     return iq4nl[(wbyte(e / 256u, 8u + 16u * s + l % 16u) >> (4u * (l / 16u))) & 0xFu];

@@ -8,7 +8,7 @@ const PADV: u32 = 6u;
 const CHUNK: u32 = 16u;
 const AFFINE: bool = true;
 
-fn qv(e: u32) -> f32 {
+fn qv(e: u32, soff: u32) -> f32 {
     let p = e % 256u;
     return f32((wbyte(e / 256u, 16u + 32u * (p / 128u) + p % 32u) >> (2u * ((p % 128u) / 32u))) & 3u);
 }

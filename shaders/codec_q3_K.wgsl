@@ -9,7 +9,7 @@ const PADV: u32 = 7u;
 const CHUNK: u32 = 16u;
 const AFFINE: bool = false;
 
-fn qv(e: u32) -> f32 {
+fn qv(e: u32, soff: u32) -> f32 {
     let b = e / 256u;
     let p = e % 256u;
     let q = (wbyte(b, 32u + 32u * (p / 128u) + p % 32u) >> (2u * ((p % 128u) / 32u))) & 3u;

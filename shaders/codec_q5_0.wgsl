@@ -8,7 +8,7 @@ const PADV: u32 = 2u;
 const CHUNK: u32 = 32u;
 const AFFINE: bool = false;
 
-fn qv(e: u32) -> f32 {
+fn qv(e: u32, soff: u32) -> f32 {
     let b = e / 32u;
     let j = e % 32u;
     let lo = (wbyte(b, 6u + j % 16u) >> (4u * (j / 16u))) & 0xFu;

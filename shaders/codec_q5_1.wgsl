@@ -7,7 +7,7 @@ const PADV: u32 = 2u;
 const CHUNK: u32 = 32u;
 const AFFINE: bool = true;
 
-fn qv(e: u32) -> f32 {
+fn qv(e: u32, soff: u32) -> f32 {
     let b = e / 32u;
     let j = e % 32u;
     let lo = (wbyte(b, 8u + j % 16u) >> (4u * (j / 16u))) & 0xFu;

@@ -9,7 +9,7 @@ const PADV: u32 = 11u;
 const CHUNK: u32 = 32u;
 const AFFINE: bool = true;
 
-fn qv(e: u32) -> f32 {
+fn qv(e: u32, soff: u32) -> f32 {
     let b = e / 256u;
     let s = (e % 256u) / 32u;
     let l = e % 32u;

@@ -9,7 +9,7 @@ const PADV: u32 = 4u;
 const CHUNK: u32 = 32u;
 const AFFINE: bool = false;
 
-fn qv(e: u32) -> f32 {
+fn qv(e: u32, soff: u32) -> f32 {
     let b = e / 256u;
     let p = e % 256u;
     var v: u32;

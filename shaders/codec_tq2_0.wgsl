@@ -7,7 +7,7 @@ const PADV: u32 = 5u;
 const CHUNK: u32 = 32u;
 const AFFINE: bool = false;
 
-fn qv(e: u32) -> f32 {
+fn qv(e: u32, soff: u32) -> f32 {
     let p = e % 256u;
     return f32((wbyte(e / 256u, 32u * (p / 128u) + p % 32u) >> (2u * ((p % 128u) / 32u))) & 3u) - 1.0;
 }

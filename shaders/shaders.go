@@ -30,8 +30,10 @@
 //	q6_K      GGUF's 210-byte super-blocks, each padded to 224 bytes (PadQ6_K).
 //	q5_0, q4_1, q5_1, q5_K, q3_K, q2_K, iq4_nl, iq4_xs, mxfp4, tq1_0, tq2_0
 //	          GGUF's blocks, each zero-padded to a multiple of 16 bytes
-//	          (PadBlocks), read byte by byte (codec_blocks.wgsl). The IQ grid
-//	          types (iq1/iq2/iq3) have no prelude: the backend refuses them.
+//	          (PadBlocks), read byte by byte (codec_blocks.wgsl).
+//	iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m
+//	          padded the same way, then the codec's grid (GridTail) from u32
+//	          word soff.
 //
 // Greedy decoding picks on the device in two steps (argmax_part over spans
 // of the logits, argmax over the spans' picks); long steps run attention
@@ -75,16 +77,17 @@ const (
 // Codecs lists the weight codecs the kernels read directly.
 var Codecs = []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K,
 	tensor.Q5_0, tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q3_K, tensor.Q2_K,
-	tensor.IQ4_NL, tensor.IQ4_XS, tensor.MXFP4, tensor.TQ1_0, tensor.TQ2_0}
+	tensor.IQ4_NL, tensor.IQ4_XS, tensor.MXFP4, tensor.TQ1_0, tensor.TQ2_0,
+	tensor.IQ2_XXS, tensor.IQ2_XS, tensor.IQ2_S, tensor.IQ3_XXS, tensor.IQ3_S, tensor.IQ1_S, tensor.IQ1_M}
 
 // paddedChunk is the CHUNK of the codecs read as padded GGUF blocks
 // (PadBlocks; codec_blocks.wgsl), 0 for the others.
 func paddedChunk(c tensor.Codec) int {
 	switch c {
 	case tensor.Q5_0, tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.IQ4_NL, tensor.IQ4_XS,
-		tensor.MXFP4, tensor.TQ1_0, tensor.TQ2_0:
+		tensor.MXFP4, tensor.TQ1_0, tensor.TQ2_0, tensor.IQ2_XXS, tensor.IQ3_XXS, tensor.IQ3_S, tensor.IQ1_S:
 		return 32
-	case tensor.Q3_K, tensor.Q2_K:
+	case tensor.Q3_K, tensor.Q2_K, tensor.IQ2_XS, tensor.IQ2_S, tensor.IQ1_M:
 		return 16
 	}
 	return 0
@@ -97,6 +100,11 @@ func Padded(c tensor.Codec) bool { return paddedChunk(c) != 0 }
 // DeviceBlockBytes is the bytes of one block of a padded codec (or q6_K)
 // on the device: BlockBytes rounded up to 16.
 func DeviceBlockBytes(c tensor.Codec) int { return (c.BlockBytes() + 15) &^ 15 }
+
+// GridTail is the code book the IQ codecs' preludes read: the device
+// buffer of such a weight is its padded blocks, then these bytes from u32
+// word soff. Nil for the other codecs.
+func GridTail(c tensor.Codec) []byte { return tensor.GridBytes(c) }
 
 // PadBlocks lays a padded codec's GGUF blocks out for the device: each
 // block's bytes at their offsets, zero-padded to DeviceBlockBytes so every

@@ -22,7 +22,8 @@ const lowbitTol = quantTol
 
 // TestParityLowbit runs a 256-wide llama with every matrix (embedding and
 // head included) in each GGUF codec the device reads as padded blocks, and
-// GGUF files in recipe mixes (synth's q3_K_M, q2_K_mix, q5_K_M, mxfp4_moe),
+// GGUF files in recipe mixes (synth's q3_K_M, q2_K_mix, q5_K_M, mxfp4_moe,
+// iq2_M),
 // through the CPU engine and the device: prefill and decode logits within
 // lowbitTol, and the weights held on the device in their codec.
 func TestParityLowbit(t *testing.T) {
@@ -31,8 +32,8 @@ func TestParityLowbit(t *testing.T) {
 	// the activations of q8_0 products, which the mxfp4_moe mix has).
 	defer kernel.SetMode(kernel.SetMode(kernel.Exact))
 	dir := t.TempDir()
-	shape := synth.Shape{Name: "k", Arch: "llama", Hidden: 256, Layers: 1, Heads: 4, KVHeads: 2, FFN: 512,
-		Vocab: 512, RopeTheta: 10000, Context: 64}
+	shape := synth.Shape{Name: "k", Arch: "llama", Hidden: 256, Layers: 1, Heads: 4, KVHeads: 2, FFN: 256,
+		Vocab: 256, RopeTheta: 10000, Context: 64}
 	path := filepath.Join(dir, "f32.gguf")
 	if err := synth.Write(path, shape, tensor.F32); err != nil {
 		t.Fatal(err)
@@ -48,7 +49,7 @@ func TestParityLowbit(t *testing.T) {
 			cases = append(cases, c.String())
 		}
 	}
-	cases = append(cases, "q3_K_M", "q2_K_mix", "q5_K_M", "mxfp4_moe")
+	cases = append(cases, "q3_K_M", "q2_K_mix", "q5_K_M", "mxfp4_moe", "iq2_M")
 	for _, name := range cases {
 		t.Run(name, func(t *testing.T) {
 			var m *model.Model
@@ -71,7 +72,7 @@ func TestParityLowbit(t *testing.T) {
 				down, _ := m.Weights.Tensor("blk.0.ffn_down.weight")
 				c = down.Codec
 			}
-			ids := []int{1, 7, 300, 42, 511, 2, 99, 3, 250, 17}
+			ids := []int{1, 7, 200, 42, 255, 2, 99, 3, 250, 17}
 			cb, err := cpu.New(m, cpu.Options{})
 			if err != nil {
 				t.Fatal(err)

@@ -14,7 +14,7 @@ type dweight struct {
 	buf        *Buffer
 	codec      tensor.Codec // the device codec (after any load-time conversion)
 	rows, cols int
-	soff       uint32 // scale plane offset (u32) for q8_0/q4_0
+	soff       uint32 // scale plane offset (u32) for q8_0/q4_0, grid offset for the IQ codecs
 	bytes      int64  // device bytes, all read by one full matmul
 }
 
@@ -68,7 +68,7 @@ func deviceBytes(c tensor.Codec, rows, cols int) int64 {
 	if planar(dc) {
 		n += 4 // scale plane padding
 	}
-	return n
+	return n + int64(len(shaders.GridTail(dc)))
 }
 
 // encodeForDevice converts the concatenated rows of ts into the device
@@ -135,7 +135,11 @@ func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows
 	}
 	if shaders.Padded(c) {
 		data, err = shaders.PadBlocks(nil, raw, c)
-		return data, c, rows, cols, 0, err
+		if tail := shaders.GridTail(c); tail != nil && err == nil {
+			soff = uint32(len(data) / 4)
+			data = append(data, tail...)
+		}
+		return data, c, rows, cols, soff, err
 	}
 	return nil, 0, 0, 0, 0, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, c)
 }
