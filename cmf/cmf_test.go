@@ -302,7 +302,7 @@ func TestHostile(t *testing.T) {
 		{"footer crc", "footer checksum", func() []byte { b := bytes.Clone(data); b[len(b)-30] ^= 1; return b }()},
 		{"dir crc", "directory checksum", func() []byte { b := bytes.Clone(data); b[len(b)-footerSize-3] ^= 1; return b }()},
 		{"dir json", "directory:", rebuild(data, nil, map[string]any{"tensors": 3})},
-		{"codec", "unknown codec", rebuild(data, nil, withEntry(0, func(e *entryJSON) { e.Codec = "q5_K" }))},
+		{"codec", "unknown codec", rebuild(data, nil, withEntry(0, func(e *entryJSON) { e.Codec = "q8_K" }))},
 		{"dup", "duplicate name", rebuild(data, nil, withEntry(1, func(e *entryJSON) { e.Name = "token_embd.weight" }))},
 		{"length", "needs", rebuild(data, nil, withEntry(0, func(e *entryJSON) { e.Length++ }))},
 		{"shape", "negative", rebuild(data, nil, withEntry(0, func(e *entryJSON) { e.Shape = []int{-8, -4} }))},

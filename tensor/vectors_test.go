@@ -61,3 +61,4 @@ func TestGGUFVectors(t *testing.T) {
 		}
 	}
 }
+
