@@ -2,6 +2,7 @@ package webgpu
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cortiq/cortiq/cpu"
@@ -23,7 +24,7 @@ const lowbitTol = quantTol
 // TestParityLowbit runs a 256-wide llama with every matrix (embedding and
 // head included) in each GGUF codec the device reads as padded blocks, and
 // GGUF files in recipe mixes (synth's q3_K_M, q2_K_mix, q5_K_M, mxfp4_moe,
-// iq2_M),
+// iq2_M; and a routed-expert model with mxfp4 and iq4_xs experts),
 // through the CPU engine and the device: prefill and decode logits within
 // lowbitTol, and the weights held on the device in their codec.
 func TestParityLowbit(t *testing.T) {
@@ -49,28 +50,36 @@ func TestParityLowbit(t *testing.T) {
 			cases = append(cases, c.String())
 		}
 	}
-	cases = append(cases, "q3_K_M", "q2_K_mix", "q5_K_M", "mxfp4_moe", "iq2_M")
-	for _, name := range cases {
-		t.Run(name, func(t *testing.T) {
+	cases = append(cases, "q3_K_M", "q2_K_mix", "q5_K_M", "mxfp4_moe", "iq2_M", "moe/mxfp4_moe", "moe/iq4_xs")
+	moe := shape
+	moe.Experts, moe.ExpertsUsed = 4, 2
+	for _, tc := range cases {
+		name, sh := tc, shape
+		if n, ok := strings.CutPrefix(tc, "moe/"); ok {
+			name, sh = n, moe
+		}
+		t.Run(tc, func(t *testing.T) {
 			var m *model.Model
 			c, err := tensor.ParseCodec(name)
-			if err == nil {
+			if err == nil && sh.Experts == 0 {
 				m = quantized(t, f, c)
 			} else {
 				mix, err := synth.ParseMix(name)
 				if err != nil {
 					t.Fatal(err)
 				}
-				p := filepath.Join(dir, name+".gguf")
-				if err := synth.WriteMix(p, shape, mix); err != nil {
+				p := filepath.Join(dir, strings.ReplaceAll(tc, "/", "-")+".gguf")
+				if err := synth.WriteMix(p, sh, mix); err != nil {
 					t.Fatal(err)
 				}
 				if m, err = importer.Open(p); err != nil {
 					t.Fatal(err)
 				}
 				defer m.Close()
-				down, _ := m.Weights.Tensor("blk.0.ffn_down.weight")
-				c = down.Codec
+				c = tensor.Q8_0
+				if down, ok := m.Weights.Tensor("blk.0.ffn_down.weight"); ok {
+					c = down.Codec
+				}
 			}
 			ids := []int{1, 7, 200, 42, 255, 2, 99, 3, 250, 17}
 			cb, err := cpu.New(m, cpu.Options{})
@@ -83,8 +92,8 @@ func TestParityLowbit(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer gb.Close()
-			if got := gb.layers[0].down.codec; got != c {
-				t.Fatalf("device holds ffn_down as %s, want %s", got, c)
+			if l := gb.layers[0]; l.down != nil && l.down.codec != c {
+				t.Fatalf("device holds ffn_down as %s, want %s", l.down.codec, c)
 			}
 			cs, err := cb.NewSession(32)
 			if err != nil {
@@ -103,7 +112,7 @@ func TestParityLowbit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkRows(t, "prefill", got, want, shape.Vocab, lowbitTol)
+			checkRows(t, "prefill", got, want, sh.Vocab, lowbitTol)
 			for _, tok := range []int{5, 6} {
 				want, err := cs.Forward([]int{tok}, false)
 				if err != nil {
@@ -113,7 +122,7 @@ func TestParityLowbit(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				checkRows(t, "decode", got, want, shape.Vocab, lowbitTol)
+				checkRows(t, "decode", got, want, sh.Vocab, lowbitTol)
 			}
 		})
 	}
