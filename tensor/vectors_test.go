@@ -61,4 +61,3 @@ func TestGGUFVectors(t *testing.T) {
 		}
 	}
 }
-
