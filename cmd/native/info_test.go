@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,6 +38,38 @@ func TestInfoCodecs(t *testing.T) {
 		want := fmt.Sprintf("codec       %-7s %4d tensors", c, n)
 		if !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("(%d bytes)", bytes[c])) {
 			t.Errorf("info lacks %q with %d bytes:\n%s", want, bytes[c], out)
+		}
+	}
+}
+
+// TestInfoUnsupportedType: a GGUF with a tensor type no codec holds still
+// shows its per-type table, and the import error names the tensor and the
+// type.
+func TestInfoUnsupportedType(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q8k.gguf")
+	w, err := gguf.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddMetadata("general.architecture", "llama"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddTensorInfo("blk.0.ffn_down.weight", gguf.TypeQ8_K, []uint64{256, 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteTensorData("blk.0.ffn_down.weight", make([]byte, 2*292)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(cortiqBin, "info", "-m", path).CombinedOutput()
+	if err == nil {
+		t.Fatalf("info accepted a Q8_K tensor:\n%s", out)
+	}
+	for _, want := range []string{"type        Q8_K       1 tensors", "(584 bytes)", `"blk.0.ffn_down.weight": unsupported tensor type Q8_K`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }
