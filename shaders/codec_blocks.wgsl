@@ -25,15 +25,6 @@ var<private> iq4nl: array<f32, 16> = array<f32, 16>(-127.0, -104.0, -83.0, -65.0
 var<private> fp4: array<f32, 16> = array<f32, 16>(0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0,
     0.0, -1.0, -2.0, -3.0, -4.0, -6.0, -8.0, -12.0);
 
-fn qv4(e: u32, soff: u32) -> vec4<f32> {
-    return vec4<f32>(qv(e, soff), qv(e + 1u, soff), qv(e + 2u, soff), qv(e + 3u, soff));
-}
-
-fn fetch4(e: u32, soff: u32) -> vec4<f32> {
-    let s = chunkscales(e, soff);
-    return qv4(e, soff) * s.x - vec4<f32>(s.y);
-}
-
 // wword is the little-endian u32 of the four bytes from off of padded
 // block b (any alignment).
 fn wword(b: u32, off: u32) -> u32 {
@@ -54,8 +45,4 @@ fn ksign(s: u32, j: u32) -> bool {
         return ((s >> j) & 1u) == 1u;
     }
     return (countOneBits(s) & 1u) == 1u;
-}
-
-fn chunkscale(e: u32, soff: u32) -> f32 {
-    return chunkscales(e, soff).x;
 }

@@ -16,3 +16,16 @@ fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 4> {
     }
     return r;
 }
+
+fn qv4(e: u32, soff: u32) -> vec4<f32> {
+    return vec4<f32>(qv(e, soff), qv(e + 1u, soff), qv(e + 2u, soff), qv(e + 3u, soff));
+}
+
+fn fetch4(e: u32, soff: u32) -> vec4<f32> {
+    let s = chunkscales(e, soff);
+    return qv4(e, soff) * s.x - vec4<f32>(s.y);
+}
+
+fn chunkscale(e: u32, soff: u32) -> f32 {
+    return chunkscales(e, soff).x;
+}

@@ -169,7 +169,12 @@ func codecPrelude(c tensor.Codec) (string, error) {
 	if !Supported(c) {
 		return "", fmt.Errorf("shaders: no kernel reads %s weights", c)
 	}
-	if k := paddedChunk(c); k != 0 && c != tensor.Q5_0 {
+	switch k := paddedChunk(c); {
+	case c == tensor.Q5_0:
+	case c == tensor.Q5_K || c == tensor.Q4_1 || c == tensor.Q5_1:
+		// These read whole words themselves.
+		return read("codec_blocks") + "\n" + read("codec_"+c.String()), nil
+	case k != 0:
 		return read("codec_blocks") + "\n" + read("codec_"+c.String()) + "\n" + read(fmt.Sprintf("codec_chunk%d", k)), nil
 	}
 	return read("codec_" + c.String()), nil
