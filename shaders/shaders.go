@@ -171,7 +171,7 @@ func codecPrelude(c tensor.Codec) (string, error) {
 	}
 	switch k := paddedChunk(c); {
 	case c == tensor.Q5_0:
-	case c == tensor.Q5_K || c == tensor.Q4_1 || c == tensor.Q5_1:
+	case c == tensor.Q5_K || c == tensor.Q4_1 || c == tensor.Q5_1 || c == tensor.Q3_K || c == tensor.Q2_K:
 		// These read whole words themselves.
 		return read("codec_blocks") + "\n" + read("codec_"+c.String()), nil
 	case k != 0:
