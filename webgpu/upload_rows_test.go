@@ -12,8 +12,8 @@ import (
 	"github.com/cortiq/cortiq/gguf"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
-	"github.com/cortiq/cortiq/synth"
 	"github.com/cortiq/cortiq/shaders"
+	"github.com/cortiq/cortiq/synth"
 	"github.com/cortiq/cortiq/tensor"
 )
 
