@@ -28,9 +28,10 @@
 //	q4_K      GGUF's 144-byte super-blocks in place, their scales and
 //	          nibbles reordered (RepackQ4_K; rows of 256s).
 //	q6_K      GGUF's 210-byte super-blocks, each padded to 224 bytes (PadQ6_K).
-//	q5_0      GGUF's 22-byte blocks in 32 bytes: nibbles, fifth bits, d
-//	          (PadBlocks).
-//	q4_1, q5_1, q5_K, q3_K, q2_K, iq4_nl, iq4_xs, mxfp4, tq1_0, tq2_0
+//	q5_0, iq4_nl, mxfp4
+//	          GGUF's blocks in 32 bytes, nibbles first, then the fifth bits
+//	          and scale (PadBlocks).
+//	q4_1, q5_1, q5_K, q3_K, q2_K, iq4_xs, tq1_0, tq2_0
 //	          GGUF's blocks, each zero-padded to a multiple of 16 bytes
 //	          (PadBlocks), read byte by byte (codec_blocks.wgsl).
 //	iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m
@@ -110,8 +111,8 @@ func GridTail(c tensor.Codec) []byte { return tensor.GridBytes(c) }
 
 // PadBlocks lays a padded codec's GGUF blocks out for the device: each
 // block's bytes at their offsets, zero-padded to DeviceBlockBytes so every
-// block starts on a 16-byte boundary (q5_0's reordered: nibbles, fifth
-// bits, d). dst is reused when large enough.
+// block starts on a 16-byte boundary (q5_0, iq4_nl and mxfp4 reordered:
+// nibbles first). dst is reused when large enough.
 func PadBlocks(dst, src []byte, c tensor.Codec) ([]byte, error) {
 	bb, db := c.BlockBytes(), DeviceBlockBytes(c)
 	if len(src)%bb != 0 {
@@ -124,13 +125,25 @@ func PadBlocks(dst, src []byte, c tensor.Codec) ([]byte, error) {
 	dst = dst[:n*db]
 	for b := 0; b < n; b++ {
 		o, in := dst[b*db:(b+1)*db], src[b*bb:(b+1)*bb]
-		if c == tensor.Q5_0 {
-			// Reordered so a kernel takes the nibbles as one vec4 and the
-			// fifth bits and d from the next (codec_q5_0.wgsl).
+		// Reordered so a kernel takes the nibbles as one vec4 and the rest
+		// from the next (codec_q5_0.wgsl, codec_iq4_nl.wgsl,
+		// codec_mxfp4.wgsl).
+		switch c {
+		case tensor.Q5_0:
 			copy(o[0:16], in[6:22])
 			copy(o[16:20], in[2:6])
 			copy(o[20:22], in[0:2])
 			clear(o[22:])
+			continue
+		case tensor.IQ4_NL:
+			copy(o[0:16], in[2:18])
+			copy(o[16:18], in[0:2])
+			clear(o[18:])
+			continue
+		case tensor.MXFP4:
+			copy(o[0:16], in[1:17])
+			o[16] = in[0]
+			clear(o[17:])
 			continue
 		}
 		copy(o, in)
@@ -171,7 +184,8 @@ func codecPrelude(c tensor.Codec) (string, error) {
 	}
 	switch k := paddedChunk(c); {
 	case c == tensor.Q5_0:
-	case c == tensor.Q5_K || c == tensor.Q4_1 || c == tensor.Q5_1 || c == tensor.Q3_K || c == tensor.Q2_K:
+	case c == tensor.Q5_K || c == tensor.Q4_1 || c == tensor.Q5_1 || c == tensor.Q3_K || c == tensor.Q2_K ||
+		c == tensor.IQ4_NL || c == tensor.MXFP4:
 		// These read whole words themselves.
 		return read("codec_blocks") + "\n" + read("codec_"+c.String()), nil
 	case k != 0:
