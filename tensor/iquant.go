@@ -189,3 +189,38 @@ func decodeIQ1_M(y []float32, b []byte) {
 		}
 	}
 }
+
+// GridBytes is the code book an IQ codec's groups index, one byte per
+// element (entries of 8 bytes; iq3_xxs and iq3_s of 4), little endian as
+// ggml's tables: iq1_m shares iq1_s's. Nil for other codecs. Device
+// backends upload it beside the weights.
+func GridBytes(c Codec) []byte {
+	var g []uint64
+	switch c {
+	case IQ2_XXS:
+		g = iq2xxsGrid[:]
+	case IQ2_XS:
+		g = iq2xsGrid[:]
+	case IQ2_S:
+		g = iq2sGrid[:]
+	case IQ1_S, IQ1_M:
+		g = iq1sGrid[:]
+	case IQ3_XXS, IQ3_S:
+		t := iq3xxsGrid[:]
+		if c == IQ3_S {
+			t = iq3sGrid[:]
+		}
+		out := make([]byte, 4*len(t))
+		for i, v := range t {
+			binary.LittleEndian.PutUint32(out[4*i:], v)
+		}
+		return out
+	default:
+		return nil
+	}
+	out := make([]byte, 8*len(g))
+	for i, v := range g {
+		binary.LittleEndian.PutUint64(out[8*i:], v)
+	}
+	return out
+}

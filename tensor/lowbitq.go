@@ -258,81 +258,95 @@ func encodeIQ4_XS(dst []byte, x []float32) {
 	binary.LittleEndian.PutUint16(dst[2:], sh)
 }
 
-// codeBook is an IQ grid as float32 (n elements per entry, in flat), with
-// an index from each entry's per-element levels to the entry.
+// codeBook is an IQ grid prepared for nearest-entry search: each entry is
+// two halves of n/2 elements, each half one of the patterns of n/2 levels
+// (levels: the distinct element values), so a search scores every half
+// pattern once and every entry with two lookups.
 type codeBook struct {
-	flat   []float32
 	n      int
-	levels []float32 // the distinct element values, ascending
-	lookup map[uint32]int
+	levels []float32   // distinct element values, ascending
+	pats   [][]float32 // every half pattern: n/2 level values
+	halves [][2]uint16 // each entry's (low, high) half pattern
 }
 
+// maxPats bounds the half patterns (3 levels of 4, or 8 levels of 2).
+const maxPats = 81
+
 // search is the entry closest to v once offset by delta: the g minimizing
-// Σ(g+delta-v)². When the per-element nearest levels form an entry, that
-// entry is the answer; otherwise every entry is tried.
-func (cb *codeBook) search(v []float32, delta float32) int {
-	var key uint32
-	for j := range cb.n {
-		t := v[j] - delta
-		bi := 0
-		for k, l := range cb.levels {
-			if abs32(l-t) < abs32(cb.levels[bi]-t) {
-				bi = k
-			}
+// Σ(g+delta-v)², and that error.
+func (cb *codeBook) search(v []float32, delta float32) (int, float32) {
+	h := cb.n / 2
+	var lo, hi [maxPats]float32
+	for p, pat := range cb.pats {
+		var el, eh float32
+		for k, l := range pat {
+			r := l + delta - v[k]
+			el += r * r
+			r = l + delta - v[h+k]
+			eh += r * r
 		}
-		key = key*uint32(len(cb.levels)) + uint32(bi)
-	}
-	if i, ok := cb.lookup[key]; ok {
-		return i
+		lo[p], hi[p] = el, eh
 	}
 	best, bi := float32(math.Inf(1)), 0
-	for i := 0; i < len(cb.flat)/cb.n; i++ {
-		g := cb.flat[i*cb.n : i*cb.n+cb.n]
-		var e float32
-		for j := range cb.n {
-			r := g[j] + delta - v[j]
-			if e += r * r; e >= best {
-				break
-			}
-		}
-		if e < best {
+	for i, hv := range cb.halves {
+		if e := lo[hv[0]] + hi[hv[1]]; e < best {
 			best, bi = e, i
 		}
 	}
-	return bi
+	return bi, best
 }
 
-// newCodeBook unpacks a byte-per-element grid.
+// newCodeBook prepares a byte-per-element grid.
 func newCodeBook[T uint32 | uint64](grid []T, n int, signed bool) *codeBook {
-	cb := &codeBook{n: n, lookup: map[uint32]int{}}
+	cb := &codeBook{n: n}
+	val := func(g T, j int) float32 {
+		b := uint8(uint64(g) >> (8 * j))
+		if signed {
+			return float32(int8(b))
+		}
+		return float32(b)
+	}
 	seen := map[float32]bool{}
 	for _, g := range grid {
 		for j := range n {
-			b := uint8(uint64(g) >> (8 * j))
-			v := float32(b)
-			if signed {
-				v = float32(int8(b))
-			}
-			cb.flat = append(cb.flat, v)
-			if !seen[v] {
+			if v := val(g, j); !seen[v] {
 				seen[v] = true
 				cb.levels = append(cb.levels, v)
 			}
 		}
 	}
 	sort.Slice(cb.levels, func(i, j int) bool { return cb.levels[i] < cb.levels[j] })
-	for i := range grid {
-		var key uint32
-		for _, v := range cb.flat[i*n : i*n+n] {
-			key = key*uint32(len(cb.levels)) + uint32(sort.Search(len(cb.levels), func(k int) bool { return cb.levels[k] >= v }))
+	h, nl := n/2, len(cb.levels)
+	np := 1
+	for range h {
+		np *= nl
+	}
+	if np > maxPats {
+		panic("tensor: code book halves exceed maxPats") // a table defect
+	}
+	for p := range np {
+		pat := make([]float32, h)
+		for k, q := 0, p; k < h; k, q = k+1, q/nl {
+			pat[k] = cb.levels[q%nl]
 		}
-		cb.lookup[key] = i
+		cb.pats = append(cb.pats, pat)
+	}
+	index := func(g T, from int) uint16 {
+		p, mul := 0, 1
+		for k := range h {
+			p += sort.Search(nl, func(i int) bool { return cb.levels[i] >= val(g, from+k) }) * mul
+			mul *= nl
+		}
+		return uint16(p)
+	}
+	for _, g := range grid {
+		cb.halves = append(cb.halves, [2]uint16{index(g, 0), index(g, h)})
 	}
 	return cb
 }
 
 // The code books, built on first use by an encoder.
-var flatGrids = sync.OnceValue(func() (g struct{ iq2xxs, iq2xs, iq2s, iq3xxs, iq3s, iq1s *codeBook }) {
+var codeBooks = sync.OnceValue(func() (g struct{ iq2xxs, iq2xs, iq2s, iq3xxs, iq3s, iq1s *codeBook }) {
 	g.iq2xxs = newCodeBook(iq2xxsGrid[:], 8, false)
 	g.iq2xs = newCodeBook(iq2xsGrid[:], 8, false)
 	g.iq2s = newCodeBook(iq2sGrid[:], 8, false)
@@ -392,7 +406,8 @@ func encodeIQ2_XXS(dst []byte, x []float32) {
 			for j := range mag {
 				mag[j] = div(mag[j], db)
 			}
-			q[l] = byte(flatGrids().iq2xxs.search(mag[:], 0))
+			g, _ := codeBooks().iq2xxs.search(mag[:], 0)
+			q[l] = byte(g)
 			aux |= uint32(bits&127) << (7 * l)
 		}
 		binary.LittleEndian.PutUint32(q[4:], aux)
@@ -424,7 +439,7 @@ func encodeIQ2_XS(dst []byte, x []float32) {
 			for j := range mag {
 				mag[j] = div(mag[j], db)
 			}
-			g := flatGrids().iq2xs.search(mag[:], 0)
+			g, _ := codeBooks().iq2xs.search(mag[:], 0)
 			binary.LittleEndian.PutUint16(dst[2+2*(4*ib+l):], uint16(g)|uint16(bits&127)<<9)
 		}
 	}
@@ -441,7 +456,7 @@ func encodeIQ2_S(dst []byte, x []float32) {
 			for j := range mag {
 				mag[j] = div(mag[j], db)
 			}
-			g := flatGrids().iq2s.search(mag[:], 0)
+			g, _ := codeBooks().iq2s.search(mag[:], 0)
 			dst[2+4*ib+l] = byte(g)
 			dst[34+4*ib+l] = bits
 			dst[66+ib] |= byte(g>>8&3) << (2 * l)
@@ -466,8 +481,9 @@ func encodeIQ3_XXS(dst []byte, x []float32) {
 			for j := range mag {
 				mag[j] = div(mag[j], db)
 			}
-			dst[2+8*ib+2*l] = byte(flatGrids().iq3xxs.search(mag[:4], 0))
-			dst[2+8*ib+2*l+1] = byte(flatGrids().iq3xxs.search(mag[4:], 0))
+			g1, _ := codeBooks().iq3xxs.search(mag[:4], 0)
+			g2, _ := codeBooks().iq3xxs.search(mag[4:], 0)
+			dst[2+8*ib+2*l], dst[2+8*ib+2*l+1] = byte(g1), byte(g2)
 			aux |= uint32(bits&127) << (7 * l)
 		}
 		binary.LittleEndian.PutUint32(dst[66+4*ib:], aux)
@@ -495,7 +511,7 @@ func encodeIQ3_S(dst []byte, x []float32) {
 			dst[74+4*ib+l] = bits
 			for h := range 2 {
 				k := 8*ib + 2*l + h
-				g := flatGrids().iq3s.search(mag[4*h:4*h+4], 0)
+				g, _ := codeBooks().iq3s.search(mag[4*h:4*h+4], 0)
 				dst[2+k] = byte(g)
 				dst[66+k/8] |= byte(g>>8&1) << (k % 8)
 			}
@@ -504,28 +520,14 @@ func encodeIQ3_S(dst []byte, x []float32) {
 }
 
 // iq1Group finds the grid entry and delta sign for 8 values (already
-// divided by the scale): one pass over the grid scores both deltas, since
-// Σ(g±δ-v)² = Σ(g-v)² ± 2δΣ(g-v) + 8δ².
+// divided by the scale).
 func iq1Group(v []float32) (idx int, neg bool) {
-	cb := flatGrids().iq1s
-	best := float32(math.Inf(1))
-	const dd = iq1Delta
-	for i := 0; i < len(cb.flat)/8; i++ {
-		g := cb.flat[8*i : 8*i+8]
-		var a, b float32
-		for j := range 8 {
-			r := g[j] - v[j]
-			a += r * r
-			b += r
-		}
-		if e := a + 2*dd*b + 8*dd*dd; e < best {
-			best, idx, neg = e, i, false
-		}
-		if e := a - 2*dd*b + 8*dd*dd; e < best {
-			best, idx, neg = e, i, true
-		}
+	ip, ep := codeBooks().iq1s.search(v, iq1Delta)
+	in, en := codeBooks().iq1s.search(v, -iq1Delta)
+	if en < ep {
+		return in, true
 	}
-	return idx, neg
+	return ip, false
 }
 
 func encodeIQ1_S(dst []byte, x []float32) {
@@ -552,7 +554,7 @@ func encodeIQ1_S(dst []byte, x []float32) {
 			qh |= 0x8000
 		}
 		for l := range 4 {
-			g := flatGrids().iq1s.search(v[8*l:8*l+8], delta)
+			g, _ := codeBooks().iq1s.search(v[8*l:8*l+8], delta)
 			dst[2+4*ib+l] = byte(g)
 			qh |= uint16(g>>8&7) << (3 * l)
 		}

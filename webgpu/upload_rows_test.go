@@ -12,6 +12,7 @@ import (
 	"github.com/cortiq/cortiq/gguf"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/synth"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -49,7 +50,7 @@ func TestUploadRowsMatchesWhole(t *testing.T) {
 	withRowChunk(t, 4<<10)
 	b := &Backend{dev: d}
 	rng := rand.New(rand.NewSource(1))
-	for _, c := range []tensor.Codec{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
+	for _, c := range append([]tensor.Codec{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K}, paddedCodecs()...) {
 		for _, cols := range []int{64, 96, 100, 512} {
 			if _, err := c.RowBytes(cols); err != nil {
 				continue
@@ -224,7 +225,7 @@ func TestUploadPartsMatchesFused(t *testing.T) {
 	d := testDevice(t)
 	b := &Backend{dev: d}
 	rng := rand.New(rand.NewSource(2))
-	for _, c := range []tensor.Codec{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
+	for _, c := range append([]tensor.Codec{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K}, paddedCodecs()...) {
 		for _, cols := range []int{64, 96, 256} {
 			if _, err := c.RowBytes(cols); err != nil {
 				continue
@@ -262,4 +263,16 @@ func TestUploadPartsMatchesFused(t *testing.T) {
 			}
 		}
 	}
+}
+
+// paddedCodecs are the GGUF codecs held as padded blocks (and the IQ
+// codecs' appended grid) on the device.
+func paddedCodecs() []tensor.Codec {
+	var cs []tensor.Codec
+	for _, c := range shaders.Codecs {
+		if shaders.Padded(c) {
+			cs = append(cs, c)
+		}
+	}
+	return cs
 }

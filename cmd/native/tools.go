@@ -12,6 +12,7 @@ import (
 
 	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/engine"
+	"github.com/cortiq/cortiq/gguf"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/safetensors"
@@ -139,6 +140,12 @@ func cmdInfo(args []string) error {
 	}
 	m, err := openModel(*name)
 	if err != nil {
+		// A GGUF the importer refuses (a tensor type no codec holds) still
+		// shows what it holds.
+		if f, gerr := gguf.Open(*name); gerr == nil {
+			printGGUFTypes(f)
+			f.Close()
+		}
 		return err
 	}
 	defer closeModel(m)
@@ -212,6 +219,23 @@ func cmdInfo(args []string) error {
 		fmt.Printf("            %s (%d bytes) %s\n", f.Name, f.Size, f.SHA256)
 	}
 	return nil
+}
+
+// printGGUFTypes prints a GGUF file's tensor count and bytes per tensor type.
+func printGGUFTypes(f *gguf.File) {
+	count, bytes := map[gguf.GGMLType]int{}, map[gguf.GGMLType]int64{}
+	for _, ti := range f.Tensors {
+		count[ti.Type]++
+		bytes[ti.Type] += ti.ByteLen()
+	}
+	types := make([]gguf.GGMLType, 0, len(count))
+	for t := range count {
+		types = append(types, t)
+	}
+	sort.Slice(types, func(i, j int) bool { return types[i] < types[j] })
+	for _, t := range types {
+		fmt.Printf("type        %-7s %4d tensors %10.2f MiB (%d bytes)\n", t, count[t], float64(bytes[t])/(1<<20), bytes[t])
+	}
 }
 
 // loadTokenizer accepts a model (name or path), a tokenizer.json or any
