@@ -306,7 +306,7 @@ func TestHostile(t *testing.T) {
 		{"meta json", `metadata: field "arch.hidden" holds a JSON string, want an integer`, withMeta(t, data, `{"arch":{"hidden":"64"}}`)},
 		{"meta layers", `metadata: field "arch.layers" holds a JSON object, want an array`, withMeta(t, data, `{"arch":{"layers":{}}}`)},
 		{"meta syntax", `metadata: invalid JSON at byte`, withMeta(t, data, `{"arch":`)},
-		{"codec", "unknown codec", rebuild(data, nil, withEntry(0, func(e *entryJSON) { e.Codec = "q5_K" }))},
+		{"codec", "unknown codec", rebuild(data, nil, withEntry(0, func(e *entryJSON) { e.Codec = "q8_K" }))},
 		{"dup", "duplicate name", rebuild(data, nil, withEntry(1, func(e *entryJSON) { e.Name = "token_embd.weight" }))},
 		{"length", "needs", rebuild(data, nil, withEntry(0, func(e *entryJSON) { e.Length++ }))},
 		{"shape", "negative", rebuild(data, nil, withEntry(0, func(e *entryJSON) { e.Shape = []int{-8, -4} }))},

@@ -322,20 +322,21 @@ func TestVocabOnlyFiles(t *testing.T) {
 func TestUnsupportedType(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
-	w.AddTensorInfo("blk.0.ffn_down.weight", TypeQ5_K, []uint64{256, 2})
-	w.WriteTensorData("blk.0.ffn_down.weight", make([]byte, 2*176))
+	// Q8_K is ggml's activation type: a known layout no file's weight uses.
+	w.AddTensorInfo("blk.0.ffn_down.weight", TypeQ8_K, []uint64{256, 2})
+	w.WriteTensorData("blk.0.ffn_down.weight", make([]byte, 2*292))
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "q5.gguf")
+	f, err := Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "q8k.gguf")
 	if err != nil {
-		t.Fatalf("a file with a Q5_K tensor must open: %v", err)
+		t.Fatalf("a file with a Q8_K tensor must open: %v", err)
 	}
 	_, err = f.Tensor("blk.0.ffn_down.weight")
-	if err == nil || !strings.Contains(err.Error(), "unsupported tensor type Q5_K") || !strings.Contains(err.Error(), "blk.0.ffn_down.weight") {
+	if err == nil || !strings.Contains(err.Error(), "unsupported tensor type Q8_K") || !strings.Contains(err.Error(), "blk.0.ffn_down.weight") {
 		t.Errorf("error %v", err)
 	}
-	if raw, err := f.RawData("blk.0.ffn_down.weight"); err != nil || len(raw) != 352 {
+	if raw, err := f.RawData("blk.0.ffn_down.weight"); err != nil || len(raw) != 584 {
 		t.Errorf("RawData: %d %v", len(raw), err)
 	}
 }

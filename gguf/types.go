@@ -111,46 +111,48 @@ func (t GGMLType) BlockBytes() int64 { return ggmlTypes[t].blockBytes }
 // Codec maps t to the engine codec with the same byte layout. ok is false for
 // types the engine cannot compute with.
 func (t GGMLType) Codec() (c tensor.Codec, ok bool) {
-	switch t {
-	case TypeF32:
-		return tensor.F32, true
-	case TypeF16:
-		return tensor.F16, true
-	case TypeBF16:
-		return tensor.BF16, true
-	case TypeQ8_0:
-		return tensor.Q8_0, true
-	case TypeQ4_0:
-		return tensor.Q4_0, true
-	case TypeQ4_K:
-		return tensor.Q4_K, true
-	case TypeQ6_K:
-		return tensor.Q6_K, true
-	case TypeI32:
-		return tensor.I32, true
+	for c, g := range codecTypes {
+		if g == t && (g != 0 || c == int(tensor.F32)) {
+			return tensor.Codec(c), true
+		}
 	}
 	return 0, false
 }
 
+// codecTypes maps each engine codec to its GGUF tensor type (same bytes).
+var codecTypes = [tensor.NumCodecs]GGMLType{
+	tensor.F32:     TypeF32,
+	tensor.F16:     TypeF16,
+	tensor.BF16:    TypeBF16,
+	tensor.Q8_0:    TypeQ8_0,
+	tensor.Q4_0:    TypeQ4_0,
+	tensor.Q4_K:    TypeQ4_K,
+	tensor.Q6_K:    TypeQ6_K,
+	tensor.I32:     TypeI32,
+	tensor.Q4_1:    TypeQ4_1,
+	tensor.Q5_0:    TypeQ5_0,
+	tensor.Q5_1:    TypeQ5_1,
+	tensor.Q2_K:    TypeQ2_K,
+	tensor.Q3_K:    TypeQ3_K,
+	tensor.Q5_K:    TypeQ5_K,
+	tensor.IQ4_NL:  TypeIQ4_NL,
+	tensor.IQ4_XS:  TypeIQ4_XS,
+	tensor.IQ3_XXS: TypeIQ3_XXS,
+	tensor.IQ3_S:   TypeIQ3_S,
+	tensor.IQ2_XXS: TypeIQ2_XXS,
+	tensor.IQ2_XS:  TypeIQ2_XS,
+	tensor.IQ2_S:   TypeIQ2_S,
+	tensor.IQ1_S:   TypeIQ1_S,
+	tensor.IQ1_M:   TypeIQ1_M,
+	tensor.TQ1_0:   TypeTQ1_0,
+	tensor.TQ2_0:   TypeTQ2_0,
+	tensor.MXFP4:   TypeMXFP4,
+}
+
 // TypeOf maps an engine codec to its GGUF tensor type.
 func TypeOf(c tensor.Codec) (GGMLType, error) {
-	switch c {
-	case tensor.F32:
-		return TypeF32, nil
-	case tensor.F16:
-		return TypeF16, nil
-	case tensor.BF16:
-		return TypeBF16, nil
-	case tensor.Q8_0:
-		return TypeQ8_0, nil
-	case tensor.Q4_0:
-		return TypeQ4_0, nil
-	case tensor.Q4_K:
-		return TypeQ4_K, nil
-	case tensor.Q6_K:
-		return TypeQ6_K, nil
-	case tensor.I32:
-		return TypeI32, nil
+	if int(c) < len(codecTypes) && (codecTypes[c] != 0 || c == tensor.F32) {
+		return codecTypes[c], nil
 	}
 	return 0, fmt.Errorf("gguf: codec %v has no GGUF tensor type", c)
 }

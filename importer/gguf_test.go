@@ -429,11 +429,11 @@ func TestFromGGUFPhi3Split(t *testing.T) {
 
 func TestFromGGUFErrors(t *testing.T) {
 	g := ggufTinyLlama("llama")
-	g.types[model.LayerTensor(1, model.FFNDown)] = gguf.TypeQ5_K
+	g.types[model.LayerTensor(1, model.FFNDown)] = gguf.TypeQ8_K
 	g.tensors[model.LayerTensor(1, model.FFNDown)] = []int{32, 256}
 	_, err := FromGGUF(g.write(t))
-	if err == nil || !strings.Contains(err.Error(), "blk.1.ffn_down.weight") || !strings.Contains(err.Error(), "Q5_K") {
-		t.Errorf("Q5_K: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "blk.1.ffn_down.weight") || !strings.Contains(err.Error(), "Q8_K") {
+		t.Errorf("Q8_K: %v", err)
 	}
 
 	g = ggufTinyLlama("llama")

@@ -28,6 +28,14 @@
 //	q4_K      GGUF's 144-byte super-blocks in place, their scales and
 //	          nibbles reordered (RepackQ4_K; rows of 256s).
 //	q6_K      GGUF's 210-byte super-blocks, each padded to 224 bytes (PadQ6_K).
+//	q5_0      GGUF's 22-byte blocks in 32 bytes: nibbles, fifth bits, d
+//	          (PadBlocks).
+//	q4_1, q5_1, q5_K, q3_K, q2_K, iq4_nl, iq4_xs, mxfp4, tq1_0, tq2_0
+//	          GGUF's blocks, each zero-padded to a multiple of 16 bytes
+//	          (PadBlocks), read byte by byte (codec_blocks.wgsl).
+//	iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m
+//	          padded the same way, then the codec's grid (GridTail) from u32
+//	          word soff.
 //
 // Greedy decoding picks on the device in two steps (argmax_part over spans
 // of the logits, argmax over the spans' picks); long steps run attention
@@ -69,7 +77,67 @@ const (
 )
 
 // Codecs lists the weight codecs the kernels read directly.
-var Codecs = []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K}
+var Codecs = []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K,
+	tensor.Q5_0, tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q3_K, tensor.Q2_K,
+	tensor.IQ4_NL, tensor.IQ4_XS, tensor.MXFP4, tensor.TQ1_0, tensor.TQ2_0,
+	tensor.IQ2_XXS, tensor.IQ2_XS, tensor.IQ2_S, tensor.IQ3_XXS, tensor.IQ3_S, tensor.IQ1_S, tensor.IQ1_M}
+
+// paddedChunk is the CHUNK of the codecs read as padded GGUF blocks
+// (PadBlocks; codec_blocks.wgsl), 0 for the others.
+func paddedChunk(c tensor.Codec) int {
+	switch c {
+	case tensor.Q5_0, tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.IQ4_NL, tensor.IQ4_XS,
+		tensor.MXFP4, tensor.TQ1_0, tensor.TQ2_0, tensor.IQ2_XXS, tensor.IQ3_XXS, tensor.IQ3_S, tensor.IQ1_S:
+		return 32
+	case tensor.Q3_K, tensor.Q2_K, tensor.IQ2_XS, tensor.IQ2_S, tensor.IQ1_M:
+		return 16
+	}
+	return 0
+}
+
+// Padded reports whether codec c is held on the device as GGUF's blocks,
+// each padded to a whole number of 16-byte words (PadBlocks).
+func Padded(c tensor.Codec) bool { return paddedChunk(c) != 0 }
+
+// DeviceBlockBytes is the bytes of one block of a padded codec (or q6_K)
+// on the device: BlockBytes rounded up to 16.
+func DeviceBlockBytes(c tensor.Codec) int { return (c.BlockBytes() + 15) &^ 15 }
+
+// GridTail is the code book the IQ codecs' preludes read: the device
+// buffer of such a weight is its padded blocks, then these bytes from u32
+// word soff. Nil for the other codecs.
+func GridTail(c tensor.Codec) []byte { return tensor.GridBytes(c) }
+
+// PadBlocks lays a padded codec's GGUF blocks out for the device: each
+// block's bytes at their offsets, zero-padded to DeviceBlockBytes so every
+// block starts on a 16-byte boundary (q5_0's reordered: nibbles, fifth
+// bits, d). dst is reused when large enough.
+func PadBlocks(dst, src []byte, c tensor.Codec) ([]byte, error) {
+	bb, db := c.BlockBytes(), DeviceBlockBytes(c)
+	if len(src)%bb != 0 {
+		return nil, fmt.Errorf("shaders: %d bytes is not a whole number of %d-byte %s blocks", len(src), bb, c)
+	}
+	n := len(src) / bb
+	if cap(dst) < n*db {
+		dst = make([]byte, n*db)
+	}
+	dst = dst[:n*db]
+	for b := 0; b < n; b++ {
+		o, in := dst[b*db:(b+1)*db], src[b*bb:(b+1)*bb]
+		if c == tensor.Q5_0 {
+			// Reordered so a kernel takes the nibbles as one vec4 and the
+			// fifth bits and d from the next (codec_q5_0.wgsl).
+			copy(o[0:16], in[6:22])
+			copy(o[16:20], in[2:6])
+			copy(o[20:22], in[0:2])
+			clear(o[22:])
+			continue
+		}
+		copy(o, in)
+		clear(o[bb:])
+	}
+	return dst, nil
+}
 
 // ChunkOf is the number of elements of codec c one 16-byte load holds; a
 // matmul's inner dimension must be a multiple of it.
@@ -84,7 +152,7 @@ func ChunkOf(c tensor.Codec) int {
 	case tensor.Q4_0, tensor.Q4_K:
 		return 32
 	}
-	return 0
+	return paddedChunk(c)
 }
 
 // Supported reports whether the kernels read codec c directly.
@@ -100,6 +168,9 @@ func Supported(c tensor.Codec) bool {
 func codecPrelude(c tensor.Codec) (string, error) {
 	if !Supported(c) {
 		return "", fmt.Errorf("shaders: no kernel reads %s weights", c)
+	}
+	if k := paddedChunk(c); k != 0 && c != tensor.Q5_0 {
+		return read("codec_blocks") + "\n" + read("codec_"+c.String()) + "\n" + read(fmt.Sprintf("codec_chunk%d", k)), nil
 	}
 	return read("codec_" + c.String()), nil
 }

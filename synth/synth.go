@@ -84,39 +84,119 @@ type Mix struct {
 	pick     func(kind string, layer, layers int) tensor.Codec
 }
 
-// MixNames are the mixes ParseMix knows.
-var MixNames = []string{"f32", "f16", "q8_0", "q4_0", "q4_K", "q6_K", "q4_K_M"}
+// MixNames are the mixes ParseMix knows: one codec throughout, or a
+// recipe like llama-quantize's.
+var MixNames = []string{"f32", "f16", "q8_0", "q4_0", "q4_K", "q6_K", "q4_K_M",
+	"q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "q5_K", "iq4_nl", "iq4_xs", "iq3_xxs", "iq3_s",
+	"iq2_xxs", "iq2_xs", "iq2_s", "iq1_s", "iq1_m", "tq1_0", "tq2_0", "mxfp4",
+	"q2_K_mix", "q3_K_M", "q5_K_M", "iq3_M", "iq2_M", "iq1_M_mix", "mxfp4_moe"}
+
+// fileTypes are llama.cpp's general.file_type values (enum llama_ftype).
+var fileTypes = map[string]uint32{
+	"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 7, "q5_0": 8, "q5_1": 9, "q2_K": 10,
+	"q3_K": 11, "q4_K": 14, "q5_K": 16, "q6_K": 18, "iq2_xxs": 19, "iq2_xs": 20, "iq3_xxs": 23,
+	"iq1_s": 24, "iq4_nl": 25, "iq3_s": 26, "iq2_s": 28, "iq4_xs": 30, "iq1_m": 31,
+	"tq1_0": 36, "tq2_0": 37, "mxfp4": 38,
+	"q4_K_M": 15, "q2_K_mix": 10, "q3_K_M": 12, "q5_K_M": 17, "iq3_M": 27, "iq2_M": 29,
+	"iq1_M_mix": 31, "mxfp4_moe": 38,
+}
+
+// moreBits is llama.cpp's use_more_bits: the first and last eighth of the
+// layers and every third between.
+func moreBits(l, n int) bool { return l < n/8 || l >= 7*n/8 || (l-n/8)%3 == 2 }
+
+// recipe builds a mix: base for every weight unless a kind has its own
+// codec; kinds listed in more take the better codec in moreBits layers.
+func recipe(base, output, embd tensor.Codec, kinds map[string]tensor.Codec, more map[string]tensor.Codec) func(string, int, int) tensor.Codec {
+	return func(kind string, l, n int) tensor.Codec {
+		switch kind {
+		case "output":
+			return output
+		case "embd":
+			return embd
+		}
+		if c, ok := more[kind]; ok && moreBits(l, n) {
+			return c
+		}
+		if c, ok := kinds[kind]; ok {
+			return c
+		}
+		return base
+	}
+}
 
 // ParseMix finds a mix by name: a codec name for one codec throughout, or
-// "q4_K_M": q4_K weights with q6_K for the output (and a tied embedding),
-// and for attn_v and ffn_down in the layers llama.cpp gives more bits
-// (the first and last eighth, and every third between).
+// a recipe shaped like llama-quantize's (the tensor kinds it gives more
+// bits, simplified):
+//
+//	q4_K_M     q4_K; q6_K output (and a tied embedding), attn_v/ffn_down q6_K in moreBits layers
+//	q5_K_M     q5_K; the same with q6_K
+//	q3_K_M     q3_K; q6_K output, attn_output q4_K, attn_v/ffn_down q5_K (moreBits) or q4_K
+//	q2_K_mix   q2_K; q6_K output, attn_v and ffn_down q3_K
+//	iq3_M      iq3_s; q6_K output, attn_v q4_K, ffn_down iq4_xs (moreBits)
+//	iq2_M      iq2_xs with q4_K embeddings; q5_K output, attn_v q4_K, ffn_down iq3_s (moreBits)
+//	iq1_M_mix  iq1_m; q4_K embedding, q5_K output, attn_v iq4_xs, ffn_down iq2_xs
+//	mxfp4_moe  mxfp4 feed-forward (experts included); q8_0 elsewhere
 func ParseMix(name string) (Mix, error) {
-	if name == "q4_K_M" {
-		return Mix{Name: name, fileType: 15, pick: func(kind string, l, n int) tensor.Codec {
-			switch kind {
-			case "output":
-				return tensor.Q6_K
-			case "attn_v", "ffn_down", "ffn_down_exps":
-				if l < n/8 || l >= 7*n/8 || (l-n/8)%3 == 2 {
-					return tensor.Q6_K
-				}
-			}
-			return tensor.Q4_K
-		}}, nil
+	ft, ok := fileTypes[name]
+	var pick func(string, int, int) tensor.Codec
+	const (
+		q2, q3, q4, q5, q6, q8 = tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.Q8_0
+	)
+	switch name {
+	case "q4_K_M":
+		pick = recipe(q4, q6, q4, nil, map[string]tensor.Codec{"attn_v": q6, "ffn_down": q6, "ffn_down_exps": q6})
+	case "q5_K_M":
+		pick = recipe(q5, q6, q5, nil, map[string]tensor.Codec{"attn_v": q6, "ffn_down": q6, "ffn_down_exps": q6})
+	case "q3_K_M":
+		pick = recipe(q3, q6, q3, map[string]tensor.Codec{"attn_output": q4, "attn_v": q4, "ffn_down": q4, "ffn_down_exps": q4},
+			map[string]tensor.Codec{"attn_v": q5, "ffn_down": q5, "ffn_down_exps": q5})
+	case "q2_K_mix":
+		pick = recipe(q2, q6, q2, map[string]tensor.Codec{"attn_v": q3, "ffn_down": q3, "ffn_down_exps": q3}, nil)
+	case "iq3_M":
+		pick = recipe(tensor.IQ3_S, q6, tensor.IQ3_S, map[string]tensor.Codec{"attn_v": q4},
+			map[string]tensor.Codec{"ffn_down": tensor.IQ4_XS, "ffn_down_exps": tensor.IQ4_XS})
+	case "iq2_M":
+		pick = recipe(tensor.IQ2_XS, q5, q4, map[string]tensor.Codec{"attn_v": q4},
+			map[string]tensor.Codec{"ffn_down": tensor.IQ3_S, "ffn_down_exps": tensor.IQ3_S})
+	case "iq1_M_mix":
+		pick = recipe(tensor.IQ1_M, q5, q4, map[string]tensor.Codec{"attn_v": tensor.IQ4_XS, "ffn_down": tensor.IQ2_XS, "ffn_down_exps": tensor.IQ2_XS}, nil)
+	case "mxfp4_moe":
+		m := tensor.MXFP4
+		pick = recipe(q8, q8, q8, map[string]tensor.Codec{"ffn_gate": m, "ffn_up": m, "ffn_down": m,
+			"ffn_gate_exps": m, "ffn_up_exps": m, "ffn_down_exps": m}, nil)
+	default:
+		q, err := tensor.ParseCodec(name)
+		if !ok || err != nil {
+			return Mix{}, fmt.Errorf("synth: quant %q: want one of %s", name, strings.Join(MixNames, ", "))
+		}
+		pick = func(string, int, int) tensor.Codec { return q }
 	}
-	ft := map[string]uint32{"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "q4_K": 14, "q6_K": 18}
-	t, ok := ft[name]
-	q, err := tensor.ParseCodec(name)
-	if !ok || err != nil {
+	if !ok {
 		return Mix{}, fmt.Errorf("synth: quant %q: want one of %s", name, strings.Join(MixNames, ", "))
 	}
-	return Mix{Name: name, fileType: t, pick: func(string, int, int) tensor.Codec { return q }}, nil
+	return Mix{Name: name, fileType: ft, pick: pick}, nil
+}
+
+// fallback is the codec llama.cpp writes instead of a 256-element codec
+// for rows that are not a multiple of 256 (llama_tensor_get_type); q4_K
+// and q6_K keep this package's earlier choice, q8_0.
+func fallback(c tensor.Codec) tensor.Codec {
+	switch c {
+	case tensor.Q2_K, tensor.Q3_K, tensor.IQ4_XS, tensor.IQ3_XXS, tensor.IQ3_S,
+		tensor.IQ2_XXS, tensor.IQ2_XS, tensor.IQ2_S, tensor.IQ1_S, tensor.IQ1_M:
+		return tensor.IQ4_NL
+	case tensor.Q5_K:
+		return tensor.Q5_1
+	case tensor.TQ1_0, tensor.TQ2_0:
+		return tensor.Q4_0
+	}
+	return tensor.Q8_0
 }
 
 // WriteMix writes the shape as GGUF with weights quantized by m (norms
-// stay f32) to path. A K-quant weight whose rows are not a multiple of
-// 256 is written q8_0, as llama.cpp does.
+// stay f32) to path. A weight whose rows are not a multiple of its codec's
+// block is written in llama.cpp's fallback codec (see fallback).
 func WriteMix(path string, s Shape, m Mix) error {
 	w, err := gguf.Create(path)
 	if err != nil {
@@ -154,8 +234,8 @@ func tensorsOf(s Shape, m Mix) []tensorSpec {
 	layer := -1
 	add := func(name, kind string, std float32, shape ...int) {
 		c := m.pick(kind, layer, s.Layers)
-		if (c == tensor.Q4_K || c == tensor.Q6_K) && shape[len(shape)-1]%256 != 0 {
-			c = tensor.Q8_0
+		if shape[len(shape)-1]%c.BlockLen() != 0 {
+			c = fallback(c)
 		}
 		out = append(out, tensorSpec{name: name, shape: shape, codec: c, std: std})
 	}

@@ -7,7 +7,9 @@
 // means y[o] = Σ_i W[o,i]·x[i]. Block codecs (q8_0, q4_0, q4_K, q6_K) encode
 // each row independently, so the innermost dimension must be a multiple of the
 // codec's block length. Block layouts are byte-for-byte those of GGUF, so GGUF
-// weights are used as they are.
+// weights are used as they are. Besides the codecs above, every GGUF block
+// type llama.cpp's quantize recipes write (q4_1 … mxfp4 below) is a codec,
+// decoded bit-for-bit as ggml decodes it.
 package tensor
 
 import "fmt"
@@ -24,6 +26,31 @@ const (
 	Q4_K Codec = 5 // super-blocks of 256 (GGUF layout, 144 bytes)
 	Q6_K Codec = 6 // super-blocks of 256 (GGUF layout, 210 bytes)
 	I32  Codec = 7 // plain int32 (indices, never a weight)
+
+	// The rest of GGUF's block types, byte-for-byte ggml's layouts and
+	// decoded as ggml decodes them (lowbit.go, iquant.go).
+	Q4_1    Codec = 8  // blocks of 32: f16 d, f16 m, nibbles; x = d·q + m
+	Q5_0    Codec = 9  // blocks of 32: f16 d, 32 high bits, nibbles; x = d·(q-16)
+	Q5_1    Codec = 10 // blocks of 32: f16 d, f16 m, 32 high bits, nibbles; x = d·q + m
+	Q2_K    Codec = 11 // super-blocks of 256 (84 bytes)
+	Q3_K    Codec = 12 // super-blocks of 256 (110 bytes)
+	Q5_K    Codec = 13 // super-blocks of 256 (176 bytes)
+	IQ4_NL  Codec = 14 // blocks of 32: f16 d, nibbles into a 16-value code book
+	IQ4_XS  Codec = 15 // super-blocks of 256 (136 bytes)
+	IQ3_XXS Codec = 16 // super-blocks of 256 (98 bytes)
+	IQ3_S   Codec = 17 // super-blocks of 256 (110 bytes)
+	IQ2_XXS Codec = 18 // super-blocks of 256 (66 bytes)
+	IQ2_XS  Codec = 19 // super-blocks of 256 (74 bytes)
+	IQ2_S   Codec = 20 // super-blocks of 256 (82 bytes)
+	IQ1_S   Codec = 21 // super-blocks of 256 (50 bytes)
+	IQ1_M   Codec = 22 // super-blocks of 256 (56 bytes)
+	TQ1_0   Codec = 23 // super-blocks of 256 (54 bytes): ternary, base-3 packed
+	TQ2_0   Codec = 24 // super-blocks of 256 (66 bytes): ternary, 2 bits each
+	MXFP4   Codec = 25 // blocks of 32: e8m0 exponent, 16 bytes of e2m1 nibbles
+
+	// NumCodecs bounds the codec numbers: tables indexed by codec have this
+	// length.
+	NumCodecs = 26
 )
 
 var codecInfo = [...]struct {
@@ -39,6 +66,25 @@ var codecInfo = [...]struct {
 	Q4_K: {"q4_K", 256, 144},
 	Q6_K: {"q6_K", 256, 210},
 	I32:  {"i32", 1, 4},
+
+	Q4_1:    {"q4_1", 32, 20},
+	Q5_0:    {"q5_0", 32, 22},
+	Q5_1:    {"q5_1", 32, 24},
+	Q2_K:    {"q2_K", 256, 84},
+	Q3_K:    {"q3_K", 256, 110},
+	Q5_K:    {"q5_K", 256, 176},
+	IQ4_NL:  {"iq4_nl", 32, 18},
+	IQ4_XS:  {"iq4_xs", 256, 136},
+	IQ3_XXS: {"iq3_xxs", 256, 98},
+	IQ3_S:   {"iq3_s", 256, 110},
+	IQ2_XXS: {"iq2_xxs", 256, 66},
+	IQ2_XS:  {"iq2_xs", 256, 74},
+	IQ2_S:   {"iq2_s", 256, 82},
+	IQ1_S:   {"iq1_s", 256, 50},
+	IQ1_M:   {"iq1_m", 256, 56},
+	TQ1_0:   {"tq1_0", 256, 54},
+	TQ2_0:   {"tq2_0", 256, 66},
+	MXFP4:   {"mxfp4", 32, 17},
 }
 
 // Valid reports whether c is a codec this build knows.

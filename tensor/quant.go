@@ -45,7 +45,14 @@ func Dequantize(dst []float32, c Codec, src []byte) error {
 			DequantizeQ6_KBlock((*[256]float32)(dst[256*b:]), (*[210]byte)(src[210*b:]))
 		}
 	default:
-		return fmt.Errorf("tensor: dequantize: codec %s does not hold floats", c)
+		dec := blockDecoders[c]
+		if dec == nil {
+			return fmt.Errorf("tensor: dequantize: codec %s does not hold floats", c)
+		}
+		bl, bb := c.BlockLen(), c.BlockBytes()
+		for b := 0; b < len(dst)/bl; b++ {
+			dec(dst[bl*b:bl*(b+1)], src[bb*b:bb*(b+1)])
+		}
 	}
 	return nil
 }
@@ -144,8 +151,8 @@ func DequantizeQ6_KBlock(dst *[256]float32, b *[210]byte) {
 // Quantize encodes src into dst with codec c; dst must be exactly the
 // encoded size. Block codecs use ggml's reference quantizers
 // (quantize_row_*_ref), so the bytes match llama.cpp's for the same input.
-// q4_K and q6_K use a simple (non-searching) scale choice: valid, decodable
-// blocks, but not llama.cpp's exact bytes.
+// q4_K, q6_K and the codecs of lowbitq.go use a simple (non-searching)
+// scale choice: valid, decodable blocks, but not llama.cpp's exact bytes.
 func Quantize(dst []byte, c Codec, src []float32) error {
 	if err := checkLens(c, len(src), len(dst)); err != nil {
 		return fmt.Errorf("tensor: quantize: %w", err)
@@ -180,7 +187,14 @@ func Quantize(dst []byte, c Codec, src []float32) error {
 			quantizeQ6_KBlock((*[210]byte)(dst[210*b:]), (*[256]float32)(src[256*b:]))
 		}
 	default:
-		return fmt.Errorf("tensor: quantize: codec %s does not hold floats", c)
+		enc := blockEncoders[c]
+		if enc == nil {
+			return fmt.Errorf("tensor: quantize: codec %s does not hold floats", c)
+		}
+		bl, bb := c.BlockLen(), c.BlockBytes()
+		for b := 0; b < len(src)/bl; b++ {
+			enc(dst[bb*b:bb*(b+1)], src[bl*b:bl*(b+1)])
+		}
 	}
 	return nil
 }

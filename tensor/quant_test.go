@@ -212,6 +212,13 @@ func FuzzDequantize(f *testing.F) {
 	f.Add(uint8(BF16), uint16(1), []byte{1, 2})
 	f.Add(uint8(F32), uint16(1), []byte{1, 2, 3})
 	f.Add(uint8(9), uint16(1), []byte{1, 2, 3, 4})
+	for c := Q4_1; c < NumCodecs; c++ {
+		b := make([]byte, c.BlockBytes())
+		for i := range b {
+			b[i] = byte(37 * i)
+		}
+		f.Add(uint8(c), uint16(c.BlockLen()), b)
+	}
 	f.Fuzz(func(t *testing.T, codec uint8, n uint16, src []byte) {
 		c := Codec(codec)
 		dst := make([]float32, int(n))

@@ -144,6 +144,9 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 	if err := checkArch(a); err != nil {
 		return nil, err
 	}
+	if err := checkCodecs(m); err != nil {
+		return nil, err
+	}
 	if opts.Chunk <= 0 {
 		opts.Chunk = 512
 	}

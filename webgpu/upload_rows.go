@@ -168,10 +168,17 @@ func (b *Backend) newRowWriter(name string, c tensor.Codec, rows, cols int) (*ro
 		if w.drb, err = deviceRowBytes(w.dc, cols); err != nil {
 			return nil, err
 		}
-		w.size = int64(rows) * int64(w.drb)
+		w.size = int64(rows)*int64(w.drb) + int64(len(shaders.GridTail(w.dc)))
 	}
 	if w.buf, err = b.dev.NewStorage(name, uint64(w.size)); err != nil {
 		return nil, err
+	}
+	if tail := shaders.GridTail(w.dc); tail != nil {
+		// The IQ code book after the blocks (see shaders.GridTail).
+		if err := w.write(int64(rows)*int64(w.drb), tail); err != nil {
+			w.buf.Release()
+			return nil, err
+		}
 	}
 	return w, nil
 }
@@ -202,6 +209,11 @@ func (w *rowWriter) put(r0 int, chunk []byte) error {
 	switch {
 	case c == dc && dc == tensor.Q6_K:
 		if data, err = shaders.PadQ6_K(w.scratch, chunk); err != nil {
+			return err
+		}
+		w.scratch = data
+	case c == dc && shaders.Padded(dc):
+		if data, err = shaders.PadBlocks(w.scratch, chunk, dc); err != nil {
 			return err
 		}
 		w.scratch = data
@@ -248,6 +260,8 @@ func (w *rowWriter) done() *dweight {
 	var soff uint32
 	if planar(w.dc) {
 		soff = uint32(w.qlen / 4)
+	} else if shaders.GridTail(w.dc) != nil {
+		soff = uint32(int64(w.rows) * int64(w.drb) / 4)
 	}
 	return &dweight{name: w.name, buf: w.buf, codec: w.dc, rows: w.rows, cols: w.cols, soff: soff, bytes: w.size}
 }

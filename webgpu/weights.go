@@ -14,7 +14,7 @@ type dweight struct {
 	buf        *Buffer
 	codec      tensor.Codec // the device codec (after any load-time conversion)
 	rows, cols int
-	soff       uint32 // scale plane offset (u32) for q8_0/q4_0
+	soff       uint32 // scale plane offset (u32) for q8_0/q4_0, grid offset for the IQ codecs
 	bytes      int64  // device bytes, all read by one full matmul
 }
 
@@ -30,6 +30,9 @@ func deviceCodec(c tensor.Codec) (tensor.Codec, error) {
 	case tensor.BF16:
 		return tensor.F32, nil
 	}
+	if shaders.Padded(c) {
+		return c, nil
+	}
 	return 0, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, c)
 }
 
@@ -37,10 +40,10 @@ func deviceCodec(c tensor.Codec) (tensor.Codec, error) {
 // dc (q6_K blocks are padded on the device).
 func deviceRowBytes(dc tensor.Codec, cols int) (int, error) {
 	rb, err := dc.RowBytes(cols)
-	if err != nil || dc != tensor.Q6_K {
+	if err != nil || (dc != tensor.Q6_K && !shaders.Padded(dc)) {
 		return rb, err
 	}
-	return rb / 210 * shaders.Q6KDeviceBlock, nil
+	return rb / dc.BlockBytes() * shaders.DeviceBlockBytes(dc), nil
 }
 
 // planar reports whether device codec dc is stored as a quant plane then a
@@ -65,7 +68,7 @@ func deviceBytes(c tensor.Codec, rows, cols int) int64 {
 	if planar(dc) {
 		n += 4 // scale plane padding
 	}
-	return n
+	return n + int64(len(shaders.GridTail(dc)))
 }
 
 // encodeForDevice converts the concatenated rows of ts into the device
@@ -129,6 +132,14 @@ func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows
 	case tensor.Q6_K:
 		data, err = shaders.PadQ6_K(nil, raw)
 		return data, c, rows, cols, 0, err
+	}
+	if shaders.Padded(c) {
+		data, err = shaders.PadBlocks(nil, raw, c)
+		if tail := shaders.GridTail(c); tail != nil && err == nil {
+			soff = uint32(len(data) / 4)
+			data = append(data, tail...)
+		}
+		return data, c, rows, cols, soff, err
 	}
 	return nil, 0, 0, 0, 0, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, c)
 }

@@ -18,7 +18,7 @@ func init() {
 func cmdSynth(args []string) error {
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
 	shape := fs.String("shape", "", "shape: "+strings.Join(synth.ShapeNames(), ", "))
-	quant := fs.String("quant", "q4_0", "weights: "+strings.Join(synth.MixNames, ", ")+" (q4_K_M: llama.cpp's mix of q4_K and q6_K)")
+	quant := fs.String("quant", "q4_0", "weights: "+strings.Join(synth.MixNames, ", ")+" (q4_K_M, q5_K_M, q3_K_M, q2_K_mix, iq3_M, iq2_M, iq1_M_mix, mxfp4_moe: mixes like llama-quantize's recipes)")
 	out := fs.String("o", "", "output .gguf file, or a directory (the file is named SHAPE-QUANT.gguf)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -166,13 +166,25 @@ func cmdInfo(args []string) error {
 			}
 			return fmt.Errorf("%s: tensor %q listed but absent", *name, n)
 		}
-		bytesBy[t.Codec] += int64(len(t.Data))
+		// The size the shape implies: an unmapped file's tensors have no
+		// data yet.
+		b, err := tensor.ByteLen(t.Codec, t.Shape)
+		if err != nil {
+			b = int64(len(t.Data))
+		}
+		bytesBy[t.Codec] += b
 		countBy[t.Codec]++
 		params += int64(t.Elements())
 	}
+	codecs := make([]tensor.Codec, 0, len(bytesBy))
+	for c := range bytesBy {
+		codecs = append(codecs, c)
+	}
+	sort.Slice(codecs, func(i, j int) bool { return codecs[i] < codecs[j] })
 	var total int64
-	for c, b := range bytesBy {
-		fmt.Printf("codec       %-5s %4d tensors %10.2f MiB\n", c, countBy[c], float64(b)/(1<<20))
+	for _, c := range codecs {
+		b := bytesBy[c]
+		fmt.Printf("codec       %-7s %4d tensors %10.2f MiB (%d bytes)\n", c, countBy[c], float64(b)/(1<<20), b)
 		total += b
 	}
 	fmt.Printf("size        %.2f MiB, %.2fM parameters, %d tensors\n", float64(total)/(1<<20), float64(params)/1e6, len(names))

@@ -18,7 +18,7 @@ import (
 // (see prepareX).
 type rowsKernel func(y []float32, data []byte, rb int, x, aux []float32)
 
-var genericKernels = [...]rowsKernel{
+var genericKernels = [tensor.NumCodecs]rowsKernel{
 	tensor.F32:  genericRows(dotF32Row),
 	tensor.F16:  genericRows(dotF16Row),
 	tensor.BF16: genericRows(dotBF16Row),
@@ -360,7 +360,7 @@ func dequantizeRow(c tensor.Codec) func(dst []float32, row []byte) {
 	}
 }
 
-var genericDecoders = [...]func(dst []float32, row []byte){
+var genericDecoders = [tensor.NumCodecs]func(dst []float32, row []byte){
 	tensor.F32:  dequantizeRow(tensor.F32),
 	tensor.F16:  dequantizeRow(tensor.F16),
 	tensor.BF16: dequantizeRow(tensor.BF16),
