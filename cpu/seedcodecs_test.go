@@ -28,7 +28,7 @@ func TestSeedCodecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	for _, c := range []tensor.Codec{tensor.Q8_ROW, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G} {
+	for _, c := range []tensor.Codec{tensor.Q8_ROW, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G, tensor.Q1T} {
 		t.Run(c.String(), func(t *testing.T) {
 			path := filepath.Join(dir, c.String()+".cmf")
 			if err := importer.SaveCMF(f, path, importer.SaveOptions{Quant: c}); err != nil {

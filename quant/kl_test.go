@@ -22,7 +22,7 @@ const shared = "../../shared/fixtures"
 // klCodecs are the table's rows: the references q8_0 and q4_0, and the
 // seed's codecs. gptqCodecs also get a GPTQ row.
 var (
-	klCodecs   = []tensor.Codec{tensor.Q8_0, tensor.Q4_0, tensor.Q8_ROW, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G, tensor.MXFP4}
+	klCodecs   = []tensor.Codec{tensor.Q8_0, tensor.Q4_0, tensor.Q8_ROW, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G, tensor.Q1T, tensor.MXFP4}
 	gptqCodecs = []tensor.Codec{tensor.Q4_0, tensor.Q4TP, tensor.Q2TP}
 )
 

@@ -1,5 +1,5 @@
 // q4_tiled weights (tensor/seed.go): 18-byte tiles of 32, each padded to
-// 32 bytes at upload (PadBlocks): f16 d, then 16 bytes of nibbles in
+// 32 bytes at upload (PadBlocks): the half-precision d, then 16 bytes of nibbles in
 // element order (element j: byte 2 + j/2, the low nibble when j is even).
 // x = d·(q−8). A CHUNK is one tile.
 const BLK: u32 = 32u;

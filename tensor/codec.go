@@ -55,10 +55,11 @@ const (
 	Q2TP     Codec = 29 // blocks of 64: two 8-byte 2-bit plane chunks, f16 d, two rungs (rung 0 is zero)
 	Q1       Codec = 30 // tiles of 32: sign bits, f16 scale
 	Q1G      Codec = 31 // groups of 128: sign plane, f16 scale
+	Q1T      Codec = 32 // blocks of 64: ternary base, f16 d, four int8 overlay entries
 
 	// NumCodecs bounds the codec numbers: tables indexed by codec have this
 	// length.
-	NumCodecs = 32
+	NumCodecs = 33
 )
 
 var codecInfo = [...]struct {
@@ -100,6 +101,7 @@ var codecInfo = [...]struct {
 	Q2TP:     {"q2tp", 64, 20},
 	Q1:       {"q1", 32, 6},
 	Q1G:      {"q1g", 128, 18},
+	Q1T:      {"q1t", 64, 28},
 }
 
 // Valid reports whether c is a codec this build knows.

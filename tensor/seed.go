@@ -30,6 +30,7 @@ var seedCodecs = [NumCodecs]*seedCodec{
 	Q2TP:     {valQ2TP, encQ2TP, setQ2TP},
 	Q1:       {valSign(4), encSign(4), setSign},
 	Q1G:      {valSign(16), encSign(16), setSign},
+	Q1T:      {valQ1T, encQ1T, setQ1T},
 	Q4_0:     {valQ4_0, nil, setQ4_0},
 }
 
@@ -171,8 +172,9 @@ func val2(a float32, q int) float32 { return float32(a*float32(q)) - float32(a*1
 
 func encQ4TP(dst []byte, x []float32) {
 	clear(dst)
-	// d covers the larger sub-block: its rung 0 is the plain q4 scale.
-	d := putF16(dst, 32, max(amaxOf(x[:32]), amaxOf(x[32:]))/7)
+	// d covers the larger sub-block with room: the rung search picks its
+	// scale among amax/6, amax/7.1, amax/8.5, ….
+	d := putF16(dst, 32, max(amaxOf(x[:32]), amaxOf(x[32:]))/6)
 	r0 := bestRung(x[:32], d, &ladder4, 8, 15, val4)
 	r1 := bestRung(x[32:], d, &ladder4, 8, 15, val4)
 	dst[34] = r0 | r1<<4
@@ -274,4 +276,83 @@ func Encodes(c Codec) bool {
 		return true
 	}
 	return c.Valid() && blockEncoders[c] != nil
+}
+
+// q1t: a ternary base and a sparse overlay. 16 bytes of 2-bit codes t
+// (element j: bits 2(j%4) of byte j/4; value t−1), the f16 d at byte 16,
+// four overlay entries at byte 18 (a u8 index, ≥ 64 for none, then an int8
+// code), bytes 26..27 zero. x_j = d·v_j with v_j the code of the first
+// entry whose index is j, else t_j − 1. The overlay carries the block's
+// outliers at int8 precision in units of d, so d can fit the ternary bulk.
+func q1tCode(b []byte, j int) int {
+	for k := range 4 {
+		if int(b[18+2*k]) == j {
+			return int(int8(b[19+2*k]))
+		}
+	}
+	return int(b[j/4]>>(2*(j%4))&3) - 1
+}
+
+func valQ1T(b []byte, j int) float32 { return f16At(b, 16) * float32(q1tCode(b, j)) }
+
+func setQ1T(b []byte, j int, v float32) {
+	d := f16At(b, 16)
+	for k := range 4 {
+		if int(b[18+2*k]) == j {
+			b[19+2*k] = byte(int8(nearestCode(v, d, 127, 254) - 127))
+			return
+		}
+	}
+	t := nearestCode(v, d, 1, 2)
+	sh := 2 * (j % 4)
+	b[j/4] = b[j/4]&^(3<<sh) | byte(t)<<sh
+}
+
+func encQ1T(dst []byte, x []float32) {
+	clear(dst)
+	// The overlay: the four elements of largest magnitude (lowest index
+	// first on ties).
+	var over [4]int
+	used := make([]bool, len(x))
+	for k := range over {
+		best := -1
+		for j, v := range x {
+			if !used[j] && (best < 0 || abs32(v) > abs32(x[best])) {
+				best = j
+			}
+		}
+		over[k], used[best] = best, true
+	}
+	// d: the ternary scale of least squared error over the rest, among
+	// amax·i/16 (rounded to f16 as stored).
+	var amax float32
+	for j, v := range x {
+		if !used[j] {
+			amax = max(amax, abs32(v))
+		}
+	}
+	if amax == 0 {
+		amax = amaxOf(x) / 127
+	}
+	bestD, bestErr := float32(0), float32(math.Inf(1))
+	for i := 1; i <= 16; i++ {
+		d := F16ToF32(F32ToF16(amax * float32(i) / 16))
+		var e float32
+		for j, v := range x {
+			if !used[j] {
+				t := v - d*float32(nearestCode(v, d, 1, 2)-1)
+				e += t * t
+			}
+		}
+		if e < bestErr {
+			bestD, bestErr = d, e
+		}
+	}
+	putF16(dst, 16, bestD)
+	for k, j := range over {
+		dst[18+2*k] = byte(j)
+	}
+	for j, v := range x {
+		setQ1T(dst, j, v)
+	}
 }

@@ -6,13 +6,13 @@ import (
 	"testing"
 )
 
-var seedList = []Codec{Q8_ROW, Q4_TILED, Q4TP, Q2TP, Q1, Q1G}
+var seedList = []Codec{Q8_ROW, Q4_TILED, Q4TP, Q2TP, Q1, Q1G, Q1T}
 
 // TestSeedCodecs: each seed codec round-trips random rows with a relative
 // error its bit width allows, decodes the same through Dequantize and
 // SetElem, and SetElem on a value already representable changes nothing.
 func TestSeedCodecs(t *testing.T) {
-	maxRel := map[Codec]float64{Q8_ROW: 0.01, Q4_TILED: 0.15, Q4TP: 0.15, Q2TP: 0.6, Q1: 0.9, Q1G: 0.9}
+	maxRel := map[Codec]float64{Q8_ROW: 0.01, Q4_TILED: 0.15, Q4TP: 0.15, Q2TP: 0.6, Q1: 0.9, Q1G: 0.9, Q1T: 0.6}
 	rng := rand.New(rand.NewSource(1))
 	for _, c := range seedList {
 		n := 4 * 128
