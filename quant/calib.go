@@ -27,6 +27,7 @@ func Calibrate(m *model.Model, tokens []int, window int) (map[string]*Gram, erro
 	}
 	defer b.Close()
 	grams := map[string]*Gram{}
+	bad := map[string]bool{} // names seen with two widths (views of one tensor)
 	var mu sync.Mutex
 	prev := kernel.SetObserver(func(w *tensor.Tensor, x []float32, n int) {
 		if w.Name == "" {
@@ -38,6 +39,10 @@ func Calibrate(m *model.Model, tokens []int, window int) (map[string]*Gram, erro
 		if g == nil {
 			g = NewGram(w.Cols())
 			grams[w.Name] = g
+		}
+		if g.Cols != w.Cols() {
+			bad[w.Name] = true
+			return
 		}
 		g.Add(x, n)
 	})
@@ -53,6 +58,9 @@ func Calibrate(m *model.Model, tokens []int, window int) (map[string]*Gram, erro
 		if err != nil {
 			return nil, err
 		}
+	}
+	for name := range bad {
+		delete(grams, name)
 	}
 	return grams, nil
 }
