@@ -30,6 +30,10 @@ type SaveOptions struct {
 	//     lengths keep their encoding.
 	// Integer tensors never change.
 	Quant tensor.Codec
+	// Encode, when set, is asked first for each tensor the rules above
+	// convert: ok true means out is its encoding (GPTQ's, from package
+	// quant); ok false leaves it to round-to-nearest.
+	Encode func(t *tensor.Tensor) (out *tensor.Tensor, ok bool, err error)
 }
 
 // SaveCMF writes m as a CMF file at path (through a temporary file renamed
@@ -74,9 +78,18 @@ func SaveCMF(m *model.Model, path string, opts SaveOptions) error {
 			return fail(fmt.Errorf("cmf: %s: tensor %q listed but absent", path, name))
 		}
 		if requant && cmfShouldConvert(t, target) {
-			if t, err = cmfConvert(t, target); err != nil {
+			var e *tensor.Tensor
+			done := false
+			if opts.Encode != nil {
+				e, done, err = opts.Encode(t)
+			}
+			if err == nil && !done {
+				e, err = cmfConvert(t, target)
+			}
+			if err != nil {
 				return fail(fmt.Errorf("cmf: %s: tensor %q: %w", path, name, err))
 			}
+			t = e
 		}
 		if err := w.WriteTensor(t); err != nil {
 			return fail(err)

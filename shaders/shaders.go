@@ -37,6 +37,8 @@
 //	iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m
 //	          padded the same way, then the codec's grid (GridTail) from u32
 //	          word soff.
+//	q8_row, q4_tiled, q4tp, q2tp, q1, q1g, q1t
+//	          the seed's codecs (tensor/seed.go), padded the same way.
 //
 // Greedy decoding picks on the device in two steps (argmax_part over spans
 // of the logits, argmax over the spans' picks); long steps run attention
@@ -95,14 +97,16 @@ const (
 var Codecs = []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K,
 	tensor.Q5_0, tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q3_K, tensor.Q2_K,
 	tensor.IQ4_NL, tensor.IQ4_XS, tensor.MXFP4, tensor.TQ1_0, tensor.TQ2_0,
-	tensor.IQ2_XXS, tensor.IQ2_XS, tensor.IQ2_S, tensor.IQ3_XXS, tensor.IQ3_S, tensor.IQ1_S, tensor.IQ1_M}
+	tensor.IQ2_XXS, tensor.IQ2_XS, tensor.IQ2_S, tensor.IQ3_XXS, tensor.IQ3_S, tensor.IQ1_S, tensor.IQ1_M,
+	tensor.Q8_ROW, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G, tensor.Q1T}
 
 // paddedChunk is the CHUNK of the codecs read as padded GGUF blocks
 // (PadBlocks; codec_blocks.wgsl), 0 for the others.
 func paddedChunk(c tensor.Codec) int {
 	switch c {
 	case tensor.Q5_0, tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.IQ4_NL, tensor.IQ4_XS,
-		tensor.MXFP4, tensor.TQ1_0, tensor.TQ2_0, tensor.IQ2_XXS, tensor.IQ3_XXS, tensor.IQ3_S, tensor.IQ1_S:
+		tensor.MXFP4, tensor.TQ1_0, tensor.TQ2_0, tensor.IQ2_XXS, tensor.IQ3_XXS, tensor.IQ3_S, tensor.IQ1_S,
+		tensor.Q8_ROW, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G, tensor.Q1T:
 		return 32
 	case tensor.Q3_K, tensor.Q2_K, tensor.IQ2_XS, tensor.IQ2_S, tensor.IQ1_M:
 		return 16

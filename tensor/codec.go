@@ -48,9 +48,18 @@ const (
 	TQ2_0   Codec = 24 // super-blocks of 256 (66 bytes): ternary, 2 bits each
 	MXFP4   Codec = 25 // blocks of 32: e8m0 exponent, 16 bytes of e2m1 nibbles
 
+	// The seed engine's own codecs (seed.go; docs/cmf.md specifies them).
+	Q8_ROW   Codec = 26 // blocks of 64: 64 int8, f32 scale
+	Q4_TILED Codec = 27 // tiles of 32: f16 scale, 16 bytes of paired nibbles
+	Q4TP     Codec = 28 // blocks of 64: two 16-byte nibble strides, f16 d, two ladder rungs
+	Q2TP     Codec = 29 // blocks of 64: two 8-byte 2-bit plane chunks, f16 d, two rungs (rung 0 is zero)
+	Q1       Codec = 30 // tiles of 32: sign bits, f16 scale
+	Q1G      Codec = 31 // groups of 128: sign plane, f16 scale
+	Q1T      Codec = 32 // blocks of 64: ternary base, f16 d, four int8 overlay entries
+
 	// NumCodecs bounds the codec numbers: tables indexed by codec have this
 	// length.
-	NumCodecs = 26
+	NumCodecs = 33
 )
 
 var codecInfo = [...]struct {
@@ -85,6 +94,14 @@ var codecInfo = [...]struct {
 	TQ1_0:   {"tq1_0", 256, 54},
 	TQ2_0:   {"tq2_0", 256, 66},
 	MXFP4:   {"mxfp4", 32, 17},
+
+	Q8_ROW:   {"q8_row", 64, 68},
+	Q4_TILED: {"q4_tiled", 32, 18},
+	Q4TP:     {"q4tp", 64, 36},
+	Q2TP:     {"q2tp", 64, 20},
+	Q1:       {"q1", 32, 6},
+	Q1G:      {"q1g", 128, 18},
+	Q1T:      {"q1t", 64, 28},
 }
 
 // Valid reports whether c is a codec this build knows.

@@ -72,6 +72,11 @@ type Product struct {
 // in Int8 mode: decode issues many small products (q, k and v; gate and
 // up), and each separate call costs a synchronization of the workers.
 func MatMuls(x []float32, n int, ps ...Product) {
+	if n == 1 {
+		for _, p := range ps {
+			observe(p.W, x, n)
+		}
+	}
 	if n != 1 {
 		for _, p := range ps {
 			MatMul(p.Y, p.W, x, n)
@@ -168,6 +173,7 @@ func MatMul(y []float32, w *tensor.Tensor, x []float32, n int) {
 	if n < 0 || len(x) < n*cols || len(y) < n*rows {
 		panic(fmt.Sprintf("kernel: MatMul %s %v: len(x)=%d len(y)=%d for %d tokens", w.Name, w.Shape, len(x), len(y), n))
 	}
+	observe(w, x, n)
 	switch n {
 	case 0:
 		return
