@@ -26,6 +26,10 @@ type Options struct {
 	// a model with short-conv or DeltaNet layers keeps, so Rewind can drop
 	// that many of its newest positions (0 = backend.DefaultRewindDepth).
 	RewindDepth int
+	// FullKV keeps every position of sliding-window layers (one KV row per
+	// position, as for global layers) instead of a ring of the window plus
+	// the rewind depth: the layout before rings, for comparisons.
+	FullKV bool
 }
 
 // Backend runs a model on the CPU. It is safe to use from several sessions

@@ -26,26 +26,70 @@ type Session struct {
 	hook func(layer int, x []float32, n int)
 }
 
-// kvCache holds the rotated keys and the values of every past position.
-// It grows on demand (doubling, up to the session length), so that a session
-// sized for a long context costs nothing until it is used.
+// kvCache holds the rotated keys and the values of past positions. A
+// full-length cache holds every position and grows on demand (doubling, up
+// to the session length), so that a session sized for a long context costs
+// nothing until it is used. A sliding-window layer's cache is a ring of
+// ring positions (the window plus the rewind depth): position p lives in
+// row p % ring, and attention reads only the last window positions.
 type kvCache struct {
 	k, v  []float32 // [positions, width]
 	width int       // kvHeads*headDim
 	limit int       // the session length
+	ring  int       // rows of a ring cache; 0 = one row per position
 }
 
 // ensure makes room for positions [0, n).
 func (c *kvCache) ensure(n int) {
+	if c.ring > 0 {
+		n = c.ring
+	}
 	if n*c.width <= len(c.k) {
 		return
 	}
 	size := max(n, min(c.limit, max(256, 2*len(c.k)/c.width)))
+	if c.ring > 0 {
+		size = c.ring
+	}
 	k := make([]float32, size*c.width)
 	v := make([]float32, size*c.width)
 	copy(k, c.k)
 	copy(v, c.v)
 	c.k, c.v = k, v
+}
+
+// row is the offset of position p's row.
+func (c *kvCache) row(p int) int {
+	if c.ring > 0 {
+		p %= c.ring
+	}
+	return p * c.width
+}
+
+// kept is the first position whose row a cache holding positions [0, n)
+// still has.
+func (c *kvCache) kept(n int) int {
+	if c.ring > 0 {
+		return max(0, n-c.ring)
+	}
+	return 0
+}
+
+// RingLen is the number of positions a sliding-window layer's KV ring
+// holds in a session of maxLen positions that can rewind depth of them:
+// the window, plus depth so a rewind finds the window before its new end
+// intact; 0 (a full-length cache) when that is not shorter than maxLen.
+// The CPU computes a step's attention in pieces of at most ring-window+1
+// tokens, so no piece overwrites a row a query of the piece still reads.
+func RingLen(window, depth, maxLen int) int {
+	if window <= 0 {
+		return 0
+	}
+	r := window + max(depth, 1)
+	if r >= maxLen {
+		return 0
+	}
+	return r
 }
 
 func (b *Backend) newSession(maxLen int) (*Session, error) {
@@ -72,6 +116,9 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 				return nil, fmt.Errorf("cpu: session of %d positions is too large", maxLen)
 			}
 			s.caches[i] = &kvCache{width: kv, limit: maxLen}
+			if !b.opts.FullKV {
+				s.caches[i].ring = RingLen(at.Window, s.slots-1, maxLen)
+			}
 		}
 	}
 	return s, nil

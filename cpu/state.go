@@ -19,11 +19,17 @@ func (s *Session) ExportState() (*backend.State, error) {
 		l := &st.Layers[i]
 		if c := s.caches[i]; c != nil {
 			n := s.pos * c.width
-			if n > len(c.k) {
+			if c.ring == 0 && n > len(c.k) {
 				return nil, fmt.Errorf("cpu: layer %d: KV cache holds %d of %d positions", i, len(c.k)/c.width, s.pos)
 			}
-			l.K = append([]float32(nil), c.k[:n]...)
-			l.V = append([]float32(nil), c.v[:n]...)
+			// A ring's positions before the window are gone; they are
+			// zeros in the snapshot (no sliding-window layer reads them).
+			l.K, l.V = make([]float32, n), make([]float32, n)
+			for p := c.kept(s.pos); p < s.pos; p++ {
+				r := c.row(p)
+				copy(l.K[p*c.width:(p+1)*c.width], c.k[r:r+c.width])
+				copy(l.V[p*c.width:(p+1)*c.width], c.v[r:r+c.width])
+			}
 		}
 		if c := s.conv[i]; c != nil {
 			l.Conv = append([]float32(nil), s.live(c)...)
@@ -65,8 +71,11 @@ func (s *Session) ImportState(st *backend.State) error {
 	for i, l := range st.Layers {
 		if c := s.caches[i]; c != nil {
 			c.ensure(st.Pos)
-			copy(c.k, l.K)
-			copy(c.v, l.V)
+			for p := c.kept(st.Pos); p < st.Pos; p++ {
+				r := c.row(p)
+				copy(c.k[r:r+c.width], l.K[p*c.width:(p+1)*c.width])
+				copy(c.v[r:r+c.width], l.V[p*c.width:(p+1)*c.width])
+			}
 		}
 		if c := s.conv[i]; c != nil {
 			copy(c.at(st.Pos), l.Conv)
@@ -122,10 +131,22 @@ func (s *Session) recurrent() bool {
 	return false
 }
 
+// bounded reports whether the session keeps a bounded past: recurrent
+// state or a KV ring, either of which only the last rewind depth positions
+// can be rewound within.
+func (s *Session) bounded() bool {
+	for _, c := range s.caches {
+		if c != nil && c.ring > 0 {
+			return true
+		}
+	}
+	return s.recurrent()
+}
+
 // consumed moves the position to end.
 func (s *Session) consumed(end int) {
 	s.pos = end
-	if s.recurrent() {
+	if s.bounded() {
 		s.lo = max(s.lo, end-(s.slots-1))
 	}
 }
