@@ -72,7 +72,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         let n = min(64u, hi + 1u - j0);
         var s = -3.0e38;
         if (lid.x < n) {
-            let kb = j * kvw4 + koff4;
+            let kb = kv_row(j) * kvw4 + koff4;
             var dd = vec4<f32>(0.0);
             for (var d = 0u; d < hd4; d++) {
                 dd += qs[d] * kc[kb + d];
@@ -102,7 +102,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         }
         for (var jj = kg; jj < n; jj += 4u) {
             let pj = pw[jj];
-            let vb = (j0 + jj) * kvw4 + koff4;
+            let vb = kv_row(j0 + jj) * kvw4 + koff4;
             for (var r = 0u; r < 4u; r++) {
                 let d4 = dv + 16u * r;
                 if (d4 < hd4) {

@@ -12,7 +12,7 @@ struct P {
     q_stride: u32,
     split_len: u32,
     max_splits: u32, // partial slots per (token, head)
-    _p0: u32,
+    kv_len: u32,     // rows of kc/vc: position j lives in row j % kv_len (a sliding-window ring); 0 = row j
     _p1: u32,
     _p2: u32,
 }
@@ -23,6 +23,14 @@ struct P {
 @group(0) @binding(4) var<storage, read> vc: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 @group(0) @binding(6) var<storage, read_write> part: array<f32>;
+
+// kv_row is the cache row of position j.
+fn kv_row(j: u32) -> u32 {
+    if (p.kv_len == 0u) {
+        return j;
+    }
+    return j % p.kv_len;
+}
 
 fn safe_tanh(v: f32) -> f32 {
     let c = clamp(v, -15.0, 15.0);

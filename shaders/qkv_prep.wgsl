@@ -19,7 +19,7 @@ struct P {
     eps: f32,
     plus_one: u32,
     kn_off: u32,    // k-norm weights start here in qkn
-    _p0: u32,
+    kv_len: u32,    // rows of kc/vc: position p goes to row p % kv_len (a sliding-window ring); 0 = row p
     _p1: u32,
     _p2: u32,
 }
@@ -92,11 +92,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         workgroupBarrier();
     }
     let kvw = p.kv_heads * p.hd;
+    var row = pos;
+    if (p.kv_len > 0u) {
+        row = pos % p.kv_len;
+    }
     for (var i = lid.x; i < p.hd; i += 64u) {
         if (is_v) {
-            vc[pos * kvw + (h - p.heads - p.kv_heads) * p.hd + i] = hv[i];
+            vc[row * kvw + (h - p.heads - p.kv_heads) * p.hd + i] = hv[i];
         } else if (is_k) {
-            kc[pos * kvw + (h - p.heads) * p.hd + i] = hv[i];
+            kc[row * kvw + (h - p.heads) * p.hd + i] = hv[i];
         } else {
             qkv[base + i] = hv[i];
         }

@@ -86,6 +86,10 @@ type Options struct {
 	// Each costs one more copy of the layers' recurrent state in memory;
 	// a step writes only the states of its last RewindDepth+1 tokens.
 	RewindDepth int
+	// FullKV keeps every position of sliding-window layers (one KV row per
+	// position) instead of a ring of the window plus a step and the
+	// rewind depth: the layout before rings, for comparisons.
+	FullKV bool
 }
 
 // Backend runs one model on one device.

@@ -76,11 +76,30 @@ func (s *Session) ImportState(st *backend.State) error {
 	for i, l := range st.Layers {
 		off = 0
 		if kv[i] > 0 {
-			if err := write(s.kc[i], l.K); err != nil {
-				return s.fail(fmt.Errorf("webgpu: import layer %d keys: %w", i, err))
+			// A ring takes the positions it keeps, each at its row (in at
+			// most two runs); one row per position otherwise.
+			w, R := kv[i], s.kvLen[i]
+			p0, p1 := 0, st.Pos
+			if R > 0 {
+				p0 = max(0, st.Pos-R)
 			}
-			if err := write(s.vc[i], l.V); err != nil {
-				return s.fail(fmt.Errorf("webgpu: import layer %d values: %w", i, err))
+			for p0 < p1 {
+				run := p1 - p0
+				if R > 0 {
+					run = min(run, R-p0%R)
+				}
+				row := p0
+				if R > 0 {
+					row = p0 % R
+				}
+				off = uint64(4 * row * w)
+				if err := write(s.kc[i], l.K[p0*w:(p0+run)*w]); err != nil {
+					return s.fail(fmt.Errorf("webgpu: import layer %d keys: %w", i, err))
+				}
+				if err := write(s.vc[i], l.V[p0*w:(p0+run)*w]); err != nil {
+					return s.fail(fmt.Errorf("webgpu: import layer %d values: %w", i, err))
+				}
+				p0 += run
 			}
 		}
 		if conv[i] > 0 || delta[i] > 0 {
@@ -112,7 +131,7 @@ func (s *Session) recurrent() bool { return len(s.states) > 0 }
 // consumed moves the position past n new positions.
 func (s *Session) consumed(n int) {
 	s.pos += n
-	if s.recurrent() {
+	if s.recurrent() || s.ringed() {
 		s.lo = max(s.lo, s.pos-(s.slots-1))
 	}
 }
