@@ -75,7 +75,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let kb = kv_row(j) * kvw4 + koff4;
             var dd = vec4<f32>(0.0);
             for (var d = 0u; d < hd4; d++) {
-                dd += qs[d] * kc[kb + d];
+                dd += qs[d] * k4(kb + d);
             }
             s = ((dd.x + dd.y) + (dd.z + dd.w)) * p.scale;
             if (p.softcap > 0.0) {
@@ -106,7 +106,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             for (var r = 0u; r < 4u; r++) {
                 let d4 = dv + 16u * r;
                 if (d4 < hd4) {
-                    acc[r] += pj * vc[vb + d4];
+                    acc[r] += pj * v4(vb + d4);
                 }
             }
         }

@@ -19,8 +19,8 @@ struct P {
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> qkv: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> kc: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> vc: array<vec4<f32>>;
+// Bindings 3 and 4 (kc, vc) and their loads k4/v4 come from the KV codec
+// prelude (kv_read_f32.wgsl, kv_read_f16.wgsl).
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 @group(0) @binding(6) var<storage, read_write> part: array<f32>;
 

@@ -52,8 +52,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let d = i % HD4;
             if (jj < n) {
                 let b = kv_row(j0 + jj) * kvw4 + koff4 + d;
-                ks[i] = kc[b];
-                vs[i] = vc[b];
+                ks[i] = k4(b);
+                vs[i] = v4(b);
             }
         }
         workgroupBarrier();

@@ -86,6 +86,10 @@ type Options struct {
 	// Each costs one more copy of the layers' recurrent state in memory;
 	// a step writes only the states of its last RewindDepth+1 tokens.
 	RewindDepth int
+	// KVF16 keeps the KV caches in half precision (two halves per u32,
+	// pack2x16float): half the memory and the bandwidth of attention, at
+	// a rounding of keys and values to 11 significant bits.
+	KVF16 bool
 	// FullKV keeps every position of sliding-window layers (one KV row per
 	// position) instead of a ring of the window plus a step and the
 	// rewind depth: the layout before rings, for comparisons.
@@ -756,7 +760,7 @@ var attnBlock = tuneInt("CORTIQ_ATTN_BLOCK", shaders.AttnPrefillBlock, 16, 256)
 // attnPrefillPipe is the tiled prefill attention for head dimension hd, or
 // nil where it does not apply (the per-query kernel then serves).
 func (b *Backend) attnPrefillPipe(hd int) *Pipeline {
-	p, err := b.dev.PipelineOf(fmt.Sprintf("attn_prefill/%d/%d", hd, attnBlock), func() (string, error) { return shaders.AttnPrefillRows(hd, attnBlock) }, kindsAttn)
+	p, err := b.dev.PipelineOf(fmt.Sprintf("attn_prefill/%d/%d%s", hd, attnBlock, b.kvSuffix()), func() (string, error) { return shaders.AttnPrefillKV(hd, attnBlock, b.opts.KVF16) }, kindsAttn)
 	if err != nil {
 		return nil
 	}
@@ -781,6 +785,30 @@ func (b *Backend) matvecPairsRows(w *dweight) bool {
 		return sh.Rows%2 == 0
 	}
 	return mvRows%2 == 0
+}
+
+// kvPipe is qkv_prep or attention for the session's KV cache codec.
+func (b *Backend) kvPipe(name string, kinds []BindKind) (*Pipeline, error) {
+	src, err := shaders.SourceKV(name, b.opts.KVF16)
+	if err != nil {
+		return nil, err
+	}
+	return b.dev.Pipeline(name+b.kvSuffix(), src, kinds)
+}
+
+func (b *Backend) kvSuffix() string {
+	if b.opts.KVF16 {
+		return "/kv_f16"
+	}
+	return ""
+}
+
+// kvElem is the bytes of one KV cache element.
+func (b *Backend) kvElem() int {
+	if b.opts.KVF16 {
+		return 2
+	}
+	return 4
 }
 
 func (b *Backend) namedPipe(name string, kinds []BindKind) (*Pipeline, error) {

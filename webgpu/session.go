@@ -309,10 +309,10 @@ func (s *Session) alloc() error {
 				rows = s.kvLen[i]
 			}
 		}
-		if s.kc[i], err = s.buf(fmt.Sprintf("k cache %d", i), rows*dl.kvw*4); err != nil {
+		if s.kc[i], err = s.buf(fmt.Sprintf("k cache %d", i), rows*dl.kvw*s.b.kvElem()); err != nil {
 			return err
 		}
-		if s.vc[i], err = s.buf(fmt.Sprintf("v cache %d", i), rows*dl.kvw*4); err != nil {
+		if s.vc[i], err = s.buf(fmt.Sprintf("v cache %d", i), rows*dl.kvw*s.b.kvElem()); err != nil {
 			return err
 		}
 	}
@@ -459,11 +459,11 @@ func (s *Session) build() error {
 		s.param(a.Hidden, b.emb.soff, b.embScale, 0), stepB, W(s.tokens), W(b.emb.buf), W(s.x))
 
 	rs := orOne(a.ResidualScale)
-	prepP, err := b.namedPipe("qkv_prep", kindsPrep)
+	prepP, err := b.kvPipe("qkv_prep", kindsPrep)
 	if err != nil {
 		return err
 	}
-	attnP, err := b.namedPipe("attention", kindsAttn)
+	attnP, err := b.kvPipe("attention", kindsAttn)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,11 @@
 package webgpu
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/tensor"
 )
 
 // mixerState are the device buffers holding a hybrid layer's recurrent
@@ -73,6 +75,16 @@ func (s *Session) ImportState(st *backend.State) error {
 		}
 		return d.Write(buf, off, F32Bytes(data))
 	}
+	writeKV := func(buf *Buffer, data []float32) error {
+		if !s.b.opts.KVF16 {
+			return write(buf, data)
+		}
+		out := make([]byte, 2*len(data))
+		for i, v := range data {
+			binary.LittleEndian.PutUint16(out[2*i:], tensor.F32ToF16(v))
+		}
+		return d.Write(buf, off, out)
+	}
 	for i, l := range st.Layers {
 		off = 0
 		if kv[i] > 0 {
@@ -92,11 +104,11 @@ func (s *Session) ImportState(st *backend.State) error {
 				if R > 0 {
 					row = p0 % R
 				}
-				off = uint64(4 * row * w)
-				if err := write(s.kc[i], l.K[p0*w:(p0+run)*w]); err != nil {
+				off = uint64(s.b.kvElem() * row * w)
+				if err := writeKV(s.kc[i], l.K[p0*w:(p0+run)*w]); err != nil {
 					return s.fail(fmt.Errorf("webgpu: import layer %d keys: %w", i, err))
 				}
-				if err := write(s.vc[i], l.V[p0*w:(p0+run)*w]); err != nil {
+				if err := writeKV(s.vc[i], l.V[p0*w:(p0+run)*w]); err != nil {
 					return s.fail(fmt.Errorf("webgpu: import layer %d values: %w", i, err))
 				}
 				p0 += run
