@@ -80,9 +80,7 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 			pos := s.pos + t
 			w.rope.apply(qt, at.Heads, hd, pos, cos, sin)
 			w.rope.apply(kt, at.KVHeads, hd, pos, cos, sin)
-			r := cache.row(pos)
-			copy(cache.k[r:r+kvDim], kt)
-			copy(cache.v[r:r+kvDim], vt)
+			cache.put(pos, kt, vt)
 		}
 		s.attend(at, cache, q, att, t0, t1)
 	}
@@ -116,7 +114,7 @@ func (s *Session) attend(at *model.Attention, cache *kvCache, q, att []float32, 
 		run = serial
 	}
 	// One (token, head) pair per task.
-	run(n*at.Heads, func(lo, hi int, scores []float32) {
+	run(n*at.Heads, func(lo, hi int, scratch []float32) {
 		for task := lo; task < hi; task++ {
 			t, hh := t0+task/at.Heads, task%at.Heads
 			pos := s.pos + t
@@ -126,10 +124,11 @@ func (s *Session) attend(at *model.Attention, cache *kvCache, q, att []float32, 
 			}
 			qh := q[t*qDim+hh*hd : t*qDim+(hh+1)*hd]
 			kvOff := (hh / group) * hd
-			sc := scores[:pos+1-first]
+			kbuf, vbuf := scratch[s.maxLen:s.maxLen+hd], scratch[s.maxLen+hd:]
+			sc := scratch[:pos+1-first]
 			for j := range sc {
-				r := cache.row(first+j) + kvOff
-				sc[j] = kernel.Dot(qh, cache.k[r:r+hd]) * at.Scale
+				kj, _ := cache.get(first+j, kvOff, hd, kbuf, vbuf)
+				sc[j] = kernel.Dot(qh, kj) * at.Scale
 			}
 			if c := at.Softcap; c > 0 {
 				for j, x := range sc {
@@ -140,11 +139,11 @@ func (s *Session) attend(at *model.Attention, cache *kvCache, q, att []float32, 
 			out := att[t*qDim+hh*hd : t*qDim+(hh+1)*hd]
 			clear(out)
 			for j, p := range sc {
-				r := cache.row(first+j) + kvOff
-				kernel.Axpy(out, p, cache.v[r:r+hd])
+				_, vj := cache.get(first+j, kvOff, hd, kbuf, vbuf)
+				kernel.Axpy(out, p, vj)
 			}
 		}
-	}, s.maxLen)
+	}, s.maxLen+2*hd)
 }
 
 // parallel splits [0, n) over the cores; each worker gets a scratch buffer

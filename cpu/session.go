@@ -33,10 +33,53 @@ type Session struct {
 // ring positions (the window plus the rewind depth): position p lives in
 // row p % ring, and attention reads only the last window positions.
 type kvCache struct {
-	k, v  []float32 // [positions, width]
-	width int       // kvHeads*headDim
-	limit int       // the session length
-	ring  int       // rows of a ring cache; 0 = one row per position
+	k, v     []float32 // [positions, width]; nil in half precision
+	k16, v16 []uint16  // the same in half precision (Options.KVF16)
+	width    int       // kvHeads*headDim
+	limit    int       // the session length
+	ring     int       // rows of a ring cache; 0 = one row per position
+	f16      bool
+}
+
+// rows is the number of positions the cache has room for.
+func (c *kvCache) rows() int {
+	if c.f16 {
+		return len(c.k16) / c.width
+	}
+	return len(c.k) / c.width
+}
+
+// put stores position p's key and value rows.
+func (c *kvCache) put(p int, k, v []float32) {
+	r := c.row(p)
+	if !c.f16 {
+		copy(c.k[r:r+c.width], k)
+		copy(c.v[r:r+c.width], v)
+		return
+	}
+	for i := range k {
+		c.k16[r+i] = tensor.F32ToF16(k[i])
+		c.v16[r+i] = tensor.F32ToF16(v[i])
+	}
+}
+
+// get reads n floats of position p's key and value rows from offset off,
+// decoding half precision into kbuf and vbuf (n long).
+func (c *kvCache) get(p, off, n int, kbuf, vbuf []float32) (k, v []float32) {
+	r := c.row(p) + off
+	if !c.f16 {
+		return c.k[r : r+n], c.v[r : r+n]
+	}
+	for i := range n {
+		kbuf[i] = tensor.F16ToF32(c.k16[r+i])
+		vbuf[i] = tensor.F16ToF32(c.v16[r+i])
+	}
+	return kbuf[:n], vbuf[:n]
+}
+
+// bytes is the memory the cache holds.
+func (c *kvCache) bytes() int64 {
+	return int64(4*(len(c.k)+len(c.v)) + 2*(len(c.k16)+len(c.v16)))
 }
 
 // ensure makes room for positions [0, n).
@@ -44,12 +87,20 @@ func (c *kvCache) ensure(n int) {
 	if c.ring > 0 {
 		n = c.ring
 	}
-	if n*c.width <= len(c.k) {
+	if n <= c.rows() {
 		return
 	}
-	size := max(n, min(c.limit, max(256, 2*len(c.k)/c.width)))
+	size := max(n, min(c.limit, max(256, 2*c.rows())))
 	if c.ring > 0 {
 		size = c.ring
+	}
+	if c.f16 {
+		k := make([]uint16, size*c.width)
+		v := make([]uint16, size*c.width)
+		copy(k, c.k16)
+		copy(v, c.v16)
+		c.k16, c.v16 = k, v
+		return
 	}
 	k := make([]float32, size*c.width)
 	v := make([]float32, size*c.width)
@@ -115,7 +166,7 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 			if int64(maxLen)*int64(kv) > 1<<34 {
 				return nil, fmt.Errorf("cpu: session of %d positions is too large", maxLen)
 			}
-			s.caches[i] = &kvCache{width: kv, limit: maxLen}
+			s.caches[i] = &kvCache{width: kv, limit: maxLen, f16: b.opts.KVF16}
 			if !b.opts.FullKV {
 				s.caches[i].ring = RingLen(at.Window, s.slots-1, maxLen)
 			}
@@ -398,4 +449,24 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 	s.pos = pos0
 	s.consumed(end)
 	return nil
+}
+
+// ResidentBytes is the memory the session's caches hold now: KV entries
+// (grown on demand, or a sliding-window layer's ring) and the recurrent
+// states kept per step.
+func (s *Session) ResidentBytes() int64 {
+	var n int64
+	for i, c := range s.caches {
+		if c != nil {
+			n += c.bytes()
+		}
+		if r := s.conv[i]; r != nil {
+			n += int64(4 * len(r) * len(r[0]))
+		}
+		if d := s.delta[i]; d != nil {
+			n += int64(4 * len(d.conv) * len(d.conv[0]))
+			n += int64(4 * len(d.s) * len(d.s[0]))
+		}
+	}
+	return n
 }

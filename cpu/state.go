@@ -19,16 +19,17 @@ func (s *Session) ExportState() (*backend.State, error) {
 		l := &st.Layers[i]
 		if c := s.caches[i]; c != nil {
 			n := s.pos * c.width
-			if c.ring == 0 && n > len(c.k) {
-				return nil, fmt.Errorf("cpu: layer %d: KV cache holds %d of %d positions", i, len(c.k)/c.width, s.pos)
+			if c.ring == 0 && s.pos > c.rows() {
+				return nil, fmt.Errorf("cpu: layer %d: KV cache holds %d of %d positions", i, c.rows(), s.pos)
 			}
 			// A ring's positions before the window are gone; they are
 			// zeros in the snapshot (no sliding-window layer reads them).
 			l.K, l.V = make([]float32, n), make([]float32, n)
 			for p := c.kept(s.pos); p < s.pos; p++ {
-				r := c.row(p)
-				copy(l.K[p*c.width:(p+1)*c.width], c.k[r:r+c.width])
-				copy(l.V[p*c.width:(p+1)*c.width], c.v[r:r+c.width])
+				w := c.width
+				k, v := c.get(p, 0, w, l.K[p*w:(p+1)*w], l.V[p*w:(p+1)*w])
+				copy(l.K[p*w:(p+1)*w], k)
+				copy(l.V[p*w:(p+1)*w], v)
 			}
 		}
 		if c := s.conv[i]; c != nil {
@@ -72,9 +73,8 @@ func (s *Session) ImportState(st *backend.State) error {
 		if c := s.caches[i]; c != nil {
 			c.ensure(st.Pos)
 			for p := c.kept(st.Pos); p < st.Pos; p++ {
-				r := c.row(p)
-				copy(c.k[r:r+c.width], l.K[p*c.width:(p+1)*c.width])
-				copy(c.v[r:r+c.width], l.V[p*c.width:(p+1)*c.width])
+				w := c.width
+				c.put(p, l.K[p*w:(p+1)*w], l.V[p*w:(p+1)*w])
 			}
 		}
 		if c := s.conv[i]; c != nil {
