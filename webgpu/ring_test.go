@@ -118,7 +118,7 @@ func TestRingKVDevice(t *testing.T) {
 func kvBytes(s *Session) int64 {
 	var n int64
 	for i := range s.kc {
-		if s.kc[i] != nil {
+		if s.kc[i] != nil && s.b.layers[i].at != nil {
 			n += int64(s.kc[i].Size() + s.vc[i].Size())
 		}
 	}
