@@ -58,8 +58,14 @@ type Options struct {
 	// bound but the device's). When the model does not fit, the leading
 	// layers that fit run on the device (embedding and head always do) and
 	// the rest on Host. Sessions (KV cache, activations) allocate beyond
-	// it: leave them headroom.
+	// it unless ReserveContext is set.
 	VRAMBudget int64
+	// ReserveContext, with a VRAMBudget, sets aside the memory of one
+	// session of that many positions (SessionBytes, as if every layer were
+	// on the device) before placing layers; New refuses, naming what the
+	// context needs, when the embedding, head and that session alone do
+	// not fit.
+	ReserveContext int
 	// Layers selects the device layers, CORTIQ_GPU_LAYERS syntax
 	// ("0-9,20-29"); empty reads CORTIQ_GPU_LAYERS, and when that is unset
 	// too every layer is eligible.
@@ -354,6 +360,14 @@ func (b *Backend) load(m *model.Model, allowed []bool) error {
 	}
 	if budget > 0 && used > budget {
 		return fmt.Errorf("webgpu: %w: embedding and head need %d bytes, budget %d", ErrUnsupported, used, budget)
+	}
+	if ctx := b.opts.ReserveContext; budget > 0 && ctx > 0 {
+		need := SessionBytes(a, ctx, b.opts)
+		if used+need.Total() > budget {
+			return fmt.Errorf("webgpu: %w: a context of %d positions needs %s of device memory (KV %s, state %s, activations %s) beside the embedding and head's %s; the budget is %s (a shorter context, an f16 KV cache or a larger budget fits)",
+				ErrUnsupported, ctx, MiB(need.Total()), MiB(need.KV), MiB(need.State), MiB(need.Activations), MiB(used), MiB(budget))
+		}
+		used += need.Total()
 	}
 	onDev := make([]bool, len(a.Layers))
 	full := false

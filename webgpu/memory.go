@@ -96,3 +96,6 @@ func SessionBytes(a *model.Arch, maxLen int, opts Options) backend.Memory {
 	m.Activations += 4 * act
 	return m
 }
+
+// MiB formats a byte count for messages.
+func MiB(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

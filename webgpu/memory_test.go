@@ -1,6 +1,7 @@
 package webgpu
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -22,4 +23,22 @@ func TestSessionBytes(t *testing.T) {
 			t.Logf("%s kv f16=%v: estimated %+v, resident %d", name, opts.KVF16, est, s.ResidentBytes())
 		}
 	}
+}
+
+// With ReserveContext, a budget that holds the weights but not a session
+// of that context is refused, naming what the context needs; a context
+// that fits leaves the device fewer bytes for layers.
+func TestReserveContext(t *testing.T) {
+	d := testDevice(t)
+	m, _ := loadFixture(t, "llama")
+	need := SessionBytes(&m.Arch, 4096, Options{})
+	_, err := New(m, Options{Device: d, VRAMBudget: need.Total(), ReserveContext: 4096})
+	if err == nil || !strings.Contains(err.Error(), "a context of 4096 positions needs") {
+		t.Fatalf("a budget of the session alone: %v", err)
+	}
+	b, err := New(m, Options{Device: d, VRAMBudget: 1 << 30, ReserveContext: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
 }

@@ -43,3 +43,36 @@ func TestRunHugeMaxTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestInfoCtxMemory: `info --ctx N` prints a session's memory per backend,
+// an f16 KV cache halves the KV; `run` refuses a context beyond
+// --mem-budget, saying what it needs; --kv takes f32 or f16 only.
+func TestInfoCtxMemory(t *testing.T) {
+	p := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", "gemma2_sw8")
+	env := []string{"CORTIQ_CACHE=" + t.TempDir()}
+	kvBytes := func(out string) map[string]string {
+		got := map[string]string{}
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 5 && f[0] == "ctx" {
+				got[f[2]] = f[5]
+			}
+		}
+		return got
+	}
+	f32 := kvBytes(cortiq(t, env, "info", "-m", p, "--ctx", "4096"))
+	f16 := kvBytes(cortiq(t, env, "info", "-m", p, "--ctx", "4096", "--kv", "f16"))
+	if len(f32) != 2 || f32["cpu"] != "1.00" || f16["cpu"] != "0.50" || f16["webgpu"] == f32["webgpu"] {
+		t.Fatalf("KV MiB at ctx 4096: f32 %v, f16 %v", f32, f16)
+	}
+	for _, args := range [][]string{
+		{"run", "-m", p, "--ids", "1", "-n", "1", "--ctx", "4096", "--backend", "cpu", "--mem-budget", "1MiB"},
+		{"run", "-m", p, "--ids", "1", "-n", "1", "--kv", "f8"},
+	} {
+		cmd := exec.Command(cortiqBin, args...)
+		cmd.Env = append(os.Environ(), env...)
+		b, err := cmd.CombinedOutput()
+		if err == nil || !(strings.Contains(string(b), "needs") || strings.Contains(string(b), "--kv")) {
+			t.Errorf("%v: %v, %s", args, err, b)
+		}
+	}
+}
