@@ -38,7 +38,7 @@ func openWebGPU(m *model.Model, opts Options, host backend.Backend) (backend.Bac
 		// what it needs, when it cannot fit).
 		ReserveContext: opts.MaxContext,
 		KVF16:          opts.KV == "f16",
-		Layers:     opts.GPULayers,
+		Layers:         opts.GPULayers,
 		// Speculative decoding rewinds up to its draft length.
 		RewindDepth: opts.RewindDepth,
 		// The caller already declined software adapters unless forced.

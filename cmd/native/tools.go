@@ -195,7 +195,7 @@ func cmdInfo(args []string) error {
 		// Weights are the size above on either backend; a session adds this.
 		for _, mem := range engine.MemoryFor(&a, *ctxN, engine.Options{KV: *kv}) {
 			fmt.Printf("ctx %-7d %-6s KV %s %.2f MiB, state %.2f MiB, activations %.2f MiB: %.2f MiB per session (%d KV bytes per position)\n",
-				*ctxN, mem.Backend, *kv, mib(mem.KV), mib(mem.State), mib(mem.Activations), mib(mem.Total()), mem.KV / int64(*ctxN))
+				*ctxN, mem.Backend, *kv, mib(mem.KV), mib(mem.State), mib(mem.Activations), mib(mem.Total()), mem.KV/int64(*ctxN))
 		}
 	}
 	return nil
