@@ -364,7 +364,7 @@ func (b *Backend) load(m *model.Model, allowed []bool) error {
 	if ctx := b.opts.ReserveContext; budget > 0 && ctx > 0 {
 		need := SessionBytes(a, ctx, b.opts)
 		if used+need.Total() > budget {
-			return fmt.Errorf("webgpu: %w: a context of %d positions needs %s of device memory (KV %s, state %s, activations %s) beside the embedding and head's %s; the budget is %s (a shorter context, an f16 KV cache or a larger budget fits)",
+			return fmt.Errorf("webgpu: %w: a context of %d positions needs %s of device memory (KV %s, state %s, activations %s) beside the embedding and head's %s; the budget is %s: lower the context, use an f16 KV cache (--kv f16) or raise the budget",
 				ErrUnsupported, ctx, MiB(need.Total()), MiB(need.KV), MiB(need.State), MiB(need.Activations), MiB(used), MiB(budget))
 		}
 		used += need.Total()
