@@ -15,6 +15,8 @@ import (
 // a step of their own: a batch of another length rounds differently), and
 // after rewinding twice in a row.
 func TestRewind(t *testing.T) {
+	defer func(p int) { ringPiece = p }(ringPiece)
+	ringPiece = 1 // sliding-window layers keep rings of window + depth
 	for _, name := range slices.Concat(fixtures.Dense, fixtures.Hybrid) {
 		t.Run(name, func(t *testing.T) {
 			m, ref := loadFixture(t, name)

@@ -10,6 +10,8 @@ import (
 // session that keeps every position. The KV bytes per token before and
 // after are logged.
 func TestRingKV(t *testing.T) {
+	defer func(p int) { ringPiece = p }(ringPiece)
+	ringPiece = 1 // a ring of window + the rewind depth: the prompt alone wraps it
 	for _, name := range []string{"mistral_sw8", "gemma2_sw8", "gemma3_text_sw8"} {
 		t.Run(name, func(t *testing.T) {
 			m, ref := loadFixture(t, name)

@@ -129,19 +129,25 @@ func (c *kvCache) kept(n int) int {
 // RingLen is the number of positions a sliding-window layer's KV ring
 // holds in a session of maxLen positions that can rewind depth of them:
 // the window, plus depth so a rewind finds the window before its new end
-// intact; 0 (a full-length cache) when that is not shorter than maxLen.
-// The CPU computes a step's attention in pieces of at most ring-window+1
-// tokens, so no piece overwrites a row a query of the piece still reads.
+// intact, and at least ringPiece more; 0 (a full-length cache) when that
+// is not shorter than maxLen. The CPU computes a step's attention in
+// pieces of ring-window+1 tokens, so no piece overwrites a row a query of
+// the piece still reads.
 func RingLen(window, depth, maxLen int) int {
 	if window <= 0 {
 		return 0
 	}
-	r := window + max(depth, 1)
+	r := window + max(depth, ringPiece, 1)
 	if r >= maxLen {
 		return 0
 	}
 	return r
 }
+
+// ringPiece is the least number of tokens a step's attention piece takes
+// over a ring (a long prompt runs in pieces of at least this); tests make
+// it small so short sequences wrap the ring many times.
+var ringPiece = 64
 
 func (b *Backend) newSession(maxLen int) (*Session, error) {
 	if maxLen <= 0 {
