@@ -16,9 +16,10 @@ const DefaultRewindDepth = 4
 // after each of its last few steps (its rewind depth) as it computes them.
 type Rewinder interface {
 	// Rewindable is how many of the newest positions Rewind can drop now:
-	// Len() when every layer keeps full-length KV; with recurrent layers
-	// or sliding-window KV rings, at most the session's rewind depth, less
-	// what was rewound since.
+	// Len() when every layer keeps full-length KV; with recurrent layers,
+	// at most the session's rewind depth; with sliding-window KV rings,
+	// what the rings keep (at least the depth); less what was rewound
+	// since.
 	Rewindable() int
 	// Rewind drops the newest n positions. It fails, changing nothing,
 	// when n is negative or more than Rewindable().

@@ -131,23 +131,31 @@ func (s *Session) recurrent() bool {
 	return false
 }
 
-// bounded reports whether the session keeps a bounded past: recurrent
-// state or a KV ring, either of which only the last rewind depth positions
-// can be rewound within.
-func (s *Session) bounded() bool {
-	for _, c := range s.caches {
+// reach is how many of the newest positions the session's past allows to
+// rewind, or -1 for any number: recurrent states are kept for the last
+// rewind depth positions; a KV ring of R rows over a window W keeps the
+// window before an end up to R-W+1 positions back.
+func (s *Session) reach() int {
+	n := -1
+	if s.recurrent() {
+		n = s.slots - 1
+	}
+	for i, c := range s.caches {
 		if c != nil && c.ring > 0 {
-			return true
+			r := c.ring - s.b.layers[i].attn.spec.Window + 1
+			if n < 0 || r < n {
+				n = r
+			}
 		}
 	}
-	return s.recurrent()
+	return n
 }
 
 // consumed moves the position to end.
 func (s *Session) consumed(end int) {
 	s.pos = end
-	if s.bounded() {
-		s.lo = max(s.lo, end-(s.slots-1))
+	if n := s.reach(); n >= 0 {
+		s.lo = max(s.lo, end-n)
 	}
 }
 

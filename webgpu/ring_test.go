@@ -1,6 +1,7 @@
 package webgpu
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/cortiq/cortiq/backend"
@@ -15,12 +16,13 @@ import (
 // every position. The KV bytes per token before and after are logged.
 func TestRingKVDevice(t *testing.T) {
 	d := testDevice(t)
-	for _, name := range []string{"mistral_sw8", "gemma2_sw8", "gemma3_text_sw8"} {
+	for _, name := range []string{"mistral_sw8", "gemma2_sw8", "gemma3_text_sw8", "gemma2_sw8/kv_f16"} {
 		t.Run(name, func(t *testing.T) {
+			name, f16 := strings.CutSuffix(name, "/kv_f16")
 			m, ref := loadFixture(t, name)
 			const maxLen = 80
-			_, rs := testSession(t, m, Options{Device: d, Chunk: 4, RewindDepth: 4}, maxLen)
-			_, fs := testSession(t, m, Options{Device: d, Chunk: 4, RewindDepth: 4, FullKV: true}, maxLen)
+			_, rs := testSession(t, m, Options{Device: d, Chunk: 4, RewindDepth: 4, KVF16: f16}, maxLen)
+			_, fs := testSession(t, m, Options{Device: d, Chunk: 4, RewindDepth: 4, KVF16: f16, FullKV: true}, maxLen)
 			if !rs.ringed() || fs.ringed() {
 				t.Fatalf("ringed: %v with rings, %v with full KV", rs.ringed(), fs.ringed())
 			}
@@ -30,7 +32,11 @@ func TestRingKVDevice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkRows(t, "prompt logits", got, ref.Logits, vocab, 2e-3)
+			tol := 2e-3
+			if f16 {
+				tol = kvF16Tol
+			}
+			checkRows(t, "prompt logits", got, ref.Logits, vocab, tol)
 			if _, err := fs.Forward(p, true); err != nil {
 				t.Fatal(err)
 			}

@@ -140,11 +140,31 @@ func (s *Session) ImportState(st *backend.State) error {
 // recurrent reports whether any device layer keeps recurrent state.
 func (s *Session) recurrent() bool { return len(s.states) > 0 }
 
+// reach is how many of the newest positions the session's past allows to
+// rewind, or -1 for any number: recurrent states are kept for the last
+// rewind depth positions; a KV ring of R rows over a window W keeps the
+// window before an end up to R-W+1 positions back.
+func (s *Session) reach() int {
+	n := -1
+	if s.recurrent() {
+		n = s.slots - 1
+	}
+	for i, R := range s.kvLen {
+		if R > 0 {
+			r := R - s.b.layers[i].at.Window + 1
+			if n < 0 || r < n {
+				n = r
+			}
+		}
+	}
+	return n
+}
+
 // consumed moves the position past n new positions.
 func (s *Session) consumed(n int) {
 	s.pos += n
-	if s.recurrent() || s.ringed() {
-		s.lo = max(s.lo, s.pos-(s.slots-1))
+	if n := s.reach(); n >= 0 {
+		s.lo = max(s.lo, s.pos-n)
 	}
 }
 
