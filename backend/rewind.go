@@ -3,8 +3,9 @@ package backend
 // DefaultRewindDepth is the number of per-step recurrent states (short-conv
 // windows, DeltaNet matrices) a session keeps when its backend's options
 // leave the depth at zero: Rewind can drop up to that many of the newest
-// positions of a model with recurrent layers. Attention-only models rewind
-// any number (their KV entries are indexed by position).
+// positions of a model with recurrent layers or sliding-window layers kept
+// in a KV ring (window + depth positions). Models whose every layer keeps
+// full-length KV rewind any number (their entries are indexed by position).
 const DefaultRewindDepth = 4
 
 // Rewinder is implemented by sessions that can drop their newest positions
@@ -15,8 +16,10 @@ const DefaultRewindDepth = 4
 // after each of its last few steps (its rewind depth) as it computes them.
 type Rewinder interface {
 	// Rewindable is how many of the newest positions Rewind can drop now:
-	// Len() for attention-only models; with recurrent layers, at most the
-	// session's rewind depth, less what was rewound since.
+	// Len() when every layer keeps full-length KV; with recurrent layers,
+	// at most the session's rewind depth; with sliding-window KV rings,
+	// what the rings keep (at least the depth); less what was rewound
+	// since.
 	Rewindable() int
 	// Rewind drops the newest n positions. It fails, changing nothing,
 	// when n is negative or more than Rewindable().

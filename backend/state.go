@@ -68,3 +68,16 @@ func (st *State) Check(kv, conv, delta []int) error {
 	}
 	return nil
 }
+
+// Memory is what one session of a given context holds on a backend, in
+// bytes: its KV caches (sliding-window rings included), its recurrent
+// states (kept per step for rewinds) and its activations (the buffers of
+// one step).
+type Memory struct {
+	KV          int64 `json:"kv_bytes"`
+	State       int64 `json:"state_bytes"`
+	Activations int64 `json:"activation_bytes"`
+}
+
+// Total is the sum of the parts.
+func (m Memory) Total() int64 { return m.KV + m.State + m.Activations }

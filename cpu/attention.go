@@ -47,77 +47,43 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 	sin := make([]float32, hd/2)
 	cache := s.caches[i]
 	cache.ensure(s.pos + n)
-	for t := range n {
-		qt, kt, vt := q[t*qDim:(t+1)*qDim], k[t*kvDim:(t+1)*kvDim], v[t*kvDim:(t+1)*kvDim]
-		if w.qb != nil {
-			kernel.Add(qt, w.qb)
-			kernel.Add(kt, w.kb)
-			kernel.Add(vt, w.vb)
-		}
-		switch at.QKNorm {
-		case model.QKNormPerHead:
-			for hh := range at.Heads {
-				r := qt[hh*hd : (hh+1)*hd]
-				kernel.RMSNorm(r, r, w.qNorm, a.NormEps, plusOne)
-			}
-			for hh := range at.KVHeads {
-				r := kt[hh*hd : (hh+1)*hd]
-				kernel.RMSNorm(r, r, w.kNorm, a.NormEps, plusOne)
-			}
-		case model.QKNormFull:
-			kernel.RMSNorm(qt, qt, w.qNorm, a.NormEps, plusOne)
-			kernel.RMSNorm(kt, kt, w.kNorm, a.NormEps, plusOne)
-		}
-		pos := s.pos + t
-		w.rope.apply(qt, at.Heads, hd, pos, cos, sin)
-		w.rope.apply(kt, at.KVHeads, hd, pos, cos, sin)
-		copy(cache.k[pos*kvDim:(pos+1)*kvDim], kt)
-		copy(cache.v[pos*kvDim:(pos+1)*kvDim], vt)
-	}
-
-	// Scores, softmax and the weighted sum of values, one (token, head) pair
-	// per task.
 	att := make([]float32, n*qDim)
-	group := at.Heads / at.KVHeads
-	// Small problems (a decode step over a short context) run inline:
-	// starting goroutines would cost more than the work.
-	run := parallel
-	if n*at.Heads*(s.pos+n)*hd < 1<<18 {
-		run = serial
+	// A ring cache takes the step in pieces that fit it: a piece's rows
+	// overwrite only positions before the window of its first query.
+	piece := n
+	if cache.ring > 0 {
+		piece = cache.ring - at.Window + 1
 	}
-	run(n*at.Heads, func(lo, hi int, scores []float32) {
-		for task := lo; task < hi; task++ {
-			t, hh := task/at.Heads, task%at.Heads
-			pos := s.pos + t
-			first := 0
-			if at.Window > 0 {
-				first = max(0, pos-at.Window+1)
+	for t0 := 0; t0 < n; t0 += piece {
+		t1 := min(n, t0+piece)
+		for t := t0; t < t1; t++ {
+			qt, kt, vt := q[t*qDim:(t+1)*qDim], k[t*kvDim:(t+1)*kvDim], v[t*kvDim:(t+1)*kvDim]
+			if w.qb != nil {
+				kernel.Add(qt, w.qb)
+				kernel.Add(kt, w.kb)
+				kernel.Add(vt, w.vb)
 			}
-			qh := q[t*qDim+hh*hd : t*qDim+(hh+1)*hd]
-			kvOff := (hh / group) * hd
-			sc := scores[:pos+1-first]
-			for j := range sc {
-				kj := cache.k[(first+j)*kvDim+kvOff : (first+j)*kvDim+kvOff+hd]
-				sc[j] = kernel.Dot(qh, kj) * at.Scale
-			}
-			if c := at.Softcap; c > 0 {
-				for j, x := range sc {
-					sc[j] = float32(math.Tanh(float64(x/c))) * c
+			switch at.QKNorm {
+			case model.QKNormPerHead:
+				for hh := range at.Heads {
+					r := qt[hh*hd : (hh+1)*hd]
+					kernel.RMSNorm(r, r, w.qNorm, a.NormEps, plusOne)
 				}
+				for hh := range at.KVHeads {
+					r := kt[hh*hd : (hh+1)*hd]
+					kernel.RMSNorm(r, r, w.kNorm, a.NormEps, plusOne)
+				}
+			case model.QKNormFull:
+				kernel.RMSNorm(qt, qt, w.qNorm, a.NormEps, plusOne)
+				kernel.RMSNorm(kt, kt, w.kNorm, a.NormEps, plusOne)
 			}
-			if w.sinks != nil {
-				kernel.SoftmaxSink(sc, w.sinks[hh])
-			} else {
-				kernel.Softmax(sc)
-			}
-			out := att[t*qDim+hh*hd : t*qDim+(hh+1)*hd]
-			clear(out)
-			for j, p := range sc {
-				vj := cache.v[(first+j)*kvDim+kvOff : (first+j)*kvDim+kvOff+hd]
-				kernel.Axpy(out, p, vj)
-			}
+			pos := s.pos + t
+			w.rope.apply(qt, at.Heads, hd, pos, cos, sin)
+			w.rope.apply(kt, at.KVHeads, hd, pos, cos, sin)
+			cache.put(pos, kt, vt)
 		}
-	}, s.maxLen)
+		s.attend(at, w.sinks, cache, q, att, t0, t1)
+	}
 
 	if gate != nil {
 		for j, g := range gate {
@@ -132,6 +98,57 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 		}
 	}
 	return out
+}
+
+// attend computes softmax attention for the step's tokens [t0, t1) (at
+// positions s.pos+t) over the cache, into att; a head's sink logit
+// (gpt-oss), when sinks is not nil, joins its softmax's denominator.
+func (s *Session) attend(at *model.Attention, sinks []float32, cache *kvCache, q, att []float32, t0, t1 int) {
+	hd := at.HeadDim
+	qDim := at.Heads * hd
+	group := at.Heads / at.KVHeads
+	n := t1 - t0
+	// Small problems (a decode step over a short context) run inline:
+	// starting goroutines would cost more than the work.
+	run := parallel
+	if n*at.Heads*(s.pos+t1)*hd < 1<<18 {
+		run = serial
+	}
+	// One (token, head) pair per task.
+	run(n*at.Heads, func(lo, hi int, scratch []float32) {
+		for task := lo; task < hi; task++ {
+			t, hh := t0+task/at.Heads, task%at.Heads
+			pos := s.pos + t
+			first := 0
+			if at.Window > 0 {
+				first = max(0, pos-at.Window+1)
+			}
+			qh := q[t*qDim+hh*hd : t*qDim+(hh+1)*hd]
+			kvOff := (hh / group) * hd
+			kbuf, vbuf := scratch[s.maxLen:s.maxLen+hd], scratch[s.maxLen+hd:]
+			sc := scratch[:pos+1-first]
+			for j := range sc {
+				kj, _ := cache.get(first+j, kvOff, hd, kbuf, vbuf)
+				sc[j] = kernel.Dot(qh, kj) * at.Scale
+			}
+			if c := at.Softcap; c > 0 {
+				for j, x := range sc {
+					sc[j] = float32(math.Tanh(float64(x/c))) * c
+				}
+			}
+			if sinks != nil {
+				kernel.SoftmaxSink(sc, sinks[hh])
+			} else {
+				kernel.Softmax(sc)
+			}
+			out := att[t*qDim+hh*hd : t*qDim+(hh+1)*hd]
+			clear(out)
+			for j, p := range sc {
+				_, vj := cache.get(first+j, kvOff, hd, kbuf, vbuf)
+				kernel.Axpy(out, p, vj)
+			}
+		}
+	}, s.maxLen+2*hd)
 }
 
 // parallel splits [0, n) over the cores; each worker gets a scratch buffer

@@ -26,6 +26,15 @@ type Options struct {
 	// a model with short-conv or DeltaNet layers keeps, so Rewind can drop
 	// that many of its newest positions (0 = backend.DefaultRewindDepth).
 	RewindDepth int
+	// FullKV keeps every position of sliding-window layers (one KV row per
+	// position, as for global layers) instead of a ring of the window plus
+	// the rewind depth: the layout before rings, for comparisons.
+	FullKV bool
+	// KVF16 keeps the KV caches in half precision (IEEE binary16, round
+	// to nearest even): half the memory, keys and values rounded to 11
+	// significant bits (logits move by ~1e-3..1e-2 on the fixtures, so
+	// the f32 reference stays the default).
+	KVF16 bool
 }
 
 // Backend runs a model on the CPU. It is safe to use from several sessions

@@ -26,27 +26,128 @@ type Session struct {
 	hook func(layer int, x []float32, n int)
 }
 
-// kvCache holds the rotated keys and the values of every past position.
-// It grows on demand (doubling, up to the session length), so that a session
-// sized for a long context costs nothing until it is used.
+// kvCache holds the rotated keys and the values of past positions. A
+// full-length cache holds every position and grows on demand (doubling, up
+// to the session length), so that a session sized for a long context costs
+// nothing until it is used. A sliding-window layer's cache is a ring of
+// ring positions (the window plus the rewind depth): position p lives in
+// row p % ring, and attention reads only the last window positions.
 type kvCache struct {
-	k, v  []float32 // [positions, width]
-	width int       // kvHeads*headDim
-	limit int       // the session length
+	k, v     []float32 // [positions, width]; nil in half precision
+	k16, v16 []uint16  // the same in half precision (Options.KVF16)
+	width    int       // kvHeads*headDim
+	limit    int       // the session length
+	ring     int       // rows of a ring cache; 0 = one row per position
+	f16      bool
+}
+
+// rows is the number of positions the cache has room for.
+func (c *kvCache) rows() int {
+	if c.f16 {
+		return len(c.k16) / c.width
+	}
+	return len(c.k) / c.width
+}
+
+// put stores position p's key and value rows.
+func (c *kvCache) put(p int, k, v []float32) {
+	r := c.row(p)
+	if !c.f16 {
+		copy(c.k[r:r+c.width], k)
+		copy(c.v[r:r+c.width], v)
+		return
+	}
+	for i := range k {
+		c.k16[r+i] = tensor.F32ToF16(k[i])
+		c.v16[r+i] = tensor.F32ToF16(v[i])
+	}
+}
+
+// get reads n floats of position p's key and value rows from offset off,
+// decoding half precision into kbuf and vbuf (n long).
+func (c *kvCache) get(p, off, n int, kbuf, vbuf []float32) (k, v []float32) {
+	r := c.row(p) + off
+	if !c.f16 {
+		return c.k[r : r+n], c.v[r : r+n]
+	}
+	for i := range n {
+		kbuf[i] = tensor.F16ToF32(c.k16[r+i])
+		vbuf[i] = tensor.F16ToF32(c.v16[r+i])
+	}
+	return kbuf[:n], vbuf[:n]
+}
+
+// bytes is the memory the cache holds.
+func (c *kvCache) bytes() int64 {
+	return int64(4*(len(c.k)+len(c.v)) + 2*(len(c.k16)+len(c.v16)))
 }
 
 // ensure makes room for positions [0, n).
 func (c *kvCache) ensure(n int) {
-	if n*c.width <= len(c.k) {
+	if c.ring > 0 {
+		n = c.ring
+	}
+	if n <= c.rows() {
 		return
 	}
-	size := max(n, min(c.limit, max(256, 2*len(c.k)/c.width)))
+	size := max(n, min(c.limit, max(256, 2*c.rows())))
+	if c.ring > 0 {
+		size = c.ring
+	}
+	if c.f16 {
+		k := make([]uint16, size*c.width)
+		v := make([]uint16, size*c.width)
+		copy(k, c.k16)
+		copy(v, c.v16)
+		c.k16, c.v16 = k, v
+		return
+	}
 	k := make([]float32, size*c.width)
 	v := make([]float32, size*c.width)
 	copy(k, c.k)
 	copy(v, c.v)
 	c.k, c.v = k, v
 }
+
+// row is the offset of position p's row.
+func (c *kvCache) row(p int) int {
+	if c.ring > 0 {
+		p %= c.ring
+	}
+	return p * c.width
+}
+
+// kept is the first position whose row a cache holding positions [0, n)
+// still has.
+func (c *kvCache) kept(n int) int {
+	if c.ring > 0 {
+		return max(0, n-c.ring)
+	}
+	return 0
+}
+
+// RingLen is the number of positions a sliding-window layer's KV ring
+// holds in a session of maxLen positions that can rewind depth of them:
+// the window, plus depth so a rewind finds the window before its new end
+// intact, and at least ringPiece more; 0 (a full-length cache) when that
+// is not shorter than maxLen. The CPU computes a step's attention in
+// pieces of ring-window+1 tokens, so no piece overwrites a row a query of
+// the piece still reads.
+func RingLen(window, depth, maxLen int) int {
+	if window <= 0 {
+		return 0
+	}
+	r := window + max(depth, ringPiece, 1)
+	if r >= maxLen {
+		return 0
+	}
+	return r
+}
+
+// ringPiece is the least number of tokens a step's attention piece takes
+// over a ring (a long prompt runs in pieces of at least this); tests make
+// it small so short sequences wrap the ring many times.
+var ringPiece = 64
 
 func (b *Backend) newSession(maxLen int) (*Session, error) {
 	if maxLen <= 0 {
@@ -71,7 +172,10 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 			if int64(maxLen)*int64(kv) > 1<<34 {
 				return nil, fmt.Errorf("cpu: session of %d positions is too large", maxLen)
 			}
-			s.caches[i] = &kvCache{width: kv, limit: maxLen}
+			s.caches[i] = &kvCache{width: kv, limit: maxLen, f16: b.opts.KVF16}
+			if !b.opts.FullKV {
+				s.caches[i].ring = RingLen(at.Window, s.slots-1, maxLen)
+			}
 		}
 	}
 	return s, nil
@@ -407,4 +511,24 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 	s.pos = pos0
 	s.consumed(end)
 	return nil
+}
+
+// ResidentBytes is the memory the session's caches hold now: KV entries
+// (grown on demand, or a sliding-window layer's ring) and the recurrent
+// states kept per step.
+func (s *Session) ResidentBytes() int64 {
+	var n int64
+	for i, c := range s.caches {
+		if c != nil {
+			n += c.bytes()
+		}
+		if r := s.conv[i]; r != nil {
+			n += int64(4 * len(r) * len(r[0]))
+		}
+		if d := s.delta[i]; d != nil {
+			n += int64(4 * len(d.conv) * len(d.conv[0]))
+			n += int64(4 * len(d.s) * len(d.s[0]))
+		}
+	}
+	return n
 }

@@ -19,11 +19,18 @@ func (s *Session) ExportState() (*backend.State, error) {
 		l := &st.Layers[i]
 		if c := s.caches[i]; c != nil {
 			n := s.pos * c.width
-			if n > len(c.k) {
-				return nil, fmt.Errorf("cpu: layer %d: KV cache holds %d of %d positions", i, len(c.k)/c.width, s.pos)
+			if c.ring == 0 && s.pos > c.rows() {
+				return nil, fmt.Errorf("cpu: layer %d: KV cache holds %d of %d positions", i, c.rows(), s.pos)
 			}
-			l.K = append([]float32(nil), c.k[:n]...)
-			l.V = append([]float32(nil), c.v[:n]...)
+			// A ring's positions before the window are gone; they are
+			// zeros in the snapshot (no sliding-window layer reads them).
+			l.K, l.V = make([]float32, n), make([]float32, n)
+			for p := c.kept(s.pos); p < s.pos; p++ {
+				w := c.width
+				k, v := c.get(p, 0, w, l.K[p*w:(p+1)*w], l.V[p*w:(p+1)*w])
+				copy(l.K[p*w:(p+1)*w], k)
+				copy(l.V[p*w:(p+1)*w], v)
+			}
 		}
 		if c := s.conv[i]; c != nil {
 			l.Conv = append([]float32(nil), s.live(c)...)
@@ -65,8 +72,10 @@ func (s *Session) ImportState(st *backend.State) error {
 	for i, l := range st.Layers {
 		if c := s.caches[i]; c != nil {
 			c.ensure(st.Pos)
-			copy(c.k, l.K)
-			copy(c.v, l.V)
+			for p := c.kept(st.Pos); p < st.Pos; p++ {
+				w := c.width
+				c.put(p, l.K[p*w:(p+1)*w], l.V[p*w:(p+1)*w])
+			}
 		}
 		if c := s.conv[i]; c != nil {
 			copy(c.at(st.Pos), l.Conv)
@@ -122,11 +131,31 @@ func (s *Session) recurrent() bool {
 	return false
 }
 
+// reach is how many of the newest positions the session's past allows to
+// rewind, or -1 for any number: recurrent states are kept for the last
+// rewind depth positions; a KV ring of R rows over a window W keeps the
+// window before an end up to R-W+1 positions back.
+func (s *Session) reach() int {
+	n := -1
+	if s.recurrent() {
+		n = s.slots - 1
+	}
+	for i, c := range s.caches {
+		if c != nil && c.ring > 0 {
+			r := c.ring - s.b.layers[i].attn.spec.Window + 1
+			if n < 0 || r < n {
+				n = r
+			}
+		}
+	}
+	return n
+}
+
 // consumed moves the position to end.
 func (s *Session) consumed(end int) {
 	s.pos = end
-	if s.recurrent() {
-		s.lo = max(s.lo, end-(s.slots-1))
+	if n := s.reach(); n >= 0 {
+		s.lo = max(s.lo, end-n)
 	}
 }
 

@@ -641,6 +641,7 @@ type genResult struct {
 	PromptIDs    []int   `json:"promptIds"`
 	Backend      string  `json:"backend"`
 	PrefillTokS  float64 `json:"prefillTokS"`
+	CachedTokens int     `json:"cachedTokens"`
 	DecodeTokS   float64 `json:"decodeTokS"`
 	FinishReason string  `json:"finishReason"`
 	DeviceError  string  `json:"deviceError"`

@@ -50,6 +50,12 @@ func TestStoriesGreedy(t *testing.T) {
 			if c.webgpu != strings.HasPrefix(res.Backend, "webgpu") {
 				t.Errorf("generation ran on %q", res.Backend)
 			}
+			// The page keeps the session (prefix reuse): the same prompt
+			// again reuses its positions and decodes the same text.
+			again := b.generate(map[string]any{"prompt": "Once upon a time", "maxTokens": 64, "temperature": 0, "backend": c.name}, 3*time.Minute)
+			if again.CachedTokens == 0 || again.Text != res.Text {
+				t.Errorf("second generate: %d cached prompt tokens, text equal %v", again.CachedTokens, again.Text == res.Text)
+			}
 			if c.webgpu {
 				return
 			}

@@ -34,7 +34,11 @@ func openWebGPU(m *model.Model, opts Options, host backend.Backend) (backend.Bac
 	b, err := webgpu.New(m, webgpu.Options{
 		Device:     dev,
 		VRAMBudget: opts.VRAMBudget,
-		Layers:     opts.GPULayers,
+		// An explicit context is set aside in the budget (refused, with
+		// what it needs, when it cannot fit).
+		ReserveContext: opts.MaxContext,
+		KVF16:          opts.KV == "f16",
+		Layers:         opts.GPULayers,
 		// Speculative decoding rewinds up to its draft length.
 		RewindDepth: opts.RewindDepth,
 		// The caller already declined software adapters unless forced.

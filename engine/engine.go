@@ -28,6 +28,7 @@ import (
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/sample"
 	"github.com/cortiq/cortiq/tokenizer"
+	"github.com/cortiq/cortiq/webgpu"
 )
 
 // Options select and tune the backend.
@@ -35,7 +36,18 @@ type Options struct {
 	Backend    string // "auto" (default), "cpu" or "webgpu"
 	MaxContext int    // positions per session; 0 = the model's context, capped at 4096; at most max(the model's context, 4096)
 	GPULayers  string // layer ranges for the device ("0-9,20-29"); "" = all that fit
-	VRAMBudget int64  // bytes the device may hold; 0 = the adapter's limit
+	// VRAMBudget is the bytes the device may hold (0 = the adapter's
+	// limit): weights, and with an explicit MaxContext one session of that
+	// context (KV, state, activations); a context that does not fit beside
+	// the embedding and head is refused on the device (the CPU runs).
+	VRAMBudget int64
+	// MemBudget bounds the memory of one CPU session (KV, recurrent state,
+	// the activations of a prompt step): a context that needs more is
+	// refused with what it needs (0 = no bound).
+	MemBudget int64
+	// KV is the KV cache element: "f32" (the default: exact) or "f16"
+	// (half the memory; logits move by ~1e-3..3e-2 on the fixtures).
+	KV string
 	// PrefillOnCPU runs a generation's prompt on the CPU and hands its
 	// state (KV cache, recurrent state) to the device session for the
 	// decode; a device session that cannot take it replays the prompt.
@@ -82,7 +94,15 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 		opts.Backend = "auto"
 	}
 	e := &Engine{Model: m, opts: opts, owned: true}
+	switch opts.KV {
+	case "", "f32", "f16":
+	default:
+		return nil, fmt.Errorf("engine: KV cache %q: want f32 or f16", opts.KV)
+	}
 	if err := e.checkContext(opts.MaxContext); err != nil {
+		return nil, err
+	}
+	if err := e.checkMemory(e.maxContext()); err != nil {
 		return nil, err
 	}
 	if opts.PrefixCacheBytes > 0 {
@@ -95,7 +115,7 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 		}
 		e.Tokenizer = tok
 	}
-	c, err := cpu.New(m, cpu.Options{RewindDepth: opts.RewindDepth})
+	c, err := cpu.New(m, e.cpuOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -245,6 +265,41 @@ func (e *Engine) checkContext(n int) error {
 	return nil
 }
 
+func (e *Engine) cpuOptions() cpu.Options {
+	return cpu.Options{RewindDepth: e.opts.RewindDepth, KVF16: e.opts.KV == "f16"}
+}
+
+// Memory is what one session of a context needs on each backend.
+type Memory struct {
+	Backend string `json:"backend"` // "cpu" or "webgpu"
+	backend.Memory
+}
+
+// MemoryFor estimates one session of ctx positions of an architecture on
+// the CPU and on a WebGPU device with opts (KV, RewindDepth), from the
+// architecture alone: what `cortiq info --ctx N` prints. The CPU's
+// activations are those of a prompt of ctx tokens in one step.
+func MemoryFor(a *model.Arch, ctx int, opts Options) []Memory {
+	f16 := opts.KV == "f16"
+	return []Memory{
+		{"cpu", cpu.SessionBytes(a, ctx, ctx, cpu.Options{RewindDepth: opts.RewindDepth, KVF16: f16})},
+		{"webgpu", webgpu.SessionBytes(a, ctx, webgpu.Options{RewindDepth: opts.RewindDepth, KVF16: f16})},
+	}
+}
+
+// checkMemory refuses a context whose CPU session does not fit MemBudget.
+func (e *Engine) checkMemory(ctx int) error {
+	if e.opts.MemBudget <= 0 {
+		return nil
+	}
+	need := MemoryFor(&e.Model.Arch, ctx, e.opts)[0].Memory
+	if need.Total() > e.opts.MemBudget {
+		return fmt.Errorf("engine: a context of %d positions needs %s on the CPU (KV %s, state %s, activations %s); the memory budget is %s: lower the context or use an f16 KV cache",
+			ctx, webgpu.MiB(need.Total()), webgpu.MiB(need.KV), webgpu.MiB(need.State), webgpu.MiB(need.Activations), webgpu.MiB(e.opts.MemBudget))
+	}
+	return nil
+}
+
 // Request is one generation.
 type Request struct {
 	Prompt     string // tokenized with the model's tokenizer (BOS per its rules)
@@ -330,6 +385,8 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	maxCtx := req.MaxContext
 	if maxCtx == 0 {
 		maxCtx = e.maxContext()
+	} else if err := e.checkMemory(maxCtx); err != nil {
+		return nil, err
 	}
 	if len(prompt) >= maxCtx {
 		return nil, fmt.Errorf("engine: prompt of %d tokens does not fit the context of %d", len(prompt), maxCtx)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/resolve"
 )
 
@@ -135,5 +136,33 @@ func TestContextSizeChecked(t *testing.T) {
 		if _, err := e.Generate(context.Background(), Request{IDs: []int{1}, MaxTokens: 1, MaxContext: n}, nil); err == nil || !strings.Contains(err.Error(), "context size") {
 			t.Fatalf("request context %d: error %v", n, err)
 		}
+	}
+}
+
+// A context whose CPU session does not fit MemBudget is refused at load and
+// per request, with what it needs; an unknown KV element is refused.
+func TestMemBudget(t *testing.T) {
+	m, err := importer.FromHF(filepath.Join(fixtures.Dir(t), "fixtures", "tiny", "gemma2_sw8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := NewFromModel(m, Options{Backend: "cpu", MaxContext: 4096, MemBudget: 1 << 20}); err == nil || !strings.Contains(err.Error(), "needs") {
+		t.Fatalf("a 1 MiB budget for 4096 positions: %v", err)
+	}
+	if _, err := NewFromModel(m, Options{Backend: "cpu", KV: "f8"}); err == nil {
+		t.Fatal("KV f8 accepted")
+	}
+	e, err := NewFromModel(m, Options{Backend: "cpu", MaxContext: 64, MemBudget: 64 << 20, KV: "f16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.owned = false
+	if _, err := e.Generate(context.Background(), Request{IDs: []int{1, 2}, MaxTokens: 2, MaxContext: 4096}, nil); err != nil {
+		t.Fatalf("4096 positions within 64 MiB: %v", err)
+	}
+	e.opts.MemBudget = 1 << 20
+	if _, err := e.Generate(context.Background(), Request{IDs: []int{1, 2}, MaxTokens: 2, MaxContext: 4096}, nil); err == nil || !strings.Contains(err.Error(), "needs") {
+		t.Fatalf("a request of 4096 positions beyond the budget: %v", err)
 	}
 }

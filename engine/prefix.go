@@ -122,11 +122,11 @@ func (s *session) canRewind(n int) bool {
 	return ok && r.Rewindable() >= n
 }
 
-// cacheBytes estimates the memory a cached session holds: what a device
-// session reports it holds, else its KV entries and its recurrent state
+// cacheBytes estimates the memory a cached session holds: what the
+// session reports it holds (device and CPU sessions do), else its KV entries and its recurrent state
 // (kept per step, RewindDepth+1 times).
 func (s *session) cacheBytes() int64 {
-	if r, ok := s.cur.(interface{ ResidentBytes() int64 }); ok && s.onDevice {
+	if r, ok := s.cur.(interface{ ResidentBytes() int64 }); ok {
 		return r.ResidentBytes()
 	}
 	a := &s.e.Model.Arch

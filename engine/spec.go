@@ -138,8 +138,9 @@ func (e *Engine) newSpeculator(spec Spec, target *session, smp *sample.Sampler, 
 	if k <= 0 {
 		k = DefaultSpecK
 	}
-	// A model with recurrent layers rewinds at most its rewind depth
-	// without a replay: the target up to k, the draft up to k-1.
+	// A model with recurrent layers or KV rings rewinds at most its
+	// rewind depth without a replay: the target up to k, the draft up to
+	// k-1.
 	if d, ok := e.recurrentDepth(); ok {
 		k = min(k, d)
 	}
@@ -182,10 +183,11 @@ func (e *Engine) newSpeculator(spec Spec, target *session, smp *sample.Sampler, 
 }
 
 // recurrentDepth is the sessions' rewind depth when the model has
-// recurrent layers (short conv, DeltaNet); ok is false without them.
+// recurrent layers (short conv, DeltaNet) or sliding-window layers (their
+// KV rings keep the window plus the depth); ok is false without them.
 func (e *Engine) recurrentDepth() (depth int, ok bool) {
 	for _, l := range e.Model.Arch.Layers {
-		if l.Conv != nil || l.Delta != nil {
+		if l.Conv != nil || l.Delta != nil || (l.Attn != nil && l.Attn.Window > 0) {
 			if depth = e.opts.RewindDepth; depth <= 0 {
 				depth = backend.DefaultRewindDepth
 			}

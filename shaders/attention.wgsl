@@ -74,10 +74,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         let n = min(64u, hi + 1u - j0);
         var s = -3.0e38;
         if (lid.x < n) {
-            let kb = j * kvw4 + koff4;
+            let kb = kv_row(j) * kvw4 + koff4;
             var dd = vec4<f32>(0.0);
             for (var d = 0u; d < hd4; d++) {
-                dd += qs[d] * kc[kb + d];
+                dd += qs[d] * k4(kb + d);
             }
             s = ((dd.x + dd.y) + (dd.z + dd.w)) * p.scale;
             if (p.softcap > 0.0) {
@@ -104,11 +104,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         }
         for (var jj = kg; jj < n; jj += 4u) {
             let pj = pw[jj];
-            let vb = (j0 + jj) * kvw4 + koff4;
+            let vb = kv_row(j0 + jj) * kvw4 + koff4;
             for (var r = 0u; r < 4u; r++) {
                 let d4 = dv + 16u * r;
                 if (d4 < hd4) {
-                    acc[r] += pj * vc[vb + d4];
+                    acc[r] += pj * v4(vb + d4);
                 }
             }
         }
@@ -128,7 +128,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (p.split_len == 0u || wg.z == 0u) {
         sn = sink_norm(h, m, l);
         if (p.has_sink != 0u) {
-            ms = max(m, kc[p.sink_off + h / 4u][h % 4u]);
+            ms = max(m, sink_load(p.sink_off, h));
         }
     }
     if (p.split_len > 0u && lid.x == 0u) {

@@ -12,15 +12,15 @@ struct P {
     q_stride: u32,
     split_len: u32,
     max_splits: u32, // partial slots per (token, head)
+    kv_len: u32,     // rows of kc/vc: position j lives in row j % kv_len (a sliding-window ring); 0 = row j
     has_sink: u32,   // 1: head h's sink logit joins each softmax's denominator (gpt-oss)
-    sink_off: u32,   // the sinks' vec4 offset in kc (after the cache's last position)
-    _p2: u32,
+    sink_off: u32,   // the sinks' offset in kc's elements, after the cache's last row (sink_load)
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> qkv: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> kc: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> vc: array<vec4<f32>>;
+// Bindings 3 and 4 (kc, vc) and their loads k4/v4 come from the KV codec
+// prelude (kv_read_f32.wgsl, kv_read_f16.wgsl).
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 @group(0) @binding(6) var<storage, read_write> part: array<f32>;
 
@@ -31,10 +31,18 @@ fn sink_norm(h: u32, m: f32, l: f32) -> vec2<f32> {
     if (p.has_sink == 0u) {
         return vec2<f32>(1.0, l);
     }
-    let sk = kc[p.sink_off + h / 4u][h % 4u];
+    let sk = sink_load(p.sink_off, h);
     let mm = max(m, sk);
     let c = exp(m - mm);
     return vec2<f32>(c, l * c + exp(sk - mm));
+}
+
+// kv_row is the cache row of position j.
+fn kv_row(j: u32) -> u32 {
+    if (p.kv_len == 0u) {
+        return j;
+    }
+    return j % p.kv_len;
 }
 
 fn safe_tanh(v: f32) -> f32 {

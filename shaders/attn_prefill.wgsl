@@ -51,9 +51,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let jj = i / HD4;
             let d = i % HD4;
             if (jj < n) {
-                let b = (j0 + jj) * kvw4 + koff4 + d;
-                ks[i] = kc[b];
-                vs[i] = vc[b];
+                let b = kv_row(j0 + jj) * kvw4 + koff4 + d;
+                ks[i] = k4(b);
+                vs[i] = v4(b);
             }
         }
         workgroupBarrier();

@@ -19,15 +19,15 @@ struct P {
     eps: f32,
     plus_one: u32,
     kn_off: u32,    // k-norm weights start here in qkn
-    _p0: u32,
+    kv_len: u32,    // rows of kc/vc: position p goes to row p % kv_len (a sliding-window ring); 0 = row p
     _p1: u32,
     _p2: u32,
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read_write> qkv: array<f32>;
-@group(0) @binding(3) var<storage, read_write> kc: array<f32>;
-@group(0) @binding(4) var<storage, read_write> vc: array<f32>;
+// Bindings 3 and 4 (kc, vc) and their stores store_k/store_v come from
+// the KV codec prelude (kv_write_f32.wgsl, kv_write_f16.wgsl).
 @group(0) @binding(5) var<storage, read> cs: array<vec2<f32>>;
 @group(0) @binding(6) var<storage, read> qkn: array<f32>;
 
@@ -92,12 +92,22 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         workgroupBarrier();
     }
     let kvw = p.kv_heads * p.hd;
-    for (var i = lid.x; i < p.hd; i += 64u) {
-        if (is_v) {
-            vc[pos * kvw + (h - p.heads - p.kv_heads) * p.hd + i] = hv[i];
-        } else if (is_k) {
-            kc[pos * kvw + (h - p.heads) * p.hd + i] = hv[i];
-        } else {
+    var row = pos;
+    if (p.kv_len > 0u) {
+        row = pos % p.kv_len;
+    }
+    if (is_v) {
+        let o = row * kvw + (h - p.heads - p.kv_heads) * p.hd;
+        for (var i = 2u * lid.x; i < p.hd; i += 128u) {
+            store_v(o + i, hv[i], hv[i + 1u]);
+        }
+    } else if (is_k) {
+        let o = row * kvw + (h - p.heads) * p.hd;
+        for (var i = 2u * lid.x; i < p.hd; i += 128u) {
+            store_k(o + i, hv[i], hv[i + 1u]);
+        }
+    } else {
+        for (var i = lid.x; i < p.hd; i += 64u) {
             qkv[base + i] = hv[i];
         }
     }

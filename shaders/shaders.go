@@ -307,11 +307,11 @@ func LinearCodec(c tensor.Codec) (string, error) {
 // ActMul, Argmax, ArgmaxPart, Advance).
 func Source(name string) (string, error) {
 	switch name {
-	case QKVPrep, Combine, ActMul, Advance, Conv2D, GroupNormStats, GroupNormApply, Upsample2x, AttentionFull,
+	case QKVPrep, Attention:
+		return SourceKV(name, false)
+	case Combine, ActMul, Advance, Conv2D, GroupNormStats, GroupNormApply, Upsample2x, AttentionFull,
 		Linear, RowsNorm, QKRope, GatedAdd, SiLUMul:
 		return read(name), nil
-	case Attention:
-		return read("attention_io") + read(name), nil
 	case Argmax, ArgmaxPart:
 		return read("argmax_pick") + read(name), nil
 	}
@@ -432,20 +432,44 @@ func repack(src []byte, blockBytes, qBytes int) ([]byte, uint32, error) {
 // (its query and output rows live in registers).
 func AttnPrefill(hd int) (string, error) { return AttnPrefillRows(hd, AttnPrefillBlock) }
 
+// SourceKV is QKVPrep or Attention for a KV cache of f32 elements or, with
+// f16, of halves packed two per u32 (head_dim a multiple of 4).
+func SourceKV(name string, f16 bool) (string, error) {
+	codec := "f32"
+	if f16 {
+		codec = "f16"
+	}
+	switch name {
+	case QKVPrep:
+		return read("kv_write_"+codec) + read(name), nil
+	case Attention:
+		return read("kv_read_"+codec) + read("attention_io") + read(name), nil
+	}
+	return "", fmt.Errorf("shaders: no KV module %q", name)
+}
+
 // AttnPrefillBlock is the tokens (threads) one workgroup of AttnPrefill
 // takes.
 const AttnPrefillBlock = 64
 
 // AttnPrefillRows is AttnPrefill with bq tokens per workgroup (16..256, a
 // multiple of 16): dispatch (heads, ceil(ntok/bq), 1).
-func AttnPrefillRows(hd, bq int) (string, error) {
+func AttnPrefillRows(hd, bq int) (string, error) { return AttnPrefillKV(hd, bq, false) }
+
+// AttnPrefillKV is AttnPrefillRows for a KV cache of f32 or (f16) packed
+// halves.
+func AttnPrefillKV(hd, bq int, f16 bool) (string, error) {
 	if hd <= 0 || hd%4 != 0 || hd > 128 {
 		return "", fmt.Errorf("shaders: tiled attention for head dim %d: want a multiple of 4 up to 128", hd)
 	}
 	if bq < 16 || bq > 256 || bq%16 != 0 {
 		return "", fmt.Errorf("shaders: tiled attention with %d tokens per workgroup: want a multiple of 16 up to 256", bq)
 	}
+	kv := read("kv_read_f32")
+	if f16 {
+		kv = read("kv_read_f16")
+	}
 	const bk = 16 // keys per tile: K and V tiles of 16·hd floats, 16 KiB at hd 128
 	return strings.NewReplacer("__HD4__", fmt.Sprint(hd/4), "__HD__", fmt.Sprint(hd), "__BK__", fmt.Sprint(bk),
-		"__BQ__", fmt.Sprint(bq), "__TILE__", fmt.Sprint(bk*hd/4)).Replace(read("attention_io") + read("attn_prefill")), nil
+		"__BQ__", fmt.Sprint(bq), "__TILE__", fmt.Sprint(bk*hd/4)).Replace(kv + read("attention_io") + read("attn_prefill")), nil
 }

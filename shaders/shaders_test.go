@@ -42,6 +42,17 @@ func allModules(t *testing.T) map[string]string {
 			t.Fatal(err)
 		}
 		mods[fmt.Sprintf("attn_prefill/%d", hd)] = src
+		if src, err = AttnPrefillKV(hd, AttnPrefillBlock, true); err != nil {
+			t.Fatal(err)
+		}
+		mods[fmt.Sprintf("attn_prefill/%d/kv_f16", hd)] = src
+	}
+	for _, n := range []string{QKVPrep, Attention} {
+		src, err := SourceKV(n, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods[n+"/kv_f16"] = src
 	}
 	for _, n := range []string{QKVPrep, Attention, Combine, ActMul, Argmax, ArgmaxPart, Advance} {
 		src, err := Source(n)

@@ -143,7 +143,8 @@
       if (el.chat.checked) state.history.push({ role: "assistant", content: res.text });
       showBackend(res.backend, res.deviceError);
       el.stats.textContent = res.backend + " · prefill " + res.prefillTokS.toFixed(1) + " tok/s · decode " +
-        res.decodeTokS.toFixed(1) + " tok/s · " + res.ids.length + " tokens (" + res.finishReason + ")";
+        res.decodeTokS.toFixed(1) + " tok/s · " + res.ids.length + " tokens (" + res.finishReason + ")" +
+        (res.cachedTokens ? " · " + res.cachedTokens + " prompt tokens reused" : "");
     } catch (e) {
       setStatus("Generation failed: " + e.message, true);
     } finally {

@@ -6,7 +6,8 @@
 //   await cortiq.generate({prompt | ids | messages, maxTokens, temperature, topK, topP, minP,
 //                          repeatPenalty, presencePenalty, frequencyPenalty, repeatLastN,
 //                          seed, backend, stop, ignoreEOS}, onToken)
-//        -> {text, ids, promptIds, backend, prefillTokS, decodeTokS, finishReason, deviceError}
+//        -> {text, ids, promptIds, backend, prefillTokS, decodeTokS, finishReason, deviceError,
+//            cachedTokens (prompt tokens a kept session already held: the next chat turn prefills only the rest)}
 //   await cortiq.logits(ids, {backend})      -> {logits: Float32Array [positions*vocab], vocab, positions, backend}
 //   await cortiq.imagine({prompt, negativePrompt, width, height, steps, guidance, seed, latents},
 //                        onProgress)        a text-to-image pipeline (load a pipeline .cmf): onProgress({step, steps})

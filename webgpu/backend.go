@@ -58,8 +58,14 @@ type Options struct {
 	// bound but the device's). When the model does not fit, the leading
 	// layers that fit run on the device (embedding and head always do) and
 	// the rest on Host. Sessions (KV cache, activations) allocate beyond
-	// it: leave them headroom.
+	// it unless ReserveContext is set.
 	VRAMBudget int64
+	// ReserveContext, with a VRAMBudget, sets aside the memory of one
+	// session of that many positions (SessionBytes, as if every layer were
+	// on the device) before placing layers; New refuses, naming what the
+	// context needs, when the embedding, head and that session alone do
+	// not fit.
+	ReserveContext int
 	// Layers selects the device layers, CORTIQ_GPU_LAYERS syntax
 	// ("0-9,20-29"); empty reads CORTIQ_GPU_LAYERS, and when that is unset
 	// too every layer is eligible.
@@ -86,6 +92,14 @@ type Options struct {
 	// Each costs one more copy of the layers' recurrent state in memory;
 	// a step writes only the states of its last RewindDepth+1 tokens.
 	RewindDepth int
+	// KVF16 keeps the KV caches in half precision (two halves per u32,
+	// pack2x16float): half the memory and the bandwidth of attention, at
+	// a rounding of keys and values to 11 significant bits.
+	KVF16 bool
+	// FullKV keeps every position of sliding-window layers (one KV row per
+	// position) instead of a ring of the window plus a step and the
+	// rewind depth: the layout before rings, for comparisons.
+	FullKV bool
 }
 
 // Backend runs one model on one device.
@@ -358,6 +372,14 @@ func (b *Backend) load(m *model.Model, allowed []bool) error {
 	}
 	if budget > 0 && used > budget {
 		return fmt.Errorf("webgpu: %w: embedding and head need %d bytes, budget %d", ErrUnsupported, used, budget)
+	}
+	if ctx := b.opts.ReserveContext; budget > 0 && ctx > 0 {
+		need := SessionBytes(a, ctx, b.opts)
+		if used+need.Total() > budget {
+			return fmt.Errorf("webgpu: %w: a context of %d positions needs %s of device memory (KV %s, state %s, activations %s) beside the embedding and head's %s; the budget is %s: lower the context, use an f16 KV cache (--kv f16) or raise the budget",
+				ErrUnsupported, ctx, MiB(need.Total()), MiB(need.KV), MiB(need.State), MiB(need.Activations), MiB(used), MiB(budget))
+		}
+		used += need.Total()
 	}
 	onDev := make([]bool, len(a.Layers))
 	full := false
@@ -772,7 +794,7 @@ var attnBlock = tuneInt("CORTIQ_ATTN_BLOCK", shaders.AttnPrefillBlock, 16, 256)
 // attnPrefillPipe is the tiled prefill attention for head dimension hd, or
 // nil where it does not apply (the per-query kernel then serves).
 func (b *Backend) attnPrefillPipe(hd int) *Pipeline {
-	p, err := b.dev.PipelineOf(fmt.Sprintf("attn_prefill/%d/%d", hd, attnBlock), func() (string, error) { return shaders.AttnPrefillRows(hd, attnBlock) }, kindsAttn)
+	p, err := b.dev.PipelineOf(fmt.Sprintf("attn_prefill/%d/%d%s", hd, attnBlock, b.kvSuffix()), func() (string, error) { return shaders.AttnPrefillKV(hd, attnBlock, b.opts.KVF16) }, kindsAttn)
 	if err != nil {
 		return nil
 	}
@@ -797,6 +819,30 @@ func (b *Backend) matvecPairsRows(w *dweight) bool {
 		return sh.Rows%2 == 0
 	}
 	return mvRows%2 == 0
+}
+
+// kvPipe is qkv_prep or attention for the session's KV cache codec.
+func (b *Backend) kvPipe(name string, kinds []BindKind) (*Pipeline, error) {
+	src, err := shaders.SourceKV(name, b.opts.KVF16)
+	if err != nil {
+		return nil, err
+	}
+	return b.dev.Pipeline(name+b.kvSuffix(), src, kinds)
+}
+
+func (b *Backend) kvSuffix() string {
+	if b.opts.KVF16 {
+		return "/kv_f16"
+	}
+	return ""
+}
+
+// kvElem is the bytes of one KV cache element.
+func (b *Backend) kvElem() int {
+	if b.opts.KVF16 {
+		return 2
+	}
+	return 4
 }
 
 func (b *Backend) namedPipe(name string, kinds []BindKind) (*Pipeline, error) {

@@ -117,6 +117,7 @@ type Session struct {
 	greedyTail                   bool // tokens[0] on the device holds the last greedy pick
 	gemmReady                    bool // prepareGemm ran
 	kc, vc                       []*Buffer
+	kvLen                        []int // per layer: rows of a sliding-window layer's KV ring; 0 = maxLen rows, one per position
 	embed                        *op
 	layerOps                     [][]*op // per layer; nil on host layers
 	headOps                      []*op
@@ -296,28 +297,74 @@ func (s *Session) alloc() error {
 	}
 	s.kc = make([]*Buffer, len(a.Layers))
 	s.vc = make([]*Buffer, len(a.Layers))
+	s.kvLen = make([]int, len(a.Layers))
 	for i, dl := range s.b.layers {
 		if dl == nil {
 			continue
 		}
-		// Attention sinks (gpt-oss) live after the last position's keys,
-		// where the attention kernels find them (sink_off).
+		rows := s.maxLen
+		if dl.at != nil && !s.b.opts.FullKV {
+			s.kvLen[i] = ringLen(dl.at.Window, s.chunk, s.slots-1, s.maxLen)
+			if s.kvLen[i] > 0 {
+				rows = s.kvLen[i]
+			}
+		}
+		// Attention sinks (gpt-oss) live after the last row's keys, as
+		// float32 bits whatever the cache's codec, where the attention
+		// kernels find them (sink_off, sink_load).
 		sinkPad := (len(dl.sinks) + 3) / 4 * 4
-		if s.kc[i], err = s.buf(fmt.Sprintf("k cache %d", i), (s.maxLen*dl.kvw+sinkPad)*4); err != nil {
+		if s.kc[i], err = s.buf(fmt.Sprintf("k cache %d", i), rows*dl.kvw*s.b.kvElem()+sinkPad*4); err != nil {
 			return err
 		}
 		if dl.sinks != nil {
 			pad := make([]float32, sinkPad)
 			copy(pad, dl.sinks)
-			if err := s.b.dev.Write(s.kc[i], uint64(s.maxLen*dl.kvw*4), F32Bytes(pad)); err != nil {
+			if err := s.b.dev.Write(s.kc[i], uint64(rows*dl.kvw*s.b.kvElem()), F32Bytes(pad)); err != nil {
 				return err
 			}
 		}
-		if s.vc[i], err = s.buf(fmt.Sprintf("v cache %d", i), s.maxLen*dl.kvw*4); err != nil {
+		if s.vc[i], err = s.buf(fmt.Sprintf("v cache %d", i), rows*dl.kvw*s.b.kvElem()); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// kvRows is the number of rows in layer i's KV cache: its ring, or one per
+// position.
+func (s *Session) kvRows(i int) int {
+	if s.kvLen[i] > 0 {
+		return s.kvLen[i]
+	}
+	return s.maxLen
+}
+
+// ringLen is the number of positions a sliding-window layer's KV ring
+// holds in a session of maxLen positions whose steps take at most chunk
+// tokens and that can rewind depth of them: a step's first query reads
+// window-1 positions before it while the step writes chunk rows, and a
+// rewind must find the window before its new end intact. 0 (one row per
+// position) when that is not shorter than maxLen.
+func ringLen(window, chunk, depth, maxLen int) int {
+	if window <= 0 {
+		return 0
+	}
+	r := window + max(chunk, depth, 1)
+	if r >= maxLen {
+		return 0
+	}
+	return r
+}
+
+// ringed reports whether a layer keeps a KV ring: then, as with recurrent
+// state, only the last rewind depth positions can be rewound.
+func (s *Session) ringed() bool {
+	for _, n := range s.kvLen {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // param reserves a uniform slot for one op's parameters.
@@ -432,11 +479,11 @@ func (s *Session) build() error {
 		s.param(a.Hidden, b.emb.soff, b.embScale, 0), stepB, W(s.tokens), W(b.emb.buf), W(s.x))
 
 	rs := orOne(a.ResidualScale)
-	prepP, err := b.namedPipe("qkv_prep", kindsPrep)
+	prepP, err := b.kvPipe("qkv_prep", kindsPrep)
 	if err != nil {
 		return err
 	}
-	attnP, err := b.namedPipe("attention", kindsAttn)
+	attnP, err := b.kvPipe("attention", kindsAttn)
 	if err != nil {
 		return err
 	}
@@ -532,16 +579,16 @@ func (s *Session) build() error {
 				qkn = dl.qkn
 			}
 			add(lbl("qkv prep"), &op{mv: prepP, rows: rowsTok, x: uint32(at.Heads + 2*at.KVHeads), y: 1, perRow: true}, prepP,
-				s.param(at.Heads, at.KVHeads, at.HeadDim, rot, style, qkNormPerHead, a.NormEps, a.Norm == model.NormRMSPlusOne, dl.knOff, 0, 0, 0),
+				s.param(at.Heads, at.KVHeads, at.HeadDim, rot, style, qkNormPerHead, a.NormEps, a.Norm == model.NormRMSPlusOne, dl.knOff, s.kvLen[i], 0, 0),
 				stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(cs), W(qkn))
 			attn = add(lbl("attention"), &op{mv: attnP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true, window: at.Window}, attnP,
-				s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, 0, 1, dl.sinks != nil, s.maxLen*dl.kvw/4, 0),
+				s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, 0, 1, s.kvLen[i], dl.sinks != nil, s.kvRows(i)*dl.kvw/4),
 				stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(b.zero))
 			// The split-K variant and its combine for parts of splitLen
 			// positions, at most splits of them.
 			splitK := func(splitLen, splits int) (split, combine *op) {
 				split = add(lbl("attention split"), &op{mv: attnP, x: uint32(at.Heads)}, attnP,
-					s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, splitLen, splits, dl.sinks != nil, s.maxLen*dl.kvw/4, 0),
+					s.param(at.Heads, at.KVHeads, at.HeadDim, at.Window, at.Scale, at.Softcap, qkvw, splitLen, splits, s.kvLen[i], dl.sinks != nil, s.kvRows(i)*dl.kvw/4),
 					stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(s.part))
 				combine = add(lbl("attention combine"), &op{mv: combP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true}, combP,
 					s.param(at.Heads, at.HeadDim, at.Window, splitLen, splits, 0, 0, 0),

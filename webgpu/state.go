@@ -1,9 +1,11 @@
 package webgpu
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/tensor"
 )
 
 // mixerState are the device buffers holding a hybrid layer's recurrent
@@ -73,14 +75,43 @@ func (s *Session) ImportState(st *backend.State) error {
 		}
 		return d.Write(buf, off, F32Bytes(data))
 	}
+	writeKV := func(buf *Buffer, data []float32) error {
+		if !s.b.opts.KVF16 {
+			return write(buf, data)
+		}
+		out := make([]byte, 2*len(data))
+		for i, v := range data {
+			binary.LittleEndian.PutUint16(out[2*i:], tensor.F32ToF16(v))
+		}
+		return d.Write(buf, off, out)
+	}
 	for i, l := range st.Layers {
 		off = 0
 		if kv[i] > 0 {
-			if err := write(s.kc[i], l.K); err != nil {
-				return s.fail(fmt.Errorf("webgpu: import layer %d keys: %w", i, err))
+			// A ring takes the positions it keeps, each at its row (in at
+			// most two runs); one row per position otherwise.
+			w, R := kv[i], s.kvLen[i]
+			p0, p1 := 0, st.Pos
+			if R > 0 {
+				p0 = max(0, st.Pos-R)
 			}
-			if err := write(s.vc[i], l.V); err != nil {
-				return s.fail(fmt.Errorf("webgpu: import layer %d values: %w", i, err))
+			for p0 < p1 {
+				run := p1 - p0
+				if R > 0 {
+					run = min(run, R-p0%R)
+				}
+				row := p0
+				if R > 0 {
+					row = p0 % R
+				}
+				off = uint64(s.b.kvElem() * row * w)
+				if err := writeKV(s.kc[i], l.K[p0*w:(p0+run)*w]); err != nil {
+					return s.fail(fmt.Errorf("webgpu: import layer %d keys: %w", i, err))
+				}
+				if err := writeKV(s.vc[i], l.V[p0*w:(p0+run)*w]); err != nil {
+					return s.fail(fmt.Errorf("webgpu: import layer %d values: %w", i, err))
+				}
+				p0 += run
 			}
 		}
 		if conv[i] > 0 || delta[i] > 0 {
@@ -109,11 +140,31 @@ func (s *Session) ImportState(st *backend.State) error {
 // recurrent reports whether any device layer keeps recurrent state.
 func (s *Session) recurrent() bool { return len(s.states) > 0 }
 
+// reach is how many of the newest positions the session's past allows to
+// rewind, or -1 for any number: recurrent states are kept for the last
+// rewind depth positions; a KV ring of R rows over a window W keeps the
+// window before an end up to R-W+1 positions back.
+func (s *Session) reach() int {
+	n := -1
+	if s.recurrent() {
+		n = s.slots - 1
+	}
+	for i, R := range s.kvLen {
+		if R > 0 {
+			r := R - s.b.layers[i].at.Window + 1
+			if n < 0 || r < n {
+				n = r
+			}
+		}
+	}
+	return n
+}
+
 // consumed moves the position past n new positions.
 func (s *Session) consumed(n int) {
 	s.pos += n
-	if s.recurrent() {
-		s.lo = max(s.lo, s.pos-(s.slots-1))
+	if n := s.reach(); n >= 0 {
+		s.lo = max(s.lo, s.pos-n)
 	}
 }
 

@@ -28,6 +28,8 @@ type modelFlags struct {
 	ctx        int
 	gpuLayers  string
 	vramBudget string
+	memBudget  string
+	kv         string
 	cpuPrefill bool
 	// rewindDepth sizes the sessions' rewind (speculative decoding).
 	rewindDepth int
@@ -38,9 +40,11 @@ type modelFlags struct {
 func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.model, "m", "", "model: a path (HF directory, .gguf, .cmf) or a name (default "+resolve.DefaultModel+")")
 	fs.StringVar(&m.backend, "backend", "auto", "backend: auto, cpu or webgpu")
-	fs.IntVar(&m.ctx, "ctx", 0, "context length (0 = the model's, at most 4096)")
+	fs.IntVar(&m.ctx, "ctx", 0, "context length, up to the model's (0 = the model's, at most 4096; `cortiq info --ctx N` prints what it needs)")
 	fs.StringVar(&m.gpuLayers, "gpu-layers", os.Getenv("CORTIQ_GPU_LAYERS"), "layer ranges on the device, e.g. 0-9,20-29")
-	fs.StringVar(&m.vramBudget, "vram-budget", os.Getenv("CORTIQ_VRAM_BUDGET"), "bytes of device memory for weights (e.g. 2GiB)")
+	fs.StringVar(&m.vramBudget, "vram-budget", os.Getenv("CORTIQ_VRAM_BUDGET"), "bytes of device memory (e.g. 2GiB): weights, and with --ctx one session of that context")
+	fs.StringVar(&m.memBudget, "mem-budget", os.Getenv("CORTIQ_MEM_BUDGET"), "bytes of memory one CPU session may take (KV, state, activations), e.g. 8GiB")
+	fs.StringVar(&m.kv, "kv", "f32", "KV cache element: f32 (exact) or f16 (half the memory)")
 	fs.BoolVar(&m.cpuPrefill, "prefill-on-cpu", false, "run the prompt on the CPU and hand its KV cache and recurrent state to the device for decoding")
 }
 
@@ -57,6 +61,13 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--vram-budget (or CORTIQ_VRAM_BUDGET): %w", err)
 	}
+	memBudget, err := parseBytes(m.memBudget)
+	if err != nil {
+		return nil, fmt.Errorf("--mem-budget: %w", err)
+	}
+	if m.kv != "f32" && m.kv != "f16" {
+		return nil, fmt.Errorf("--kv %q: want f32 or f16", m.kv)
+	}
 	// A bad layer list is the user's mistake, not a device failure: refuse
 	// it rather than run on the CPU.
 	if _, err := webgpu.ParseLayerRanges(m.gpuLayers, 0); err != nil {
@@ -64,7 +75,7 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	}
 	lp := newLoadProgress(m.backend == "webgpu")
 	e, err := engine.Load(ctx, newResolver(), m.model, engine.Options{
-		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget,
+		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget, MemBudget: memBudget, KV: m.kv,
 		PrefillOnCPU: m.cpuPrefill, RewindDepth: m.rewindDepth, PrefixCacheBytes: m.prefixCache,
 		ProbeCache: probeCachePath(), Progress: lp.stage,
 	})

@@ -152,6 +152,8 @@ func cmdInfo(args []string) error {
 	fs := newFlags("info")
 	name := fs.String("m", "", "model")
 	jsonOut := fs.Bool("json", false, "print the normalized architecture as JSON")
+	ctxN := fs.Int("ctx", 0, "print the memory one session of this context needs per backend (KV, recurrent state, activations)")
+	kv := fs.String("kv", "f32", "KV cache element for --ctx: f32 or f16")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -169,6 +171,12 @@ func cmdInfo(args []string) error {
 	// What run would refuse, info refuses too.
 	if err := engine.Check(m); err != nil {
 		return err
+	}
+	if *kv != "f32" && *kv != "f16" {
+		return fmt.Errorf("--kv %q: want f32 or f16", *kv)
+	}
+	if *ctxN < 0 || (*ctxN > 0 && m.Arch.Context > 0 && *ctxN > max(m.Arch.Context, 4096)) {
+		return fmt.Errorf("--ctx %d: want 1..%d (the model's context)", *ctxN, max(m.Arch.Context, 4096))
 	}
 	if *jsonOut {
 		enc := json.NewEncoder(os.Stdout)
@@ -235,6 +243,13 @@ func cmdInfo(args []string) error {
 	for _, f := range m.Source.Files {
 		fmt.Printf("            %s (%d bytes) %s\n", f.Name, f.Size, f.SHA256)
 	}
+	if *ctxN > 0 {
+		// Weights are the size above on either backend; a session adds this.
+		for _, mem := range engine.MemoryFor(&a, *ctxN, engine.Options{KV: *kv}) {
+			fmt.Printf("ctx %-7d %-6s KV %s %.2f MiB, state %.2f MiB, activations %.2f MiB: %.2f MiB per session (%d KV bytes per position)\n",
+				*ctxN, mem.Backend, *kv, mib(mem.KV), mib(mem.State), mib(mem.Activations), mib(mem.Total()), mem.KV/int64(*ctxN))
+		}
+	}
 	return nil
 }
 
@@ -254,6 +269,8 @@ func printGGUFTypes(f *gguf.File) {
 		fmt.Printf("type        %-7s %4d tensors %10.2f MiB (%d bytes)\n", t, count[t], float64(bytes[t])/(1<<20), bytes[t])
 	}
 }
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
 // loadTokenizer accepts a model (name or path), a tokenizer.json or any
 // GGUF: a GGUF's tokenizer comes from its tokenizer.* metadata alone,

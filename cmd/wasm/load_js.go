@@ -119,6 +119,11 @@ func (s *state) device() (*webgpu.Device, error) {
 
 func (s *state) unload() error {
 	var errs []error
+	if s.eng != nil {
+		// The kept sessions first, while their backends are open (the
+		// engine does not own the backends: this closes only them).
+		errs = append(errs, s.eng.Close())
+	}
 	if s.gpu != nil {
 		errs = append(errs, s.gpu.Close())
 	}

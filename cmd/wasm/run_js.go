@@ -45,10 +45,17 @@ func (s *state) engine() *engine.Engine {
 		if devErr == nil && s.gpu == nil {
 			devErr = s.devErr
 		}
-		s.eng = engine.NewWithBackends(s.m, s.tok, dev, devErr, s.cpuBackend, engine.Options{})
+		// The page's generations keep their sessions (prefix reuse): the
+		// next turn of a chat prefills only its new tokens, as the CLI
+		// chat and the server do.
+		s.eng = engine.NewWithBackends(s.m, s.tok, dev, devErr, s.cpuBackend, engine.Options{PrefixCacheBytes: pagePrefixCache})
 	}
 	return s.eng
 }
+
+// pagePrefixCache is the memory (a kept device session counts what it
+// holds on the device) the page's kept sessions may take.
+const pagePrefixCache = 256 << 20
 
 // genResult is what generate resolves to.
 type genResult struct {
@@ -61,6 +68,7 @@ type genResult struct {
 	FinishReason string  `json:"finishReason"` // length, eos, stop, cancelled
 	DeviceError  string  `json:"deviceError,omitempty"`
 	Seconds      float64 `json:"seconds"`
+	CachedTokens int     `json:"cachedTokens"` // prompt tokens a kept session already held (not prefilled)
 }
 
 func (s *state) prompt(r request) ([]int, error) {
@@ -116,7 +124,7 @@ func (s *state) generate(ctx context.Context, r request) (*genResult, error) {
 	return &genResult{
 		Text: res.Text, IDs: append([]int{}, res.IDs...), PromptIDs: prompt, Backend: res.Backend,
 		PrefillTokS: res.PrefillTokS, DecodeTokS: res.DecodeTokS, FinishReason: res.FinishReason,
-		DeviceError: res.DeviceError, Seconds: time.Since(t0).Seconds(),
+		DeviceError: res.DeviceError, Seconds: time.Since(t0).Seconds(), CachedTokens: res.CachedTokens,
 	}, nil
 }
 
