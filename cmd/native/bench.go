@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 
+	"github.com/cortiq/cortiq/cpu/kernel"
 	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/sample"
 )
@@ -31,6 +32,8 @@ type benchResult struct {
 	Threads         int     `json:"threads"`
 	Reps            int     `json:"reps"`
 	GreedyBatch     int     `json:"greedy_batch,omitempty"`
+	KernelLevel     string  `json:"kernel_level,omitempty"` // CPU kernels' instruction set (cpu backend)
+	KernelMode      string  `json:"kernel_mode,omitempty"`  // exact or int8 (cpu backend)
 }
 
 func cmdBench(args []string) error {
@@ -92,6 +95,9 @@ func cmdBench(args []string) error {
 		}
 	}
 	best.WeightGBs = best.DecodeTokS * float64(best.WeightBytesTok) / 1e9
+	if best.Backend == "cpu" {
+		best.KernelLevel, best.KernelMode = kernel.CurrentLevel().String(), kernel.CurrentMode().String()
+	}
 	// CORTIQ_GPU_PROFILE=1: GPU time per kernel class over all reps.
 	if r := webgpu.ProfileReport(); r != "" {
 		fmt.Fprint(os.Stderr, r)
@@ -101,5 +107,8 @@ func cmdBench(args []string) error {
 	}
 	fmt.Printf("%s on %s (%d threads): prompt %d → prefill %.1f tok/s; gen %d → decode %.1f tok/s\n",
 		best.Model, best.Backend, best.Threads, best.PromptTokens, best.PrefillTokS, best.GenTokens, best.DecodeTokS)
+	if best.KernelLevel != "" {
+		fmt.Printf("cpu kernels: %s, %s\n", best.KernelLevel, best.KernelMode)
+	}
 	return nil
 }

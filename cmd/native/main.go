@@ -59,6 +59,10 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
+	if err := applyKernelEnv(); err != nil {
+		fmt.Fprintf(os.Stderr, "cortiq: %v\n", err)
+		os.Exit(2)
+	}
 	if err := cmd.run(os.Args[2:]); err != nil {
 		fmt.Fprintf(os.Stderr, "cortiq %s: %v\n", os.Args[1], err)
 		os.Exit(1)

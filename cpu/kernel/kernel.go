@@ -12,7 +12,8 @@
 // exactly and accumulates each output in one float32 sum per token. This is
 // the Exact mode, the numerical reference other backends compare against.
 // The default mode is Int8, which trades exactness for speed on q8_0/q4_0
-// MatVec (see Int8); SetMode(Exact) or CORTIQ_KERNEL=exact restores it.
+// MatVec (see Int8); SetMode(Exact) restores it. SetLevel picks the
+// instruction set (see Level).
 //
 // Every output element is computed by one goroutine in an order fixed by
 // the call's shapes, so results are bit-for-bit reproducible whatever the
@@ -56,8 +57,9 @@ func matRows(w *tensor.Tensor) int {
 // nrows = out.
 func MatVecRows(y []float32, w *tensor.Tensor, x []float32, row0, nrows int) {
 	var qx *q8x
-	m := prepareMatVec(y, w, x, row0, nrows, &qx)
-	runMatVecs([]matvec{m})
+	m := [1]matvec{prepareMatVec(y, w, x, row0, nrows, &qx)}
+	runMatVecs(m[:])
+	putQ8x(qx)
 }
 
 // Product is one matrix product of a MatMuls call: Y = X·Wᵀ.
@@ -84,6 +86,7 @@ func MatMuls(x []float32, n int, ps ...Product) {
 		ms[i] = prepareMatVec(p.Y, p.W, x, 0, matRows(p.W), &qx)
 	}
 	runMatVecs(ms)
+	putQ8x(qx)
 }
 
 // matvec is one matrix-vector product ready to run: rows are processed in

@@ -59,13 +59,31 @@ func dotQ8_0Q8AVX2(w *byte, xq *int8, xd *float32, nb int) float32
 //go:noescape
 func dotQ4_0Q8AVX2(w *byte, xq *int8, xd *float32, xc *int32, nb int) float32
 
-var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+var (
+	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL
+	hasVNNI   = hasAVX512 && cpu.X86.HasAVX512VNNI
 
-func init() {
-	if !hasAVX2 {
-		return
+	detected = func() Level {
+		switch {
+		case hasVNNI:
+			return AVX512VNNI
+		case hasAVX512:
+			return AVX512
+		case hasAVX2:
+			return AVX2
+		}
+		return Generic
+	}()
+)
+
+// applyLevel installs the kernels of level l (l <= detected).
+func applyLevel(l Level) {
+	level = l
+	useAVX2(l >= AVX2)
+	if l >= AVX512 {
+		useAVX512(l >= AVX512VNNI)
 	}
-	useAVX2(true)
 }
 
 // useAVX2 switches the dispatch tables between the AVX2 and the portable

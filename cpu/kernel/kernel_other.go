@@ -4,7 +4,9 @@ package kernel
 
 const hasAVX2 = false
 
-func useAVX2(bool) {}
+const detected = Generic
+
+func applyLevel(l Level) { level = l }
 
 func simdLen(int) int { return 0 }
 

@@ -2,7 +2,7 @@ package kernel
 
 import (
 	"math"
-	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cortiq/cortiq/tensor"
@@ -24,23 +24,16 @@ const (
 	// differs from Exact by the activation rounding (relative error around
 	// 1e-3 of Σ|w·x|, 5e-3 of |y| on random data; see TestInt8Error).
 	// Other codecs, MatMul with n >= 2 (MatMul with n == 1 is MatVec), and
-	// builds without the SIMD kernels stay Exact. The environment variable
-	// CORTIQ_KERNEL=exact (or int8) sets the mode at start-up.
+	// builds without the SIMD kernels stay Exact. At the AVX512VNNI level
+	// MatMul (prefill) of q8_0 and q4_0 weights is Int8 too, every token
+	// row quantized the same way. The command line maps CORTIQ_KERNEL=exact
+	// to SetMode(Exact).
 	Int8
 )
 
 var mode atomic.Int32
 
-func init() {
-	m := Int8
-	switch os.Getenv("CORTIQ_KERNEL") {
-	case "exact":
-		m = Exact
-	case "int8":
-		m = Int8
-	}
-	mode.Store(int32(m))
-}
+func init() { mode.Store(int32(Int8)) }
 
 // SetMode sets the arithmetic of subsequent calls and returns the previous
 // mode. It is safe to call concurrently, but a call in flight may use
@@ -64,17 +57,37 @@ func (m Mode) String() string {
 // round(x/d) per 32-element block, d the block scales and s = d·Σq per
 // block (for the q4_0 offset); c holds eight int32 per block whose sum is
 // 8·Σq (the q4_0 offset in integer form: the first is 8·Σq, the rest 0).
+// The 512-bit kernels read d8 (each d repeated 8 times) and the offsets
+// o4 (first of eight −8·Σq) and o8 (first of eight −128·Σq).
 type q8x struct {
-	q []int8
-	d []float32
-	s []float32
-	c []int32
+	q      []int8
+	d, s   []float32
+	d8     []float32
+	c      []int32
+	o4, o8 []int32
 }
 
+// q8xPool recycles quantized activations: decode quantizes one per
+// product group, and must not allocate per token.
+var q8xPool = sync.Pool{New: func() any { return new(q8x) }}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// quantizeX quantizes x into a pooled q8x; release it with putQ8x.
 func quantizeX(x []float32) *q8x {
 	nb := len(x) / 32
-	f := make([]float32, 2*nb)
-	qx := &q8x{q: make([]int8, len(x)), d: f[:nb:nb], s: f[nb:], c: make([]int32, 8*nb)}
+	qx := q8xPool.Get().(*q8x)
+	qx.q = grow(qx.q, len(x))
+	qx.d, qx.s, qx.d8 = grow(qx.d, nb), grow(qx.s, nb), grow(qx.d8, 8*nb)
+	qx.c, qx.o4, qx.o8 = grow(qx.c, 8*nb), grow(qx.o4, 8*nb), grow(qx.o8, 8*nb)
+	clear(qx.c)
+	clear(qx.o4)
+	clear(qx.o8)
 	for b := range nb {
 		xb := (*[32]float32)(x[32*b:])
 		var amax float32
@@ -97,9 +110,21 @@ func quantizeX(x []float32) *q8x {
 		}
 		qx.d[b] = d
 		qx.s[b] = d * float32(sum)
+		d8 := (*[8]float32)(qx.d8[8*b:])
+		for i := range d8 {
+			d8[i] = d
+		}
 		qx.c[8*b] = 8 * sum
+		qx.o4[8*b] = -8 * sum
+		qx.o8[8*b] = -128 * sum
 	}
 	return qx
+}
+
+func putQ8x(qx *q8x) {
+	if qx != nil {
+		q8xPool.Put(qx)
+	}
 }
 
 // int8Kernel computes y[i] = row_i · x for len(y) rows with the activation

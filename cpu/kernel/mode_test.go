@@ -22,10 +22,10 @@ func TestInt8(t *testing.T) {
 			int8Kernels = genericInt8Kernels
 		}
 		for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0} {
-			for k, sh := range [][2]int{{1, 32}, {3, 64}, {37, 96}, {130, 896}, {64, 4864}, {9, 256}, {40, 512}} {
+			for k, sh := range [][2]int{{1, 32}, {3, 64}, {37, 96}, {5, 224}, {130, 896}, {64, 4864}, {9, 256}, {40, 512}} {
 				rows, cols := sh[0], sh[1]
 				w := randWeight(t, r, c, rows, cols)
-				if k >= 5 {
+				if k >= 6 {
 					w = rawWeight(r, c, rows, cols) // all byte values, -128 included
 				}
 				x := randX(r, cols)

@@ -41,9 +41,8 @@ func TestKernelSpeed(t *testing.T) {
 	if os.Getenv("CORTIQ_KSPEED") == "" {
 		t.Skip("set CORTIQ_KSPEED=1 to measure")
 	}
-	if os.Getenv("CORTIQ_KSPEED") == "generic" {
-		useAVX2(false)
-		defer useAVX2(hasAVX2)
+	if l, err := ParseLevel(os.Getenv("CORTIQ_KSPEED")); err == nil {
+		defer SetLevel(SetLevel(l))
 	}
 	for _, c := range allCodecs {
 		for _, sh := range [][2]int{{256, 2048}, {2048, 2048}} {
