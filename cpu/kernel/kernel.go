@@ -178,8 +178,15 @@ func MatMul(y []float32, w *tensor.Tensor, x []float32, n int) {
 		MatVec(y[:rows], w, x[:cols])
 		return
 	}
+	if int8MatMul != nil && CurrentMode() == Int8 && int8MatMul(y, w, x, n, rows, cols, rb) {
+		return
+	}
 	matmul(y, w.Codec, w.Data[:rows*rb], rb, rows, cols, x, n)
 }
+
+// int8MatMul is the Int8-mode MatMul of the current level (nil if none);
+// it reports whether it handled the product.
+var int8MatMul func(y []float32, w *tensor.Tensor, x []float32, n, rows, cols, rb int) bool
 
 func checkMat(w *tensor.Tensor, cols, row0, nrows int) int {
 	rb, err := w.Codec.RowBytes(cols)

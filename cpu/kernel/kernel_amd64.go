@@ -81,8 +81,12 @@ var (
 func applyLevel(l Level) {
 	level = l
 	useAVX2(l >= AVX2)
+	int8MatMul = nil
 	if l >= AVX512 {
 		useAVX512(l >= AVX512VNNI)
+	}
+	if l >= AVX512VNNI {
+		int8MatMul = matmulInt8
 	}
 }
 

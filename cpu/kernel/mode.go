@@ -90,24 +90,7 @@ func quantizeX(x []float32) *q8x {
 	clear(qx.o8)
 	for b := range nb {
 		xb := (*[32]float32)(x[32*b:])
-		var amax float32
-		for _, v := range xb {
-			amax = max(amax, math.Float32frombits(math.Float32bits(v)&0x7fffffff))
-		}
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		q := (*[32]int8)(qx.q[32*b:])
-		var sum int32
-		for i, v := range xb {
-			// |v·id| <= 127.5 rounds into int8 range; half rounds to even, as
-			// the SIMD conversions do.
-			r := int32(math.RoundToEven(float64(v * id)))
-			q[i] = int8(r)
-			sum += r
-		}
+		d, sum := quantBlock((*[32]int8)(qx.q[32*b:]), xb)
 		qx.d[b] = d
 		qx.s[b] = d * float32(sum)
 		d8 := (*[8]float32)(qx.d8[8*b:])
@@ -119,6 +102,28 @@ func quantizeX(x []float32) *q8x {
 		qx.o8[8*b] = -128 * sum
 	}
 	return qx
+}
+
+// quantBlock rounds one block of 32 activations to int8 with the scale
+// amax/127 and returns the scale and Σq.
+func quantBlock(q *[32]int8, xb *[32]float32) (d float32, sum int32) {
+	var amax float32
+	for _, v := range xb {
+		amax = max(amax, math.Float32frombits(math.Float32bits(v)&0x7fffffff))
+	}
+	d = amax / 127
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	for i, v := range xb {
+		// |v·id| <= 127.5 rounds into int8 range; half rounds to even, as
+		// the SIMD conversions do.
+		r := int32(math.RoundToEven(float64(v * id)))
+		q[i] = int8(r)
+		sum += r
+	}
+	return d, sum
 }
 
 func putQ8x(qx *q8x) {

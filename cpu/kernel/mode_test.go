@@ -101,3 +101,57 @@ func BenchmarkMatVecInt8(b *testing.B) {
 		}
 	}
 }
+
+// TestInt8MatMul checks Int8-mode MatMul (prefill) at every level: where
+// the level has int8 tiles, against a float64 evaluation of the same
+// quantized arithmetic (every token row quantized as MatVec quantizes
+// it); at every level, against the exact product (loose).
+func TestInt8MatMul(t *testing.T) {
+	defer SetMode(SetMode(Int8))
+	r := rand.New(rand.NewPCG(8, 8))
+	forEachImpl(t, func(t *testing.T) {
+		for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0} {
+			for k, sh := range [][3]int{{16, 32, 8}, {37, 96, 3}, {130, 896, 17}, {64, 4864, 9}, {9, 256, 2}, {40, 512, 8}} {
+				rows, cols, n := sh[0], sh[1], sh[2]
+				w := randWeight(t, r, c, rows, cols)
+				if k >= 4 {
+					w = rawWeight(r, c, rows, cols)
+				}
+				x := randX(r, n*cols)
+				y := make([]float32, n*rows)
+				for rep := range 2 { // the second call reuses the packed weight
+					MatMul(y, w, x, n)
+					wf := make([]float32, rows*cols)
+					if err := tensor.Dequantize(wf, c, w.Data); err != nil {
+						t.Fatal(err)
+					}
+					for tok := range n {
+						xt := x[tok*cols : (tok+1)*cols]
+						yt := y[tok*rows : (tok+1)*rows]
+						if int8MatMul != nil {
+							qx := quantizeX(xt)
+							for o := range rows {
+								var want, mag float64
+								for i := range cols {
+									xv := float64(qx.d[i/32]) * float64(qx.q[i])
+									want += float64(wf[o*cols+i]) * xv
+									mag += math.Abs(float64(wf[o*cols+i]) * xv)
+								}
+								if d := math.Abs(float64(yt[o]) - want); d > 4e-6*mag+1e-30 {
+									t.Fatalf("%s %dx%d n=%d rep %d token %d row %d: %g, want %g (diff %g)", c, rows, cols, n, rep, tok, o, yt[o], want, d)
+								}
+							}
+							putQ8x(qx)
+						}
+						exact, emag := naive(w, xt, 0, rows)
+						for o := range rows {
+							if d := math.Abs(float64(yt[o]) - exact[o]); d > 0.02*emag[o] {
+								t.Fatalf("%s %dx%d token %d row %d: int8 %g vs exact %g: off by %g of Σ|wx|", c, rows, cols, tok, o, yt[o], exact[o], d/emag[o])
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}

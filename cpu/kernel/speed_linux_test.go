@@ -72,6 +72,12 @@ func TestMatMulSpeed(t *testing.T) {
 	}
 	serialForTest = true
 	defer func() { serialForTest = false }()
+	if l, err := ParseLevel(os.Getenv("CORTIQ_KSPEED")); err == nil {
+		defer SetLevel(SetLevel(l))
+	}
+	if os.Getenv("CORTIQ_KSPEED_MODE") == "int8" {
+		defer SetMode(SetMode(Int8))
+	}
 	n := 64
 	if v, err := strconv.Atoi(os.Getenv("CORTIQ_KSPEED_N")); err == nil {
 		n = v
@@ -84,6 +90,7 @@ func TestMatMulSpeed(t *testing.T) {
 				x[i] = float32(i%7) - 3
 			}
 			y := make([]float32, n*sh[0])
+			MatMul(y, w, x, n) // packs the weight once in Int8 mode
 			d := cpuTime(1, func() { MatMul(y, w, x, n) })
 			fmt.Printf("%-5s %5dx%-5d n=%d %8.1f us  %6.2f GFLOP/s (1 thread, CPU time)\n", c, sh[0], sh[1], n, float64(d)/1e3, float64(2*n*sh[0]*sh[1])/float64(d))
 		}
