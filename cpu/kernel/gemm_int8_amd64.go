@@ -3,12 +3,7 @@
 package kernel
 
 import (
-	"encoding/binary"
-	"math"
-	"runtime"
 	"sync"
-	"unsafe"
-	"weak"
 
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -19,87 +14,36 @@ func gemmQ4_0VNNI(wp *byte, xp *byte, nb int, out *[128]float32)
 //go:noescape
 func gemmQ8_0VNNI(wp *byte, xp *byte, nb int, out *[128]float32)
 
+//go:noescape
+func quantPanelRow(x *float32, nb int, dst *byte)
+
+//go:noescape
+func quantRow(x *float32, nb int, q *int8, d *float32, sum *int32)
+
+//go:noescape
+func gemvQ4_0VNNI(wp *byte, xq *int8, xd *float32, xo *int32, nb int, out *[16]float32)
+
+//go:noescape
+func gemvQ8_0VNNI(wp *byte, xq *int8, xd *float32, xo *int32, nb int, out *[16]float32)
+
+// runPacked computes the 16-row groups [lo, hi) of a packed matvec.
+func runPacked(m *matvec, lo, hi int) {
+	nb, gs := m.pw.nb, i8Stride(m.codec)
+	gemv, xo := gemvQ4_0VNNI, &m.qx.o4[0]
+	if m.codec == tensor.Q8_0 {
+		gemv, xo = gemvQ8_0VNNI, &m.qx.o8[0]
+	}
+	var out [16]float32
+	for g := lo; g < hi; g++ {
+		gemv(&m.pw.data[(m.g0+g)*nb*gs], &m.qx.q[0], &m.qx.d[0], xo, nb, &out)
+		copy(m.y[g*i8Rows:min(len(m.y), (g+1)*i8Rows)], out[:])
+	}
+}
+
 // Int8-mode prefill (level AVX512VNNI): MatMul of q4_0 and q8_0 weights
 // quantizes every token row as decode's MatVec does (int8 per 32-block)
 // and runs integer 16-row × 8-token tiles (gemm_int8_amd64.s) over
 // weights repacked once per tensor into the tiles' layout.
-
-const (
-	i8Rows   = 16  // weight rows per tile (int32 lanes)
-	i8Tokens = 8   // tokens per panel
-	i8PanelB = 352 // panel bytes per block: 256 quads, 8 scales, 8+8 offsets
-)
-
-// i8Stride is the bytes per block of one 16-row group of packed weights.
-func i8Stride(c tensor.Codec) int {
-	if c == tensor.Q4_0 {
-		return 256 + 64
-	}
-	return 512 + 64
-}
-
-// packedW is a weight repacked for the int8 tiles: group g (rows
-// 16g..16g+15, zero-padded) block b at (g·nb + b)·stride.
-type packedW struct {
-	src    uintptr // &Data[0] when packed, to notice a changed tensor
-	data   []byte
-	nb, ng int
-}
-
-// packCache maps a weight to its packed form for as long as the tensor
-// lives: prefill reads each weight many times, and repacking costs about
-// as much as one pass over the weights.
-var packCache sync.Map // weak.Pointer[tensor.Tensor] → *packedW
-
-func packedOf(w *tensor.Tensor, rb, rows, cols int) *packedW {
-	key := weak.Make(w)
-	src := uintptr(unsafe.Pointer(&w.Data[0]))
-	if v, ok := packCache.Load(key); ok {
-		if p := v.(*packedW); p.src == src && p.nb == cols/32 && p.ng == (rows+i8Rows-1)/i8Rows {
-			return p
-		}
-	}
-	p := packWeights(w.Codec, w.Data, rb, rows, cols)
-	p.src = src
-	if _, loaded := packCache.Swap(key, p); !loaded {
-		runtime.AddCleanup(w, func(k weak.Pointer[tensor.Tensor]) { packCache.Delete(k) }, key)
-	}
-	return p
-}
-
-func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
-	nb, ng, gs := cols/32, (rows+i8Rows-1)/i8Rows, i8Stride(c)
-	p := &packedW{data: make([]byte, ng*nb*gs), nb: nb, ng: ng}
-	parallelFor(ng, max(1, 64<<10/(nb*gs)), func(lo, hi int) {
-		for g := lo; g < hi; g++ {
-			for r := range i8Rows {
-				row := g*i8Rows + r
-				if row >= rows {
-					break // padding stays zero: weight 0, scale 0
-				}
-				src := data[row*rb : (row+1)*rb]
-				for b := range nb {
-					dst := p.data[(g*nb+b)*gs : (g*nb+b+1)*gs]
-					if c == tensor.Q4_0 {
-						blk := src[18*b : 18*b+18]
-						for q := range 4 {
-							copy(dst[64*q+4*r:64*q+4*r+4], blk[2+4*q:6+4*q])
-						}
-						binary.LittleEndian.PutUint32(dst[256+4*r:], math.Float32bits(f16Table[uint16(blk[0])|uint16(blk[1])<<8]))
-						continue
-					}
-					blk := src[34*b : 34*b+34]
-					for q := range 8 {
-						v := binary.LittleEndian.Uint32(blk[2+4*q:])
-						binary.LittleEndian.PutUint32(dst[64*q+4*r:], v^0x80808080)
-					}
-					binary.LittleEndian.PutUint32(dst[512+4*r:], math.Float32bits(f16Table[uint16(blk[0])|uint16(blk[1])<<8]))
-				}
-			}
-		}
-	})
-	return p
-}
 
 var bytePool sync.Pool
 
@@ -115,27 +59,13 @@ func packPanels(x []float32, n, cols int) *[]byte {
 	*bp = (*bp)[:size]
 	xp := *bp
 	parallelFor(np, 1, func(lo, hi int) {
-		var q [32]int8
 		for p := lo; p < hi; p++ {
 			panel := xp[p*nb*i8PanelB : (p+1)*nb*i8PanelB]
-			for t := range i8Tokens {
-				tok := p*i8Tokens + t
-				for b := range nb {
-					blk := panel[b*i8PanelB : (b+1)*i8PanelB]
-					var d float32
-					var sum int32
-					if tok < n {
-						d, sum = quantBlock(&q, (*[32]float32)(x[tok*cols+32*b:]))
-					} else {
-						q = [32]int8{}
-					}
-					for k := range 8 {
-						copy(blk[32*k+4*t:32*k+4*t+4], unsafe.Slice((*byte)(unsafe.Pointer(&q[4*k])), 4))
-					}
-					binary.LittleEndian.PutUint32(blk[256+4*t:], math.Float32bits(d))
-					binary.LittleEndian.PutUint32(blk[288+4*t:], uint32(-8*sum))
-					binary.LittleEndian.PutUint32(blk[320+4*t:], uint32(-128*sum))
-				}
+			if p == np-1 && n%i8Tokens != 0 {
+				clear(panel) // tokens past n: zero quads, scales and offsets
+			}
+			for t := range min(i8Tokens, n-p*i8Tokens) {
+				quantPanelRow(&x[(p*i8Tokens+t)*cols], nb, &panel[4*t])
 			}
 		}
 	})

@@ -101,6 +101,12 @@ type matvec struct {
 	k    rowsKernel
 	qx   *q8x
 	k8   int8Kernel // used instead of k when set
+
+	// Packed Int8 decode (used instead of k8 when pw is set): units are
+	// 16-row groups, from group g0 of the packed weight.
+	pw    *packedW
+	g0    int
+	codec tensor.Codec
 }
 
 const mvUnit = 4 // rows per unit of work (the Int8 kernels' row tile)
@@ -119,6 +125,9 @@ func prepareMatVec(y []float32, w *tensor.Tensor, x []float32, row0, nrows int, 
 			*qx = quantizeX(x)
 		}
 		m.k8, m.qx = int8Kernels[w.Codec], *qx
+		if packedDecode && row0%i8Rows == 0 && cols%32 == 0 {
+			m.pw, m.g0, m.codec = packedOf(w, rb, matRows(w), cols), row0/i8Rows, w.Codec
+		}
 		return m
 	}
 	m.k = matvecKernel(w.Codec)
@@ -126,10 +135,19 @@ func prepareMatVec(y []float32, w *tensor.Tensor, x []float32, row0, nrows int, 
 	return m
 }
 
-func (m *matvec) units() int { return (len(m.y) + mvUnit - 1) / mvUnit }
+func (m *matvec) units() int {
+	if m.pw != nil {
+		return (len(m.y) + i8Rows - 1) / i8Rows
+	}
+	return (len(m.y) + mvUnit - 1) / mvUnit
+}
 
 // run computes the rows of units [lo, hi).
 func (m *matvec) run(lo, hi int) {
+	if m.pw != nil {
+		runPacked(m, lo, hi)
+		return
+	}
 	r0, r1 := lo*mvUnit, min(hi*mvUnit, len(m.y))
 	if m.k8 != nil {
 		m.k8(m.y[r0:r1], m.data[r0*m.rb:r1*m.rb], m.rb, m.qx)
@@ -183,6 +201,10 @@ func MatMul(y []float32, w *tensor.Tensor, x []float32, n int) {
 	}
 	matmul(y, w.Codec, w.Data[:rows*rb], rb, rows, cols, x, n)
 }
+
+// packedDecode makes Int8-mode MatVec of q4_0 and q8_0 run on the packed
+// weights (level AVX512VNNI), with runPacked.
+var packedDecode bool
 
 // int8MatMul is the Int8-mode MatMul of the current level (nil if none);
 // it reports whether it handled the product.

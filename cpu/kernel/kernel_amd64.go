@@ -81,12 +81,13 @@ var (
 func applyLevel(l Level) {
 	level = l
 	useAVX2(l >= AVX2)
-	int8MatMul = nil
+	int8MatMul, packedDecode, quantRowImpl = nil, false, nil
 	if l >= AVX512 {
+		quantRowImpl = quantRow
 		useAVX512(l >= AVX512VNNI)
 	}
 	if l >= AVX512VNNI {
-		int8MatMul = matmulInt8
+		int8MatMul, packedDecode = matmulInt8, true
 	}
 }
 

@@ -65,7 +65,12 @@ type q8x struct {
 	d8     []float32
 	c      []int32
 	o4, o8 []int32
+	sum    []int32 // Σq per block
 }
+
+// quantRowImpl, when set, quantizes whole rows as quantBlock does
+// (x: nb blocks; q, d, sum: the outputs).
+var quantRowImpl func(x *float32, nb int, q *int8, d *float32, sum *int32)
 
 // q8xPool recycles quantized activations: decode quantizes one per
 // product group, and must not allocate per token.
@@ -85,13 +90,19 @@ func quantizeX(x []float32) *q8x {
 	qx.q = grow(qx.q, len(x))
 	qx.d, qx.s, qx.d8 = grow(qx.d, nb), grow(qx.s, nb), grow(qx.d8, 8*nb)
 	qx.c, qx.o4, qx.o8 = grow(qx.c, 8*nb), grow(qx.o4, 8*nb), grow(qx.o8, 8*nb)
+	qx.sum = grow(qx.sum, nb)
 	clear(qx.c)
 	clear(qx.o4)
 	clear(qx.o8)
+	if quantRowImpl != nil && nb > 0 {
+		quantRowImpl(&x[0], nb, &qx.q[0], &qx.d[0], &qx.sum[0])
+	} else {
+		for b := range nb {
+			qx.d[b], qx.sum[b] = quantBlock((*[32]int8)(qx.q[32*b:]), (*[32]float32)(x[32*b:]))
+		}
+	}
 	for b := range nb {
-		xb := (*[32]float32)(x[32*b:])
-		d, sum := quantBlock((*[32]int8)(qx.q[32*b:]), xb)
-		qx.d[b] = d
+		d, sum := qx.d[b], qx.sum[b]
 		qx.s[b] = d * float32(sum)
 		d8 := (*[8]float32)(qx.d8[8*b:])
 		for i := range d8 {

@@ -36,15 +36,28 @@ func TestInt8(t *testing.T) {
 					t.Fatal(err)
 				}
 				qx := quantizeX(x)
+				want, mag := make([]float64, rows), make([]float64, rows)
 				for o := range rows {
-					var want, mag float64
 					for i := range cols {
 						xv := float64(qx.d[i/32]) * float64(qx.q[i])
-						want += float64(wf[o*cols+i]) * xv
-						mag += math.Abs(float64(wf[o*cols+i]) * xv)
+						want[o] += float64(wf[o*cols+i]) * xv
+						mag[o] += math.Abs(float64(wf[o*cols+i]) * xv)
 					}
-					if d := math.Abs(float64(y[o]) - want); d > 4e-6*mag+1e-30 {
-						t.Fatalf("%s %dx%d row %d: %g, want %g (diff %g)", c, rows, cols, o, y[o], want, d)
+					if d := math.Abs(float64(y[o]) - want[o]); d > 4e-6*mag[o]+1e-30 {
+						t.Fatalf("%s %dx%d row %d: %g, want %g (diff %g)", c, rows, cols, o, y[o], want[o], d)
+					}
+				}
+				// Row ranges, aligned to the packed 16-row groups or not.
+				for _, r0 := range []int{16, 5} {
+					if r0 >= rows {
+						continue
+					}
+					ys := make([]float32, rows-r0)
+					MatVecRows(ys, w, x, r0, rows-r0)
+					for o := range ys {
+						if d := math.Abs(float64(ys[o]) - want[r0+o]); d > 4e-6*mag[r0+o]+1e-30 {
+							t.Fatalf("%s %dx%d rows from %d, row %d: %g, want %g (diff %g)", c, rows, cols, r0, r0+o, ys[o], want[r0+o], d)
+						}
 					}
 				}
 				exact, emag := naive(w, x, 0, rows)

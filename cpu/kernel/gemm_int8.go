@@ -1,0 +1,93 @@
+package kernel
+
+import (
+	"encoding/binary"
+	"math"
+	"runtime"
+	"sync"
+	"unsafe"
+	"weak"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// Packed weights for the int8 tiles of the AVX512VNNI level (the tile
+// kernels are in gemm_int8_amd64.s; the packing is portable Go).
+
+const (
+	i8Rows   = 16  // weight rows per tile (int32 lanes)
+	i8Tokens = 8   // tokens per panel
+	i8PanelB = 352 // panel bytes per block: 256 quads, 8 scales, 8+8 offsets
+)
+
+// i8Stride is the bytes per block of one 16-row group of packed weights.
+func i8Stride(c tensor.Codec) int {
+	if c == tensor.Q4_0 {
+		return 256 + 64
+	}
+	return 512 + 64
+}
+
+// packedW is a weight repacked for the int8 tiles: group g (rows
+// 16g..16g+15, zero-padded) block b at (g·nb + b)·stride.
+type packedW struct {
+	src    uintptr // &Data[0] when packed, to notice a changed tensor
+	data   []byte
+	nb, ng int
+}
+
+// packCache maps a weight to its packed form for as long as the tensor
+// lives: prefill reads each weight many times, and repacking costs about
+// as much as one pass over the weights.
+var packCache sync.Map // weak.Pointer[tensor.Tensor] → *packedW
+
+func packedOf(w *tensor.Tensor, rb, rows, cols int) *packedW {
+	key := weak.Make(w)
+	src := uintptr(unsafe.Pointer(&w.Data[0]))
+	if v, ok := packCache.Load(key); ok {
+		if p := v.(*packedW); p.src == src && p.nb == cols/32 && p.ng == (rows+i8Rows-1)/i8Rows {
+			return p
+		}
+	}
+	p := packWeights(w.Codec, w.Data, rb, rows, cols)
+	p.src = src
+	if _, loaded := packCache.Swap(key, p); !loaded {
+		runtime.AddCleanup(w, func(k weak.Pointer[tensor.Tensor]) { packCache.Delete(k) }, key)
+	}
+	return p
+}
+
+func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
+	nb, ng, gs := cols/32, (rows+i8Rows-1)/i8Rows, i8Stride(c)
+	p := &packedW{data: make([]byte, ng*nb*gs), nb: nb, ng: ng}
+	parallelFor(ng, max(1, 64<<10/(nb*gs)), func(lo, hi int) {
+		for g := lo; g < hi; g++ {
+			for r := range i8Rows {
+				row := g*i8Rows + r
+				if row >= rows {
+					break // padding stays zero: weight 0, scale 0
+				}
+				src := data[row*rb : (row+1)*rb]
+				for b := range nb {
+					dst := p.data[(g*nb+b)*gs : (g*nb+b+1)*gs]
+					if c == tensor.Q4_0 {
+						blk := src[18*b : 18*b+18]
+						for q := range 4 {
+							binary.LittleEndian.PutUint32(dst[64*q+4*r:], binary.LittleEndian.Uint32(blk[2+4*q:]))
+						}
+						binary.LittleEndian.PutUint32(dst[256+4*r:], math.Float32bits(f16Table[uint16(blk[0])|uint16(blk[1])<<8]))
+						continue
+					}
+					blk := src[34*b : 34*b+34]
+					for q := range 8 {
+						v := binary.LittleEndian.Uint32(blk[2+4*q:])
+						binary.LittleEndian.PutUint32(dst[64*q+4*r:], v^0x80808080)
+					}
+					binary.LittleEndian.PutUint32(dst[512+4*r:], math.Float32bits(f16Table[uint16(blk[0])|uint16(blk[1])<<8]))
+				}
+			}
+		}
+	})
+	return p
+}
+
