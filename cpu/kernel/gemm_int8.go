@@ -90,4 +90,3 @@ func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
 	})
 	return p
 }
-
