@@ -12,6 +12,9 @@ import (
 // as the portable loops, with 8-lane partial sums.
 
 //go:noescape
+func readSumAVX2(p *byte, n int) uint64
+
+//go:noescape
 func dotF32AVX2(w, x *float32, n int) float32
 
 //go:noescape
@@ -81,6 +84,10 @@ var (
 func applyLevel(l Level) {
 	level = l
 	useAVX2(l >= AVX2)
+	readSumImpl = nil
+	if l >= AVX2 {
+		readSumImpl = readSumAVX2
+	}
 	int8MatMul, packedDecode, quantRowImpl = nil, false, nil
 	if l >= AVX512 {
 		quantRowImpl = quantRow

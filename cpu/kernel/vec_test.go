@@ -184,3 +184,23 @@ func TestElementwise(t *testing.T) {
 		})
 	}
 }
+
+func TestReadSum(t *testing.T) {
+	b := make([]byte, 1000)
+	var want uint64
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	for i := 0; i+8 <= len(b); i += 8 {
+		want += uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
+			uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
+	}
+	forEachImpl(t, func(t *testing.T) {
+		if got := ReadSum(b); got != want {
+			t.Errorf("ReadSum = %d, want %d", got, want)
+		}
+		if got := ParallelReadSum(b); got != want {
+			t.Errorf("ParallelReadSum = %d, want %d", got, want)
+		}
+	})
+}
