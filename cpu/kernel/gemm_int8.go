@@ -17,15 +17,23 @@ import (
 const (
 	i8Rows   = 16  // weight rows per tile (int32 lanes)
 	i8Tokens = 8   // tokens per panel
-	i8PanelB = 352 // panel bytes per block: 256 quads, 8 scales, 8+8 offsets
+	i8PanelB = 384 // panel bytes per block: 256 quads, 8 scales, 8+8 offsets, 8 d·Σq
 )
 
 // i8Stride is the bytes per block of one 16-row group of packed weights.
 func i8Stride(c tensor.Codec) int {
-	if c == tensor.Q4_0 {
+	switch c {
+	case tensor.Q4_0:
 		return 256 + 64
+	case tensor.Q4_K:
+		return 256 + 64 + 64
 	}
 	return 512 + 64
+}
+
+// packable reports whether the int8 tiles take codec c.
+func packable(c tensor.Codec) bool {
+	return c == tensor.Q4_0 || c == tensor.Q8_0 || c == tensor.Q4_K
 }
 
 // packedW is a weight repacked for the int8 tiles: group g (rows
@@ -70,6 +78,24 @@ func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
 				src := data[row*rb : (row+1)*rb]
 				for b := range nb {
 					dst := p.data[(g*nb+b)*gs : (g*nb+b+1)*gs]
+					if c == tensor.Q4_K {
+						// Sub-block b%8 of super-block b/8: nibble half
+						// (b%8)%2 of the 32 bytes of chunk (b%8)/2,
+						// re-paired as q4_0 pairs elements i and 16+i.
+						sb := src[144*(b/8) : 144*(b/8)+144]
+						sub := b % 8
+						qs := sb[16+32*(sub/2) : 16+32*(sub/2)+32]
+						sh := 4 * uint(sub%2)
+						for i := range 16 {
+							dst[64*(i/4)+4*r+i%4] = (qs[i]>>sh)&0xf | ((qs[16+i]>>sh)&0xf)<<4
+						}
+						sc, m := tensor.Q4KScaleMin(sub, sb[4:16])
+						d := f16Table[binary.LittleEndian.Uint16(sb[0:])]
+						dmin := f16Table[binary.LittleEndian.Uint16(sb[2:])]
+						binary.LittleEndian.PutUint32(dst[256+4*r:], math.Float32bits(d*float32(sc)))
+						binary.LittleEndian.PutUint32(dst[320+4*r:], math.Float32bits(dmin*float32(m)))
+						continue
+					}
 					if c == tensor.Q4_0 {
 						blk := src[18*b : 18*b+18]
 						for q := range 4 {

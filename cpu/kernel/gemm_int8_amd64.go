@@ -18,6 +18,12 @@ func gemmQ8_0VNNI(wp *byte, xp *byte, nb int, out *[128]float32)
 func quantPanelRow(x *float32, nb int, dst *byte)
 
 //go:noescape
+func gemmQ4_KVNNI(wp *byte, xp *byte, nb int, out *[128]float32)
+
+//go:noescape
+func gemvQ4_KVNNI(wp *byte, xq *int8, xd *float32, xs *float32, nb int, out *[16]float32)
+
+//go:noescape
 func quantRow(x *float32, nb int, q *int8, d *float32, sum *int32)
 
 //go:noescape
@@ -29,13 +35,17 @@ func gemvQ8_0VNNI(wp *byte, xq *int8, xd *float32, xo *int32, nb int, out *[16]f
 // runPacked computes the 16-row groups [lo, hi) of a packed matvec.
 func runPacked(m *matvec, lo, hi int) {
 	nb, gs := m.pw.nb, i8Stride(m.codec)
-	gemv, xo := gemvQ4_0VNNI, &m.qx.o4[0]
-	if m.codec == tensor.Q8_0 {
-		gemv, xo = gemvQ8_0VNNI, &m.qx.o8[0]
-	}
 	var out [16]float32
 	for g := lo; g < hi; g++ {
-		gemv(&m.pw.data[(m.g0+g)*nb*gs], &m.qx.q[0], &m.qx.d[0], xo, nb, &out)
+		wp := &m.pw.data[(m.g0+g)*nb*gs]
+		switch m.codec {
+		case tensor.Q4_0:
+			gemvQ4_0VNNI(wp, &m.qx.q[0], &m.qx.d[0], &m.qx.o4[0], nb, &out)
+		case tensor.Q8_0:
+			gemvQ8_0VNNI(wp, &m.qx.q[0], &m.qx.d[0], &m.qx.o8[0], nb, &out)
+		case tensor.Q4_K:
+			gemvQ4_KVNNI(wp, &m.qx.q[0], &m.qx.d[0], &m.qx.s[0], nb, &out)
+		}
 		copy(m.y[g*i8Rows:min(len(m.y), (g+1)*i8Rows)], out[:])
 	}
 }
@@ -81,6 +91,8 @@ func matmulInt8(y []float32, w *tensor.Tensor, x []float32, n, rows, cols, rb in
 		tile = gemmQ4_0VNNI
 	case tensor.Q8_0:
 		tile = gemmQ8_0VNNI
+	case tensor.Q4_K:
+		tile = gemmQ4_KVNNI
 	default:
 		return false
 	}

@@ -120,15 +120,21 @@ func prepareMatVec(y []float32, w *tensor.Tensor, x []float32, row0, nrows int, 
 		panic(fmt.Sprintf("kernel: MatVec %s %v: len(x)=%d len(y)=%d for %d rows of %d", w.Name, w.Shape, len(x), len(y), nrows, cols))
 	}
 	m := matvec{y: y[:nrows], data: w.Data[row0*rb : (row0+nrows)*rb], rb: rb, x: x}
-	if CurrentMode() == Int8 && int(w.Codec) < len(int8Kernels) && int8Kernels[w.Codec] != nil && cols > 0 {
-		if *qx == nil {
-			*qx = quantizeX(x)
+	if CurrentMode() == Int8 && cols > 0 {
+		if packedDecode && packable(w.Codec) && row0%i8Rows == 0 && cols%32 == 0 {
+			if *qx == nil {
+				*qx = quantizeX(x)
+			}
+			m.qx, m.pw, m.g0, m.codec = *qx, packedOf(w, rb, matRows(w), cols), row0/i8Rows, w.Codec
+			return m
 		}
-		m.k8, m.qx = int8Kernels[w.Codec], *qx
-		if packedDecode && row0%i8Rows == 0 && cols%32 == 0 {
-			m.pw, m.g0, m.codec = packedOf(w, rb, matRows(w), cols), row0/i8Rows, w.Codec
+		if int(w.Codec) < len(int8Kernels) && int8Kernels[w.Codec] != nil {
+			if *qx == nil {
+				*qx = quantizeX(x)
+			}
+			m.k8, m.qx = int8Kernels[w.Codec], *qx
+			return m
 		}
-		return m
 	}
 	m.k = matvecKernel(w.Codec)
 	m.aux = prepareX(w.Codec, x)

@@ -25,9 +25,11 @@ const (
 	// 1e-3 of Σ|w·x|, 5e-3 of |y| on random data; see TestInt8Error).
 	// Other codecs, MatMul with n >= 2 (MatMul with n == 1 is MatVec), and
 	// builds without the SIMD kernels stay Exact. At the AVX512VNNI level
-	// MatMul (prefill) of q8_0 and q4_0 weights is Int8 too, every token
-	// row quantized the same way. The command line maps CORTIQ_KERNEL=exact
-	// to SetMode(Exact).
+	// q4_K joins them, and MatMul (prefill) of q8_0, q4_0 and q4_K weights
+	// is Int8 too, every token row quantized the same way; those weights
+	// are repacked once per tensor into 16-row int8 tiles (held while the
+	// tensor lives, about the size of the weight again). The command line
+	// maps CORTIQ_KERNEL=exact to SetMode(Exact).
 	Int8
 )
 
