@@ -81,7 +81,12 @@ func MatMuls(x []float32, n int, ps ...Product) {
 		return
 	}
 	var qx *q8x
-	ms := make([]matvec, len(ps))
+	var buf [8]matvec
+	ms := buf[:0]
+	if len(ps) > len(buf) {
+		ms = make([]matvec, 0, len(ps))
+	}
+	ms = ms[:len(ps)]
 	for i, p := range ps {
 		ms[i] = prepareMatVec(p.Y, p.W, x, 0, matRows(p.W), &qx)
 	}
@@ -174,16 +179,20 @@ func runMatVecs(ms []matvec) {
 	}
 	// Split so that each chunk reads at least ~64 KiB of weights.
 	grain := max(1, (64<<10)/max(1, bytes/total))
-	parallelFor(total, grain, func(lo, hi int) {
-		base := 0
-		for i := range ms {
-			u := ms[i].units()
-			if a, b := max(lo-base, 0), min(hi-base, u); a < b {
-				ms[i].run(a, b)
-			}
-			base += u
+	parallelRun(total, grain, nil, ms)
+}
+
+// runUnits runs the units [lo, hi) of the products ms, numbered across
+// them in order.
+func runUnits(ms []matvec, lo, hi int) {
+	base := 0
+	for i := range ms {
+		u := ms[i].units()
+		if a, b := max(lo-base, 0), min(hi-base, u); a < b {
+			ms[i].run(a, b)
 		}
-	})
+		base += u
+	}
 }
 
 // MatMul computes Y = X·Wᵀ for n activation rows: x[t*cols:(t+1)*cols]
