@@ -17,7 +17,7 @@ import (
 const (
 	i8Rows   = 16  // weight rows per tile (int32 lanes)
 	i8Tokens = 8   // tokens per panel
-	i8PanelB = 384 // panel bytes per block: 256 quads, 8 scales, 8+8 offsets, 8 d·Σq
+	i8PanelB = 448 // panel bytes per block: 256 quads, 8 scales, 8+8 offsets, 8 d·Σq, 8+8 q6_K offsets
 )
 
 // i8Stride is the bytes per block of one 16-row group of packed weights.
@@ -27,13 +27,25 @@ func i8Stride(c tensor.Codec) int {
 		return 256 + 64
 	case tensor.Q4_K:
 		return 256 + 64 + 64
+	case tensor.Q6_K:
+		return 256 + 128 + 128
 	}
 	return 512 + 64
 }
 
 // packable reports whether the int8 tiles take codec c.
 func packable(c tensor.Codec) bool {
-	return c == tensor.Q4_0 || c == tensor.Q8_0 || c == tensor.Q4_K
+	return c == tensor.Q4_0 || c == tensor.Q8_0 || c == tensor.Q4_K || c == tensor.Q6_K
+}
+
+// q6Value is element e (< 256) of a q6_K block, unsigned (0..63).
+func q6Value(blk []byte, e int) byte {
+	n, k, l := e/128, (e%128)/32, e%32
+	nib := blk[64*n+l+32*(k%2)]
+	if k >= 2 {
+		nib >>= 4
+	}
+	return nib&0xf | (blk[128+32*n+l]>>(2*k)&3)<<4
 }
 
 // packedW is a weight repacked for the int8 tiles: group g (rows
@@ -78,6 +90,20 @@ func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
 				src := data[row*rb : (row+1)*rb]
 				for b := range nb {
 					dst := p.data[(g*nb+b)*gs : (g*nb+b+1)*gs]
+					if c == tensor.Q6_K {
+						sb := src[210*(b/8) : 210*(b/8)+210]
+						e0 := 32 * (b % 8)
+						for i := range 16 {
+							lo, hi := q6Value(sb, e0+i), q6Value(sb, e0+16+i)
+							dst[64*(i/4)+4*r+i%4] = lo&0xf | (hi&0xf)<<4
+							dst[256+4*r+i%4] |= (lo >> 4) << (2 * uint(i/4))
+							dst[256+64+4*r+i%4] |= (hi >> 4) << (2 * uint(i/4))
+						}
+						d := f16Table[binary.LittleEndian.Uint16(sb[208:])]
+						binary.LittleEndian.PutUint32(dst[384+4*r:], math.Float32bits(d*float32(int8(sb[192+e0/16]))))
+						binary.LittleEndian.PutUint32(dst[448+4*r:], math.Float32bits(d*float32(int8(sb[192+e0/16+1]))))
+						continue
+					}
 					if c == tensor.Q4_K {
 						// Sub-block b%8 of super-block b/8: nibble half
 						// (b%8)%2 of the 32 bytes of chunk (b%8)/2,

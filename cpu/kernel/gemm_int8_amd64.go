@@ -24,6 +24,12 @@ func gemmQ4_KVNNI(wp *byte, xp *byte, nb int, out *[128]float32)
 func gemvQ4_KVNNI(wp *byte, xq *int8, xd *float32, xs *float32, nb int, out *[16]float32)
 
 //go:noescape
+func gemmQ6_KVNNI(wp *byte, xp *byte, nb int, out *[128]float32)
+
+//go:noescape
+func gemvQ6_KVNNI(wp *byte, xq *int8, xd *float32, xo *int32, nb int, out *[16]float32)
+
+//go:noescape
 func quantRow(x *float32, nb int, q *int8, d *float32, sum *int32)
 
 //go:noescape
@@ -45,6 +51,8 @@ func runPacked(m *matvec, lo, hi int) {
 			gemvQ8_0VNNI(wp, &m.qx.q[0], &m.qx.d[0], &m.qx.o8[0], nb, &out)
 		case tensor.Q4_K:
 			gemvQ4_KVNNI(wp, &m.qx.q[0], &m.qx.d[0], &m.qx.s[0], nb, &out)
+		case tensor.Q6_K:
+			gemvQ6_KVNNI(wp, &m.qx.q[0], &m.qx.d[0], &m.qx.o6[0], nb, &out)
 		}
 		copy(m.y[g*i8Rows:min(len(m.y), (g+1)*i8Rows)], out[:])
 	}
@@ -93,6 +101,8 @@ func matmulInt8(y []float32, w *tensor.Tensor, x []float32, n, rows, cols, rb in
 		tile = gemmQ8_0VNNI
 	case tensor.Q4_K:
 		tile = gemmQ4_KVNNI
+	case tensor.Q6_K:
+		tile = gemmQ6_KVNNI
 	default:
 		return false
 	}

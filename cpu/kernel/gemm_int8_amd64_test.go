@@ -47,6 +47,19 @@ func TestQuantPanelRow(t *testing.T) {
 		if got := int32(binary.LittleEndian.Uint32(blk[320+12:])); got != -128*sum {
 			t.Errorf("block %d: offset %d, want %d", b, got, -128*sum)
 		}
+		if got := math.Float32frombits(binary.LittleEndian.Uint32(blk[352+12:])); got != d*float32(sum) {
+			t.Errorf("block %d: d·Σq %g, want %g", b, got, d*float32(sum))
+		}
+		var lo int32
+		for _, v := range q[:16] {
+			lo += int32(v)
+		}
+		if got := int32(binary.LittleEndian.Uint32(blk[384+12:])); got != -32*lo {
+			t.Errorf("block %d: q6_K offset %d, want %d", b, got, -32*lo)
+		}
+		if got := int32(binary.LittleEndian.Uint32(blk[416+12:])); got != -32*(sum-lo) {
+			t.Errorf("block %d: q6_K offset %d, want %d", b, got, -32*(sum-lo))
+		}
 	}
 }
 
@@ -68,13 +81,17 @@ func TestQuantRow(t *testing.T) {
 	x[100] = -3e38
 	q := make([]int8, 32*nb)
 	d := make([]float32, nb)
-	sum := make([]int32, nb)
-	quantRow(&x[0], nb, &q[0], &d[0], &sum[0])
+	hs := make([]int32, 2*nb)
+	quantRow(&x[0], nb, &q[0], &d[0], &hs[0])
 	for b := range nb {
 		var wq [32]int8
 		wd, ws := quantBlock(&wq, (*[32]float32)(x[32*b:]))
-		if [32]int8(q[32*b:]) != wq || d[b] != wd || sum[b] != ws {
-			t.Fatalf("block %d: %v %g %d, want %v %g %d", b, q[32*b:32*b+32], d[b], sum[b], wq, wd, ws)
+		var lo int32
+		for _, v := range wq[:16] {
+			lo += int32(v)
+		}
+		if [32]int8(q[32*b:]) != wq || d[b] != wd || hs[2*b] != lo || hs[2*b+1] != ws-lo {
+			t.Fatalf("block %d: %v %g %d %d, want %v %g %d %d", b, q[32*b:32*b+32], d[b], hs[2*b], hs[2*b+1], wq, wd, lo, ws-lo)
 		}
 	}
 }

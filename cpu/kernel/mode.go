@@ -25,7 +25,7 @@ const (
 	// 1e-3 of Σ|w·x|, 5e-3 of |y| on random data; see TestInt8Error).
 	// Other codecs, MatMul with n >= 2 (MatMul with n == 1 is MatVec), and
 	// builds without the SIMD kernels stay Exact. At the AVX512VNNI level
-	// q4_K joins them, and MatMul (prefill) of q8_0, q4_0 and q4_K weights
+	// q4_K and q6_K join them, and MatMul (prefill) of those four codecs
 	// is Int8 too, every token row quantized the same way; those weights
 	// are repacked once per tensor into 16-row int8 tiles (held while the
 	// tensor lives, about the size of the weight again). The command line
@@ -67,11 +67,12 @@ type q8x struct {
 	d8     []float32
 	c      []int32
 	o4, o8 []int32
-	sum    []int32 // Σq per block
+	hs     []int32 // Σq over each half block (2 per block)
+	o6     []int32 // −32 times hs, for q6_K
 }
 
 // quantRowImpl, when set, quantizes whole rows as quantBlock does
-// (x: nb blocks; q, d, sum: the outputs).
+// (x: nb blocks; q, d: the outputs; sum: Σq of each half block).
 var quantRowImpl func(x *float32, nb int, q *int8, d *float32, sum *int32)
 
 // q8xPool recycles quantized activations: decode quantizes one per
@@ -92,19 +93,27 @@ func quantizeX(x []float32) *q8x {
 	qx.q = grow(qx.q, len(x))
 	qx.d, qx.s, qx.d8 = grow(qx.d, nb), grow(qx.s, nb), grow(qx.d8, 8*nb)
 	qx.c, qx.o4, qx.o8 = grow(qx.c, 8*nb), grow(qx.o4, 8*nb), grow(qx.o8, 8*nb)
-	qx.sum = grow(qx.sum, nb)
+	qx.hs, qx.o6 = grow(qx.hs, 2*nb), grow(qx.o6, 2*nb)
 	clear(qx.c)
 	clear(qx.o4)
 	clear(qx.o8)
 	if quantRowImpl != nil && nb > 0 {
-		quantRowImpl(&x[0], nb, &qx.q[0], &qx.d[0], &qx.sum[0])
+		quantRowImpl(&x[0], nb, &qx.q[0], &qx.d[0], &qx.hs[0])
 	} else {
 		for b := range nb {
-			qx.d[b], qx.sum[b] = quantBlock((*[32]int8)(qx.q[32*b:]), (*[32]float32)(x[32*b:]))
+			q := (*[32]int8)(qx.q[32*b:])
+			qx.d[b], _ = quantBlock(q, (*[32]float32)(x[32*b:]))
+			var lo, hi int32
+			for i := range 16 {
+				lo += int32(q[i])
+				hi += int32(q[16+i])
+			}
+			qx.hs[2*b], qx.hs[2*b+1] = lo, hi
 		}
 	}
 	for b := range nb {
-		d, sum := qx.d[b], qx.sum[b]
+		d, sum := qx.d[b], qx.hs[2*b]+qx.hs[2*b+1]
+		qx.o6[2*b], qx.o6[2*b+1] = -32*qx.hs[2*b], -32*qx.hs[2*b+1]
 		qx.s[b] = d * float32(sum)
 		d8 := (*[8]float32)(qx.d8[8*b:])
 		for i := range d8 {

@@ -169,25 +169,34 @@ func TestInt8MatMul(t *testing.T) {
 	})
 }
 
-// TestInt8Q4K checks Int8-mode q4_K products (decode and prefill) at
+// TestInt8KQuants checks Int8-mode q4_K and q6_K products (decode and prefill) at
 // every level: where the level has packed int8 tiles, against a float64
 // evaluation of the quantized arithmetic; everywhere, against the exact
 // product (loose).
-func TestInt8Q4K(t *testing.T) {
+func TestInt8KQuants(t *testing.T) {
 	defer SetMode(SetMode(Int8))
 	r := rand.New(rand.NewPCG(11, 11))
 	forEachImpl(t, func(t *testing.T) {
+		for _, c := range []tensor.Codec{tensor.Q4_K, tensor.Q6_K} {
+			testInt8K(t, r, c)
+		}
+	})
+}
+
+func testInt8K(t *testing.T, r *rand.Rand, c tensor.Codec) {
+	t.Helper()
+	{
 		for k, sh := range [][3]int{{16, 256, 1}, {37, 512, 1}, {130, 2048, 1}, {37, 512, 9}, {20, 768, 16}, {33, 256, 3}} {
 			rows, cols, n := sh[0], sh[1], sh[2]
-			w := randWeight(t, r, tensor.Q4_K, rows, cols)
+			w := randWeight(t, r, c, rows, cols)
 			if k%2 == 1 {
-				w = rawWeight(r, tensor.Q4_K, rows, cols)
+				w = rawWeight(r, c, rows, cols)
 			}
 			x := randX(r, n*cols)
 			y := make([]float32, n*rows)
 			MatMul(y, w, x, n)
 			wf := make([]float32, rows*cols)
-			if err := tensor.Dequantize(wf, tensor.Q4_K, w.Data); err != nil {
+			if err := tensor.Dequantize(wf, c, w.Data); err != nil {
 				t.Fatal(err)
 			}
 			for tok := range n {
@@ -203,7 +212,7 @@ func TestInt8Q4K(t *testing.T) {
 							mag += math.Abs(float64(wf[o*cols+i]) * xv)
 						}
 						if d := math.Abs(float64(yt[o]) - want); d > 4e-6*mag+1e-30 {
-							t.Fatalf("%dx%d n=%d token %d row %d: %g, want %g (diff %g)", rows, cols, n, tok, o, yt[o], want, d)
+							t.Fatalf("%s %dx%d n=%d token %d row %d: %g, want %g (diff %g)", c, rows, cols, n, tok, o, yt[o], want, d)
 						}
 					}
 					putQ8x(qx)
@@ -211,10 +220,10 @@ func TestInt8Q4K(t *testing.T) {
 				exact, emag := naive(w, xt, 0, rows)
 				for o := range rows {
 					if d := math.Abs(float64(yt[o]) - exact[o]); d > 0.02*emag[o] {
-						t.Fatalf("%dx%d token %d row %d: int8 %g vs exact %g: off by %g of Σ|wx|", rows, cols, tok, o, yt[o], exact[o], d/emag[o])
+						t.Fatalf("%s %dx%d token %d row %d: int8 %g vs exact %g: off by %g of Σ|wx|", c, rows, cols, tok, o, yt[o], exact[o], d/emag[o])
 					}
 				}
 			}
 		}
-	})
+	}
 }
