@@ -57,7 +57,7 @@ func TestKernelSpeed(t *testing.T) {
 			rb := len(w.Data) / sh[0]
 			d := cpuTime(max(2, 10000000/len(w.Data)), func() { k(y, w.Data, rb, x, aux) })
 			fmt.Printf("%-5s %5dx%-5d %8.1f us  %6.2f GB/s (1 thread, CPU time)\n", c, sh[0], sh[1], float64(d)/1e3, float64(len(w.Data))/float64(d))
-			if k8 := int8Kernels[c]; k8 != nil {
+			if int8Kernels[c] != nil || packedDecode && packable(c) {
 				// MatVec as decode calls it (the packed tiles where the
 				// level has them), activation quantization included.
 				prev := SetMode(Int8)
