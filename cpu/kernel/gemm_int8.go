@@ -56,6 +56,8 @@ type packedW struct {
 	nb, ng int
 }
 
+func i8Bytes(q []int8) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q)) }
+
 // packCache maps a weight to its packed form for as long as the tensor
 // lives: prefill reads each weight many times, and repacking costs about
 // as much as one pass over the weights.
@@ -79,7 +81,8 @@ func packedOf(w *tensor.Tensor, rb, rows, cols int) *packedW {
 
 func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
 	nb, ng, gs := cols/32, (rows+i8Rows-1)/i8Rows, i8Stride(c)
-	p := &packedW{data: make([]byte, ng*nb*gs), nb: nb, ng: ng}
+	// One block of slack: the AMX q4_0 tiles read one block ahead.
+	p := &packedW{data: make([]byte, (ng*nb+1)*gs)[:ng*nb*gs], nb: nb, ng: ng}
 	parallelFor(ng, max(1, 64<<10/(nb*gs)), func(lo, hi int) {
 		for g := lo; g < hi; g++ {
 			for r := range i8Rows {

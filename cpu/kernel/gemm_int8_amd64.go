@@ -110,6 +110,9 @@ func matmulInt8(y []float32, w *tensor.Tensor, x []float32, n, rows, cols, rb in
 		return false
 	}
 	pw := packedOf(w, rb, rows, cols)
+	if level >= AMX && matmulAMX(y, pw, w.Codec, x, n, rows, cols) {
+		return true
+	}
 	bp := packPanels(x, n, cols)
 	defer bytePool.Put(bp)
 	xp := *bp

@@ -69,6 +69,8 @@ var (
 
 	detected = func() Level {
 		switch {
+		case hasVNNI && amxUsable():
+			return AMX
 		case hasVNNI:
 			return AVX512VNNI
 		case hasAVX512:

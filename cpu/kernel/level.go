@@ -26,9 +26,12 @@ const (
 	// AVX512VNNI adds AVX-512 VNNI: VPDPBUSD int8 dots for Int8-mode
 	// decode and the int8 GEMM of Int8-mode prefill.
 	AVX512VNNI
+	// AMX adds AMX-INT8 tiles for the Int8-mode prefill of q4_0 and q8_0
+	// (Linux, which must grant the process the tile state).
+	AMX
 )
 
-var levelNames = [...]string{Generic: "generic", AVX2: "avx2", AVX512: "avx512", AVX512VNNI: "avx512vnni"}
+var levelNames = [...]string{Generic: "generic", AVX2: "avx2", AVX512: "avx512", AVX512VNNI: "avx512vnni", AMX: "amx"}
 
 func (l Level) String() string {
 	if l >= 0 && int(l) < len(levelNames) {
@@ -44,7 +47,7 @@ func ParseLevel(s string) (Level, error) {
 			return Level(l), nil
 		}
 	}
-	return Generic, fmt.Errorf("unknown CPU kernel level %q (want one of generic, avx2, avx512, avx512vnni)", s)
+	return Generic, fmt.Errorf("unknown CPU kernel level %q (want one of generic, avx2, avx512, avx512vnni, amx)", s)
 }
 
 // Detected reports the highest level this CPU and build support.

@@ -227,3 +227,29 @@ func testInt8K(t *testing.T, r *rand.Rand, c tensor.Codec) {
 		}
 	}
 }
+
+// BenchmarkInt8MatMul is Int8-mode prefill (64 tokens) at each level.
+func BenchmarkInt8MatMul(b *testing.B) {
+	defer SetMode(SetMode(Int8))
+	defer SetLevel(CurrentLevel())
+	const n = 64
+	for l := AVX2; l <= Detected(); l++ {
+		SetLevel(l)
+		for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K} {
+			for _, sh := range [][2]int{{4864, 896}, {896, 4864}} {
+				b.Run(fmt.Sprintf("%s/%s_%dx%d", l, c, sh[0], sh[1]), func(b *testing.B) {
+					w := benchWeight(c, sh[0], sh[1])
+					x := randX(rand.New(rand.NewPCG(1, 2)), n*sh[1])
+					y := make([]float32, n*sh[0])
+					MatMul(y, w, x, n)
+					b.ReportMetric(0, "ns/op")
+					b.ResetTimer()
+					for b.Loop() {
+						MatMul(y, w, x, n)
+					}
+					b.ReportMetric(float64(2*n*sh[0]*sh[1])*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}
