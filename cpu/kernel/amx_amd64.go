@@ -17,7 +17,7 @@ func gemmQ4_0AMX(wp *byte, ap *byte, nb, np int, out *float32, cfg *[64]byte, sc
 func gemmQ8_0AMX(wp *byte, ap *byte, nb, np int, out *float32, cfg *[64]byte, scratch *[3072]byte)
 
 const (
-	amxTokens = 16  // tokens per AMX panel
+	amxTokens = 16   // tokens per AMX panel
 	amxPanelB = 1600 // panel bytes per block: 16×32 int8, 16 scales, a 16×16 int32 offset tile
 )
 
