@@ -38,14 +38,20 @@ func packable(c tensor.Codec) bool {
 	return c == tensor.Q4_0 || c == tensor.Q8_0 || c == tensor.Q4_K || c == tensor.Q6_K
 }
 
-// q6Value is element e (< 256) of a q6_K block, unsigned (0..63).
-func q6Value(blk []byte, e int) byte {
-	n, k, l := e/128, (e%128)/32, e%32
-	nib := blk[64*n+l+32*(k%2)]
-	if k >= 2 {
-		nib >>= 4
+// q6Values decodes the 256 unsigned values (0..63) of a q6_K block.
+func q6Values(dst *[256]byte, blk []byte) {
+	for n := range 2 {
+		ql := blk[64*n : 64*n+64]
+		qh := blk[128+32*n : 128+32*n+32]
+		v := dst[128*n : 128*n+128]
+		for l := range 32 {
+			h := qh[l]
+			v[l] = ql[l]&0xf | (h&3)<<4
+			v[l+32] = ql[l+32]&0xf | (h>>2&3)<<4
+			v[l+64] = ql[l]>>4 | (h>>4&3)<<4
+			v[l+96] = ql[l+32]>>4 | (h>>6&3)<<4
+		}
 	}
-	return nib&0xf | (blk[128+32*n+l]>>(2*k)&3)<<4
 }
 
 // packedW is a weight repacked for the int8 tiles: group g (rows
@@ -85,6 +91,7 @@ func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
 	p := &packedW{data: make([]byte, (ng*nb+1)*gs)[:ng*nb*gs], nb: nb, ng: ng}
 	parallelFor(ng, max(1, 64<<10/(nb*gs)), func(lo, hi int) {
 		for g := lo; g < hi; g++ {
+			var q6 [256]byte
 			for r := range i8Rows {
 				row := g*i8Rows + r
 				if row >= rows {
@@ -96,8 +103,11 @@ func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
 					if c == tensor.Q6_K {
 						sb := src[210*(b/8) : 210*(b/8)+210]
 						e0 := 32 * (b % 8)
+						if e0 == 0 {
+							q6Values(&q6, sb)
+						}
 						for i := range 16 {
-							lo, hi := q6Value(sb, e0+i), q6Value(sb, e0+16+i)
+							lo, hi := q6[e0+i], q6[e0+16+i]
 							dst[64*(i/4)+4*r+i%4] = lo&0xf | (hi&0xf)<<4
 							dst[256+4*r+i%4] |= (lo >> 4) << (2 * uint(i/4))
 							dst[256+64+4*r+i%4] |= (hi >> 4) << (2 * uint(i/4))
