@@ -22,8 +22,13 @@
 // differ in the last bits.
 //
 // Implementation. The portable Go kernels (generic.go) are the reference
-// and run everywhere (wasm included). On amd64 with AVX2+FMA+F16C, assembly
-// kernels replace them at init; build with -tags purego to disable them.
+// and run everywhere (wasm included). On amd64, assembly kernels replace
+// them at init according to the CPU (see Level: AVX2, AVX-512, AVX-512
+// VNNI, AMX); SetLevel forces a lower level, and -tags purego builds
+// without them. Int8 mode at the AVX512VNNI level and above repacks
+// q4_0, q8_0, q4_K and q6_K weights once per tensor, at first use, into
+// 16-row int8 tiles that decode (one token) and prefill (panels of 8 or,
+// with AMX, 16 tokens) share.
 // Kernels run in parallel on runtime.GOMAXPROCS(0) goroutines (read at
 // each call; helpers are long-lived and started on demand); small
 // products run inline on the caller. Kernels are safe for concurrent use. Length mismatches between
