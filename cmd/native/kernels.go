@@ -8,8 +8,9 @@ import (
 )
 
 // applyKernelEnv maps the CPU kernel environment variables to the kernel
-// package's options: CORTIQ_CPU_LEVEL=generic|avx2|avx512|avx512vnni caps
-// the instruction set (a level above what the CPU has means the highest
+// package's options: CORTIQ_CPU_LEVEL=generic|avx2|avx512|avx512vnni|amx
+// selects the instruction set (by default the highest the CPU has, AMX
+// only when asked for; a level above what the CPU has means the highest
 // it has), CORTIQ_KERNEL=exact|int8 picks the arithmetic of quantized
 // products (int8 is the default).
 func applyKernelEnv() error {

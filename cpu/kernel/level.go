@@ -7,9 +7,9 @@ import (
 
 // Level is a set of instruction-set extensions the kernels may use. The
 // levels are ordered: each one uses the instructions of those below it.
-// At start-up the package picks the highest level the CPU supports
-// (Detected); SetLevel forces it down, for tests and for users who want
-// a lower one (the command line's CORTIQ_CPU_LEVEL).
+// At start-up the package picks DefaultLevel (the highest level the CPU
+// supports, AMX excepted); SetLevel changes it, up to Detected, for tests
+// and for users who want another (the command line's CORTIQ_CPU_LEVEL).
 //
 // Exact-mode results are the same at every level up to the order of
 // float32 additions (see the package documentation); Int8-mode results
@@ -27,9 +27,16 @@ const (
 	// decode and the int8 GEMM of Int8-mode prefill.
 	AVX512VNNI
 	// AMX adds AMX-INT8 tiles for the Int8-mode prefill of q4_0 and q8_0
-	// (Linux, which must grant the process the tile state).
+	// (Linux, which must grant the process the tile state). It is not
+	// chosen by default (see DefaultLevel): on the shared VM it was
+	// measured on, its prefill was no faster than AVX512VNNI's and at
+	// times much slower; SetLevel(AMX) opts in.
 	AMX
 )
+
+// DefaultLevel is the level the package starts at: the highest the CPU
+// supports, but at most AVX512VNNI.
+func DefaultLevel() Level { return min(detected, AVX512VNNI) }
 
 var levelNames = [...]string{Generic: "generic", AVX2: "avx2", AVX512: "avx512", AVX512VNNI: "avx512vnni", AMX: "amx"}
 
@@ -50,7 +57,8 @@ func ParseLevel(s string) (Level, error) {
 	return Generic, fmt.Errorf("unknown CPU kernel level %q (want one of generic, avx2, avx512, avx512vnni, amx)", s)
 }
 
-// Detected reports the highest level this CPU and build support.
+// Detected reports the highest level this CPU and build support (the
+// limit of SetLevel).
 func Detected() Level { return detected }
 
 var (
@@ -58,7 +66,7 @@ var (
 	level   = Generic
 )
 
-func init() { applyLevel(detected) }
+func init() { applyLevel(DefaultLevel()) }
 
 // SetLevel selects the kernels of level l, or of Detected() if l is
 // higher, and returns the level now in effect. Calls must not overlap
