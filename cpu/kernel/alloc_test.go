@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"weak"
 
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -44,4 +45,32 @@ func TestDecodeNoAllocs(t *testing.T) {
 			t.Errorf("%d allocations in %d decode steps of two products", n, calls)
 		}
 	})
+}
+
+// TestUnpack checks that packed tiles are built once per tensor and
+// dropped by Unpack.
+func TestUnpack(t *testing.T) {
+	if Detected() < AVX512VNNI {
+		t.Skip("no packed tiles below the AVX512VNNI level on this CPU")
+	}
+	defer SetLevel(SetLevel(AVX512VNNI))
+	defer SetMode(SetMode(Int8))
+	r := rand.New(rand.NewPCG(3, 3))
+	w := randWeight(t, r, tensor.Q4_0, 32, 64)
+	x := randX(r, 64)
+	y := make([]float32, 32)
+	packed := func() bool { _, ok := packCache.Load(weak.Make(w)); return ok }
+	MatVec(y, w, x)
+	if !packed() {
+		t.Fatal("no packed tiles after an Int8 MatVec")
+	}
+	Unpack(w)
+	if packed() {
+		t.Fatal("packed tiles left after Unpack")
+	}
+	y2 := make([]float32, 32)
+	MatVec(y2, w, x)
+	if !packed() || y2[5] != y[5] {
+		t.Fatal("repacking after Unpack changed the result or did not happen")
+	}
 }

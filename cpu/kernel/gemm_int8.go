@@ -85,6 +85,14 @@ func packedOf(w *tensor.Tensor, rb, rows, cols int) *packedW {
 	return p
 }
 
+// Unpack drops w's packed int8 tiles, if any; the next Int8 product
+// that needs them packs w again.
+func Unpack(w *tensor.Tensor) {
+	if w != nil {
+		packCache.Delete(weak.Make(w))
+	}
+}
+
 func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
 	nb, ng, gs := cols/32, (rows+i8Rows-1)/i8Rows, i8Stride(c)
 	// One block of slack: the AMX q4_0 tiles read one block ahead.

@@ -28,8 +28,9 @@ const (
 	// q4_K and q6_K join them, and MatMul (prefill) of those four codecs
 	// is Int8 too, every token row quantized the same way; those weights
 	// are repacked once per tensor into 16-row int8 tiles (held while the
-	// tensor lives, about the size of the weight again). The command line
-	// maps CORTIQ_KERNEL=exact to SetMode(Exact).
+	// tensor lives, about the size of the weight again, or until Unpack);
+	// a tensor's data must not change after its first Int8 product. The
+	// command line maps CORTIQ_KERNEL=exact to SetMode(Exact).
 	Int8
 )
 
