@@ -13,6 +13,7 @@ import (
 
 	"github.com/cortiq/cortiq/cpu/kernel"
 	"github.com/cortiq/cortiq/engine"
+	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/sample"
 )
 
@@ -38,6 +39,27 @@ type benchResult struct {
 	KernelMode      string  `json:"kernel_mode,omitempty"`  // exact or int8 (cpu backend)
 	ReadGBs         float64 `json:"read_gb_s,omitempty"`    // --bandwidth: memory read bandwidth, same threads
 	OfBandwidth     float64 `json:"of_bandwidth,omitempty"` // weight_gb_s / read_gb_s
+}
+
+// cpuTokenWeightBytes is what a CPU decode step reads of a dense model's
+// weights: every matrix once (the embedding only when it is also the
+// output); 0 for a mixture of experts, which reads a varying subset.
+func cpuTokenWeightBytes(m *model.Model) int64 {
+	var n int64
+	for _, name := range m.Weights.Names() {
+		t, ok := m.Weights.Tensor(name)
+		if !ok || len(t.Shape) < 2 {
+			continue
+		}
+		if len(t.Shape) > 2 {
+			return 0
+		}
+		if name == model.TokenEmbd && !m.Arch.TiedEmbeddings {
+			continue
+		}
+		n += int64(len(t.Data))
+	}
+	return n
 }
 
 // readBandwidth measures how fast the kernels' workers read memory: a
@@ -130,6 +152,9 @@ func cmdBench(args []string) error {
 		if !*jsonOut {
 			fmt.Fprintf(os.Stderr, "rep %d: prefill %.1f tok/s, decode %.1f tok/s\n", r+1, res.PrefillTokS, res.DecodeTokS)
 		}
+	}
+	if best.WeightBytesTok == 0 && best.Backend == "cpu" {
+		best.WeightBytesTok = cpuTokenWeightBytes(e.Model)
 	}
 	best.WeightGBs = best.DecodeTokS * float64(best.WeightBytesTok) / 1e9
 	if readGBs > 0 {
