@@ -16,6 +16,7 @@ import (
 	"fmt"
 
 	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/cpu/kernel"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -47,6 +48,17 @@ type Backend struct {
 	output  *tensor.Tensor // token_embd when the embeddings are tied
 	outNorm []float32
 	layers  []*layer
+	weights []*tensor.Tensor // every weight tensor, for ReleasePacked
+}
+
+// ReleasePacked drops the int8 tiles the kernels built for this model's
+// weights (kernel.Unpack); they are rebuilt if the CPU runs the model
+// again. The engine calls it when a device takes the model over after
+// the CPU was timed against it.
+func (b *Backend) ReleasePacked() {
+	for _, t := range b.weights {
+		kernel.Unpack(t)
+	}
 }
 
 // layer holds one decoder layer's weights, ready for the forward pass.
@@ -97,7 +109,7 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("cpu: norm %q not supported", a.Norm)
 	}
 	b := &Backend{m: m, arch: a, opts: opts}
-	w := weightGetter{w: m.Weights}
+	w := weightGetter{w: m.Weights, seen: &b.weights}
 	b.embd = w.matrix(model.TokenEmbd, a.Vocab, a.Hidden)
 	if a.TiedEmbeddings {
 		b.output = b.embd
@@ -201,8 +213,9 @@ func loadAttention(w *weightGetter, i int, at *model.Attention, hidden int) *att
 // weightGetter fetches tensors by canonical name, checking shapes; the first
 // error sticks.
 type weightGetter struct {
-	w   model.Weights
-	err error
+	w    model.Weights
+	err  error
+	seen *[]*tensor.Tensor // tensors handed out
 }
 
 func (g *weightGetter) fail(err error) {
@@ -241,6 +254,9 @@ func (g *weightGetter) tensor(name string, shape ...int) *tensor.Tensor {
 	if err != nil || int64(len(t.Data)) != n || t.Codec == tensor.I32 {
 		g.fail(fmt.Errorf("cpu: tensor %q (%s %v): %d bytes of data, want %d (%v)", name, t.Codec, t.Shape, len(t.Data), n, err))
 		return nil
+	}
+	if g.seen != nil {
+		*g.seen = append(*g.seen, t)
 	}
 	return t
 }

@@ -3,6 +3,7 @@ package cpu
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/cortiq/cortiq/cpu/kernel"
 	"github.com/cortiq/cortiq/fixtures"
 	"math"
 	"os"
@@ -341,6 +342,23 @@ func TestStories260K(t *testing.T) {
 		}
 		if lg, err = s.Forward([]int{got}, false); err != nil && i < len(want)-1 {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestParityLevels runs the parity check at every kernel level this CPU
+// has, forced down with kernel.SetLevel (Exact mode: the parity tests'
+// default is whatever level the CPU picks).
+func TestParityLevels(t *testing.T) {
+	defer kernel.SetLevel(kernel.CurrentLevel())
+	defer kernel.SetMode(kernel.SetMode(kernel.Exact))
+	for l := kernel.Generic; l <= kernel.Detected(); l++ {
+		kernel.SetLevel(l)
+		for _, name := range []string{"llama", "qwen2", "gemma2"} {
+			t.Run(l.String()+"/"+name, func(t *testing.T) {
+				m, ref := loadFixture(t, name)
+				checkParity(t, m, ref)
+			})
 		}
 	}
 }

@@ -145,6 +145,7 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 				}
 				break
 			}
+			c.ReleasePacked() // the probe's CPU steps packed int8 tiles
 			e.dev = dev
 		default:
 			e.dev = dev

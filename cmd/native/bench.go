@@ -4,11 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/cortiq/cortiq/webgpu"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"time"
 
+	"github.com/cortiq/cortiq/cpu/kernel"
 	"github.com/cortiq/cortiq/engine"
+	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/sample"
 )
 
@@ -30,6 +34,52 @@ type benchResult struct {
 	Threads         int     `json:"threads"`
 	Reps            int     `json:"reps"`
 	GreedyBatch     int     `json:"greedy_batch,omitempty"`
+	KernelLevel     string  `json:"kernel_level,omitempty"` // CPU kernels' instruction set (cpu backend)
+	KernelMode      string  `json:"kernel_mode,omitempty"`  // exact or int8 (cpu backend)
+	ReadGBs         float64 `json:"read_gb_s,omitempty"`    // --bandwidth: memory read bandwidth, same threads
+	OfBandwidth     float64 `json:"of_bandwidth,omitempty"` // weight_gb_s / read_gb_s
+}
+
+// cpuTokenWeightBytes is what a CPU decode step reads of a dense model's
+// weights: every matrix once (the embedding only when it is also the
+// output); 0 for a mixture of experts, which reads a varying subset.
+func cpuTokenWeightBytes(m *model.Model) int64 {
+	var n int64
+	for _, name := range m.Weights.Names() {
+		t, ok := m.Weights.Tensor(name)
+		if !ok || len(t.Shape) < 2 {
+			continue
+		}
+		if len(t.Shape) > 2 {
+			return 0
+		}
+		if name == model.TokenEmbd && !m.Arch.TiedEmbeddings {
+			continue
+		}
+		n += int64(len(t.Data))
+	}
+	return n
+}
+
+// readBandwidth measures how fast the kernels' workers read memory: a
+// buffer of mib MiB (far beyond the caches) summed by all threads at
+// once, each its own contiguous part; the best of reps passes, in GB/s.
+func readBandwidth(mib, reps int) float64 {
+	buf := make([]byte, mib<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	best := 0.0
+	var sink uint64
+	for range reps {
+		t0 := time.Now()
+		sink += kernel.ParallelReadSum(buf)
+		best = max(best, float64(len(buf))/time.Since(t0).Seconds()/1e9)
+	}
+	if sink == 1 {
+		fmt.Fprint(io.Discard, sink)
+	}
+	return best
 }
 
 func cmdBench(args []string) error {
@@ -42,8 +92,20 @@ func cmdBench(args []string) error {
 	jsonOut := fs.Bool("json", false, "print JSON")
 	greedyBatch := fs.Int("greedy-batch", 1, "greedy tokens per device submit")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the runs to this file")
+	bandwidth := fs.Bool("bandwidth", false, "also measure memory read bandwidth (all threads, 1 GiB); alone without -m")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	var readGBs float64
+	if *bandwidth {
+		readGBs = readBandwidth(1024, 5)
+		if mf.model == "" {
+			if *jsonOut {
+				return json.NewEncoder(os.Stdout).Encode(benchResult{Threads: runtime.GOMAXPROCS(0), ReadGBs: readGBs, KernelLevel: kernel.CurrentLevel().String()})
+			}
+			fmt.Printf("read bandwidth: %.2f GB/s (%d threads, %s kernels)\n", readGBs, runtime.GOMAXPROCS(0), kernel.CurrentLevel())
+			return nil
+		}
 	}
 	if mf.ctx == 0 {
 		mf.ctx = *promptN + *genN + 1
@@ -90,7 +152,17 @@ func cmdBench(args []string) error {
 			fmt.Fprintf(os.Stderr, "rep %d: prefill %.1f tok/s, decode %.1f tok/s\n", r+1, res.PrefillTokS, res.DecodeTokS)
 		}
 	}
+	if best.WeightBytesTok == 0 && best.Backend == "cpu" {
+		best.WeightBytesTok = cpuTokenWeightBytes(e.Model)
+	}
 	best.WeightGBs = best.DecodeTokS * float64(best.WeightBytesTok) / 1e9
+	if readGBs > 0 {
+		best.ReadGBs = readGBs
+		best.OfBandwidth = best.WeightGBs / readGBs
+	}
+	if best.Backend == "cpu" {
+		best.KernelLevel, best.KernelMode = kernel.CurrentLevel().String(), kernel.CurrentMode().String()
+	}
 	// CORTIQ_GPU_PROFILE=1: GPU time per kernel class over all reps.
 	if r := webgpu.ProfileReport(); r != "" {
 		fmt.Fprint(os.Stderr, r)
@@ -100,5 +172,11 @@ func cmdBench(args []string) error {
 	}
 	fmt.Printf("%s on %s (%d threads): prompt %d → prefill %.1f tok/s; gen %d → decode %.1f tok/s\n",
 		best.Model, best.Backend, best.Threads, best.PromptTokens, best.PrefillTokS, best.GenTokens, best.DecodeTokS)
+	if best.ReadGBs > 0 {
+		fmt.Printf("read bandwidth %.2f GB/s; decode streams weights at %.2f GB/s (%.0f%%)\n", best.ReadGBs, best.WeightGBs, 100*best.OfBandwidth)
+	}
+	if best.KernelLevel != "" {
+		fmt.Printf("cpu kernels: %s, %s\n", best.KernelLevel, best.KernelMode)
+	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cortiq/cortiq/cpu/kernel"
 	"github.com/cortiq/cortiq/safetensors"
 )
 
@@ -573,5 +574,27 @@ func TestInterrupt(t *testing.T) {
 	}
 	if code != 130 || !strings.Contains(stderr.String(), "cancelled") {
 		t.Errorf("interrupted run: exit %d (want 130), stderr %q (want the stats line saying cancelled)", code, stderr.String())
+	}
+}
+
+// TestBenchKernelLevel checks that the CPU kernel environment variables
+// reach the kernels and that bench --json reports the level and mode.
+func TestBenchKernelLevel(t *testing.T) {
+	p := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
+	out := cortiq(t, []string{"CORTIQ_CPU_LEVEL=avx2", "CORTIQ_KERNEL=exact"}, "bench", "-m", p, "--backend", "cpu", "--prompt", "4", "--gen", "2", "--reps", "1", "--json")
+	var res struct {
+		Level string `json:"kernel_level"`
+		Mode  string `json:"kernel_mode"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	if want := min(kernel.AVX2, kernel.Detected()).String(); res.Level != want || res.Mode != "exact" {
+		t.Errorf("bench reports kernels %q, %q; want %q, exact", res.Level, res.Mode, want)
+	}
+	cmd := exec.Command(cortiqBin, "bench", "--bandwidth")
+	cmd.Env = append(os.Environ(), "CORTIQ_CPU_LEVEL=sse9")
+	if msg, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(msg), "CORTIQ_CPU_LEVEL") {
+		t.Errorf("CORTIQ_CPU_LEVEL=sse9: err %v, output %q; want an error naming the variable", err, msg)
 	}
 }

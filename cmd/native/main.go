@@ -144,6 +144,10 @@ func cortiqMain(args []string) int {
 		return 2
 	}
 	defer privateRuntimeDir()()
+	if err := applyKernelEnv(); err != nil {
+		fmt.Fprintf(os.Stderr, "cortiq: %v\n", err)
+		return 2
+	}
 	err := cmd.run(args[1:])
 	var help helpRequest
 	var bad usageError

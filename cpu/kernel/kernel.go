@@ -12,7 +12,8 @@
 // exactly and accumulates each output in one float32 sum per token. This is
 // the Exact mode, the numerical reference other backends compare against.
 // The default mode is Int8, which trades exactness for speed on q8_0/q4_0
-// MatVec (see Int8); SetMode(Exact) or CORTIQ_KERNEL=exact restores it.
+// MatVec (see Int8); SetMode(Exact) restores it. SetLevel picks the
+// instruction set (see Level).
 //
 // Every output element is computed by one goroutine in an order fixed by
 // the call's shapes, so results are bit-for-bit reproducible whatever the
@@ -21,8 +22,13 @@
 // differ in the last bits.
 //
 // Implementation. The portable Go kernels (generic.go) are the reference
-// and run everywhere (wasm included). On amd64 with AVX2+FMA+F16C, assembly
-// kernels replace them at init; build with -tags purego to disable them.
+// and run everywhere (wasm included). On amd64, assembly kernels replace
+// them at init according to the CPU (see Level: AVX2, AVX-512, AVX-512
+// VNNI, AMX); SetLevel forces a lower level, and -tags purego builds
+// without them. Int8 mode at the AVX512VNNI level and above repacks
+// q4_0, q8_0, q4_K and q6_K weights once per tensor, at first use, into
+// 16-row int8 tiles that decode (one token) and prefill (panels of 8 or,
+// with AMX, 16 tokens) share.
 // Kernels run in parallel on runtime.GOMAXPROCS(0) goroutines (read at
 // each call; helpers are long-lived and started on demand); small
 // products run inline on the caller. Kernels are safe for concurrent use. Length mismatches between
@@ -56,8 +62,9 @@ func matRows(w *tensor.Tensor) int {
 // nrows = out.
 func MatVecRows(y []float32, w *tensor.Tensor, x []float32, row0, nrows int) {
 	var qx *q8x
-	m := prepareMatVec(y, w, x, row0, nrows, &qx)
-	runMatVecs([]matvec{m})
+	m := [1]matvec{prepareMatVec(y, w, x, row0, nrows, &qx)}
+	runMatVecs(m[:])
+	putQ8x(qx)
 }
 
 // Product is one matrix product of a MatMuls call: Y = X·Wᵀ.
@@ -84,11 +91,17 @@ func MatMuls(x []float32, n int, ps ...Product) {
 		return
 	}
 	var qx *q8x
-	ms := make([]matvec, len(ps))
+	var buf [8]matvec
+	ms := buf[:0]
+	if len(ps) > len(buf) {
+		ms = make([]matvec, 0, len(ps))
+	}
+	ms = ms[:len(ps)]
 	for i, p := range ps {
 		ms[i] = prepareMatVec(p.Y, p.W, x, 0, matRows(p.W), &qx)
 	}
 	runMatVecs(ms)
+	putQ8x(qx)
 }
 
 // matvec is one matrix-vector product ready to run: rows are processed in
@@ -103,6 +116,12 @@ type matvec struct {
 	k    rowsKernel
 	qx   *q8x
 	k8   int8Kernel // used instead of k when set
+
+	// Packed Int8 decode (used instead of k8 when pw is set): units are
+	// 16-row groups, from group g0 of the packed weight.
+	pw    *packedW
+	g0    int
+	codec tensor.Codec
 }
 
 const mvUnit = 4 // rows per unit of work (the Int8 kernels' row tile)
@@ -116,22 +135,40 @@ func prepareMatVec(y []float32, w *tensor.Tensor, x []float32, row0, nrows int, 
 		panic(fmt.Sprintf("kernel: MatVec %s %v: len(x)=%d len(y)=%d for %d rows of %d", w.Name, w.Shape, len(x), len(y), nrows, cols))
 	}
 	m := matvec{y: y[:nrows], data: w.Data[row0*rb : (row0+nrows)*rb], rb: rb, x: x}
-	if CurrentMode() == Int8 && int(w.Codec) < len(int8Kernels) && int8Kernels[w.Codec] != nil && cols > 0 {
-		if *qx == nil {
-			*qx = quantizeX(x)
+	if CurrentMode() == Int8 && cols > 0 {
+		if packedDecode && packable(w.Codec) && row0%i8Rows == 0 && cols%32 == 0 {
+			if *qx == nil {
+				*qx = quantizeX(x)
+			}
+			m.qx, m.pw, m.g0, m.codec = *qx, packedOf(w, rb, matRows(w), cols), row0/i8Rows, w.Codec
+			return m
 		}
-		m.k8, m.qx = int8Kernels[w.Codec], *qx
-		return m
+		if int(w.Codec) < len(int8Kernels) && int8Kernels[w.Codec] != nil {
+			if *qx == nil {
+				*qx = quantizeX(x)
+			}
+			m.k8, m.qx = int8Kernels[w.Codec], *qx
+			return m
+		}
 	}
 	m.k = matvecKernel(w.Codec)
 	m.aux = prepareX(w.Codec, x)
 	return m
 }
 
-func (m *matvec) units() int { return (len(m.y) + mvUnit - 1) / mvUnit }
+func (m *matvec) units() int {
+	if m.pw != nil {
+		return (len(m.y) + i8Rows - 1) / i8Rows
+	}
+	return (len(m.y) + mvUnit - 1) / mvUnit
+}
 
 // run computes the rows of units [lo, hi).
 func (m *matvec) run(lo, hi int) {
+	if m.pw != nil {
+		runPacked(m, lo, hi)
+		return
+	}
 	r0, r1 := lo*mvUnit, min(hi*mvUnit, len(m.y))
 	if m.k8 != nil {
 		m.k8(m.y[r0:r1], m.data[r0*m.rb:r1*m.rb], m.rb, m.qx)
@@ -152,16 +189,20 @@ func runMatVecs(ms []matvec) {
 	}
 	// Split so that each chunk reads at least ~64 KiB of weights.
 	grain := max(1, (64<<10)/max(1, bytes/total))
-	parallelFor(total, grain, func(lo, hi int) {
-		base := 0
-		for i := range ms {
-			u := ms[i].units()
-			if a, b := max(lo-base, 0), min(hi-base, u); a < b {
-				ms[i].run(a, b)
-			}
-			base += u
+	parallelRun(total, grain, nil, ms)
+}
+
+// runUnits runs the units [lo, hi) of the products ms, numbered across
+// them in order.
+func runUnits(ms []matvec, lo, hi int) {
+	base := 0
+	for i := range ms {
+		u := ms[i].units()
+		if a, b := max(lo-base, 0), min(hi-base, u); a < b {
+			ms[i].run(a, b)
 		}
-	})
+		base += u
+	}
 }
 
 // MatMul computes Y = X·Wᵀ for n activation rows: x[t*cols:(t+1)*cols]
@@ -181,8 +222,19 @@ func MatMul(y []float32, w *tensor.Tensor, x []float32, n int) {
 		MatVec(y[:rows], w, x[:cols])
 		return
 	}
+	if int8MatMul != nil && CurrentMode() == Int8 && int8MatMul(y, w, x, n, rows, cols, rb) {
+		return
+	}
 	matmul(y, w.Codec, w.Data[:rows*rb], rb, rows, cols, x, n)
 }
+
+// packedDecode makes Int8-mode MatVec of q4_0 and q8_0 run on the packed
+// weights (level AVX512VNNI), with runPacked.
+var packedDecode bool
+
+// int8MatMul is the Int8-mode MatMul of the current level (nil if none);
+// it reports whether it handled the product.
+var int8MatMul func(y []float32, w *tensor.Tensor, x []float32, n, rows, cols, rb int) bool
 
 func checkMat(w *tensor.Tensor, cols, row0, nrows int) int {
 	rb, err := w.Codec.RowBytes(cols)

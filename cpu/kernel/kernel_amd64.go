@@ -12,6 +12,9 @@ import (
 // as the portable loops, with 8-lane partial sums.
 
 //go:noescape
+func readSumAVX2(p *byte, n int) uint64
+
+//go:noescape
 func dotF32AVX2(w, x *float32, n int) float32
 
 //go:noescape
@@ -59,13 +62,42 @@ func dotQ8_0Q8AVX2(w *byte, xq *int8, xd *float32, nb int) float32
 //go:noescape
 func dotQ4_0Q8AVX2(w *byte, xq *int8, xd *float32, xc *int32, nb int) float32
 
-var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+var (
+	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL
+	hasVNNI   = hasAVX512 && cpu.X86.HasAVX512VNNI
 
-func init() {
-	if !hasAVX2 {
-		return
+	detected = func() Level {
+		switch {
+		case hasVNNI && amxUsable():
+			return AMX
+		case hasVNNI:
+			return AVX512VNNI
+		case hasAVX512:
+			return AVX512
+		case hasAVX2:
+			return AVX2
+		}
+		return Generic
+	}()
+)
+
+// applyLevel installs the kernels of level l (l <= detected).
+func applyLevel(l Level) {
+	level = l
+	useAVX2(l >= AVX2)
+	readSumImpl = nil
+	if l >= AVX2 {
+		readSumImpl = readSumAVX2
 	}
-	useAVX2(true)
+	int8MatMul, packedDecode, quantRowImpl = nil, false, nil
+	if l >= AVX512 {
+		quantRowImpl = quantRow
+		useAVX512(l >= AVX512VNNI)
+	}
+	if l >= AVX512VNNI {
+		int8MatMul, packedDecode = matmulInt8, true
+	}
 }
 
 // useAVX2 switches the dispatch tables between the AVX2 and the portable

@@ -4,7 +4,9 @@ package kernel
 
 const hasAVX2 = false
 
-func useAVX2(bool) {}
+const detected = Generic
+
+func applyLevel(l Level) { level = l }
 
 func simdLen(int) int { return 0 }
 
@@ -12,3 +14,5 @@ func axpySIMD(dst, x *float32, a float32, n int) {}
 func addSIMD(dst, a *float32, n int)             {}
 func mulSIMD(dst, a *float32, n int)             {}
 func scaleSIMD(x *float32, s float32, n int)     {}
+
+func runPacked(*matvec, int, int) { panic("kernel: no packed kernels in this build") }

@@ -61,16 +61,14 @@ func checkClose(t *testing.T, what string, got []float32, want, mag []float64) {
 	}
 }
 
-// forEachImpl runs f with the portable kernels and, where the CPU has
-// them, the SIMD kernels.
+// forEachImpl runs f at every kernel level this CPU supports, from the
+// portable kernels up (each level forced with SetLevel).
 func forEachImpl(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	defer useAVX2(hasAVX2)
-	useAVX2(false)
-	t.Run("generic", f)
-	if hasAVX2 {
-		useAVX2(true)
-		t.Run("avx2", f)
+	defer SetLevel(CurrentLevel())
+	for l := Generic; l <= Detected(); l++ {
+		SetLevel(l)
+		t.Run(l.String(), f)
 	}
 }
 

@@ -2,7 +2,7 @@ package kernel
 
 import (
 	"math"
-	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cortiq/cortiq/tensor"
@@ -24,23 +24,19 @@ const (
 	// differs from Exact by the activation rounding (relative error around
 	// 1e-3 of Σ|w·x|, 5e-3 of |y| on random data; see TestInt8Error).
 	// Other codecs, MatMul with n >= 2 (MatMul with n == 1 is MatVec), and
-	// builds without the SIMD kernels stay Exact. The environment variable
-	// CORTIQ_KERNEL=exact (or int8) sets the mode at start-up.
+	// builds without the SIMD kernels stay Exact. At the AVX512VNNI level
+	// q4_K and q6_K join them, and MatMul (prefill) of those four codecs
+	// is Int8 too, every token row quantized the same way; those weights
+	// are repacked once per tensor into 16-row int8 tiles (held while the
+	// tensor lives, about the size of the weight again, or until Unpack);
+	// a tensor's data must not change after its first Int8 product. The
+	// command line maps CORTIQ_KERNEL=exact to SetMode(Exact).
 	Int8
 )
 
 var mode atomic.Int32
 
-func init() {
-	m := Int8
-	switch os.Getenv("CORTIQ_KERNEL") {
-	case "exact":
-		m = Exact
-	case "int8":
-		m = Int8
-	}
-	mode.Store(int32(m))
-}
+func init() { mode.Store(int32(Int8)) }
 
 // SetMode sets the arithmetic of subsequent calls and returns the previous
 // mode. It is safe to call concurrently, but a call in flight may use
@@ -64,42 +60,99 @@ func (m Mode) String() string {
 // round(x/d) per 32-element block, d the block scales and s = d·Σq per
 // block (for the q4_0 offset); c holds eight int32 per block whose sum is
 // 8·Σq (the q4_0 offset in integer form: the first is 8·Σq, the rest 0).
+// The 512-bit kernels read d8 (each d repeated 8 times) and the offsets
+// o4 (first of eight −8·Σq) and o8 (first of eight −128·Σq).
 type q8x struct {
-	q []int8
-	d []float32
-	s []float32
-	c []int32
+	q      []int8
+	d, s   []float32
+	d8     []float32
+	c      []int32
+	o4, o8 []int32
+	hs     []int32 // Σq over each half block (2 per block)
+	o6     []int32 // −32 times hs, for q6_K
 }
 
+// quantRowImpl, when set, quantizes whole rows as quantBlock does
+// (x: nb blocks; q, d: the outputs; sum: Σq of each half block).
+var quantRowImpl func(x *float32, nb int, q *int8, d *float32, sum *int32)
+
+// q8xPool recycles quantized activations: decode quantizes one per
+// product group, and must not allocate per token.
+var q8xPool = sync.Pool{New: func() any { return new(q8x) }}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// quantizeX quantizes x into a pooled q8x; release it with putQ8x.
 func quantizeX(x []float32) *q8x {
 	nb := len(x) / 32
-	f := make([]float32, 2*nb)
-	qx := &q8x{q: make([]int8, len(x)), d: f[:nb:nb], s: f[nb:], c: make([]int32, 8*nb)}
+	qx := q8xPool.Get().(*q8x)
+	qx.q = grow(qx.q, len(x))
+	qx.d, qx.s, qx.d8 = grow(qx.d, nb), grow(qx.s, nb), grow(qx.d8, 8*nb)
+	qx.c, qx.o4, qx.o8 = grow(qx.c, 8*nb), grow(qx.o4, 8*nb), grow(qx.o8, 8*nb)
+	qx.hs, qx.o6 = grow(qx.hs, 2*nb), grow(qx.o6, 2*nb)
+	clear(qx.c)
+	clear(qx.o4)
+	clear(qx.o8)
+	if quantRowImpl != nil && nb > 0 {
+		quantRowImpl(&x[0], nb, &qx.q[0], &qx.d[0], &qx.hs[0])
+	} else {
+		for b := range nb {
+			q := (*[32]int8)(qx.q[32*b:])
+			qx.d[b], _ = quantBlock(q, (*[32]float32)(x[32*b:]))
+			var lo, hi int32
+			for i := range 16 {
+				lo += int32(q[i])
+				hi += int32(q[16+i])
+			}
+			qx.hs[2*b], qx.hs[2*b+1] = lo, hi
+		}
+	}
 	for b := range nb {
-		xb := (*[32]float32)(x[32*b:])
-		var amax float32
-		for _, v := range xb {
-			amax = max(amax, math.Float32frombits(math.Float32bits(v)&0x7fffffff))
-		}
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		q := (*[32]int8)(qx.q[32*b:])
-		var sum int32
-		for i, v := range xb {
-			// |v·id| <= 127.5 rounds into int8 range; half rounds to even, as
-			// the SIMD conversions do.
-			r := int32(math.RoundToEven(float64(v * id)))
-			q[i] = int8(r)
-			sum += r
-		}
-		qx.d[b] = d
+		d, sum := qx.d[b], qx.hs[2*b]+qx.hs[2*b+1]
+		qx.o6[2*b], qx.o6[2*b+1] = -32*qx.hs[2*b], -32*qx.hs[2*b+1]
 		qx.s[b] = d * float32(sum)
+		d8 := (*[8]float32)(qx.d8[8*b:])
+		for i := range d8 {
+			d8[i] = d
+		}
 		qx.c[8*b] = 8 * sum
+		qx.o4[8*b] = -8 * sum
+		qx.o8[8*b] = -128 * sum
 	}
 	return qx
+}
+
+// quantBlock rounds one block of 32 activations to int8 with the scale
+// amax/127 and returns the scale and Σq.
+func quantBlock(q *[32]int8, xb *[32]float32) (d float32, sum int32) {
+	var amax float32
+	for _, v := range xb {
+		amax = max(amax, math.Float32frombits(math.Float32bits(v)&0x7fffffff))
+	}
+	d = amax / 127
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	for i, v := range xb {
+		// |v·id| <= 127.5 rounds into int8 range; half rounds to even, as
+		// the SIMD conversions do.
+		r := int32(math.RoundToEven(float64(v * id)))
+		q[i] = int8(r)
+		sum += r
+	}
+	return d, sum
+}
+
+func putQ8x(qx *q8x) {
+	if qx != nil {
+		q8xPool.Put(qx)
+	}
 }
 
 // int8Kernel computes y[i] = row_i · x for len(y) rows with the activation

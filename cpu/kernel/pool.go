@@ -14,11 +14,16 @@ import (
 
 type job struct {
 	fn    func(lo, hi int)
+	ms    []matvec // run as runUnits(ms, lo, hi) when fn is nil
 	n     int
 	chunk int
 	next  atomic.Int64
 	wg    sync.WaitGroup
 }
+
+// jobPool recycles jobs: decode issues a hundred parallel products per
+// token, none of which should allocate.
+var jobPool = sync.Pool{New: func() any { return new(job) }}
 
 var (
 	serialForTest bool // makes every parallel call run inline (CPU-time measurements)
@@ -77,7 +82,11 @@ func (j *job) run() {
 		if lo >= j.n {
 			return
 		}
-		j.fn(lo, min(lo+j.chunk, j.n))
+		if j.fn != nil {
+			j.fn(lo, min(lo+j.chunk, j.n))
+		} else {
+			runUnits(j.ms, lo, min(lo+j.chunk, j.n))
+		}
 	}
 }
 
@@ -89,22 +98,30 @@ func Workers() int { return max(1, runtime.GOMAXPROCS(0)) }
 // items, on up to Workers() goroutines. Work below one grain, or on a
 // single worker, runs inline on the caller.
 func parallelFor(n, grain int, fn func(lo, hi int)) {
+	parallelRun(n, grain, fn, nil)
+}
+
+// parallelRun is parallelFor over fn, or, when fn is nil, over the units
+// of the products ms (runUnits), without allocating.
+func parallelRun(n, grain int, fn func(lo, hi int), ms []matvec) {
 	if n <= 0 {
 		return
 	}
 	nw := Workers()
-	if nw == 1 || n <= grain || serialForTest {
-		fn(0, n)
-		return
-	}
 	// About 4 chunks per worker balances load without much overhead.
 	chunk := max(grain, (n+4*nw-1)/(4*nw))
-	nchunks := (n + chunk - 1) / chunk
-	if nchunks == 1 {
-		fn(0, n)
+	if nw == 1 || n <= grain || serialForTest || (n+chunk-1)/chunk == 1 {
+		if fn != nil {
+			fn(0, n)
+		} else {
+			runUnits(ms, 0, n)
+		}
 		return
 	}
-	j := &job{fn: fn, n: n, chunk: chunk}
+	nchunks := (n + chunk - 1) / chunk
+	j := jobPool.Get().(*job)
+	j.fn, j.ms, j.n, j.chunk = fn, append(j.ms[:0], ms...), n, chunk
+	j.next.Store(0)
 	helpers := min(nw-1, nchunks-1)
 	ensureHelpers(helpers)
 	j.wg.Add(helpers)
@@ -113,4 +130,7 @@ func parallelFor(n, grain int, fn func(lo, hi int)) {
 	}
 	j.run()
 	j.wg.Wait()
+	j.fn = nil
+	clear(j.ms) // drop the references to the products' slices
+	jobPool.Put(j)
 }

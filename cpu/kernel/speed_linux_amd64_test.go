@@ -41,6 +41,9 @@ func TestInt8StreamSpeed(t *testing.T) {
 	if os.Getenv("CORTIQ_KSPEED") == "" {
 		t.Skip("set CORTIQ_KSPEED=1 to measure")
 	}
+	if l, err := ParseLevel(os.Getenv("CORTIQ_KSPEED")); err == nil {
+		defer SetLevel(SetLevel(l))
+	}
 	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0} {
 		const rows, cols = 65536, 2048
 		w := benchWeight(c, rows, cols)

@@ -41,9 +41,8 @@ func TestKernelSpeed(t *testing.T) {
 	if os.Getenv("CORTIQ_KSPEED") == "" {
 		t.Skip("set CORTIQ_KSPEED=1 to measure")
 	}
-	if os.Getenv("CORTIQ_KSPEED") == "generic" {
-		useAVX2(false)
-		defer useAVX2(hasAVX2)
+	if l, err := ParseLevel(os.Getenv("CORTIQ_KSPEED")); err == nil {
+		defer SetLevel(SetLevel(l))
 	}
 	for _, c := range allCodecs {
 		for _, sh := range [][2]int{{256, 2048}, {2048, 2048}} {
@@ -58,9 +57,14 @@ func TestKernelSpeed(t *testing.T) {
 			rb := len(w.Data) / sh[0]
 			d := cpuTime(max(2, 10000000/len(w.Data)), func() { k(y, w.Data, rb, x, aux) })
 			fmt.Printf("%-5s %5dx%-5d %8.1f us  %6.2f GB/s (1 thread, CPU time)\n", c, sh[0], sh[1], float64(d)/1e3, float64(len(w.Data))/float64(d))
-			if k8 := int8Kernels[c]; k8 != nil {
-				qx := quantizeX(x)
-				d := cpuTime(max(2, 10000000/len(w.Data)), func() { k8(y, w.Data, rb, qx) })
+			if int8Kernels[c] != nil || packedDecode && packable(c) {
+				// MatVec as decode calls it (the packed tiles where the
+				// level has them), activation quantization included.
+				prev := SetMode(Int8)
+				serialForTest = true
+				d := cpuTime(max(2, 10000000/len(w.Data)), func() { MatVec(y, w, x) })
+				serialForTest = false
+				SetMode(prev)
 				fmt.Printf("%-5s %5dx%-5d %8.1f us  %6.2f GB/s (1 thread, CPU time, int8 mode)\n", c, sh[0], sh[1], float64(d)/1e3, float64(len(w.Data))/float64(d))
 			}
 		}
@@ -73,6 +77,12 @@ func TestMatMulSpeed(t *testing.T) {
 	}
 	serialForTest = true
 	defer func() { serialForTest = false }()
+	if l, err := ParseLevel(os.Getenv("CORTIQ_KSPEED")); err == nil {
+		defer SetLevel(SetLevel(l))
+	}
+	if os.Getenv("CORTIQ_KSPEED_MODE") == "int8" {
+		defer SetMode(SetMode(Int8))
+	}
 	n := 64
 	if v, err := strconv.Atoi(os.Getenv("CORTIQ_KSPEED_N")); err == nil {
 		n = v
@@ -85,6 +95,7 @@ func TestMatMulSpeed(t *testing.T) {
 				x[i] = float32(i%7) - 3
 			}
 			y := make([]float32, n*sh[0])
+			MatMul(y, w, x, n) // packs the weight once in Int8 mode
 			d := cpuTime(1, func() { MatMul(y, w, x, n) })
 			fmt.Printf("%-5s %5dx%-5d n=%d %8.1f us  %6.2f GFLOP/s (1 thread, CPU time)\n", c, sh[0], sh[1], n, float64(d)/1e3, float64(2*n*sh[0]*sh[1])/float64(d))
 		}

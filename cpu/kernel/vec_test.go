@@ -116,7 +116,7 @@ func TestActivationsBitIdentical(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no SIMD kernels on this build")
 	}
-	defer useAVX2(hasAVX2)
+	defer SetLevel(CurrentLevel())
 	r := rand.New(rand.NewPCG(10, 10))
 	x := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 1e-40, -1e-40, 87.3, -87.3, 88.3, 100, -100, 1e30, -1e30,
 		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 0.5, -0.5}
@@ -135,10 +135,10 @@ func TestActivationsBitIdentical(t *testing.T) {
 		name string
 		fn   func([]float32)
 	}{{"SiLU", SiLU}, {"GELUTanh", GELUTanh}, {"expSub", func(v []float32) { expSubImpl(v, 0.25) }}} {
-		useAVX2(false)
+		SetLevel(Generic)
 		a := append([]float32(nil), x...)
 		f.fn(a)
-		useAVX2(true)
+		SetLevel(AVX2)
 		b := append([]float32(nil), x...)
 		f.fn(b)
 		if i := same(a, b); i >= 0 {
@@ -183,4 +183,24 @@ func TestElementwise(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestReadSum(t *testing.T) {
+	b := make([]byte, 1000)
+	var want uint64
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	for i := 0; i+8 <= len(b); i += 8 {
+		want += uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
+			uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
+	}
+	forEachImpl(t, func(t *testing.T) {
+		if got := ReadSum(b); got != want {
+			t.Errorf("ReadSum = %d, want %d", got, want)
+		}
+		if got := ParallelReadSum(b); got != want {
+			t.Errorf("ParallelReadSum = %d, want %d", got, want)
+		}
+	})
 }

@@ -1,0 +1,5 @@
+//go:build amd64 && !purego && !linux
+
+package kernel
+
+func amxUsable() bool { return false }

@@ -1,0 +1,165 @@
+package kernel
+
+import (
+	"encoding/binary"
+	"math"
+	"runtime"
+	"sync"
+	"unsafe"
+	"weak"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// Packed weights for the int8 tiles of the AVX512VNNI level (the tile
+// kernels are in gemm_int8_amd64.s; the packing is portable Go).
+
+const (
+	i8Rows   = 16  // weight rows per tile (int32 lanes)
+	i8Tokens = 8   // tokens per panel
+	i8PanelB = 448 // panel bytes per block: 256 quads, 8 scales, 8+8 offsets, 8 d·Σq, 8+8 q6_K offsets
+)
+
+// i8Stride is the bytes per block of one 16-row group of packed weights.
+func i8Stride(c tensor.Codec) int {
+	switch c {
+	case tensor.Q4_0:
+		return 256 + 64
+	case tensor.Q4_K:
+		return 256 + 64 + 64
+	case tensor.Q6_K:
+		return 256 + 128 + 128
+	}
+	return 512 + 64
+}
+
+// packable reports whether the int8 tiles take codec c.
+func packable(c tensor.Codec) bool {
+	return c == tensor.Q4_0 || c == tensor.Q8_0 || c == tensor.Q4_K || c == tensor.Q6_K
+}
+
+// q6Values decodes the 256 unsigned values (0..63) of a q6_K block.
+func q6Values(dst *[256]byte, blk []byte) {
+	for n := range 2 {
+		ql := blk[64*n : 64*n+64]
+		qh := blk[128+32*n : 128+32*n+32]
+		v := dst[128*n : 128*n+128]
+		for l := range 32 {
+			h := qh[l]
+			v[l] = ql[l]&0xf | (h&3)<<4
+			v[l+32] = ql[l+32]&0xf | (h>>2&3)<<4
+			v[l+64] = ql[l]>>4 | (h>>4&3)<<4
+			v[l+96] = ql[l+32]>>4 | (h>>6&3)<<4
+		}
+	}
+}
+
+// packedW is a weight repacked for the int8 tiles: group g (rows
+// 16g..16g+15, zero-padded) block b at (g·nb + b)·stride.
+type packedW struct {
+	src    uintptr // &Data[0] when packed, to notice a changed tensor
+	data   []byte
+	nb, ng int
+}
+
+func i8Bytes(q []int8) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q)) }
+
+// packCache maps a weight to its packed form for as long as the tensor
+// lives: prefill reads each weight many times, and repacking costs about
+// as much as one pass over the weights.
+var packCache sync.Map // weak.Pointer[tensor.Tensor] → *packedW
+
+func packedOf(w *tensor.Tensor, rb, rows, cols int) *packedW {
+	key := weak.Make(w)
+	src := uintptr(unsafe.Pointer(&w.Data[0]))
+	if v, ok := packCache.Load(key); ok {
+		if p := v.(*packedW); p.src == src && p.nb == cols/32 && p.ng == (rows+i8Rows-1)/i8Rows {
+			return p
+		}
+	}
+	p := packWeights(w.Codec, w.Data, rb, rows, cols)
+	p.src = src
+	if _, loaded := packCache.Swap(key, p); !loaded {
+		runtime.AddCleanup(w, func(k weak.Pointer[tensor.Tensor]) { packCache.Delete(k) }, key)
+	}
+	return p
+}
+
+// Unpack drops w's packed int8 tiles, if any; the next Int8 product
+// that needs them packs w again.
+func Unpack(w *tensor.Tensor) {
+	if w != nil {
+		packCache.Delete(weak.Make(w))
+	}
+}
+
+func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
+	nb, ng, gs := cols/32, (rows+i8Rows-1)/i8Rows, i8Stride(c)
+	// One block of slack: the AMX q4_0 tiles read one block ahead.
+	p := &packedW{data: make([]byte, (ng*nb+1)*gs)[:ng*nb*gs], nb: nb, ng: ng}
+	parallelFor(ng, max(1, 64<<10/(nb*gs)), func(lo, hi int) {
+		for g := lo; g < hi; g++ {
+			var q6 [256]byte
+			for r := range i8Rows {
+				row := g*i8Rows + r
+				if row >= rows {
+					break // padding stays zero: weight 0, scale 0
+				}
+				src := data[row*rb : (row+1)*rb]
+				for b := range nb {
+					dst := p.data[(g*nb+b)*gs : (g*nb+b+1)*gs]
+					if c == tensor.Q6_K {
+						sb := src[210*(b/8) : 210*(b/8)+210]
+						e0 := 32 * (b % 8)
+						if e0 == 0 {
+							q6Values(&q6, sb)
+						}
+						for i := range 16 {
+							lo, hi := q6[e0+i], q6[e0+16+i]
+							dst[64*(i/4)+4*r+i%4] = lo&0xf | (hi&0xf)<<4
+							dst[256+4*r+i%4] |= (lo >> 4) << (2 * uint(i/4))
+							dst[256+64+4*r+i%4] |= (hi >> 4) << (2 * uint(i/4))
+						}
+						d := f16Table[binary.LittleEndian.Uint16(sb[208:])]
+						binary.LittleEndian.PutUint32(dst[384+4*r:], math.Float32bits(d*float32(int8(sb[192+e0/16]))))
+						binary.LittleEndian.PutUint32(dst[448+4*r:], math.Float32bits(d*float32(int8(sb[192+e0/16+1]))))
+						continue
+					}
+					if c == tensor.Q4_K {
+						// Sub-block b%8 of super-block b/8: nibble half
+						// (b%8)%2 of the 32 bytes of chunk (b%8)/2,
+						// re-paired as q4_0 pairs elements i and 16+i.
+						sb := src[144*(b/8) : 144*(b/8)+144]
+						sub := b % 8
+						qs := sb[16+32*(sub/2) : 16+32*(sub/2)+32]
+						sh := 4 * uint(sub%2)
+						for i := range 16 {
+							dst[64*(i/4)+4*r+i%4] = (qs[i]>>sh)&0xf | ((qs[16+i]>>sh)&0xf)<<4
+						}
+						sc, m := tensor.Q4KScaleMin(sub, sb[4:16])
+						d := f16Table[binary.LittleEndian.Uint16(sb[0:])]
+						dmin := f16Table[binary.LittleEndian.Uint16(sb[2:])]
+						binary.LittleEndian.PutUint32(dst[256+4*r:], math.Float32bits(d*float32(sc)))
+						binary.LittleEndian.PutUint32(dst[320+4*r:], math.Float32bits(dmin*float32(m)))
+						continue
+					}
+					if c == tensor.Q4_0 {
+						blk := src[18*b : 18*b+18]
+						for q := range 4 {
+							binary.LittleEndian.PutUint32(dst[64*q+4*r:], binary.LittleEndian.Uint32(blk[2+4*q:]))
+						}
+						binary.LittleEndian.PutUint32(dst[256+4*r:], math.Float32bits(f16Table[uint16(blk[0])|uint16(blk[1])<<8]))
+						continue
+					}
+					blk := src[34*b : 34*b+34]
+					for q := range 8 {
+						v := binary.LittleEndian.Uint32(blk[2+4*q:])
+						binary.LittleEndian.PutUint32(dst[64*q+4*r:], v^0x80808080)
+					}
+					binary.LittleEndian.PutUint32(dst[512+4*r:], math.Float32bits(f16Table[uint16(blk[0])|uint16(blk[1])<<8]))
+				}
+			}
+		}
+	})
+	return p
+}
