@@ -37,6 +37,7 @@ package kernel
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -135,7 +136,7 @@ func prepareMatVec(y []float32, w *tensor.Tensor, x []float32, row0, nrows int, 
 		panic(fmt.Sprintf("kernel: MatVec %s %v: len(x)=%d len(y)=%d for %d rows of %d", w.Name, w.Shape, len(x), len(y), nrows, cols))
 	}
 	m := matvec{y: y[:nrows], data: w.Data[row0*rb : (row0+nrows)*rb], rb: rb, x: x}
-	if CurrentMode() == Int8 && cols > 0 {
+	if CurrentMode() == Int8 && cols > 0 && allFinite(x) {
 		if packedDecode && packable(w.Codec) && row0%i8Rows == 0 && cols%32 == 0 {
 			if *qx == nil {
 				*qx = quantizeX(x)
@@ -222,10 +223,25 @@ func MatMul(y []float32, w *tensor.Tensor, x []float32, n int) {
 		MatVec(y[:rows], w, x[:cols])
 		return
 	}
-	if int8MatMul != nil && CurrentMode() == Int8 && int8MatMul(y, w, x, n, rows, cols, rb) {
+	if int8MatMul != nil && CurrentMode() == Int8 && allFinite(x[:n*cols]) && int8MatMul(y, w, x, n, rows, cols, rb) {
 		return
 	}
 	matmul(y, w.Codec, w.Data[:rows*rb], rb, rows, cols, x, n)
+}
+
+// allFinite reports whether x holds no NaN or infinity. An activation that
+// does takes the exact float path, where it reaches the output as it is:
+// quantized to int8 it would come out as ordinary numbers, and a broken
+// model would generate garbage instead of stopping at the layer that broke
+// (the engine names it). The scan costs about a copy of x, little next to
+// the weights a product streams.
+func allFinite(x []float32) bool {
+	for _, v := range x {
+		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+			return false
+		}
+	}
+	return true
 }
 
 // packedDecode makes Int8-mode MatVec of q4_0 and q8_0 run on the packed

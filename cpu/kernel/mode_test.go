@@ -259,3 +259,36 @@ func BenchmarkInt8MatMul(b *testing.B) {
 		}
 	}
 }
+
+// TestInt8NonFinite: an activation holding a NaN or an infinity reaches
+// every output of an Int8-mode product that reads it, at every level, as in
+// the exact path: quantized to int8 it came out as ordinary numbers, so a
+// broken model generated garbage instead of stopping at the layer that
+// broke.
+func TestInt8NonFinite(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	forEachImpl(t, func(t *testing.T) {
+		for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
+			rows, cols, n := 32, 256, 3
+			w := randWeight(t, r, c, rows, cols)
+			for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1))} {
+				x := randX(r, cols*n)
+				x[cols+17] = bad // token 1
+				prev := SetMode(Int8)
+				y := make([]float32, rows)
+				MatVec(y, w, x[cols:2*cols])
+				ym := make([]float32, rows*n)
+				MatMul(ym, w, x, n)
+				SetMode(prev)
+				for o := range rows {
+					if v := float64(y[o]); !math.IsNaN(v) && !math.IsInf(v, 0) {
+						t.Fatalf("%s, x holding %v: MatVec row %d = %v, want a non-finite value", c, bad, o, y[o])
+					}
+					if v := float64(ym[rows+o]); !math.IsNaN(v) && !math.IsInf(v, 0) {
+						t.Fatalf("%s, x holding %v: MatMul token 1 row %d = %v, want a non-finite value", c, bad, o, ym[rows+o])
+					}
+				}
+			}
+		}
+	})
+}
