@@ -1,6 +1,7 @@
 package webgpu
 
 import (
+	"github.com/cortiq/cortiq/cpu/kernel"
 	"path/filepath"
 	"testing"
 
@@ -54,6 +55,9 @@ func quantized(t *testing.T, m *model.Model, c tensor.Codec) *model.Model {
 // encode these 64-wide rows: TestParityKQuants covers them on a 256-wide
 // model.)
 func TestParityQuantized(t *testing.T) {
+	// The device computes float32 math on the dequantized weights: compare
+	// with the CPU's exact kernels, not its int8 activations.
+	defer kernel.SetMode(kernel.SetMode(kernel.Exact))
 	d := testDevice(t)
 	for _, name := range []string{"llama", "gemma2", "qwen2", "olmo2"} {
 		for _, c := range []tensor.Codec{tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0} {
@@ -124,6 +128,9 @@ func TestParityQuantized(t *testing.T) {
 // matrix in the codec, prefill logits of every position and decode steps
 // (fused norm and gate/up) against the CPU engine on the same weights.
 func TestParityKQuants(t *testing.T) {
+	// The device computes float32 math on the dequantized weights: compare
+	// with the CPU's exact kernels, not its int8 activations.
+	defer kernel.SetMode(kernel.SetMode(kernel.Exact))
 	d := testDevice(t)
 	path := filepath.Join(t.TempDir(), "k.gguf")
 	shape := synth.Shape{Name: "k", Arch: "llama", Hidden: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512,
