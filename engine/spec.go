@@ -131,6 +131,22 @@ type speculator struct {
 	draft    *session
 	dsmp     *sample.Sampler
 	draftLen int
+	// draftConsumed is how many of the step's drafts the draft session
+	// consumed: all of them when it drafted with on-device greedy steps
+	// (one more step than drafts, so the next step starts from the one
+	// token the target emits), all but the last otherwise.
+	draftConsumed int
+
+	// argmaxOnly: greedy without penalties, so verification needs only
+	// each position's argmax (session.VerifyGreedy: ids, not logits, come
+	// back from the device) and the draft drafts with ForwardGreedy.
+	argmaxOnly bool
+}
+
+// argmaxOnly reports whether p picks the argmax of the raw logits: greedy
+// without penalties.
+func argmaxOnly(p sample.Params) bool {
+	return p.Greedy() && (p.RepeatPenalty == 0 || p.RepeatPenalty == 1) && p.PresencePenalty == 0 && p.FrequencyPenalty == 0
 }
 
 func (e *Engine) newSpeculator(spec Spec, target *session, smp *sample.Sampler, p sample.Params, maxCtx int, backendName string) (*speculator, error) {
@@ -143,12 +159,19 @@ func (e *Engine) newSpeculator(spec Spec, target *session, smp *sample.Sampler, 
 	if d, ok := e.recurrentDepth(); ok {
 		k = min(k, d)
 	}
+	// The draft rewinds up to k (it consumes every draft when drafting
+	// greedily on the device), else k-1.
+	fast := argmaxOnly(p)
 	if spec.Draft != nil {
 		if d, ok := spec.Draft.recurrentDepth(); ok {
-			k = min(k, d+1)
+			if fast {
+				k = min(k, d)
+			} else {
+				k = min(k, d+1)
+			}
 		}
 	}
-	sp := &speculator{spec: spec, k: k, cur: k, target: target, smp: smp, params: p, stats: SpecStats{Mode: spec.Mode, K: k}}
+	sp := &speculator{spec: spec, k: k, cur: k, target: target, smp: smp, params: p, argmaxOnly: fast, stats: SpecStats{Mode: spec.Mode, K: k}}
 	switch spec.Mode {
 	case "ngram":
 		if spec.NgramMax <= 0 {
@@ -221,6 +244,9 @@ func (sp *speculator) step(history []int, limit int) ([]int, error) {
 		sp.draftLen = len(sp.draft.history)
 	}
 	if len(drafts) == 0 {
+		if sp.argmaxOnly {
+			return t.ForwardGreedy(last, 1, 0)
+		}
 		logits, err := t.Forward([]int{last}, false)
 		if err != nil {
 			return nil, err
@@ -229,13 +255,29 @@ func (sp *speculator) step(history []int, limit int) ([]int, error) {
 	}
 	sp.stats.Steps++
 	sp.stats.Drafted += len(drafts)
+	var out []int
+	if sp.argmaxOnly {
+		// The target's picks after last and after each draft: the drafts
+		// up to the first that differs from its pick, then that pick (or
+		// the bonus pick after all of them).
+		picks, err := t.VerifyGreedy(append([]int{last}, drafts...))
+		if err != nil {
+			return nil, err
+		}
+		a := 0
+		for a < len(drafts) && picks[a] == drafts[a] {
+			a++
+		}
+		out = append(drafts[:a:a], picks[a])
+		sp.stats.Accepted += a
+		return out, sp.settle(history, drafts, out)
+	}
 	rows, err := t.Forward(append([]int{last}, drafts...), true)
 	if err != nil {
 		return nil, err
 	}
 	vocab := len(rows) / (len(drafts) + 1)
 	ctx := append([]int(nil), history...)
-	var out []int
 	for i := 0; i <= len(drafts); i++ {
 		row := rows[i*vocab : (i+1)*vocab]
 		if i == len(drafts) {
@@ -264,6 +306,13 @@ func (sp *speculator) step(history []int, limit int) ([]int, error) {
 		ctx = append(ctx, d)
 		sp.stats.Accepted++
 	}
+	return out, sp.settle(history, drafts, out)
+}
+
+// settle adapts the draft length to the step's acceptance and rewinds
+// what the target and the draft consumed of the rejected drafts.
+func (sp *speculator) settle(history, drafts, out []int) error {
+	t := sp.target
 	switch accepted := len(out) - 1; accepted {
 	case len(drafts):
 		sp.cur = min(sp.k, sp.cur+1)
@@ -274,21 +323,22 @@ func (sp *speculator) step(history []int, limit int) ([]int, error) {
 	// accepted ones (all of out but its final token).
 	if n := len(drafts) - (len(out) - 1); n > 0 {
 		if err := t.rewind(n); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if sp.draft != nil {
 		// The draft consumed the context (all but its last token was its
-		// own) and drafts[:k-1]; it keeps what was accepted of those.
-		keep := min(len(out)-1, len(drafts)-1)
-		if n := len(drafts) - 1 - keep; n > 0 {
+		// own) and draftConsumed of the drafts; it keeps what was
+		// accepted of those.
+		keep := min(len(out)-1, sp.draftConsumed)
+		if n := sp.draftConsumed - keep; n > 0 {
 			if err := sp.draft.rewind(n); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		sp.draftLen = len(history) + keep
 	}
-	return out, nil
+	return nil
 }
 
 // residual is norm(max(0, p−q)) over p's support (p itself when q covers
@@ -320,9 +370,13 @@ func (sp *speculator) propose(history []int, k int) ([]int, []sample.Dist, error
 		return d, qs, nil
 	}
 	ds := sp.draft
-	if len(ds.history) != sp.draftLen || sp.draftLen > len(history) {
+	if len(ds.history) != sp.draftLen || sp.draftLen >= len(history) {
 		return nil, nil, fmt.Errorf("engine: draft session at %d positions, expected %d", len(ds.history), sp.draftLen)
 	}
+	if sp.argmaxOnly {
+		return sp.proposeGreedy(history, k)
+	}
+	sp.draftConsumed = k - 1
 	logits, err := ds.Forward(history[sp.draftLen:], false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: draft model: %w", err)
@@ -343,6 +397,7 @@ func (sp *speculator) propose(history []int, k int) ([]int, []sample.Dist, error
 		drafts = append(drafts, d)
 		qs = append(qs, q)
 		ctx = append(ctx, d)
+		sp.draftConsumed = len(drafts) - 1
 		if i == k-1 {
 			break
 		}
@@ -350,6 +405,7 @@ func (sp *speculator) propose(history []int, k int) ([]int, []sample.Dist, error
 			return nil, nil, fmt.Errorf("engine: draft model: %w", err)
 		}
 	}
+	sp.draftConsumed = max(len(drafts)-1, 0)
 	// The draft consumed history and drafts[:len-1]: step's bookkeeping
 	// assumes len(drafts)-1 of them, so an early stop rewinds the rest.
 	if extra := len(ds.history) - len(history) - max(len(drafts)-1, 0); extra > 0 {
@@ -358,6 +414,41 @@ func (sp *speculator) propose(history []int, k int) ([]int, []sample.Dist, error
 		}
 	}
 	return drafts, qs, nil
+}
+
+// proposeGreedy drafts k tokens with the draft's own greedy steps: after
+// the tokens it has not consumed (all but the last in one Forward, which
+// only the first step after a plain stretch needs), one ForwardGreedy of
+// k+1 steps, a single submit on the device, consumes the last and the k
+// drafts (the extra pick is dropped), so the next step again starts from
+// the one token the target emits.
+func (sp *speculator) proposeGreedy(history []int, k int) ([]int, []sample.Dist, error) {
+	ds := sp.draft
+	pend := history[sp.draftLen:]
+	if len(pend) > 1 {
+		if _, err := ds.Forward(pend[:len(pend)-1], false); err != nil {
+			return nil, nil, fmt.Errorf("engine: draft model: %w", err)
+		}
+	}
+	ids, err := ds.ForwardGreedy(pend[len(pend)-1], k+1, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: draft model: %w", err)
+	}
+	drafts := ids[:k]
+	for i, d := range drafts {
+		if d >= sp.target.e.Model.Arch.Vocab {
+			drafts = drafts[:i]
+			break
+		}
+	}
+	// The draft consumed history and all k picks; it keeps the drafts.
+	if extra := k - len(drafts); extra > 0 {
+		if err := ds.rewind(extra); err != nil {
+			return nil, nil, err
+		}
+	}
+	sp.draftConsumed = len(drafts)
+	return drafts, nil, nil
 }
 
 // ngramDraft is prompt lookup: the tokens that followed the latest earlier
