@@ -389,7 +389,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	// token costs a large readback plus garbage), GreedyBatch of them per
 	// submit.
 	batch := 0
-	if sp == nil && p.Greedy() && (p.RepeatPenalty == 0 || p.RepeatPenalty == 1) && p.PresencePenalty == 0 && p.FrequencyPenalty == 0 {
+	if argmaxOnly(p) {
 		batch = max(req.GreedyBatch, 1)
 	}
 	// pending holds ids the device already picked; all but the last of
@@ -402,12 +402,6 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		}
 		var id int
 		consumed := false
-		if len(pending) == 0 && sp != nil && n > 0 {
-			// The speculator consumes the last token with its drafts.
-			if pending, err = sp.step(history, maxNew-n); err != nil {
-				return nil, err
-			}
-		}
 		if len(pending) > 0 {
 			id, pending = pending[0], pending[1:]
 			consumed = len(pending) > 0
@@ -442,15 +436,37 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		if n == maxNew-1 {
 			break
 		}
-		if consumed || sp != nil {
+		if consumed {
 			decoded++
 			continue
 		}
-		if batch > 0 {
+		if sp != nil && sp.gov != nil {
+			sp.gov.mark()
+		}
+		switch {
+		case sp != nil && sp.speculate():
+			// The speculator consumes id with its drafts.
+			pending, err = sp.step(history, maxNew-1-n)
+			if err == nil && sp.gov != nil {
+				sp.gov.emitted(true, len(pending))
+			}
+		case batch > 0:
 			k := min(batch, maxNew-1-n)
-			pending, err = sess.ForwardGreedy(id, k, min(batch, maxNew-1-n-k))
-		} else {
+			next := min(batch, maxNew-1-n-k)
+			if sp != nil && sp.gov.lastPlain(k) {
+				next = 0 // speculation resumes after this call
+			}
+			pending, err = sess.ForwardGreedy(id, k, next)
+			if err == nil && sp != nil {
+				sp.gov.emitted(false, len(pending))
+				sp.stats.PlainTokens += len(pending)
+			}
+		default:
 			logits, err = sess.Forward([]int{id}, false)
+			if err == nil && sp != nil {
+				sp.gov.emitted(false, 1)
+				sp.stats.PlainTokens++
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -479,15 +495,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	}
 	res.Text = text.String()
 	if sp != nil {
-		st := sp.stats
-		if st.Drafted > 0 {
-			st.Rate = float64(st.Accepted) / float64(st.Drafted)
-		}
-		if st.targetSteps > 0 {
-			st.TokensPerStep = float64(len(res.IDs)-1) / float64(st.targetSteps)
-		}
-		st.EffectiveTokS = res.DecodeTokS
-		res.Spec = &st
+		res.Spec = sp.finish(len(res.IDs)-1, res.DecodeTokS)
 	}
 	res.Backend = sess.name()
 	if sess.failure != nil {

@@ -37,6 +37,14 @@ type Spec struct {
 	// keeps the output distribution; one closer to the target's is
 	// accepted more often. Greedy requests draft greedily regardless.
 	DraftSampling *sample.Params
+	// Always speculates at every step. Otherwise the generation measures
+	// the time per token of speculative and of plain steps as it goes and
+	// pauses drafting while speculation is the slower (SpecStats.Paused,
+	// DisabledReason), so speculation never costs decode speed for long.
+	Always bool
+
+	// tune adjusts the governor (tests: its clock and windows).
+	tune func(*specGovernor)
 }
 
 // SpecStats reports what speculation did in a generation.
@@ -52,7 +60,19 @@ type SpecStats struct {
 	TokensPerStep float64 `json:"tokens_per_step"`
 	// EffectiveTokS is the decode rate with speculation (Result.DecodeTokS).
 	EffectiveTokS float64 `json:"effective_tok_s"`
-	targetSteps   int
+	// SpecTokS and PlainTokS are the governor's last measurements of the
+	// decode rate of speculative and of plain steps (0: not measured;
+	// none with Spec.Always).
+	SpecTokS  float64 `json:"spec_tok_s,omitempty"`
+	PlainTokS float64 `json:"plain_tok_s,omitempty"`
+	// PlainTokens are the tokens decoded plainly (probes and pauses).
+	PlainTokens int `json:"plain_tokens,omitempty"`
+	// Paused counts the times speculation measured slower than plain
+	// decoding and drafting paused; DisabledReason is the last such
+	// measurement.
+	Paused         int    `json:"paused,omitempty"`
+	DisabledReason string `json:"disabled_reason,omitempty"`
+	targetSteps    int
 }
 
 // SetSpec makes sp the speculation of every request that sets none (nil:
@@ -137,6 +157,9 @@ type speculator struct {
 	// token the target emits), all but the last otherwise.
 	draftConsumed int
 
+	// gov decides step by step whether to speculate (nil: always).
+	gov *specGovernor
+
 	// argmaxOnly: greedy without penalties, so verification needs only
 	// each position's argmax (session.VerifyGreedy: ids, not logits, come
 	// back from the device) and the draft drafts with ForwardGreedy.
@@ -172,6 +195,12 @@ func (e *Engine) newSpeculator(spec Spec, target *session, smp *sample.Sampler, 
 		}
 	}
 	sp := &speculator{spec: spec, k: k, cur: k, target: target, smp: smp, params: p, argmaxOnly: fast, stats: SpecStats{Mode: spec.Mode, K: k}}
+	if !spec.Always {
+		sp.gov = newSpecGovernor(nil)
+		if spec.tune != nil {
+			spec.tune(sp.gov)
+		}
+	}
 	switch spec.Mode {
 	case "ngram":
 		if spec.NgramMax <= 0 {
@@ -216,6 +245,26 @@ func (e *Engine) recurrentDepth() (depth int, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// speculate reports whether the next decode call speculates.
+func (sp *speculator) speculate() bool { return sp.gov == nil || sp.gov.speculate() }
+
+// finish fills the statistics only the generation's end knows.
+func (sp *speculator) finish(emitted int, decodeTokS float64) *SpecStats {
+	st := sp.stats
+	if st.Drafted > 0 {
+		st.Rate = float64(st.Accepted) / float64(st.Drafted)
+	}
+	if st.targetSteps > 0 {
+		st.TokensPerStep = float64(emitted-st.PlainTokens) / float64(st.targetSteps)
+	}
+	st.EffectiveTokS = decodeTokS
+	if g := sp.gov; g != nil {
+		st.PlainTokS, st.SpecTokS = tokS(g.cost[0]), tokS(g.cost[1])
+		st.Paused, st.DisabledReason = g.paused, g.reason
+	}
+	return &st
 }
 
 func (sp *speculator) close() {

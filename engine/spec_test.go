@@ -7,7 +7,9 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cortiq/cortiq/fixtures"
 	"github.com/cortiq/cortiq/sample"
@@ -33,9 +35,10 @@ func checkSpecGreedy(t *testing.T, target *Engine, req Request, drafts map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := map[string]*Spec{"ngram": {Mode: "ngram", K: 4}}
+	specs := map[string]*Spec{"ngram": {Mode: "ngram", K: 4, Always: true}, "ngram/governed": {Mode: "ngram", K: 4, tune: flipFlop}}
 	for name, d := range drafts {
-		specs["draft="+name] = &Spec{Mode: "draft", K: 3, Draft: d}
+		specs["draft="+name] = &Spec{Mode: "draft", K: 3, Draft: d, Always: true}
+		specs["draft="+name+"/governed"] = &Spec{Mode: "draft", K: 3, Draft: d, tune: flipFlop}
 	}
 	for name, sp := range specs {
 		r := req
@@ -53,7 +56,11 @@ func checkSpecGreedy(t *testing.T, target *Engine, req Request, drafts map[strin
 		if got.Spec == nil {
 			t.Fatalf("%s: no speculative statistics", name)
 		}
-		if name == "ngram" {
+		if strings.HasSuffix(name, "/governed") {
+			if got.Spec.Paused == 0 || got.Spec.PlainTokens == 0 || got.Spec.DisabledReason == "" {
+				t.Errorf("%s: the governor never paused speculation (%+v)", name, *got.Spec)
+			}
+		} else if name == "ngram" {
 			ngramSteps += got.Spec.Steps
 		} else if got.Spec.Steps == 0 {
 			t.Errorf("%s: no speculative step taken (%+v)", name, got.Spec)
@@ -64,6 +71,24 @@ func checkSpecGreedy(t *testing.T, target *Engine, req Request, drafts map[strin
 		t.Logf("%s: %+v", name, *got.Spec)
 	}
 	return ngramSteps
+}
+
+// flipFlop tunes a governor to switch often: one-call probes, short runs
+// and pauses, and a clock under which speculative calls cost 10 ms each
+// during its first 4 decisions (so speculation loses), 1 ms after.
+func flipFlop(g *specGovernor) {
+	g.probeCalls, g.probeMin, g.runTokens, g.minBackoff, g.backoff, g.maxBackoff = 1, 1, 3, 2, 2, 3
+	var now time.Time
+	marks := 0
+	g.now = func() time.Time {
+		marks++
+		if g.curSpec && marks < 12 {
+			now = now.Add(10 * time.Millisecond)
+		} else {
+			now = now.Add(time.Millisecond)
+		}
+		return now
+	}
 }
 
 // TestSpecGreedyFixtures: speculative greedy (n-gram lookup, a draft equal
