@@ -78,6 +78,7 @@ func checkSpecGreedy(t *testing.T, target *Engine, req Request, drafts map[strin
 // during its first 4 decisions (so speculation loses), 1 ms after.
 func flipFlop(g *specGovernor) {
 	g.probeCalls, g.probeMin, g.runTokens, g.minBackoff, g.backoff, g.maxBackoff = 1, 1, 3, 2, 2, 3
+	g.probeTime, g.runTime, g.backoffTime, g.minBackoffTime = 0, 0, 0, 0
 	var now time.Time
 	marks := 0
 	g.now = func() time.Time {

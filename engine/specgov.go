@@ -11,32 +11,40 @@ import (
 // start, so the host's handling of the tokens counts) and lets the
 // generation speculate only while that is the faster of the two.
 //
-// Phases: a speculative probe (a few calls), a plain probe, then a
-// decision. Speculation that wins runs for runTokens tokens and is then
-// compared against a fresh plain probe; speculation that loses is paused
-// for a plain stretch of backoff tokens (doubling with each loss in a
-// row, up to maxBackoff), after which a speculative probe decides again.
+// Phases: a speculative probe (a few calls, 10 ms at least), a plain
+// probe, then a decision. Speculation that wins runs for runTokens tokens
+// (and runTime) and is then compared against a fresh plain probe;
+// speculation that loses is paused for a plain stretch of backoff tokens
+// (and backoffTime; both doubling with each loss in a row, up to
+// maxBackoff), after which a speculative probe decides again.
 // The first call of every phase is not measured: it carries the switch
 // (a draft catching up on the tokens decoded plainly, a greedy pipeline
 // starting).
 type specGovernor struct {
 	now        func() time.Time
-	probeCalls int // measured calls of a probe
-	probeMin   int // measured tokens of a plain probe, at least
-	runTokens  int // tokens speculation runs after winning
-	backoff    int // the next plain stretch after a loss
+	probeCalls int           // measured calls of a probe
+	probeMin   int           // measured tokens of a plain probe, at least
+	probeTime  time.Duration // measured time of a probe, at least (a busy host's noise)
+	runTokens  int           // tokens speculation runs after winning
+	runTime    time.Duration // and time, at least
+	backoff    int           // the next plain stretch after a loss, in tokens
 	minBackoff int
 	maxBackoff int
+	// backoffTime is the next plain stretch's least time (it doubles
+	// with backoff).
+	backoffTime, minBackoffTime time.Duration
 
 	phase  govPhase
 	calls  int           // calls recorded in the phase
 	tokens int           // their tokens
+	spent  time.Duration // their time
 	winT   time.Duration // the measured calls' time (all but the first)
 	winN   int           // and tokens
 	// cost is the last measured time per token of plain [0] and
 	// speculative [1] decoding (0: not measured yet).
-	cost     [2]time.Duration
-	plainRun int // the current plain stretch
+	cost         [2]time.Duration
+	plainRun     int // the current plain stretch
+	plainRunTime time.Duration
 
 	open     bool
 	curStart time.Time
@@ -60,7 +68,9 @@ func newSpecGovernor(now func() time.Time) *specGovernor {
 	if now == nil {
 		now = time.Now
 	}
-	return &specGovernor{now: now, probeCalls: 3, probeMin: 8, runTokens: 256, backoff: 128, minBackoff: 128, maxBackoff: 4096}
+	return &specGovernor{now: now, probeCalls: 3, probeMin: 8, probeTime: 10 * time.Millisecond,
+		runTokens: 256, runTime: 250 * time.Millisecond,
+		backoff: 256, minBackoff: 256, maxBackoff: 4096, backoffTime: 250 * time.Millisecond, minBackoffTime: 250 * time.Millisecond}
 }
 
 // speculate reports whether the next decode call speculates.
@@ -91,7 +101,7 @@ func (g *specGovernor) lastPlain(k int) bool {
 	case probePlain:
 		return g.calls+1 >= 1+g.probeCalls && g.winN+k >= g.probeMin
 	case runPlain:
-		return g.tokens+k >= g.plainRun
+		return g.tokens+k >= g.plainRun && g.spent >= g.plainRunTime
 	}
 	return true
 }
@@ -102,13 +112,14 @@ func (g *specGovernor) record(spec bool, n int, d time.Duration) {
 	}
 	g.calls++
 	g.tokens += n
+	g.spent += d
 	if g.calls > 1 {
 		g.winT += d
 		g.winN += n
 	}
 	switch g.phase {
 	case probeSpec:
-		if g.calls >= 1+g.probeCalls {
+		if g.calls >= 1+g.probeCalls && g.winT >= g.probeTime {
 			g.cost[1] = g.measured()
 			if g.cost[0] == 0 {
 				g.enter(probePlain)
@@ -117,17 +128,17 @@ func (g *specGovernor) record(spec bool, n int, d time.Duration) {
 			}
 		}
 	case probePlain:
-		if g.calls >= 1+g.probeCalls && g.winN >= g.probeMin {
+		if g.calls >= 1+g.probeCalls && g.winN >= g.probeMin && g.winT >= g.probeTime {
 			g.cost[0] = g.measured()
 			g.decide()
 		}
 	case runSpec:
-		if g.tokens >= g.runTokens {
+		if g.tokens >= g.runTokens && g.spent >= g.runTime {
 			g.cost[1] = g.measured()
 			g.enter(probePlain)
 		}
 	case runPlain:
-		if g.tokens >= g.plainRun {
+		if g.tokens >= g.plainRun && g.spent >= g.plainRunTime {
 			g.cost[0] = g.measured()
 			g.enter(probeSpec)
 		}
@@ -144,7 +155,7 @@ func (g *specGovernor) measured() time.Duration {
 }
 
 func (g *specGovernor) enter(p govPhase) {
-	g.phase, g.calls, g.tokens, g.winT, g.winN = p, 0, 0, 0, 0
+	g.phase, g.calls, g.tokens, g.spent, g.winT, g.winN = p, 0, 0, 0, 0, 0
 }
 
 // decide compares the last measurements: speculation runs on when it is
@@ -152,14 +163,16 @@ func (g *specGovernor) enter(p govPhase) {
 func (g *specGovernor) decide() {
 	plain, spec := g.cost[0], g.cost[1]
 	if plain == 0 || spec == 0 || spec <= plain {
-		g.backoff = g.minBackoff
+		g.backoff, g.backoffTime = g.minBackoff, g.minBackoffTime
 		g.enter(runSpec)
 		return
 	}
 	g.paused++
-	g.plainRun = g.backoff
+	g.plainRun, g.plainRunTime = g.backoff, g.backoffTime
 	g.reason = fmt.Sprintf("speculation measured %.0f tok/s, plain decoding %.0f tok/s: drafting paused for %d tokens", tokS(spec), tokS(plain), g.plainRun)
-	g.backoff = min(2*g.backoff, g.maxBackoff)
+	if g.backoff < g.maxBackoff {
+		g.backoff, g.backoffTime = min(2*g.backoff, g.maxBackoff), 2*g.backoffTime
+	}
 	g.enter(runPlain)
 }
 
