@@ -157,6 +157,9 @@ type speculator struct {
 	// token the target emits), all but the last otherwise.
 	draftConsumed int
 
+	// dry counts the steps in a row without drafts.
+	dry int
+
 	// gov decides step by step whether to speculate (nil: always).
 	gov *specGovernor
 
@@ -293,8 +296,17 @@ func (sp *speculator) step(history []int, limit int) ([]int, error) {
 		sp.draftLen = len(sp.draft.history)
 	}
 	if len(drafts) == 0 {
+		sp.dry++
 		if sp.argmaxOnly {
-			return t.ForwardGreedy(last, 1, 0)
+			// Lookup that found nothing twice in a row will likely find
+			// nothing next time either: the next greedy step is submitted
+			// now, so the device runs it while the host looks up (a step
+			// that drafts after all drops it).
+			next := 0
+			if sp.draft == nil && sp.dry >= 2 && limit >= 2 {
+				next = 1
+			}
+			return t.ForwardGreedy(last, 1, next)
 		}
 		logits, err := t.Forward([]int{last}, false)
 		if err != nil {
@@ -302,6 +314,7 @@ func (sp *speculator) step(history []int, limit int) ([]int, error) {
 		}
 		return []int{sp.smp.Sample(logits, history)}, nil
 	}
+	sp.dry = 0
 	sp.stats.Steps++
 	sp.stats.Drafted += len(drafts)
 	var out []int
