@@ -273,15 +273,18 @@ type Token struct {
 
 // Result summarizes a finished generation.
 type Result struct {
-	IDs              []int   `json:"ids"`
-	Text             string  `json:"text"`
-	PromptTokens     int     `json:"prompt_tokens"`
-	PrefillTokS      float64 `json:"prefill_tok_s"`
-	DecodeTokS       float64 `json:"decode_tok_s"`
-	Backend          string  `json:"backend"`
-	FinishReason     string  `json:"finish_reason"` // "length", "stop", "eos", "cancelled"
-	FallbackOps      int     `json:"fallback_ops"`
-	SubmitsPerToken  float64 `json:"submits_per_token"`
+	IDs             []int   `json:"ids"`
+	Text            string  `json:"text"`
+	PromptTokens    int     `json:"prompt_tokens"`
+	PrefillTokS     float64 `json:"prefill_tok_s"`
+	DecodeTokS      float64 `json:"decode_tok_s"`
+	Backend         string  `json:"backend"`
+	FinishReason    string  `json:"finish_reason"` // "length", "stop", "eos", "cancelled"
+	FallbackOps     int     `json:"fallback_ops"`
+	SubmitsPerToken float64 `json:"submits_per_token"`
+	// ReadbackPerToken is the bytes read back from the device per decoded
+	// token (after the first decode step).
+	ReadbackPerToken float64 `json:"readback_bytes_per_token,omitempty"`
 	UploadBytesDelta int64   `json:"upload_bytes_delta"`
 	WeightBytesToken int64   `json:"weight_bytes_per_token,omitempty"` // weight bytes the device reads per decode step
 	ResidentBytes    int64   `json:"resident_bytes,omitempty"`
@@ -379,8 +382,12 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		return nil, err
 	}
 	tPrefill := time.Since(t0)
+	if sp != nil {
+		sp.submits0, sp.readback0 = sp.devCounters() // the decode's, not the prefill's
+	}
 	res.PrefillTokS = float64(len(prompt)-reused) / tPrefill.Seconds()
-	var upAfterFirst, subAfterFirst, tokAfterFirst int64
+	var upAfterFirst, subAfterFirst, tokAfterFirst, rbAfterFirst int64
+	decodedAtFirst := 0
 	t1 := time.Now()
 	decoded := 0
 	p := req.Sampling
@@ -475,6 +482,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		if decoded == 1 {
 			upAfterFirst = sess.uploadBytes()
 			subAfterFirst, tokAfterFirst = sess.counters()
+			rbAfterFirst, decodedAtFirst = sess.readback(), len(res.IDs)
 		}
 	}
 	if res.FinishReason == "length" || res.FinishReason == "cancelled" {
@@ -510,6 +518,9 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	res.ResidentBytes = st.ResidentBytes
 	if decoded > 1 {
 		res.UploadBytesDelta = sess.uploadBytes() - upAfterFirst
+		if n := len(res.IDs) - decodedAtFirst; n > 0 {
+			res.ReadbackPerToken = float64(sess.readback()-rbAfterFirst) / float64(n)
+		}
 		// Steady decode: the submits per token after the first decode step
 		// (sessions running concurrently on the same device blur this).
 		if sub, tok := sess.counters(); tok > tokAfterFirst {

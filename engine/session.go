@@ -328,6 +328,16 @@ func (s *session) counters() (submits, tokens int64) {
 	return 0, 0
 }
 
+// readback returns the device's bytes read back so far (zero on the CPU).
+func (s *session) readback() int64 {
+	if s.onDevice {
+		if sr, ok := s.e.dev.(backend.StatsReporter); ok {
+			return sr.Stats().ReadbackBytes
+		}
+	}
+	return 0
+}
+
 func (s *session) uploadBytes() int64 {
 	if s.onDevice {
 		if sr, ok := s.e.dev.(backend.StatsReporter); ok {

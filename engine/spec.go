@@ -65,6 +65,11 @@ type SpecStats struct {
 	// none with Spec.Always).
 	SpecTokS  float64 `json:"spec_tok_s,omitempty"`
 	PlainTokS float64 `json:"plain_tok_s,omitempty"`
+	// SubmitsPerToken and ReadbackPerToken are the device submits and
+	// bytes read back per emitted token over the decode, the target's and
+	// a draft's (another engine's device) together.
+	SubmitsPerToken  float64 `json:"submits_per_token,omitempty"`
+	ReadbackPerToken float64 `json:"readback_bytes_per_token,omitempty"`
 	// PlainTokens are the tokens decoded plainly (probes and pauses).
 	PlainTokens int `json:"plain_tokens,omitempty"`
 	// Paused counts the times speculation measured slower than plain
@@ -156,6 +161,9 @@ type speculator struct {
 	// (one more step than drafts, so the next step starts from the one
 	// token the target emits), all but the last otherwise.
 	draftConsumed int
+
+	// submits0 and readback0 are the devices' counters at the start.
+	submits0, readback0 int64
 
 	// dry counts the steps in a row without drafts.
 	dry int
@@ -250,6 +258,19 @@ func (e *Engine) recurrentDepth() (depth int, ok bool) {
 	return 0, false
 }
 
+// devCounters sums the submits and readback bytes of the target's device
+// and the draft's (when the draft is another engine).
+func (sp *speculator) devCounters() (submits, readback int64) {
+	submits, _ = sp.target.counters()
+	readback = sp.target.readback()
+	if d := sp.draft; d != nil && d.e != sp.target.e {
+		s, _ := d.counters()
+		submits += s
+		readback += d.readback()
+	}
+	return submits, readback
+}
+
 // speculate reports whether the next decode call speculates.
 func (sp *speculator) speculate() bool { return sp.gov == nil || sp.gov.speculate() }
 
@@ -263,6 +284,10 @@ func (sp *speculator) finish(emitted int, decodeTokS float64) *SpecStats {
 		st.TokensPerStep = float64(emitted-st.PlainTokens) / float64(st.targetSteps)
 	}
 	st.EffectiveTokS = decodeTokS
+	if sub, rb := sp.devCounters(); emitted > 0 {
+		st.SubmitsPerToken = float64(sub-sp.submits0) / float64(emitted)
+		st.ReadbackPerToken = float64(rb-sp.readback0) / float64(emitted)
+	}
 	if g := sp.gov; g != nil {
 		st.PlainTokS, st.SpecTokS = tokS(g.cost[0]), tokS(g.cost[1])
 		st.Paused, st.DisabledReason = g.paused, g.reason
