@@ -259,8 +259,8 @@ type Request struct {
 	// many tokens per device submit (the argmax feeding the next embedding
 	// on the device). Tokens still stream one by one, in bursts.
 	GreedyBatch int
-	// Spec, when set, decodes speculatively (see Spec); GreedyBatch is
-	// then ignored.
+	// Spec, when set, decodes speculatively (see Spec); GreedyBatch then
+	// sizes the plain stretches the governor interleaves.
 	Spec *Spec
 }
 
@@ -273,18 +273,15 @@ type Token struct {
 
 // Result summarizes a finished generation.
 type Result struct {
-	IDs             []int   `json:"ids"`
-	Text            string  `json:"text"`
-	PromptTokens    int     `json:"prompt_tokens"`
-	PrefillTokS     float64 `json:"prefill_tok_s"`
-	DecodeTokS      float64 `json:"decode_tok_s"`
-	Backend         string  `json:"backend"`
-	FinishReason    string  `json:"finish_reason"` // "length", "stop", "eos", "cancelled"
-	FallbackOps     int     `json:"fallback_ops"`
-	SubmitsPerToken float64 `json:"submits_per_token"`
-	// ReadbackPerToken is the bytes read back from the device per decoded
-	// token (after the first decode step).
-	ReadbackPerToken float64 `json:"readback_bytes_per_token,omitempty"`
+	IDs              []int   `json:"ids"`
+	Text             string  `json:"text"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	PrefillTokS      float64 `json:"prefill_tok_s"`
+	DecodeTokS       float64 `json:"decode_tok_s"`
+	Backend          string  `json:"backend"`
+	FinishReason     string  `json:"finish_reason"` // "length", "stop", "eos", "cancelled"
+	FallbackOps      int     `json:"fallback_ops"`
+	SubmitsPerToken  float64 `json:"submits_per_token"`
 	UploadBytesDelta int64   `json:"upload_bytes_delta"`
 	WeightBytesToken int64   `json:"weight_bytes_per_token,omitempty"` // weight bytes the device reads per decode step
 	ResidentBytes    int64   `json:"resident_bytes,omitempty"`
@@ -295,6 +292,9 @@ type Result struct {
 	CachedTokens int `json:"cached_tokens,omitempty"`
 	// Spec reports speculative decoding (nil without).
 	Spec *SpecStats `json:"spec,omitempty"`
+	// ReadbackPerToken is the bytes read back from the device per decoded
+	// token (after the first decode step).
+	ReadbackPerToken float64 `json:"readback_bytes_per_token,omitempty"`
 }
 
 // Encode tokenizes a prompt with the model's rules for special tokens.

@@ -17,6 +17,13 @@ import (
 // one; with sampling, the standard rule (accept a draft d with probability
 // min(1, p(d)/q(d)), else draw from norm(max(0, p−q))) keeps the output
 // distribution that of plain sampling.
+//
+// Greedy verification without penalties needs only each position's
+// argmax: the device takes it (backend.GreedyVerifier) and sends back k+1
+// ids, and a draft model drafts with its own on-device greedy steps (one
+// submit for all k drafts). Unless Spec.Always, a governor (specgov.go)
+// measures speculative against plain steps as the generation runs and
+// pauses drafting while speculation is the slower.
 
 // Spec configures speculative decoding for a request.
 type Spec struct {
