@@ -65,6 +65,11 @@ func checkSpecGreedy(t *testing.T, target *Engine, req Request, drafts map[strin
 		} else if got.Spec.Steps == 0 {
 			t.Errorf("%s: no speculative step taken (%+v)", name, got.Spec)
 		}
+		if vocab := target.Model.Arch.Vocab; got.Backend != "cpu" && argmaxOnly(req.Sampling) && got.Spec.ReadbackPerToken >= float64(vocab) {
+			// Greedy verification reads ids back, not rows of logits (4
+			// bytes each; the draft's one catch-up row is all there is).
+			t.Errorf("%s: %.0f bytes read back per token, a row of logits is %d", name, got.Spec.ReadbackPerToken, 4*vocab)
+		}
 		if name == "draft=self" && got.Spec.Rate != 1 {
 			t.Errorf("%s: a draft equal to the target accepted %.2f of its tokens, want all", name, got.Spec.Rate)
 		}
@@ -111,6 +116,30 @@ func TestSpecGreedyFixtures(t *testing.T) {
 	}
 	if ngram < 20 {
 		t.Errorf("n-gram lookup drafted in %d steps over all fixtures", ngram)
+	}
+}
+
+// TestSpecGreedyPenalized: greedy with a repetition penalty verifies from
+// the logits (the penalty needs them), speculative equal to plain, on
+// the CPU and the device.
+func TestSpecGreedyPenalized(t *testing.T) {
+	for _, backend := range []string{"cpu", "webgpu"} {
+		for _, arch := range []string{"llama", "qwen3_next"} {
+			t.Run(backend+"/"+arch, func(t *testing.T) {
+				if backend == "webgpu" {
+					needAdapter(t)
+				}
+				e := loadEngine(t, filepath.Join(fixtures.Dir(t), "fixtures", "tiny", arch), backend)
+				if backend == "webgpu" && e.dev == nil {
+					t.Skipf("no device backend: %v", e.DeviceError())
+				}
+				req := Request{IDs: specPrompt(e.Model.Arch.Vocab), MaxTokens: 16, IgnoreEOS: true, Sampling: sample.Params{RepeatPenalty: 1.3}}
+				if argmaxOnly(req.Sampling) {
+					t.Fatal("a penalized request counts as argmax-only")
+				}
+				checkSpecGreedy(t, e, req, map[string]*Engine{"self": e})
+			})
+		}
 	}
 }
 
