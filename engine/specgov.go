@@ -11,7 +11,7 @@ import (
 // start, so the host's handling of the tokens counts) and lets the
 // generation speculate only while that is the faster of the two.
 //
-// Phases: a speculative probe (a few calls, 10 ms at least), a plain
+// Phases: a speculative probe (a few calls, 5 ms at least), a plain
 // probe, then a decision. Speculation that wins runs for runTokens tokens
 // (and runTime) and is then compared against a fresh plain probe;
 // speculation that loses is paused for a plain stretch of backoff tokens
@@ -68,7 +68,7 @@ func newSpecGovernor(now func() time.Time) *specGovernor {
 	if now == nil {
 		now = time.Now
 	}
-	return &specGovernor{now: now, probeCalls: 3, probeMin: 8, probeTime: 10 * time.Millisecond,
+	return &specGovernor{now: now, probeCalls: 3, probeMin: 8, probeTime: 5 * time.Millisecond,
 		runTokens: 256, runTime: 250 * time.Millisecond,
 		backoff: 256, minBackoff: 256, maxBackoff: 4096, backoffTime: 250 * time.Millisecond, minBackoffTime: 250 * time.Millisecond}
 }
