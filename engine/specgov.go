@@ -94,14 +94,21 @@ func (g *specGovernor) emitted(spec bool, n int) {
 	g.curSpec, g.curN = spec, n
 }
 
-// lastPlain reports whether a plain call of k tokens ends the plain
-// phase, so the caller submits nothing ahead of it.
+// lastPlain reports whether a plain call of k tokens likely ends the
+// plain phase (taking as long as the phase's measured calls did on
+// average), so the caller submits nothing ahead of it. A wrong guess
+// costs one step: a batch submitted ahead and dropped, or one call not
+// pipelined.
 func (g *specGovernor) lastPlain(k int) bool {
+	var next time.Duration
+	if m := g.calls - 1; m > 0 {
+		next = g.winT / time.Duration(m)
+	}
 	switch g.phase {
 	case probePlain:
-		return g.calls+1 >= 1+g.probeCalls && g.winN+k >= g.probeMin
+		return g.calls+1 >= 1+g.probeCalls && g.winN+k >= g.probeMin && g.winT+next >= g.probeTime
 	case runPlain:
-		return g.tokens+k >= g.plainRun && g.spent >= g.plainRunTime
+		return g.tokens+k >= g.plainRun && g.spent+next >= g.plainRunTime
 	}
 	return true
 }

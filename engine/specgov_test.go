@@ -120,9 +120,27 @@ func TestSpecGovernor(t *testing.T) {
 	})
 	t.Run("lastPlain", func(t *testing.T) {
 		g := newSpecGovernor(nil)
-		g.phase, g.plainRun, g.tokens = runPlain, 10, 8
+		g.phase, g.plainRun, g.tokens, g.plainRunTime = runPlain, 10, 8, 0
 		if g.lastPlain(1) || !g.lastPlain(2) {
 			t.Error("lastPlain in a plain stretch of 10 at token 8")
+		}
+		// A stretch of 100 ms, 60 ms spent by a warm-up call and 4
+		// measured ones of 10 ms: the next ends it only past 90 ms.
+		g.plainRunTime, g.calls, g.spent, g.winT = 100*time.Millisecond, 5, 60*time.Millisecond, 40*time.Millisecond
+		if g.lastPlain(2) {
+			t.Error("lastPlain 40 ms before the stretch's end")
+		}
+		g.spent = 95 * time.Millisecond
+		if !g.lastPlain(2) {
+			t.Error("not lastPlain 5 ms before the stretch's end")
+		}
+		g.phase, g.calls, g.winN, g.winT = probePlain, 4, 9, 3*time.Millisecond
+		if g.lastPlain(1) {
+			t.Error("lastPlain in a plain probe 1 ms measured short of its 5")
+		}
+		g.winT = 4 * time.Millisecond
+		if !g.lastPlain(1) {
+			t.Error("not lastPlain at the plain probe's end")
 		}
 	})
 }
