@@ -43,6 +43,9 @@ type Stats struct {
 	// caller can measure a window (steady decode) by difference.
 	Submits int64 `json:"submits"`
 	Tokens  int64 `json:"tokens"`
+	// ReadbackBytes are the bytes read back from the device (logits, ids,
+	// hidden states for host layers), for the whole device.
+	ReadbackBytes int64 `json:"readback_bytes"`
 }
 
 // StatsReporter is implemented by backends that count what they do.

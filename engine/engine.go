@@ -315,8 +315,8 @@ type Request struct {
 	// many tokens per device submit (the argmax feeding the next embedding
 	// on the device). Tokens still stream one by one, in bursts.
 	GreedyBatch int
-	// Spec, when set, decodes speculatively (see Spec); GreedyBatch is
-	// then ignored.
+	// Spec, when set, decodes speculatively (see Spec); GreedyBatch then
+	// sizes the plain stretches the governor interleaves.
 	Spec *Spec
 }
 
@@ -348,6 +348,9 @@ type Result struct {
 	CachedTokens int `json:"cached_tokens,omitempty"`
 	// Spec reports speculative decoding (nil without).
 	Spec *SpecStats `json:"spec,omitempty"`
+	// ReadbackPerToken is the bytes read back from the device per decoded
+	// token (after the first decode step).
+	ReadbackPerToken float64 `json:"readback_bytes_per_token,omitempty"`
 }
 
 // Encode tokenizes a prompt with the model's rules for special tokens.
@@ -437,8 +440,12 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		return nil, err
 	}
 	tPrefill := time.Since(t0)
+	if sp != nil {
+		sp.submits0, sp.readback0 = sp.devCounters() // the decode's, not the prefill's
+	}
 	res.PrefillTokS = float64(len(prompt)-reused) / tPrefill.Seconds()
-	var upAfterFirst, subAfterFirst, tokAfterFirst int64
+	var upAfterFirst, subAfterFirst, tokAfterFirst, rbAfterFirst int64
+	decodedAtFirst := 0
 	t1 := time.Now()
 	decoded := 0
 	p := req.Sampling
@@ -447,7 +454,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	// token costs a large readback plus garbage), GreedyBatch of them per
 	// submit.
 	batch := 0
-	if sp == nil && p.Greedy() && (p.RepeatPenalty == 0 || p.RepeatPenalty == 1) && p.PresencePenalty == 0 && p.FrequencyPenalty == 0 {
+	if argmaxOnly(p) {
 		batch = max(req.GreedyBatch, 1)
 	}
 	// pending holds ids the device already picked; all but the last of
@@ -460,12 +467,6 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		}
 		var id int
 		consumed := false
-		if len(pending) == 0 && sp != nil && n > 0 {
-			// The speculator consumes the last token with its drafts.
-			if pending, err = sp.step(history, maxNew-n); err != nil {
-				return nil, err
-			}
-		}
 		if len(pending) > 0 {
 			id, pending = pending[0], pending[1:]
 			consumed = len(pending) > 0
@@ -500,15 +501,37 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		if n == maxNew-1 {
 			break
 		}
-		if consumed || sp != nil {
+		if consumed {
 			decoded++
 			continue
 		}
-		if batch > 0 {
+		if sp != nil && sp.gov != nil {
+			sp.gov.mark()
+		}
+		switch {
+		case sp != nil && sp.speculate():
+			// The speculator consumes id with its drafts.
+			pending, err = sp.step(history, maxNew-1-n)
+			if err == nil && sp.gov != nil {
+				sp.gov.emitted(true, len(pending))
+			}
+		case batch > 0:
 			k := min(batch, maxNew-1-n)
-			pending, err = sess.ForwardGreedy(id, k, min(batch, maxNew-1-n-k))
-		} else {
+			next := min(batch, maxNew-1-n-k)
+			if sp != nil && sp.gov.lastPlain(k) {
+				next = 0 // speculation resumes after this call
+			}
+			pending, err = sess.ForwardGreedy(id, k, next)
+			if err == nil && sp != nil {
+				sp.gov.emitted(false, len(pending))
+				sp.stats.PlainTokens += len(pending)
+			}
+		default:
 			logits, err = sess.Forward([]int{id}, false)
+			if err == nil && sp != nil {
+				sp.gov.emitted(false, 1)
+				sp.stats.PlainTokens++
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -517,6 +540,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		if decoded == 1 {
 			upAfterFirst = sess.uploadBytes()
 			subAfterFirst, tokAfterFirst = sess.counters()
+			rbAfterFirst, decodedAtFirst = sess.readback(), len(res.IDs)
 		}
 	}
 	if res.FinishReason == "length" || res.FinishReason == "cancelled" {
@@ -537,15 +561,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	}
 	res.Text = text.String()
 	if sp != nil {
-		st := sp.stats
-		if st.Drafted > 0 {
-			st.Rate = float64(st.Accepted) / float64(st.Drafted)
-		}
-		if st.targetSteps > 0 {
-			st.TokensPerStep = float64(len(res.IDs)-1) / float64(st.targetSteps)
-		}
-		st.EffectiveTokS = res.DecodeTokS
-		res.Spec = &st
+		res.Spec = sp.finish(len(res.IDs)-1, res.DecodeTokS)
 	}
 	res.Backend = sess.name()
 	if sess.failure != nil {
@@ -560,6 +576,9 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	res.ResidentBytes = st.ResidentBytes
 	if decoded > 1 {
 		res.UploadBytesDelta = sess.uploadBytes() - upAfterFirst
+		if n := len(res.IDs) - decodedAtFirst; n > 0 {
+			res.ReadbackPerToken = float64(sess.readback()-rbAfterFirst) / float64(n)
+		}
 		// Steady decode: the submits per token after the first decode step
 		// (sessions running concurrently on the same device blur this).
 		if sub, tok := sess.counters(); tok > tokAfterFirst {

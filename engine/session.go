@@ -70,18 +70,8 @@ func (s *session) Forward(tokens []int, all bool) ([]float32, error) {
 	if len(s.history)+len(tokens) > s.maxLen {
 		return nil, fmt.Errorf("engine: %d positions exceed the session's context of %d", len(s.history)+len(tokens), s.maxLen)
 	}
-	if s.ahead != nil {
-		// A greedy batch submitted ahead that this call does not follow;
-		// one the device cannot drop exactly moves the session to the CPU.
-		if p, ok := s.cur.(greedyPipeliner); ok {
-			if err := p.DropGreedy(s.ahead); err != nil {
-				s.ahead = nil
-				if err := s.toCPU(err); err != nil {
-					return nil, err
-				}
-			}
-		}
-		s.ahead = nil
+	if err := s.dropAhead(); err != nil {
+		return nil, err
 	}
 	pos0 := len(s.history) // of the first row of logits
 	if !all {
@@ -114,6 +104,60 @@ func (s *session) Forward(tokens []int, all bool) ([]float32, error) {
 	}
 	s.history = append(s.history, tokens...)
 	return out, nil
+}
+
+// dropAhead forgets a greedy batch submitted ahead that the coming call
+// does not follow; one the device cannot drop exactly moves the session
+// to the CPU.
+func (s *session) dropAhead() error {
+	if s.ahead == nil {
+		return nil
+	}
+	if p, ok := s.cur.(greedyPipeliner); ok {
+		if err := p.DropGreedy(s.ahead); err != nil {
+			s.ahead = nil
+			return s.toCPU(err)
+		}
+	}
+	s.ahead = nil
+	return nil
+}
+
+// VerifyGreedy consumes tokens in one batched step and returns the argmax
+// of each position's logits (see backend.GreedyVerifier): on the device
+// the argmax is taken there and only the ids come back; on the CPU, or
+// after a device failure, from Forward's logits.
+func (s *session) VerifyGreedy(tokens []int) ([]int, error) {
+	if len(s.history)+len(tokens) > s.maxLen {
+		return nil, fmt.Errorf("engine: %d positions exceed the session's context of %d", len(s.history)+len(tokens), s.maxLen)
+	}
+	if err := s.dropAhead(); err != nil {
+		return nil, err
+	}
+	if v, ok := s.cur.(backend.GreedyVerifier); ok && s.onDevice {
+		picks, err := v.VerifyGreedy(tokens)
+		if err == nil && len(picks) == len(tokens) {
+			s.history = append(s.history, tokens...)
+			return picks, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("engine: device returned %d greedy ids for %d positions", len(picks), len(tokens))
+		}
+		// The CPU replays everything and verifies from its logits.
+		if err := s.toCPU(err); err != nil {
+			return nil, err
+		}
+	}
+	logits, err := s.Forward(tokens, true)
+	if err != nil {
+		return nil, err
+	}
+	vocab := len(logits) / len(tokens)
+	picks := make([]int, len(tokens))
+	for i := range picks {
+		picks[i] = sample.Argmax(logits[i*vocab : (i+1)*vocab])
+	}
+	return picks, nil
 }
 
 // checkLogits refuses logits holding a NaN or an infinity (pos0 is the
@@ -282,6 +326,16 @@ func (s *session) counters() (submits, tokens int64) {
 		}
 	}
 	return 0, 0
+}
+
+// readback returns the device's bytes read back so far (zero on the CPU).
+func (s *session) readback() int64 {
+	if s.onDevice {
+		if sr, ok := s.e.dev.(backend.StatsReporter); ok {
+			return sr.Stats().ReadbackBytes
+		}
+	}
+	return 0
 }
 
 func (s *session) uploadBytes() int64 {

@@ -17,6 +17,13 @@ import (
 // one; with sampling, the standard rule (accept a draft d with probability
 // min(1, p(d)/q(d)), else draw from norm(max(0, p−q))) keeps the output
 // distribution that of plain sampling.
+//
+// Greedy verification without penalties needs only each position's
+// argmax: the device takes it (backend.GreedyVerifier) and sends back k+1
+// ids, and a draft model drafts with its own on-device greedy steps (one
+// submit for all k drafts). Unless Spec.Always, a governor (specgov.go)
+// measures speculative against plain steps as the generation runs and
+// pauses drafting while speculation is the slower.
 
 // Spec configures speculative decoding for a request.
 type Spec struct {
@@ -37,6 +44,14 @@ type Spec struct {
 	// keeps the output distribution; one closer to the target's is
 	// accepted more often. Greedy requests draft greedily regardless.
 	DraftSampling *sample.Params
+	// Always speculates at every step. Otherwise the generation measures
+	// the time per token of speculative and of plain steps as it goes and
+	// pauses drafting while speculation is the slower (SpecStats.Paused,
+	// DisabledReason), so speculation never costs decode speed for long.
+	Always bool
+
+	// tune adjusts the governor (tests: its clock and windows).
+	tune func(*specGovernor)
 }
 
 // SpecStats reports what speculation did in a generation.
@@ -52,7 +67,24 @@ type SpecStats struct {
 	TokensPerStep float64 `json:"tokens_per_step"`
 	// EffectiveTokS is the decode rate with speculation (Result.DecodeTokS).
 	EffectiveTokS float64 `json:"effective_tok_s"`
-	targetSteps   int
+	// SpecTokS and PlainTokS are the governor's last measurements of the
+	// decode rate of speculative and of plain steps (0: not measured;
+	// none with Spec.Always).
+	SpecTokS  float64 `json:"spec_tok_s,omitempty"`
+	PlainTokS float64 `json:"plain_tok_s,omitempty"`
+	// SubmitsPerToken and ReadbackPerToken are the device submits and
+	// bytes read back per emitted token over the decode, the target's and
+	// a draft's (another engine's device) together.
+	SubmitsPerToken  float64 `json:"submits_per_token,omitempty"`
+	ReadbackPerToken float64 `json:"readback_bytes_per_token,omitempty"`
+	// PlainTokens are the tokens decoded plainly (probes and pauses).
+	PlainTokens int `json:"plain_tokens,omitempty"`
+	// Paused counts the times speculation measured slower than plain
+	// decoding and drafting paused; DisabledReason is the last such
+	// measurement.
+	Paused         int    `json:"paused,omitempty"`
+	DisabledReason string `json:"disabled_reason,omitempty"`
+	targetSteps    int
 }
 
 // SetSpec makes sp the speculation of every request that sets none (nil:
@@ -131,6 +163,31 @@ type speculator struct {
 	draft    *session
 	dsmp     *sample.Sampler
 	draftLen int
+	// draftConsumed is how many of the step's drafts the draft session
+	// consumed: all of them when it drafted with on-device greedy steps
+	// (one more step than drafts, so the next step starts from the one
+	// token the target emits), all but the last otherwise.
+	draftConsumed int
+
+	// submits0 and readback0 are the devices' counters at the start.
+	submits0, readback0 int64
+
+	// dry counts the steps in a row without drafts.
+	dry int
+
+	// gov decides step by step whether to speculate (nil: always).
+	gov *specGovernor
+
+	// argmaxOnly: greedy without penalties, so verification needs only
+	// each position's argmax (session.VerifyGreedy: ids, not logits, come
+	// back from the device) and the draft drafts with ForwardGreedy.
+	argmaxOnly bool
+}
+
+// argmaxOnly reports whether p picks the argmax of the raw logits: greedy
+// without penalties.
+func argmaxOnly(p sample.Params) bool {
+	return p.Greedy() && (p.RepeatPenalty == 0 || p.RepeatPenalty == 1) && p.PresencePenalty == 0 && p.FrequencyPenalty == 0
 }
 
 func (e *Engine) newSpeculator(spec Spec, target *session, smp *sample.Sampler, p sample.Params, maxCtx int, backendName string) (*speculator, error) {
@@ -144,12 +201,25 @@ func (e *Engine) newSpeculator(spec Spec, target *session, smp *sample.Sampler, 
 	if d, ok := e.recurrentDepth(); ok {
 		k = min(k, d)
 	}
+	// The draft rewinds up to k (it consumes every draft when drafting
+	// greedily on the device), else k-1.
+	fast := argmaxOnly(p)
 	if spec.Draft != nil {
 		if d, ok := spec.Draft.recurrentDepth(); ok {
-			k = min(k, d+1)
+			if fast {
+				k = min(k, d)
+			} else {
+				k = min(k, d+1)
+			}
 		}
 	}
-	sp := &speculator{spec: spec, k: k, cur: k, target: target, smp: smp, params: p, stats: SpecStats{Mode: spec.Mode, K: k}}
+	sp := &speculator{spec: spec, k: k, cur: k, target: target, smp: smp, params: p, argmaxOnly: fast, stats: SpecStats{Mode: spec.Mode, K: k}}
+	if !spec.Always {
+		sp.gov = newSpecGovernor(nil)
+		if spec.tune != nil {
+			spec.tune(sp.gov)
+		}
+	}
 	switch spec.Mode {
 	case "ngram":
 		if spec.NgramMax <= 0 {
@@ -197,6 +267,43 @@ func (e *Engine) recurrentDepth() (depth int, ok bool) {
 	return 0, false
 }
 
+// devCounters sums the submits and readback bytes of the target's device
+// and the draft's (when the draft is another engine).
+func (sp *speculator) devCounters() (submits, readback int64) {
+	submits, _ = sp.target.counters()
+	readback = sp.target.readback()
+	if d := sp.draft; d != nil && d.e != sp.target.e {
+		s, _ := d.counters()
+		submits += s
+		readback += d.readback()
+	}
+	return submits, readback
+}
+
+// speculate reports whether the next decode call speculates.
+func (sp *speculator) speculate() bool { return sp.gov == nil || sp.gov.speculate() }
+
+// finish fills the statistics only the generation's end knows.
+func (sp *speculator) finish(emitted int, decodeTokS float64) *SpecStats {
+	st := sp.stats
+	if st.Drafted > 0 {
+		st.Rate = float64(st.Accepted) / float64(st.Drafted)
+	}
+	if st.targetSteps > 0 {
+		st.TokensPerStep = float64(emitted-st.PlainTokens) / float64(st.targetSteps)
+	}
+	st.EffectiveTokS = decodeTokS
+	if sub, rb := sp.devCounters(); emitted > 0 {
+		st.SubmitsPerToken = float64(sub-sp.submits0) / float64(emitted)
+		st.ReadbackPerToken = float64(rb-sp.readback0) / float64(emitted)
+	}
+	if g := sp.gov; g != nil {
+		st.PlainTokS, st.SpecTokS = tokS(g.cost[0]), tokS(g.cost[1])
+		st.Paused, st.DisabledReason = g.paused, g.reason
+	}
+	return &st
+}
+
 func (sp *speculator) close() {
 	if sp.draft != nil {
 		sp.draft.Close()
@@ -223,21 +330,50 @@ func (sp *speculator) step(history []int, limit int) ([]int, error) {
 		sp.draftLen = len(sp.draft.history)
 	}
 	if len(drafts) == 0 {
+		sp.dry++
+		if sp.argmaxOnly {
+			// Lookup that found nothing twice in a row will likely find
+			// nothing next time either: the next greedy step is submitted
+			// now, so the device runs it while the host looks up (a step
+			// that drafts after all drops it).
+			next := 0
+			if sp.draft == nil && sp.dry >= 2 && limit >= 2 {
+				next = 1
+			}
+			return t.ForwardGreedy(last, 1, next)
+		}
 		logits, err := t.Forward([]int{last}, false)
 		if err != nil {
 			return nil, err
 		}
 		return []int{sp.smp.Sample(logits, history)}, nil
 	}
+	sp.dry = 0
 	sp.stats.Steps++
 	sp.stats.Drafted += len(drafts)
+	var out []int
+	if sp.argmaxOnly {
+		// The target's picks after last and after each draft: the drafts
+		// up to the first that differs from its pick, then that pick (or
+		// the bonus pick after all of them).
+		picks, err := t.VerifyGreedy(append([]int{last}, drafts...))
+		if err != nil {
+			return nil, err
+		}
+		a := 0
+		for a < len(drafts) && picks[a] == drafts[a] {
+			a++
+		}
+		out = append(drafts[:a:a], picks[a])
+		sp.stats.Accepted += a
+		return out, sp.settle(history, drafts, out)
+	}
 	rows, err := t.Forward(append([]int{last}, drafts...), true)
 	if err != nil {
 		return nil, err
 	}
 	vocab := len(rows) / (len(drafts) + 1)
 	ctx := append([]int(nil), history...)
-	var out []int
 	for i := 0; i <= len(drafts); i++ {
 		row := rows[i*vocab : (i+1)*vocab]
 		if i == len(drafts) {
@@ -266,6 +402,13 @@ func (sp *speculator) step(history []int, limit int) ([]int, error) {
 		ctx = append(ctx, d)
 		sp.stats.Accepted++
 	}
+	return out, sp.settle(history, drafts, out)
+}
+
+// settle adapts the draft length to the step's acceptance and rewinds
+// what the target and the draft consumed of the rejected drafts.
+func (sp *speculator) settle(history, drafts, out []int) error {
+	t := sp.target
 	switch accepted := len(out) - 1; accepted {
 	case len(drafts):
 		sp.cur = min(sp.k, sp.cur+1)
@@ -276,21 +419,22 @@ func (sp *speculator) step(history []int, limit int) ([]int, error) {
 	// accepted ones (all of out but its final token).
 	if n := len(drafts) - (len(out) - 1); n > 0 {
 		if err := t.rewind(n); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if sp.draft != nil {
 		// The draft consumed the context (all but its last token was its
-		// own) and drafts[:k-1]; it keeps what was accepted of those.
-		keep := min(len(out)-1, len(drafts)-1)
-		if n := len(drafts) - 1 - keep; n > 0 {
+		// own) and draftConsumed of the drafts; it keeps what was
+		// accepted of those.
+		keep := min(len(out)-1, sp.draftConsumed)
+		if n := sp.draftConsumed - keep; n > 0 {
 			if err := sp.draft.rewind(n); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		sp.draftLen = len(history) + keep
 	}
-	return out, nil
+	return nil
 }
 
 // residual is norm(max(0, p−q)) over p's support (p itself when q covers
@@ -322,9 +466,13 @@ func (sp *speculator) propose(history []int, k int) ([]int, []sample.Dist, error
 		return d, qs, nil
 	}
 	ds := sp.draft
-	if len(ds.history) != sp.draftLen || sp.draftLen > len(history) {
+	if len(ds.history) != sp.draftLen || sp.draftLen >= len(history) {
 		return nil, nil, fmt.Errorf("engine: draft session at %d positions, expected %d", len(ds.history), sp.draftLen)
 	}
+	if sp.argmaxOnly {
+		return sp.proposeGreedy(history, k)
+	}
+	sp.draftConsumed = k - 1
 	logits, err := ds.Forward(history[sp.draftLen:], false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: draft model: %w", err)
@@ -345,6 +493,7 @@ func (sp *speculator) propose(history []int, k int) ([]int, []sample.Dist, error
 		drafts = append(drafts, d)
 		qs = append(qs, q)
 		ctx = append(ctx, d)
+		sp.draftConsumed = len(drafts) - 1
 		if i == k-1 {
 			break
 		}
@@ -352,6 +501,7 @@ func (sp *speculator) propose(history []int, k int) ([]int, []sample.Dist, error
 			return nil, nil, fmt.Errorf("engine: draft model: %w", err)
 		}
 	}
+	sp.draftConsumed = max(len(drafts)-1, 0)
 	// The draft consumed history and drafts[:len-1]: step's bookkeeping
 	// assumes len(drafts)-1 of them, so an early stop rewinds the rest.
 	if extra := len(ds.history) - len(history) - max(len(drafts)-1, 0); extra > 0 {
@@ -360,6 +510,41 @@ func (sp *speculator) propose(history []int, k int) ([]int, []sample.Dist, error
 		}
 	}
 	return drafts, qs, nil
+}
+
+// proposeGreedy drafts k tokens with the draft's own greedy steps: after
+// the tokens it has not consumed (all but the last in one Forward, which
+// only the first step after a plain stretch needs), one ForwardGreedy of
+// k+1 steps, a single submit on the device, consumes the last and the k
+// drafts (the extra pick is dropped), so the next step again starts from
+// the one token the target emits.
+func (sp *speculator) proposeGreedy(history []int, k int) ([]int, []sample.Dist, error) {
+	ds := sp.draft
+	pend := history[sp.draftLen:]
+	if len(pend) > 1 {
+		if _, err := ds.Forward(pend[:len(pend)-1], false); err != nil {
+			return nil, nil, fmt.Errorf("engine: draft model: %w", err)
+		}
+	}
+	ids, err := ds.ForwardGreedy(pend[len(pend)-1], k+1, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: draft model: %w", err)
+	}
+	drafts := ids[:k]
+	for i, d := range drafts {
+		if d >= sp.target.e.Model.Arch.Vocab {
+			drafts = drafts[:i]
+			break
+		}
+	}
+	// The draft consumed history and all k picks; it keeps the drafts.
+	if extra := k - len(drafts); extra > 0 {
+		if err := ds.rewind(extra); err != nil {
+			return nil, nil, err
+		}
+	}
+	sp.draftConsumed = len(drafts)
+	return drafts, nil, nil
 }
 
 // ngramDraft is prompt lookup: the tokens that followed the latest earlier

@@ -7,7 +7,9 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cortiq/cortiq/fixtures"
 	"github.com/cortiq/cortiq/sample"
@@ -33,9 +35,10 @@ func checkSpecGreedy(t *testing.T, target *Engine, req Request, drafts map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := map[string]*Spec{"ngram": {Mode: "ngram", K: 4}}
+	specs := map[string]*Spec{"ngram": {Mode: "ngram", K: 4, Always: true}, "ngram/governed": {Mode: "ngram", K: 4, tune: flipFlop}}
 	for name, d := range drafts {
-		specs["draft="+name] = &Spec{Mode: "draft", K: 3, Draft: d}
+		specs["draft="+name] = &Spec{Mode: "draft", K: 3, Draft: d, Always: true}
+		specs["draft="+name+"/governed"] = &Spec{Mode: "draft", K: 3, Draft: d, tune: flipFlop}
 	}
 	for name, sp := range specs {
 		r := req
@@ -53,10 +56,19 @@ func checkSpecGreedy(t *testing.T, target *Engine, req Request, drafts map[strin
 		if got.Spec == nil {
 			t.Fatalf("%s: no speculative statistics", name)
 		}
-		if name == "ngram" {
+		if strings.HasSuffix(name, "/governed") {
+			if got.Spec.Paused == 0 || got.Spec.PlainTokens == 0 || got.Spec.DisabledReason == "" {
+				t.Errorf("%s: the governor never paused speculation (%+v)", name, *got.Spec)
+			}
+		} else if name == "ngram" {
 			ngramSteps += got.Spec.Steps
 		} else if got.Spec.Steps == 0 {
 			t.Errorf("%s: no speculative step taken (%+v)", name, got.Spec)
+		}
+		if vocab := target.Model.Arch.Vocab; got.Backend != "cpu" && argmaxOnly(req.Sampling) && got.Spec.ReadbackPerToken >= float64(vocab) {
+			// Greedy verification reads ids back, not rows of logits (4
+			// bytes each; the draft's one catch-up row is all there is).
+			t.Errorf("%s: %.0f bytes read back per token, a row of logits is %d", name, got.Spec.ReadbackPerToken, 4*vocab)
 		}
 		if name == "draft=self" && got.Spec.Rate != 1 {
 			t.Errorf("%s: a draft equal to the target accepted %.2f of its tokens, want all", name, got.Spec.Rate)
@@ -64,6 +76,25 @@ func checkSpecGreedy(t *testing.T, target *Engine, req Request, drafts map[strin
 		t.Logf("%s: %+v", name, *got.Spec)
 	}
 	return ngramSteps
+}
+
+// flipFlop tunes a governor to switch often: one-call probes, short runs
+// and pauses, and a clock under which speculative calls cost 10 ms each
+// during its first 4 decisions (so speculation loses), 1 ms after.
+func flipFlop(g *specGovernor) {
+	g.probeCalls, g.probeMin, g.runTokens, g.minBackoff, g.backoff, g.maxBackoff = 1, 1, 3, 2, 2, 3
+	g.probeTime, g.runTime, g.backoffTime, g.minBackoffTime = 0, 0, 0, 0
+	var now time.Time
+	marks := 0
+	g.now = func() time.Time {
+		marks++
+		if g.curSpec && marks < 12 {
+			now = now.Add(10 * time.Millisecond)
+		} else {
+			now = now.Add(time.Millisecond)
+		}
+		return now
+	}
 }
 
 // TestSpecGreedyFixtures: speculative greedy (n-gram lookup, a draft equal
@@ -85,6 +116,30 @@ func TestSpecGreedyFixtures(t *testing.T) {
 	}
 	if ngram < 20 {
 		t.Errorf("n-gram lookup drafted in %d steps over all fixtures", ngram)
+	}
+}
+
+// TestSpecGreedyPenalized: greedy with a repetition penalty verifies from
+// the logits (the penalty needs them), speculative equal to plain, on
+// the CPU and the device.
+func TestSpecGreedyPenalized(t *testing.T) {
+	for _, backend := range []string{"cpu", "webgpu"} {
+		for _, arch := range []string{"llama", "qwen3_next"} {
+			t.Run(backend+"/"+arch, func(t *testing.T) {
+				if backend == "webgpu" {
+					needAdapter(t)
+				}
+				e := loadEngine(t, filepath.Join(fixtures.Dir(t), "fixtures", "tiny", arch), backend)
+				if backend == "webgpu" && e.dev == nil {
+					t.Skipf("no device backend: %v", e.DeviceError())
+				}
+				req := Request{IDs: specPrompt(e.Model.Arch.Vocab), MaxTokens: 16, IgnoreEOS: true, Sampling: sample.Params{RepeatPenalty: 1.3}}
+				if argmaxOnly(req.Sampling) {
+					t.Fatal("a penalized request counts as argmax-only")
+				}
+				checkSpecGreedy(t, e, req, map[string]*Engine{"self": e})
+			})
+		}
 	}
 }
 

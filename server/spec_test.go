@@ -21,7 +21,7 @@ func TestSpecMetrics(t *testing.T) {
 	e, name := chatFixture(t)
 	req := GenRequest{Prompt: "Once upon a time", MaxTokens: 48}
 	want := engineRef(t, e, req)
-	if err := e.SetSpec(&engine.Spec{Mode: "ngram"}); err != nil {
+	if err := e.SetSpec(&engine.Spec{Mode: "ngram", Always: true}); err != nil {
 		t.Fatal(err)
 	}
 	defer e.SetSpec(nil)

@@ -4,7 +4,10 @@
 // the lowest index on ties, so the pick is the row's argmax with the
 // lowest index among equals, or POISON (0xFFFFFFFE) when any logit is not
 // finite. The pick is written to tokens[0] (the next step's embedding
-// input; 0 for POISON) and ids[step[4]]. Dispatch (1, 1, 1).
+// input; 0 for POISON) and ids[step[4]]. Dispatch (1, rows, 1): with
+// rows > 1 workgroup row y reduces parts [y*n, (y+1)*n) (argmax_part.wgsl
+// over as many rows) into ids[step[4]+y], and only the last row's pick
+// feeds tokens[0].
 struct P {
     n: u32,
     _p0: u32,
@@ -18,11 +21,11 @@ struct P {
 @group(0) @binding(4) var<storage, read_write> ids: array<u32>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     var best = -3.4e38;
     var idx = NONE;
     for (var i = lid.x; i < p.n; i += 256u) {
-        let pv = part[i];
+        let pv = part[wg.y * p.n + i];
         let v = bitcast<f32>(pv.x);
         if (better(v, pv.y, best, idx)) {
             best = v;
@@ -40,7 +43,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
         if (r == POISON) {
             tok = 0u;
         }
-        tokens[0] = tok;
-        ids[step[4]] = r;
+        if (wg.y == nwg.y - 1u) {
+            tokens[0] = tok;
+        }
+        ids[step[4] + wg.y] = r;
     }
 }

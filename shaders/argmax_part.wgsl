@@ -5,8 +5,10 @@
 // holds a NaN or infinity. One workgroup
 // reading a whole 100k+ vocabulary waited on ~100 loads in turn per
 // thread (90 µs on an H200); spread over many workgroups each thread makes
-// a few independent loads. Dispatch (ceil(n/per), 1, 1); argmax.wgsl
-// reduces the parts.
+// a few independent loads. Dispatch (ceil(n/per), rows, 1); argmax.wgsl
+// reduces the parts. With rows > 1 workgroup row y reads head row
+// step[3]-rows+y (the last rows of the step's logits: every row of a
+// verification step) and writes part[y*ceil(n/per) + g].
 struct P {
     n: u32,
     per: u32,
@@ -19,8 +21,8 @@ struct P {
 @group(0) @binding(3) var<storage, read_write> part: array<vec2<u32>>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let row = (step[3] - 1u) * p.n;
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let row = (step[3] - nwg.y + wg.y) * p.n;
     let lo = wg.x * p.per;
     let hi = min(lo + p.per, p.n);
     // Four independent running picks per thread (indices i, i+256, i+512,
@@ -53,6 +55,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     let r = pick(lid.x, best, idx);
     if (lid.x == 0u) {
-        part[wg.x] = vec2<u32>(bitcast<u32>(bv[0]), r);
+        part[wg.y * nwg.x + wg.x] = vec2<u32>(bitcast<u32>(bv[0]), r);
     }
 }

@@ -954,6 +954,7 @@ func (b *Backend) Stats() backend.Stats {
 		WeightBytesToken: b.tokenWeightBytes,
 		Submits:          b.stats.submits,
 		Tokens:           b.stats.tokens,
+		ReadbackBytes:    b.dev.ReadbackBytes(),
 	}
 	if b.stats.tokens > 0 {
 		st.SubmitsPerToken = float64(b.stats.submits) / float64(b.stats.tokens)

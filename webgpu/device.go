@@ -47,6 +47,8 @@ type Device struct {
 
 	lost atomic.Pointer[string] // set by the device-lost callback
 
+	readback atomic.Int64 // bytes read back to the host
+
 	mu      sync.Mutex
 	pipes   map[string]*Pipeline
 	layouts map[string]*sharedLayout
@@ -517,8 +519,12 @@ func (d *Device) readInto(b *Buffer, dst []byte) error {
 	if err := d.mapRead(b, dst); err != nil {
 		return err
 	}
+	d.readback.Add(int64(len(dst)))
 	return d.Err()
 }
+
+// ReadbackBytes is the number of bytes read back to the host so far.
+func (d *Device) ReadbackBytes() int64 { return d.readback.Load() }
 
 // ReadBuffer copies n bytes of storage buffer src to the host through a
 // temporary staging buffer (tests and one-off reads; the backend keeps its

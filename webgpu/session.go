@@ -260,7 +260,7 @@ func (s *Session) alloc() error {
 		{&s.step, "step", 8},
 		{&s.tokens, "tokens", c},
 		{&s.ids, "ids", s.maxGreedy},
-		{&s.picks, "argmax picks", 2 * picks},
+		{&s.picks, "argmax picks", 2 * picks * s.headChunk},
 		{&s.x, "x", c * a.Hidden},
 		{&s.h, "h", c * a.Hidden},
 		{&s.tmp, "tmp", c * a.Hidden},
@@ -887,7 +887,7 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 	for c0 := 0; c0 < len(tokens); c0 += step {
 		chunk := tokens[c0:min(c0+step, len(tokens))]
 		last := c0+len(chunk) == len(tokens)
-		logits, err := s.forwardChunk(chunk, all, last)
+		logits, _, err := s.forwardChunk(chunk, all, last, false)
 		if err != nil {
 			return nil, s.fail(err)
 		}
@@ -900,9 +900,45 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 	return out, nil
 }
 
-func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) {
+// VerifyGreedy consumes tokens, as Forward with all does, and returns the
+// argmax of every position's logits (the lowest index on ties, as
+// ForwardGreedy picks), taken on the device: one submit per headChunk
+// positions reading back 4 bytes a position instead of a vocabulary of
+// logits. It is speculative decoding's greedy verification
+// (backend.GreedyVerifier); a row holding a NaN or infinity is an error.
+func (s *Session) VerifyGreedy(tokens []int) ([]int, error) {
+	if s.broken != nil {
+		return nil, fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
+	}
+	if len(tokens) == 0 {
+		return nil, errors.New("webgpu: VerifyGreedy with no tokens")
+	}
+	a := s.b.arch
+	if s.pos+len(tokens) > s.maxLen {
+		return nil, fmt.Errorf("webgpu: %d positions exceed the session's %d", s.pos+len(tokens), s.maxLen)
+	}
+	for _, t := range tokens {
+		if t < 0 || t >= a.Vocab {
+			return nil, fmt.Errorf("webgpu: token %d outside the vocabulary (%d)", t, a.Vocab)
+		}
+	}
+	out := make([]int, 0, len(tokens))
+	for c0 := 0; c0 < len(tokens); c0 += s.headChunk {
+		chunk := tokens[c0:min(c0+s.headChunk, len(tokens))]
+		_, ids, err := s.forwardChunk(chunk, true, true, true)
+		if err != nil {
+			return nil, s.fail(err)
+		}
+		out = append(out, ids...)
+	}
+	return out, nil
+}
+
+// forwardChunk runs one step of tokens; with picks (and all) it returns
+// the argmax of every row instead of the logits.
+func (s *Session) forwardChunk(tokens []int, all, last, picks bool) ([]float32, []int, error) {
 	if len(s.inflight) > 0 {
-		return nil, errors.New("webgpu: Forward while greedy batches are in flight")
+		return nil, nil, errors.New("webgpu: Forward while greedy batches are in flight")
 	}
 	s.greedyTail = false
 	s.prepareGemm(len(tokens))
@@ -916,14 +952,14 @@ func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) 
 		headRow0, headRows = 0, n
 	}
 	if err := s.writeStep(s.pos, n, headRow0, headRows); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ids := make([]uint32, n)
 	for i, t := range tokens {
 		ids[i] = uint32(t)
 	}
 	if err := s.b.dev.Write(s.tokens, 0, U32Bytes(ids)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var submits, hostRuns int64
 	ds := []Dispatch{s.embed.dispatch(n, headRows)}
@@ -940,53 +976,80 @@ func (s *Session) forwardChunk(tokens []int, all, last bool) ([]float32, error) 
 		}
 		bytes := uint64(4 * n * a.Hidden)
 		if err := d.Run(nil, ds, []Copy{{Src: s.x, Dst: s.stX, Size: bytes}}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		submits++
 		raw, err := d.Read(s.stX, bytes)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		x := BytesF32(raw)
 		if err := s.host.ForwardLayers(x, n, s.pos, i, j); err != nil {
-			return nil, fmt.Errorf("webgpu: host layers %d-%d: %w", i, j-1, err)
+			return nil, nil, fmt.Errorf("webgpu: host layers %d-%d: %w", i, j-1, err)
 		}
 		hostRuns += int64(j - i)
 		if err := s.b.dev.Write(s.x, 0, F32Bytes(x)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ds = ds[:0]
 		i = j
 	}
 	var logits []float32
-	if head {
+	var picked []int
+	if head && picks {
+		for _, o := range s.headOps {
+			ds = append(ds, o.dispatch(n, headRows))
+		}
+		part, pick := s.argmaxPart.dispatch(1, 1), s.argmax.dispatch(1, 1)
+		part.Y, pick.Y = uint32(headRows), uint32(headRows)
+		ds = append(ds, part, pick)
+		st := s.stIDs[s.nextSlot]
+		if err := d.Run(nil, ds, []Copy{{Src: s.ids, Dst: st, Size: uint64(4 * headRows)}}); err != nil {
+			return nil, nil, err
+		}
+		submits++
+		raw, err := d.Read(st, uint64(4*headRows))
+		if err != nil {
+			return nil, nil, err
+		}
+		picked = make([]int, headRows)
+		for r := range picked {
+			picked[r] = int(binary.LittleEndian.Uint32(raw[4*r:]))
+			if picked[r] == argmaxPoison {
+				return nil, nil, fmt.Errorf("webgpu: non-finite logits (NaN or infinity) at position %d", s.pos+headRow0+r)
+			}
+			if picked[r] >= a.Vocab {
+				return nil, nil, fmt.Errorf("webgpu: device picked token %d outside the vocabulary", picked[r])
+			}
+		}
+	} else if head {
 		for _, o := range s.headOps {
 			ds = append(ds, o.dispatch(n, headRows))
 		}
 		bytes := uint64(4 * headRows * a.Vocab)
 		t0 := time.Now()
 		if err := d.Run(nil, ds, []Copy{{Src: s.logits, Dst: s.stLogits, Size: bytes}}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		t1 := time.Now()
 		submits++
 		var err error
 		logits, err = d.ReadF32(s.stLogits, headRows*a.Vocab)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if traceSteps {
 			fmt.Fprintf(os.Stderr, "webgpu: step of %d tokens: %d dispatches, encode+submit %v, wait+read %v\n", n, len(ds), t1.Sub(t0), time.Since(t1))
 		}
 	} else {
 		if err := d.Run(nil, ds, nil); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		submits++
 	}
 	s.consumed(n)
 	b.count(submits, int64(n), hostRuns)
-	return logits, nil
+	return logits, picked, nil
 }
 
 // ForwardGreedy consumes token first, then picks k tokens greedily on the
@@ -1184,3 +1247,5 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 	}
 	return nil
 }
+
+var _ backend.GreedyVerifier = (*Session)(nil)

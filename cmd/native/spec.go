@@ -14,12 +14,14 @@ import (
 type specFlags struct {
 	mode, draft string
 	k           int
+	always      bool
 }
 
 func (f *specFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.mode, "spec", "", "speculative decoding: ngram (prompt lookup, no second model); --draft implies draft")
 	fs.StringVar(&f.draft, "draft", "", "draft model for speculative decoding (same vocabulary as -m): a path or a name")
 	fs.IntVar(&f.k, "draft-k", engine.DefaultSpecK, "tokens drafted per speculative step (1..16)")
+	fs.BoolVar(&f.always, "spec-always", false, "speculate at every step (by default drafting pauses while it measures slower than plain decoding)")
 }
 
 // prepare validates the flags and sizes the sessions' rewind depth before
@@ -27,6 +29,9 @@ func (f *specFlags) register(fs *flag.FlagSet) {
 func (f *specFlags) prepare(mf *modelFlags) error {
 	switch {
 	case f.mode == "" && f.draft == "":
+		if f.always {
+			return errors.New("--spec-always without --spec ngram or --draft MODEL")
+		}
 		return nil
 	case f.mode == "ngram" && f.draft != "":
 		return errors.New("--spec ngram and --draft exclude each other")
@@ -51,7 +56,7 @@ func (f *specFlags) attach(ctx context.Context, mf modelFlags, e *engine.Engine)
 	if f.mode == "" {
 		return func() {}, nil
 	}
-	sp := &engine.Spec{Mode: f.mode, K: f.k}
+	sp := &engine.Spec{Mode: f.mode, K: f.k, Always: f.always}
 	closeDraft := func() {}
 	if f.mode == "draft" {
 		dm := mf

@@ -13,7 +13,7 @@ import (
 
 // TestCLISpec: --spec ngram and --draft give the plain greedy text word for
 // word; --json's final object reports the acceptance rate and the
-// effective decode rate; bad flags and a draft of another vocabulary are
+// effective decode rate (--spec-always: speculating at every step); bad flags and a draft of another vocabulary are
 // refused with a message naming them.
 func TestCLISpec(t *testing.T) {
 	p := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
@@ -22,7 +22,9 @@ func TestCLISpec(t *testing.T) {
 		if out := cortiq(t, nil, append(append([]string{}, base...), extra...)...); out != storiesWant {
 			t.Errorf("%v: got\n%q\nwant\n%q", extra, out, storiesWant)
 		}
-		out := cortiq(t, nil, append(append([]string{}, base...), append(extra, "--json")...)...)
+		// --spec-always: drafting at every step, whatever the governor
+		// would measure on a busy host.
+		out := cortiq(t, nil, append(append([]string{}, base...), append(extra, "--json", "--spec-always")...)...)
 		var final struct {
 			Done bool `json:"done"`
 			Spec *struct {
@@ -54,6 +56,7 @@ func TestCLISpec(t *testing.T) {
 		{[]string{"--spec", "ngram", "--draft-k", "0"}, "--draft-k"},
 		{[]string{"--spec", "ngram", "--draft", p}, "exclude"},
 		{[]string{"--draft", llama}, "vocabular"},
+		{[]string{"--spec-always"}, "--spec-always"},
 	} {
 		cmd := exec.Command(cortiqBin, append(append([]string{}, base...), c.args...)...)
 		out, err := cmd.CombinedOutput()

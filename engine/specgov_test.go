@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSpecGovernor drives the governor's decisions with an injected cost
+// model (no timing): each call costs a fixed time; speculative calls emit
+// several tokens.
+func TestSpecGovernor(t *testing.T) {
+	type call struct {
+		spec bool
+		n    int
+	}
+	// run makes calls until total tokens, a speculative call costing
+	// specCost(i) and emitting specN tokens, a plain one costing 1 ms for
+	// one token; it returns the calls made.
+	run := func(g *specGovernor, total, specN int, specCost func(i int) time.Duration) []call {
+		var now time.Time
+		var calls []call
+		var last call
+		g.now = func() time.Time { return now }
+		tokens := 0
+		for tokens < total {
+			g.mark()
+			c := call{spec: g.speculate(), n: 1}
+			if c.spec {
+				c.n = specN
+			}
+			g.emitted(c.spec, c.n)
+			if c.spec {
+				now = now.Add(specCost(len(calls)))
+			} else {
+				now = now.Add(time.Millisecond)
+			}
+			calls = append(calls, c)
+			tokens += c.n
+			last = c
+		}
+		_ = last
+		return calls
+	}
+	count := func(calls []call) (spec, plain int) {
+		for _, c := range calls {
+			if c.spec {
+				spec += c.n
+			} else {
+				plain += c.n
+			}
+		}
+		return
+	}
+
+	t.Run("wins", func(t *testing.T) {
+		// 3 tokens per 2 ms: 1.5x plain. Speculation runs, with a short
+		// plain probe after every run.
+		g := newSpecGovernor(nil)
+		calls := run(g, 2000, 3, func(int) time.Duration { return 2 * time.Millisecond })
+		spec, plain := count(calls)
+		if g.paused != 0 || g.reason != "" {
+			t.Errorf("paused %d times (%q) although speculation is faster", g.paused, g.reason)
+		}
+		if plain == 0 || plain*20 > spec {
+			t.Errorf("%d tokens plain, %d speculative: want a few plain probes", plain, spec)
+		}
+		if got := tokS(g.cost[1]); math.Abs(got-1500) > 0.01 {
+			t.Errorf("speculative rate %v, want 1500", got)
+		}
+	})
+	t.Run("loses", func(t *testing.T) {
+		// 2 tokens per 4 ms: half of plain. Speculation pauses with a
+		// reason, for doubling stretches, so it decodes few tokens.
+		g := newSpecGovernor(nil)
+		calls := run(g, 4000, 2, func(int) time.Duration { return 4 * time.Millisecond })
+		spec, plain := count(calls)
+		if g.paused < 3 {
+			t.Errorf("paused %d times", g.paused)
+		}
+		if !strings.Contains(g.reason, "speculation measured 500 tok/s, plain decoding 1000 tok/s") {
+			t.Errorf("reason %q", g.reason)
+		}
+		if g.backoff <= g.minBackoff {
+			t.Errorf("backoff %d did not grow", g.backoff)
+		}
+		// The time lost against plain decoding all along stays small.
+		var took time.Duration
+		for _, c := range calls {
+			if c.spec {
+				took += 4 * time.Millisecond
+			} else {
+				took += time.Millisecond
+			}
+		}
+		plainTime := time.Duration(spec+plain) * time.Millisecond
+		t.Logf("%d speculative tokens, %d plain: %v against %v", spec, plain, took, plainTime)
+		if took > plainTime*105/100 {
+			t.Errorf("governed decoding took %v, plain %v (%d speculative tokens)", took, plainTime, spec)
+		}
+	})
+	t.Run("recovers", func(t *testing.T) {
+		// Slow for the first 40 calls (the draft finds nothing), then fast:
+		// speculation pauses, then resumes for good.
+		g := newSpecGovernor(nil)
+		calls := run(g, 3000, 4, func(i int) time.Duration {
+			if i < 40 {
+				return 8 * time.Millisecond
+			}
+			return 2 * time.Millisecond
+		})
+		if g.paused == 0 {
+			t.Error("never paused while speculation was slow")
+		}
+		spec, _ := count(calls[len(calls)/2:])
+		if spec == 0 || g.phase == runPlain {
+			t.Errorf("speculation did not resume (phase %d)", g.phase)
+		}
+	})
+	t.Run("lastPlain", func(t *testing.T) {
+		g := newSpecGovernor(nil)
+		g.phase, g.plainRun, g.tokens, g.plainRunTime = runPlain, 10, 8, 0
+		if g.lastPlain(1) || !g.lastPlain(2) {
+			t.Error("lastPlain in a plain stretch of 10 at token 8")
+		}
+		// A stretch of 100 ms, 60 ms spent by a warm-up call and 4
+		// measured ones of 10 ms: the next ends it only past 90 ms.
+		g.plainRunTime, g.calls, g.spent, g.winT = 100*time.Millisecond, 5, 60*time.Millisecond, 40*time.Millisecond
+		if g.lastPlain(2) {
+			t.Error("lastPlain 40 ms before the stretch's end")
+		}
+		g.spent = 95 * time.Millisecond
+		if !g.lastPlain(2) {
+			t.Error("not lastPlain 5 ms before the stretch's end")
+		}
+		g.phase, g.calls, g.winN, g.winT = probePlain, 4, 9, 3*time.Millisecond
+		if g.lastPlain(1) {
+			t.Error("lastPlain in a plain probe 1 ms measured short of its 5")
+		}
+		g.winT = 4 * time.Millisecond
+		if !g.lastPlain(1) {
+			t.Error("not lastPlain at the plain probe's end")
+		}
+	})
+}
