@@ -105,44 +105,7 @@ func TestGGUFTypes(t *testing.T) {
 			defer m.Close()
 			twin := dequantizedTwin(t, m)
 			ids := []int{1, 7, 200, 42, 255, 2, 99, 3}
-			run := func(m *model.Model) (logits []float32, greedy []int) {
-				b, err := New(m, Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer b.Close()
-				s, err := b.NewSession(32)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
-				logits, err = s.Forward(ids, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				last := logits[len(logits)-shape.Vocab:]
-				for range 8 {
-					tok := argmax(last)
-					greedy = append(greedy, tok)
-					if last, err = s.Forward([]int{tok}, false); err != nil {
-						t.Fatal(err)
-					}
-					logits = append(logits, last...)
-				}
-				return logits, greedy
-			}
-			got, gotTok := run(m)
-			want, wantTok := run(twin)
-			d, at := maxAbsDiff(got, want)
-			t.Logf("%v: max |quantized - f32 twin| = %.2e", types, d)
-			if d > parityTol {
-				t.Errorf("logit %d: %g vs twin %g (|d| %.2e > %g)", at, got[at], want[at], d, parityTol)
-			}
-			for i := range gotTok {
-				if gotTok[i] != wantTok[i] {
-					t.Fatalf("greedy tokens %v, twin %v", gotTok, wantTok)
-				}
-			}
+			checkTwin(t, tc.name, m, twin, ids, 8, 32)
 		})
 	}
 }

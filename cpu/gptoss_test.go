@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -80,44 +79,7 @@ func TestGGUFGptOss(t *testing.T) {
 			}
 			twin := dequantizedTwin(t, m)
 			ref := fixtures.LoadReference(t, dir)
-			run := func(m *model.Model) (logits []float32, greedy []int) {
-				b, err := New(m, Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer b.Close()
-				s, err := b.NewSession(64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
-				logits, err = s.Forward(ref.InputIDs, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				last := logits[len(logits)-m.Arch.Vocab:]
-				for range 16 {
-					tok := argmax(last)
-					greedy = append(greedy, tok)
-					if last, err = s.Forward([]int{tok}, false); err != nil {
-						t.Fatal(err)
-					}
-					logits = append(logits, last...)
-				}
-				return logits, greedy
-			}
-			got, gotTok := run(m)
-			want, wantTok := run(twin)
-			d, at := maxAbsDiff(got, want)
-			t.Logf("max |gguf mxfp4 - f32 twin| = %.2e; greedy %v", d, gotTok)
-			if d > parityTol {
-				t.Errorf("logit %d: %g vs twin %g (|d| %.2e > %g)", at, got[at], want[at], d, parityTol)
-			}
-			for i := range gotTok {
-				if gotTok[i] != wantTok[i] {
-					t.Fatalf("greedy tokens %v, twin %v", gotTok, wantTok)
-				}
-			}
+			checkTwin(t, "gguf mxfp4", m, twin, ref.InputIDs, 16, 64)
 		})
 	}
 }
@@ -318,37 +280,7 @@ func TestHFMXFP4GptOss(t *testing.T) {
 		}
 	}
 	ref := fixtures.LoadReference(t, src)
-	run := func(m *model.Model) (logits []float32, greedy []int) {
-		b, err := New(m, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, _ := b.NewSession(64)
-		logits, err = s.Forward(ref.InputIDs, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last := logits[len(logits)-m.Arch.Vocab:]
-		for range 16 {
-			tok := argmax(last)
-			greedy = append(greedy, tok)
-			if last, err = s.Forward([]int{tok}, false); err != nil {
-				t.Fatal(err)
-			}
-			logits = append(logits, last...)
-		}
-		return logits, greedy
-	}
-	got, gotTok := run(qm)
-	want, wantTok := run(tm)
-	d, at := maxAbsDiff(got, want)
-	t.Logf("max |mxfp4 import - float twin| = %.2e; greedy %v", d, gotTok)
-	if d > parityTol {
-		t.Errorf("logit %d: %g vs twin %g (|d| %.2e > %g)", at, got[at], want[at], d, parityTol)
-	}
-	if !slices.Equal(gotTok, wantTok) {
-		t.Errorf("greedy tokens %v, twin %v", gotTok, wantTok)
-	}
+	checkTwin(t, "mxfp4 import", qm, tm, ref.InputIDs, 16, 64)
 }
 
 // TestCMFGptOss: a gpt-oss model with MXFP4 experts survives a CMF round

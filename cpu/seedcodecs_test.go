@@ -6,7 +6,6 @@ import (
 
 	"github.com/cortiq/cortiq/cpu/kernel"
 	"github.com/cortiq/cortiq/importer"
-	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/synth"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -50,43 +49,7 @@ func TestSeedCodecs(t *testing.T) {
 			}
 			twin := dequantizedTwin(t, m)
 			ids := []int{1, 7, 200, 42, 255, 2, 99, 3}
-			run := func(m *model.Model) (logits []float32, greedy []int) {
-				b, err := New(m, Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer b.Close()
-				s, err := b.NewSession(32)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
-				if logits, err = s.Forward(ids, true); err != nil {
-					t.Fatal(err)
-				}
-				last := logits[len(logits)-ggufTypeShape.Vocab:]
-				for range 8 {
-					tok := argmax(last)
-					greedy = append(greedy, tok)
-					if last, err = s.Forward([]int{tok}, false); err != nil {
-						t.Fatal(err)
-					}
-					logits = append(logits, last...)
-				}
-				return logits, greedy
-			}
-			got, gotTok := run(m)
-			want, wantTok := run(twin)
-			d, at := maxAbsDiff(got, want)
-			t.Logf("max |%s - f32 twin| = %.2e", c, d)
-			if d > parityTol {
-				t.Errorf("logit %d: %g vs twin %g (|d| %.2e > %g)", at, got[at], want[at], d, parityTol)
-			}
-			for i := range gotTok {
-				if gotTok[i] != wantTok[i] {
-					t.Fatalf("greedy tokens %v, twin %v", gotTok, wantTok)
-				}
-			}
+			checkTwin(t, c.String(), m, twin, ids, 8, 32)
 		})
 	}
 }
