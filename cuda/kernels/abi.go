@@ -136,6 +136,7 @@ const (
 	EmbedPrefix       = "ck_embed_"
 	MatvecPrefix      = "ck_mv_"
 	MatvecBatchPrefix = "ck_mvb_"
+	MatvecInt8Prefix  = "ck_mvq_" // q8_0, q4_0, q4_K, q6_K only (Int8Codecs)
 	GemmPrefix        = "ck_gemm_"
 	KVWritePrefix     = "ck_kv_write_"     // + "f32" | "f16"
 	AttnDecodePrefix  = "ck_attn_decode_"  // + "f32" | "f16" (the cache type)
@@ -272,7 +273,7 @@ func attnTile(hd int) int {
 // padded) and V tile of attnTile keys, the group's q, and the scores.
 func (a *AttnDecodeArgs) Launch() Geometry {
 	hd, g, kt := int(a.HeadDim), int(a.Heads/a.KVHeads), attnTile(int(a.HeadDim))
-	sh := 4 * (kt*(hd+1) + kt*hd + g*hd + g*kt)
+	sh := 4 * (kt*(hd+1) + kt*hd + g*hd + g*kt + 3*g)
 	return geo(uint32(a.KVHeads), uint32(a.NSplit), uint32(a.T), 128, uint32(sh))
 }
 
@@ -358,6 +359,20 @@ const MatvecRows = 8
 
 func (a *MatvecArgs) Launch() Geometry { return geo(cdiv(int(a.Rows), MatvecRows), 1, 1, 128, 0) }
 
+// Int8Codecs have ck_mvq_* kernels: MatvecArgs as ck_mv_*, the activation
+// rounded to int8 per 32 inside each block (the CPU's Int8 mode), then
+// __dp4a. Launch them with LaunchInt8.
+var Int8Codecs = []string{"q8_0", "q4_0", "q4_K", "q6_K"}
+
+// MatvecInt8Rows is the output rows per block of ck_mvq_* (8 warps × 4).
+const MatvecInt8Rows = 32
+
+// LaunchInt8 is the geometry of ck_mvq_*: 256 threads, the quantized
+// activation (Cols int8 + Cols/32 float2) in dynamic shared memory.
+func (a *MatvecArgs) LaunchInt8() Geometry {
+	return geo(cdiv(int(a.Rows), MatvecInt8Rows), 1, 1, 256, uint32(a.Cols+8*(a.Cols/32)))
+}
+
 // MatvecBatchArgs: the same for N (1..MaxBatch) columns, X [N][Cols], Y [N][Rows].
 type MatvecBatchArgs struct {
 	Y, W, W2, X, R       Ptr
@@ -391,18 +406,20 @@ func (a *GemmArgs) Params() []unsafe.Pointer {
 		unsafe.Pointer(&a.Rows), unsafe.Pointer(&a.Cols), unsafe.Pointer(&a.RowBytes), unsafe.Pointer(&a.T))
 }
 
-// GEMM tile: GemmBN weight rows × GemmBM tokens per block.
+// GEMM tile: GemmBN weight rows × GemmBM tokens × GemmBK columns per step;
+// Cols must be a multiple of GemmBK.
 const (
 	GemmBN = 128
 	GemmBM = 64
+	GemmBK = 64
 )
 
 func (a *GemmArgs) Launch() Geometry {
 	return geo(cdiv(int(a.Rows), GemmBN), cdiv(int(a.T), GemmBM), 1, 256, gemmShared)
 }
 
-// gemmShared: f16 tiles of W (BN×(32+8)) and X (BM×(32+8)), double buffered.
-const gemmShared = 2 * 2 * (GemmBN + GemmBM) * (32 + 8)
+// gemmShared: f16 tiles of W (BN×(BK+8)) and X (BM×(BK+8)).
+const gemmShared = 2 * (GemmBN + GemmBM) * (GemmBK + 8)
 
 // ArgmaxRowsArgs: IDs[t] = argmax(Logits[t]) (lowest id on ties).
 type ArgmaxRowsArgs struct {

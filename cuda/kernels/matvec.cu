@@ -1,0 +1,181 @@
+// matvec.cu: decode matrix-vector products, one launch per weight.
+//
+// ck_mv_<codec>   exact: f32 activations dotted with exactly dequantized
+//                 weights, f32 accumulation (the CPU's Exact mode).
+// ck_mvq_<codec>  (q8_0, q4_0, q4_K, q6_K) the activation quantized to int8
+//                 per 32 (d = amax/127, round half to even, as the CPU's
+//                 Int8 mode and llama.cpp's q8_1) inside each block, then
+//                 __dp4a: a quarter of the activation traffic and of the
+//                 instructions per weight.
+// ck_mvb_<codec>  exact, N (1..8) activation columns (speculative verify).
+//
+// Geometry (abi.go): ck_mv_/ck_mvb_ 128 threads = 4 warps; ck_mv_ gives
+// each warp MV_R rows, ck_mvb_ one. ck_mvq_ 256 threads, MVQ_R rows per
+// warp, dynamic shared cols + 8*cols/32 bytes. A warp's lanes stride over
+// the row's 32-weight chunks; rows past `rows` are skipped. With W2 the
+// warp computes the same rows of W and W2 and writes act(W·x)·(W2·x).
+#include "common.cuh"
+
+#define MV_R 2
+#define MVQ_R 4
+
+template <class C>
+__device__ __forceinline__ float dot_chunk(const uint8_t* row, int nchunk, int c, const float* xr) {
+  float w[32];
+  C::deq(row, nchunk, c, w);
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < 32; i++) s = fmaf(w[i], xr[i], s);
+  return s;
+}
+
+template <class C>
+__device__ __forceinline__ void mv_exact(float* __restrict__ y, const uint8_t* __restrict__ W,
+                                         const uint8_t* __restrict__ W2, const float* __restrict__ x,
+                                         const float* __restrict__ r, int rows, int cols, int rowBytes, int act) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int row0 = (blockIdx.x * 4 + warp) * MV_R;
+  if (row0 >= rows) return;
+  const int nchunk = cols >> 5;
+  float acc[MV_R], acc2[MV_R];
+#pragma unroll
+  for (int k = 0; k < MV_R; k++) acc[k] = acc2[k] = 0.f;
+  for (int c = lane; c < nchunk; c += 32) {
+    float xr[32];
+    load_x<C>(x, c, xr);
+#pragma unroll
+    for (int k = 0; k < MV_R; k++) {
+      if (row0 + k < rows) {
+        acc[k] += dot_chunk<C>(W + (size_t)(row0 + k) * rowBytes, nchunk, c, xr);
+        if (W2) acc2[k] += dot_chunk<C>(W2 + (size_t)(row0 + k) * rowBytes, nchunk, c, xr);
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < MV_R; k++) {
+    float v = warp_sum(acc[k]);
+    if (W2) v = act_fn(v, act) * warp_sum(acc2[k]);
+    if (lane == 0 && row0 + k < rows) y[row0 + k] = v + (r ? r[row0 + k] : 0.f);
+  }
+}
+
+template <class C>
+__device__ __forceinline__ void mvb_exact(float* __restrict__ y, const uint8_t* __restrict__ W,
+                                          const uint8_t* __restrict__ W2, const float* __restrict__ x,
+                                          const float* __restrict__ r, int rows, int cols, int rowBytes, int act,
+                                          int n) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int row = blockIdx.x * 4 + warp;
+  if (row >= rows) return;
+  const int nchunk = cols >> 5;
+  float acc[8], acc2[8];
+#pragma unroll
+  for (int j = 0; j < 8; j++) acc[j] = acc2[j] = 0.f;
+  const uint8_t* wr = W + (size_t)row * rowBytes;
+  const uint8_t* wr2 = W2 ? W2 + (size_t)row * rowBytes : nullptr;
+  for (int c = lane; c < nchunk; c += 32) {
+    float w[32], w2[32];
+    C::deq(wr, nchunk, c, w);
+    if (wr2) C::deq(wr2, nchunk, c, w2);
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      if (j < n) {
+        float xr[32];
+        load_x<C>(x + (size_t)j * cols, c, xr);
+        float s = 0.f, s2 = 0.f;
+#pragma unroll
+        for (int i = 0; i < 32; i++) s = fmaf(w[i], xr[i], s);
+        acc[j] += s;
+        if (wr2) {
+#pragma unroll
+          for (int i = 0; i < 32; i++) s2 = fmaf(w2[i], xr[i], s2);
+          acc2[j] += s2;
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 8; j++) {
+    if (j < n) {
+      float v = warp_sum(acc[j]);
+      if (wr2) v = act_fn(v, act) * warp_sum(acc2[j]);
+      const size_t o = (size_t)j * rows + row;
+      if (lane == 0) y[o] = v + (r ? r[o] : 0.f);
+    }
+  }
+}
+
+// Quantizes x[cols] into shared memory: xq int8[cols], xds float2[cols/32].
+// Every thread of the block takes part; ends with a barrier.
+__device__ __forceinline__ void quantize_x_shared(const float* __restrict__ x, int cols, int8_t* xq, float2* xds) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  for (int b = warp; b < (cols >> 5); b += nw) {
+    const float v = x[b * 32 + lane];
+    const float amax = warp_max(fabsf(v));
+    const float d = amax / 127.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    const int q = __float2int_rn(v * id);
+    xq[b * 32 + lane] = (int8_t)q;
+    const float s = warp_sum((float)q);
+    if (lane == 0) xds[b] = make_float2(d, d * s);
+  }
+  __syncthreads();
+}
+
+template <class C>
+__device__ __forceinline__ void mv_q8(float* __restrict__ y, const uint8_t* __restrict__ W,
+                                      const uint8_t* __restrict__ W2, const float* __restrict__ x,
+                                      const float* __restrict__ r, int rows, int cols, int rowBytes, int act) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  int8_t* xq = reinterpret_cast<int8_t*>(smem);
+  float2* xds = reinterpret_cast<float2*>(smem + cols);
+  quantize_x_shared(x, cols, xq, xds);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int row0 = (blockIdx.x * (blockDim.x >> 5) + warp) * MVQ_R;
+  if (row0 >= rows) return;
+  const int nchunk = cols >> 5;
+  float acc[MVQ_R], acc2[MVQ_R];
+#pragma unroll
+  for (int k = 0; k < MVQ_R; k++) acc[k] = acc2[k] = 0.f;
+  for (int c = lane; c < nchunk; c += 32) {
+#pragma unroll
+    for (int k = 0; k < MVQ_R; k++) {
+      if (row0 + k < rows) {
+        acc[k] += C::dotq(W + (size_t)(row0 + k) * rowBytes, nchunk, c, xq, xds);
+        if (W2) acc2[k] += C::dotq(W2 + (size_t)(row0 + k) * rowBytes, nchunk, c, xq, xds);
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < MVQ_R; k++) {
+    float v = warp_sum(acc[k]);
+    if (W2) v = act_fn(v, act) * warp_sum(acc2[k]);
+    if (lane == 0 && row0 + k < rows) y[row0 + k] = v + (r ? r[row0 + k] : 0.f);
+  }
+}
+
+#define MV_ARGS                                                                                         \
+  float *__restrict__ y, const uint8_t *__restrict__ W, const uint8_t *__restrict__ W2,               \
+      const float *__restrict__ x, const float *__restrict__ r, int rows, int cols, int rowBytes, int act
+
+#define DEF_MV(name, C)                                                                                 \
+  CK void __launch_bounds__(128) ck_mv_##name(MV_ARGS) { mv_exact<C>(y, W, W2, x, r, rows, cols, rowBytes, act); } \
+  CK void __launch_bounds__(128) ck_mvb_##name(MV_ARGS, int n) {                                        \
+    mvb_exact<C>(y, W, W2, x, r, rows, cols, rowBytes, act, n);                                         \
+  }
+
+DEF_MV(f32, CF32)
+DEF_MV(f16, CF16)
+DEF_MV(bf16, CBF16)
+DEF_MV(q8_0, CQ8_0)
+DEF_MV(q4_0, CQ4_0)
+DEF_MV(q4_K, CQ4_K)
+DEF_MV(q6_K, CQ6_K)
+
+#define DEF_MVQ(name, C)                                                                                \
+  CK void __launch_bounds__(256) ck_mvq_##name(MV_ARGS) { mv_q8<C>(y, W, W2, x, r, rows, cols, rowBytes, act); }
+
+DEF_MVQ(q8_0, CQ8_0)
+DEF_MVQ(q4_0, CQ4_0)
+DEF_MVQ(q4_K, CQ4_K)
+DEF_MVQ(q6_K, CQ6_K)
