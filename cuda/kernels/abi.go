@@ -139,6 +139,8 @@ const (
 	MatvecInt8Prefix  = "ck_mvq_" // q8_0, q4_0, q4_K, q6_K only (Int8Codecs)
 	GemmPrefix        = "ck_gemm_"
 	KVWritePrefix     = "ck_kv_write_"     // + "f32" | "f16"
+	RopeKVPrefix      = "ck_rope_kv_"      // + "f32" | "f16" (the cache type)
+	FAPrefillPrefix   = "ck_fa_prefill_"   // + "f32" | "f16"; tensor cores, head dim 64 or 128
 	AttnDecodePrefix  = "ck_attn_decode_"  // + "f32" | "f16" (the cache type)
 	AttnPrefillPrefix = "ck_attn_prefill_" // + "f32" | "f16"
 
@@ -252,13 +254,14 @@ type AttnDecodeArgs struct {
 	Window                                 int32 // 0 = no window
 	Scale, Softcap                         float32
 	NSplit                                 int32
+	QStride                                int32 // floats between tokens' q rows; 0 = Heads*HeadDim
 }
 
 func (a *AttnDecodeArgs) Params() []unsafe.Pointer {
 	return params(unsafe.Pointer(&a.PartO), unsafe.Pointer(&a.PartML), unsafe.Pointer(&a.Q), unsafe.Pointer(&a.KCache),
 		unsafe.Pointer(&a.VCache), unsafe.Pointer(&a.Pos0), unsafe.Pointer(&a.T), unsafe.Pointer(&a.Heads),
 		unsafe.Pointer(&a.KVHeads), unsafe.Pointer(&a.HeadDim), unsafe.Pointer(&a.Ring), unsafe.Pointer(&a.Window),
-		unsafe.Pointer(&a.Scale), unsafe.Pointer(&a.Softcap), unsafe.Pointer(&a.NSplit))
+		unsafe.Pointer(&a.Scale), unsafe.Pointer(&a.Softcap), unsafe.Pointer(&a.NSplit), unsafe.Pointer(&a.QStride))
 }
 
 // attnTile is the keys per shared-memory tile of ck_attn_decode_*.
@@ -294,6 +297,8 @@ func (a *AttnCombineArgs) Params() []unsafe.Pointer {
 	return params(unsafe.Pointer(&a.Out), unsafe.Pointer(&a.PartO), unsafe.Pointer(&a.PartML), unsafe.Pointer(&a.Sinks),
 		unsafe.Pointer(&a.T), unsafe.Pointer(&a.Heads), unsafe.Pointer(&a.HeadDim), unsafe.Pointer(&a.NSplit))
 }
+
+// Launch: HeadDim threads (HeadDim >= 32), NSplit <= 256.
 func (a *AttnCombineArgs) Launch() Geometry {
 	return geo(uint32(a.Heads), uint32(a.T), 1, uint32(a.HeadDim), 0)
 }
@@ -306,13 +311,14 @@ type AttnPrefillArgs struct {
 	Window                           int32
 	Scale, Softcap                   float32
 	Sinks                            Ptr
+	QStride                          int32 // floats between tokens' q rows; 0 = Heads*HeadDim
 }
 
 func (a *AttnPrefillArgs) Params() []unsafe.Pointer {
 	return params(unsafe.Pointer(&a.Out), unsafe.Pointer(&a.Q), unsafe.Pointer(&a.KCache), unsafe.Pointer(&a.VCache),
 		unsafe.Pointer(&a.Pos0), unsafe.Pointer(&a.T), unsafe.Pointer(&a.Heads), unsafe.Pointer(&a.KVHeads),
 		unsafe.Pointer(&a.HeadDim), unsafe.Pointer(&a.Ring), unsafe.Pointer(&a.Window), unsafe.Pointer(&a.Scale),
-		unsafe.Pointer(&a.Softcap), unsafe.Pointer(&a.Sinks))
+		unsafe.Pointer(&a.Softcap), unsafe.Pointer(&a.Sinks), unsafe.Pointer(&a.QStride))
 }
 
 // PrefillQ is the queries per block of ck_attn_prefill_*; PrefillKT the keys
@@ -328,6 +334,39 @@ func (a *AttnPrefillArgs) Launch() Geometry {
 	return geo(cdiv(int(a.T), PrefillQ), uint32(a.Heads), 1, 128, uint32(sh))
 }
 
+// LaunchTC is the geometry of ck_fa_prefill_* (tensor cores; HeadDim 64 or
+// 128 only, see FATensorCores): 64 queries per block, 4 warps; the shared
+// memory needs the opt-in (NeedsOptIn).
+func (a *AttnPrefillArgs) LaunchTC() Geometry {
+	hd := int(a.HeadDim)
+	ld, pld := hd+8, 64+8
+	sh := 2*(4*64*ld) + 4*(4*16*64) + 2*(2*4*16*pld) + 4*(4*16*hd) + 4*2*64
+	return geo(cdiv(int(a.T), 64), uint32(a.Heads), 1, 128, uint32(sh))
+}
+
+// FATensorCores reports whether ck_fa_prefill_* takes this head dim.
+func FATensorCores(headDim int) bool { return headDim == 64 || headDim == 128 }
+
+// RopeKVArgs: RoPE on Q (in place) and K, K and V written to cache rows
+// (*Pos0+t) % Ring, in one launch. Token t's rows start at Q+t*QStride,
+// K+t*KVStride, V+t*KVStride (floats); RotDims 0 = no rotation.
+type RopeKVArgs struct {
+	Q, K, V, KCache, VCache, Pos0, InvFreq Ptr
+	T, Heads, KVHeads, HeadDim, RotDims    int32
+	NeoX                                   int32
+	MScale                                 float32
+	QStride, KVStride, Ring                int32
+}
+
+func (a *RopeKVArgs) Params() []unsafe.Pointer {
+	return params(unsafe.Pointer(&a.Q), unsafe.Pointer(&a.K), unsafe.Pointer(&a.V), unsafe.Pointer(&a.KCache),
+		unsafe.Pointer(&a.VCache), unsafe.Pointer(&a.Pos0), unsafe.Pointer(&a.InvFreq), unsafe.Pointer(&a.T),
+		unsafe.Pointer(&a.Heads), unsafe.Pointer(&a.KVHeads), unsafe.Pointer(&a.HeadDim), unsafe.Pointer(&a.RotDims),
+		unsafe.Pointer(&a.NeoX), unsafe.Pointer(&a.MScale), unsafe.Pointer(&a.QStride), unsafe.Pointer(&a.KVStride),
+		unsafe.Pointer(&a.Ring))
+}
+func (a *RopeKVArgs) Launch() Geometry { return geo(uint32(a.T), uint32(a.Heads+a.KVHeads), 1, 64, 0) }
+
 // ActMulArgs: Out[t][i] = act(G[t*GStride+i]) * U[t*UStride+i].
 type ActMulArgs struct {
 	Out, G, U              Ptr
@@ -341,17 +380,22 @@ func (a *ActMulArgs) Params() []unsafe.Pointer {
 }
 func (a *ActMulArgs) Launch() Geometry { return geo(cdiv(int(a.N), 256), uint32(a.T), 1, 256, 0) }
 
-// MatvecArgs: Y = W·X (+R); with W2 != 0, Y = act(W·X) * (W2·X).
+// MatvecArgs: Y = W·X (+R); with W2 != 0, Y = act(W·X) * (W2·X). With
+// NormW != 0 the kernel first replaces X by rmsnorm(X)·NormW (·(1+NormW)
+// with PlusOne=1; Eps as the model's) — the norm's own launch is saved.
 type MatvecArgs struct {
 	Y, W, W2, X, R       Ptr
 	Rows, Cols, RowBytes int32
 	Act                  int32
+	NormW                Ptr
+	Eps                  float32
+	PlusOne              int32
 }
 
 func (a *MatvecArgs) Params() []unsafe.Pointer {
 	return params(unsafe.Pointer(&a.Y), unsafe.Pointer(&a.W), unsafe.Pointer(&a.W2), unsafe.Pointer(&a.X),
 		unsafe.Pointer(&a.R), unsafe.Pointer(&a.Rows), unsafe.Pointer(&a.Cols), unsafe.Pointer(&a.RowBytes),
-		unsafe.Pointer(&a.Act))
+		unsafe.Pointer(&a.Act), unsafe.Pointer(&a.NormW), unsafe.Pointer(&a.Eps), unsafe.Pointer(&a.PlusOne))
 }
 
 // MatvecRows is the output rows per block of ck_mv_*.
@@ -364,13 +408,13 @@ func (a *MatvecArgs) Launch() Geometry { return geo(cdiv(int(a.Rows), MatvecRows
 // __dp4a. Launch them with LaunchInt8.
 var Int8Codecs = []string{"q8_0", "q4_0", "q4_K", "q6_K"}
 
-// MatvecInt8Rows is the output rows per block of ck_mvq_* (8 warps × 4).
+// MatvecInt8Rows is the output rows per block of ck_mvq_* (16 warps × 2).
 const MatvecInt8Rows = 32
 
-// LaunchInt8 is the geometry of ck_mvq_*: 256 threads, the quantized
+// LaunchInt8 is the geometry of ck_mvq_*: 512 threads, the quantized
 // activation (Cols int8 + Cols/32 float2) in dynamic shared memory.
 func (a *MatvecArgs) LaunchInt8() Geometry {
-	return geo(cdiv(int(a.Rows), MatvecInt8Rows), 1, 1, 256, uint32(a.Cols+8*(a.Cols/32)))
+	return geo(cdiv(int(a.Rows), MatvecInt8Rows), 1, 1, 512, uint32(a.Cols+8*(a.Cols/32)))
 }
 
 // MatvecBatchArgs: the same for N (1..MaxBatch) columns, X [N][Cols], Y [N][Rows].

@@ -2,6 +2,8 @@
 // attention over the KV cache (rows (pos % ring), [kvHeads*hd] each, f32 or
 // f16). Scores are q·k·scale, then softcap·tanh(s/softcap) when softcap > 0,
 // as the CPU does; f32 arithmetic throughout, softmax with running max.
+#include <mma.h>
+
 #include "common.cuh"
 
 template <class T>
@@ -24,7 +26,8 @@ template <class T>
 __device__ __forceinline__ void attn_decode(float* __restrict__ partO, float* __restrict__ partML,
                                             const float* __restrict__ q, const T* __restrict__ kc,
                                             const T* __restrict__ vc, const int* pos0, int heads, int kvHeads,
-                                            int hd, int ring, int window, float scale, float softcap, int nsplit) {
+                                            int hd, int ring, int window, float scale, float softcap, int nsplit,
+                                            int qStride) {
   extern __shared__ __align__(16) float sm[];
   const int g = blockIdx.x, s = blockIdx.y, t = blockIdx.z, tid = threadIdx.x;
   const int G = heads / kvHeads, KT = hd > 128 ? 16 : 32;
@@ -52,7 +55,7 @@ __device__ __forceinline__ void attn_decode(float* __restrict__ partO, float* __
   }
   const int kvDim = kvHeads * hd;
   for (int i = tid; i < G * hd; i += blockDim.x)
-    Qs[i] = q[((size_t)t * heads + (size_t)g * G) * hd + i];
+    Qs[i] = q[(size_t)t * (qStride ? qStride : heads * hd) + (size_t)g * G * hd + i];
   if (tid < G) { Ms[tid] = -INFINITY; Ls[tid] = 0.f; }
   float acc[DEC_MAXO];
 #pragma unroll
@@ -131,33 +134,48 @@ __device__ __forceinline__ void attn_decode(float* __restrict__ partO, float* __
 
 #define DEC_ARGS(T)                                                                                    \
   float *partO, float *partML, const float *q, const T *kc, const T *vc, const int *pos0, int Tn,       \
-      int heads, int kvHeads, int hd, int ring, int window, float scale, float softcap, int nsplit
+      int heads, int kvHeads, int hd, int ring, int window, float scale, float softcap, int nsplit, int qStride
 
 CK void __launch_bounds__(128) ck_attn_decode_f32(DEC_ARGS(float)) {
-  attn_decode<float>(partO, partML, q, kc, vc, pos0, heads, kvHeads, hd, ring, window, scale, softcap, nsplit);
+  attn_decode<float>(partO, partML, q, kc, vc, pos0, heads, kvHeads, hd, ring, window, scale, softcap, nsplit, qStride);
 }
 CK void __launch_bounds__(128) ck_attn_decode_f16(DEC_ARGS(__half)) {
-  attn_decode<__half>(partO, partML, q, kc, vc, pos0, heads, kvHeads, hd, ring, window, scale, softcap, nsplit);
+  attn_decode<__half>(partO, partML, q, kc, vc, pos0, heads, kvHeads, hd, ring, window, scale, softcap, nsplit, qStride);
 }
 
-// ---- decode pass 2: block (head, token), hd threads.
+// ---- decode pass 2: block (head, token), hd threads (hd >= 32);
+// nsplit <= 256. The parts' maxima and weights go through shared memory so
+// that the loads of all parts are in flight together.
 CK void ck_attn_combine(float* out, const float* __restrict__ partO, const float* __restrict__ partML,
                         const float* __restrict__ sinks, int T, int heads, int hd, int nsplit) {
+  __shared__ float Wm[256], Wl[256];
+  __shared__ float red[2];
   const int h = blockIdx.x, t = blockIdx.y, d = threadIdx.x;
   const size_t base = ((size_t)t * heads + h) * nsplit;
-  float M = -INFINITY;
-  for (int s = 0; s < nsplit; s++) M = fmaxf(M, partML[2 * (base + s)]);
-  if (sinks) M = fmaxf(M, sinks[h]);
-  float L = 0.f, o = 0.f;
-  for (int s = 0; s < nsplit; s++) {
-    const float m = partML[2 * (base + s)];
-    if (m == -INFINITY) continue;
-    const float w = expf(m - M);
-    L += partML[2 * (base + s) + 1] * w;
-    o += partO[(base + s) * hd + d] * w;
+  for (int s = d; s < nsplit; s += blockDim.x) {
+    Wm[s] = partML[2 * (base + s)];
+    Wl[s] = partML[2 * (base + s) + 1];
   }
-  if (sinks) L += expf(sinks[h] - M);
-  out[((size_t)t * heads + h) * hd + d] = o / L;
+  __syncthreads();
+  if (d < 32) {
+    float M = sinks ? sinks[h] : -INFINITY;
+    for (int s = d; s < nsplit; s += 32) M = fmaxf(M, Wm[s]);
+    M = warp_max(M);
+    float L = 0.f;
+    for (int s = d; s < nsplit; s += 32) {
+      const float w = Wm[s] == -INFINITY ? 0.f : expf(Wm[s] - M);
+      L += Wl[s] * w;
+      Wm[s] = w;
+    }
+    L = warp_sum(L);
+    if (d == 0) red[0] = L + (sinks ? expf(sinks[h] - M) : 0.f);
+  }
+  __syncthreads();
+  float o = 0.f;
+  const float* po = partO + base * hd + d;
+#pragma unroll 8
+  for (int s = 0; s < nsplit; s++) o += Wm[s] == 0.f ? 0.f : po[(size_t)s * hd] * Wm[s];
+  out[((size_t)t * heads + h) * hd + d] = o / red[0];
 }
 
 // ---- prefill: block (32 queries, head), 128 threads, f32 tiles of 32 keys.
@@ -169,7 +187,8 @@ template <class T>
 __device__ __forceinline__ void attn_prefill(float* __restrict__ out, const float* __restrict__ q,
                                              const T* __restrict__ kc, const T* __restrict__ vc, const int* pos0,
                                              int Tn, int heads, int kvHeads, int hd, int ring, int window,
-                                             float scale, float softcap, const float* __restrict__ sinks) {
+                                             float scale, float softcap, const float* __restrict__ sinks,
+                                             int qStride) {
   extern __shared__ __align__(16) float sm[];
   const int t0 = blockIdx.x * PQ, h = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = h / (heads / kvHeads), kvDim = kvHeads * hd;
@@ -182,7 +201,7 @@ __device__ __forceinline__ void attn_prefill(float* __restrict__ out, const floa
   const int nq = min(PQ, Tn - t0);
   for (int i = tid; i < PQ * hd; i += blockDim.x) {
     const int qi = i / hd, d = i - qi * hd;
-    Qs[qi * (hd + 1) + d] = qi < nq ? q[((size_t)(t0 + qi) * heads + h) * hd + d] : 0.f;
+    Qs[qi * (hd + 1) + d] = qi < nq ? q[(size_t)(t0 + qi) * (qStride ? qStride : heads * hd) + (size_t)h * hd + d] : 0.f;
   }
   if (tid < PQ) { Ms[tid] = -INFINITY; Ls[tid] = 0.f; }
   const int pLast = P0 + t0 + nq - 1;  // last query's position
@@ -266,11 +285,178 @@ __device__ __forceinline__ void attn_prefill(float* __restrict__ out, const floa
 
 #define PRE_ARGS(T)                                                                                    \
   float *out, const float *q, const T *kc, const T *vc, const int *pos0, int Tn, int heads, int kvHeads, \
-      int hd, int ring, int window, float scale, float softcap, const float *sinks
+      int hd, int ring, int window, float scale, float softcap, const float *sinks, int qStride
 
 CK void __launch_bounds__(128) ck_attn_prefill_f32(PRE_ARGS(float)) {
-  attn_prefill<float>(out, q, kc, vc, pos0, Tn, heads, kvHeads, hd, ring, window, scale, softcap, sinks);
+  attn_prefill<float>(out, q, kc, vc, pos0, Tn, heads, kvHeads, hd, ring, window, scale, softcap, sinks, qStride);
 }
 CK void __launch_bounds__(128) ck_attn_prefill_f16(PRE_ARGS(__half)) {
-  attn_prefill<__half>(out, q, kc, vc, pos0, Tn, heads, kvHeads, hd, ring, window, scale, softcap, sinks);
+  attn_prefill<__half>(out, q, kc, vc, pos0, Tn, heads, kvHeads, hd, ring, window, scale, softcap, sinks, qStride);
+}
+
+// ---- prefill on the tensor cores: block (64 queries, head), 4 warps of 16
+// queries; key tiles of 64. S = Q·Kᵀ and O += P·V with wmma f16 → f32; the
+// A operands (Q, P) are split into f16 high and low parts (two products)
+// so that only K and V are rounded to f16 (exact for an f16 cache). The
+// running output lives in shared memory (f32) so each row can be rescaled.
+// hd is 64 or 128 (ck_attn_prefill_* serves the others).
+#define FQ 64
+#define FK 64
+
+template <class T, int HD>
+__device__ __forceinline__ void fa_prefill(float* __restrict__ out, const float* __restrict__ q,
+                                           const T* __restrict__ kc, const T* __restrict__ vc, const int* pos0,
+                                           int Tn, int heads, int kvHeads, int ring, int window, float scale,
+                                           float softcap, const float* __restrict__ sinks, int qStride) {
+  using namespace nvcuda;
+  constexpr int LD = HD + 8, PLD = FK + 8;
+  extern __shared__ __align__(32) uint8_t smem[];
+  __half* Qh = reinterpret_cast<__half*>(smem);  // [FQ][LD] high part
+  __half* Ql = Qh + FQ * LD;                      // [FQ][LD] low part
+  __half* Ks = Ql + FQ * LD;                      // [FK][LD]
+  __half* Vs = Ks + FK * LD;                      // [FK][LD]
+  float* Ss = reinterpret_cast<float*>(Vs + FK * LD);  // [4][16][FK]
+  __half* Ph = reinterpret_cast<__half*>(Ss + 4 * 16 * FK);  // [4][16][PLD]
+  __half* Pl = Ph + 4 * 16 * PLD;                            // [4][16][PLD]
+  float* Os = reinterpret_cast<float*>(Pl + 4 * 16 * PLD);   // [4][16][HD]
+  float* Ms = Os + 4 * 16 * HD;                              // [FQ]
+  float* Ls = Ms + FQ;                                       // [FQ]
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int t0 = blockIdx.x * FQ, h = blockIdx.y, g = h / (heads / kvHeads), kvDim = kvHeads * HD;
+  const int P0 = *pos0, nq = min(FQ, Tn - t0);
+  for (int i = tid; i < FQ * HD; i += blockDim.x) {
+    const int r = i / HD, d = i % HD;
+    const float v = r < nq ? q[(size_t)(t0 + r) * (qStride ? qStride : heads * HD) + (size_t)h * HD + d] : 0.f;
+    const __half hi = __float2half_rn(v);
+    Qh[r * LD + d] = hi;
+    Ql[r * LD + d] = __float2half_rn(v - __half2float(hi));
+  }
+  for (int i = tid; i < 4 * 16 * HD; i += blockDim.x) Os[i] = 0.f;
+  if (tid < FQ) { Ms[tid] = -INFINITY; Ls[tid] = 0.f; }
+  const int pLast = P0 + t0 + nq - 1;
+  const int kStart = window > 0 ? max(0, P0 + t0 - window + 1) : 0;
+  float* S = Ss + warp * 16 * FK;
+  __half* PH = Ph + warp * 16 * PLD;
+  __half* PL = Pl + warp * 16 * PLD;
+  float* O = Os + warp * 16 * HD;
+  const int qw = warp * 16;  // this warp's first query row in the tile
+
+  for (int k0 = (kStart / FK) * FK; k0 <= pLast; k0 += FK) {
+    __syncthreads();
+    for (int i = tid; i < FK * HD; i += blockDim.x) {
+      const int kj = i / HD, d = i % HD, p = k0 + kj;
+      float kv = 0.f, vv = 0.f;
+      if (p <= pLast && p >= kStart) {
+        const size_t o = (size_t)(p % ring) * kvDim + (size_t)g * HD + d;
+        kv = ldf<T>(kc + o);
+        vv = ldf<T>(vc + o);
+      }
+      Ks[kj * LD + d] = __float2half_rn(kv);
+      Vs[kj * LD + d] = __float2half_rn(vv);
+    }
+    __syncthreads();
+    // S = Q Kᵀ for this warp's 16 rows × 64 keys.
+    {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> sf[FK / 16];
+#pragma unroll
+      for (int j = 0; j < FK / 16; j++) wmma::fill_fragment(sf[j], 0.f);
+#pragma unroll
+      for (int kk = 0; kk < HD; kk += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> ah, al;
+        wmma::load_matrix_sync(ah, Qh + qw * LD + kk, LD);
+        wmma::load_matrix_sync(al, Ql + qw * LD + kk, LD);
+#pragma unroll
+        for (int j = 0; j < FK / 16; j++) {
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b;
+          wmma::load_matrix_sync(b, Ks + (16 * j) * LD + kk, LD);
+          wmma::mma_sync(sf[j], ah, b, sf[j]);
+          wmma::mma_sync(sf[j], al, b, sf[j]);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < FK / 16; j++) wmma::store_matrix_sync(S + 16 * j, sf[j], FK, wmma::mem_row_major);
+    }
+    __syncwarp();
+    // Online softmax: two lanes per row, 32 keys each.
+    {
+      const int r = lane >> 1, c0 = (lane & 1) * 32;
+      const int P = P0 + t0 + qw + r;
+      const bool rowOK = qw + r < nq;
+      float mx = -INFINITY;
+      for (int c = c0; c < c0 + 32; c++) {
+        const int p = k0 + c;
+        float sc = -INFINITY;
+        if (rowOK && p <= P && p >= kStart && (window <= 0 || p > P - window)) sc = score_fix(S[r * FK + c] * scale, softcap);
+        S[r * FK + c] = sc;
+        mx = fmaxf(mx, sc);
+      }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      const float mold = Ms[qw + r];
+      const float mnew = fmaxf(mold, mx);
+      float sum = 0.f;
+      for (int c = c0; c < c0 + 32; c++) {
+        const float sc = S[r * FK + c];
+        const float p = sc == -INFINITY ? 0.f : expf(sc - mnew);
+        sum += p;
+        const __half hi = __float2half_rn(p);
+        PH[r * PLD + c] = hi;
+        PL[r * PLD + c] = __float2half_rn(p - __half2float(hi));
+      }
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      const float corr = mold == -INFINITY ? (mnew == -INFINITY ? 1.f : 0.f) : expf(mold - mnew);
+      for (int d = c0 * HD / FK; d < (c0 + 32) * HD / FK; d++) O[r * HD + d] *= corr;
+      __syncwarp();
+      if ((lane & 1) == 0) {
+        Ls[qw + r] = Ls[qw + r] * corr + sum;
+        Ms[qw + r] = mnew;
+      }
+    }
+    __syncwarp();
+    // O += P V, one 16-column block of O at a time through the S scratch.
+#pragma unroll
+    for (int j = 0; j < HD / 16; j++) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> of;
+      wmma::fill_fragment(of, 0.f);
+#pragma unroll
+      for (int kk = 0; kk < FK; kk += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> ph, pl;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b;
+        wmma::load_matrix_sync(ph, PH + kk, PLD);
+        wmma::load_matrix_sync(pl, PL + kk, PLD);
+        wmma::load_matrix_sync(b, Vs + kk * LD + 16 * j, LD);
+        wmma::mma_sync(of, ph, b, of);
+        wmma::mma_sync(of, pl, b, of);
+      }
+      wmma::store_matrix_sync(S, of, 16, wmma::mem_row_major);
+      __syncwarp();
+#pragma unroll
+      for (int e = 0; e < 8; e++) {
+        const int idx = lane + 32 * e, r = idx >> 4, c = idx & 15;
+        O[r * HD + 16 * j + c] += S[idx];
+      }
+      __syncwarp();
+    }
+  }
+  __syncthreads();
+  for (int i = lane; i < 16 * HD; i += 32) {
+    const int r = i / HD, d = i % HD, qi = qw + r;
+    if (qi < nq) {
+      float L = Ls[qi];
+      if (sinks) L += expf(sinks[h] - Ms[qi]);
+      out[((size_t)(t0 + qi) * heads + h) * HD + d] = O[i] / L;
+    }
+  }
+}
+
+#define FA_ARGS(T)                                                                                     \
+  float *out, const float *q, const T *kc, const T *vc, const int *pos0, int Tn, int heads, int kvHeads, \
+      int hd, int ring, int window, float scale, float softcap, const float *sinks, int qStride
+
+CK void __launch_bounds__(128) ck_fa_prefill_f32(FA_ARGS(float)) {
+  if (hd == 64) fa_prefill<float, 64>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride);
+  else fa_prefill<float, 128>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride);
+}
+CK void __launch_bounds__(128) ck_fa_prefill_f16(FA_ARGS(__half)) {
+  if (hd == 64) fa_prefill<__half, 64>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride);
+  else fa_prefill<__half, 128>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride);
 }

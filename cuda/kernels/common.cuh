@@ -292,6 +292,35 @@ __device__ __forceinline__ void load_x(const float* x, int c, float* v) {
   for (int i = 0; i < 32; i += 8) load8f(x + C::xpos(c, i), v + i);
 }
 
+// Block-wide sum in double (any block of whole warps, ≤ 1024 threads): the CPU accumulates the mean of
+// squares in float64.
+__device__ __forceinline__ double block_sum_d(double v) {
+  __shared__ double part[32];
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < (int)(blockDim.x >> 5) ? part[lane] : 0.0;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) part[0] = v;
+  }
+  __syncthreads();
+  double r = part[0];
+  __syncthreads();
+  return r;
+}
+
+// 1/rms(x) over n values, as the CPU: mean of squares in float64.
+__device__ __forceinline__ float block_rms_inv(const float* __restrict__ x, int n, float eps) {
+  double ss = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)x[i] * (double)x[i];
+  ss = block_sum_d(ss);
+  return (float)(1.0 / sqrt(ss / n + (double)eps));
+}
+
 __device__ __forceinline__ float act_fn(float g, int act) {
   if (act == 1) {
     // gelu_tanh as cpu/kernel: v / (1 + exp(-2·√(2/π)·(v + 0.044715 v³)))

@@ -32,27 +32,6 @@ DEF_EMBED(q4_0, CQ4_0)
 DEF_EMBED(q4_K, CQ4_K)
 DEF_EMBED(q6_K, CQ6_K)
 
-// Block-wide sum in double (256 threads): the CPU accumulates the mean of
-// squares in float64.
-__device__ __forceinline__ double block_sum_d(double v) {
-  __shared__ double part[32];
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) part[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < (int)(blockDim.x >> 5) ? part[lane] : 0.0;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane == 0) part[0] = v;
-  }
-  __syncthreads();
-  double r = part[0];
-  __syncthreads();
-  return r;
-}
-
 __device__ __forceinline__ void rms_apply(float* __restrict__ o, const float* xr, const float* __restrict__ w,
                                           int dim, float eps, int plusOne) {
   double ss = 0;
@@ -113,13 +92,65 @@ CK void ck_rope(float* x, const int* pos0, const float* __restrict__ invFreq, in
   }
 }
 
-// ---- kv write: rows (*pos0+t) % ring of the K and V caches; grid (T), 256.
+// ---- rope_kv: RoPE on q (in place) and k, and the K/V cache write, in
+// one launch (decode and prefill). Grid (T, heads + kvHeads), 64 threads:
+// blocks y < heads rotate query head y; the others rotate kv head
+// y - heads into cache row (*pos0+t) % ring and copy its v. Token t's q, k,
+// v rows start at q + t*qStride, k + t*kvStride, v + t*kvStride (a fused
+// qkv buffer: qStride = kvStride = heads*hd + 2*kvHeads*hd). rotDims 0 =
+// NoPE (plain cache write).
 template <class T>
 __device__ __forceinline__ T cvt(float v);
 template <>
 __device__ __forceinline__ float cvt<float>(float v) { return v; }
 template <>
 __device__ __forceinline__ __half cvt<__half>(float v) { return __float2half_rn(v); }
+
+template <class T>
+__device__ __forceinline__ void rope_kv(float* q, const float* k, const float* v, T* kc, T* vc, const int* pos0,
+                                        const float* __restrict__ invFreq, int heads, int kvHeads, int hd,
+                                        int rotDims, int neox, float mscale, int qStride, int kvStride, int ring) {
+  const int t = blockIdx.x, hh = blockIdx.y;
+  const int pos = *pos0 + t, half = rotDims >> 1;
+  const float* src;
+  float* dst32 = nullptr;
+  T* dst = nullptr;
+  if (hh < heads) {
+    dst32 = q + (size_t)t * qStride + (size_t)hh * hd;
+    src = dst32;
+  } else {
+    const int g = hh - heads;
+    src = k + (size_t)t * kvStride + (size_t)g * hd;
+    const size_t row = (size_t)(pos % ring) * kvHeads * hd + (size_t)g * hd;
+    dst = kc + row;
+    const float* vs = v + (size_t)t * kvStride + (size_t)g * hd;
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) vc[row + d] = cvt<T>(vs[d]);
+    for (int d = rotDims + threadIdx.x; d < hd; d += blockDim.x) dst[d] = cvt<T>(src[d]);
+  }
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    const float a = (float)pos * invFreq[i];
+    double sd, cd;
+    sincos((double)a, &sd, &cd);
+    const float cs = (float)cd * mscale, sn = (float)sd * mscale;
+    const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+    const float x0 = src[i0], x1 = src[i1];
+    const float y0 = x0 * cs - x1 * sn, y1 = x1 * cs + x0 * sn;
+    if (dst32) { dst32[i0] = y0; dst32[i1] = y1; }
+    else { dst[i0] = cvt<T>(y0); dst[i1] = cvt<T>(y1); }
+  }
+}
+
+#define ROPEKV_ARGS(T)                                                                                 \
+  float *q, const float *k, const float *v, T *kc, T *vc, const int *pos0, const float *invFreq, int Tn, \
+      int heads, int kvHeads, int hd, int rotDims, int neox, float mscale, int qStride, int kvStride, int ring
+CK void ck_rope_kv_f32(ROPEKV_ARGS(float)) {
+  rope_kv<float>(q, k, v, kc, vc, pos0, invFreq, heads, kvHeads, hd, rotDims, neox, mscale, qStride, kvStride, ring);
+}
+CK void ck_rope_kv_f16(ROPEKV_ARGS(__half)) {
+  rope_kv<__half>(q, k, v, kc, vc, pos0, invFreq, heads, kvHeads, hd, rotDims, neox, mscale, qStride, kvStride, ring);
+}
+
+// ---- kv write: rows (*pos0+t) % ring of the K and V caches; grid (T), 256.
 
 template <class T>
 __device__ __forceinline__ void kv_write(T* kc, T* vc, const float* k, const float* v, const int* pos0, int kvDim,

@@ -69,7 +69,7 @@ func TestPTXEntries(t *testing.T) {
 		names = append(names, MatvecInt8Prefix+c)
 	}
 	for _, k := range []string{"f32", "f16"} {
-		names = append(names, KVWritePrefix+k, AttnDecodePrefix+k, AttnPrefillPrefix+k)
+		names = append(names, KVWritePrefix+k, AttnDecodePrefix+k, AttnPrefillPrefix+k, RopeKVPrefix+k, FAPrefillPrefix+k)
 	}
 	names = append(names, RMSNorm, AddRMSNorm, Add, Rope, AttnCombine, ActMul, ArgmaxRows, ArgmaxStep, Advance)
 	for _, n := range names {

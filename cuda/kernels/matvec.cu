@@ -10,14 +10,19 @@
 // ck_mvb_<codec>  exact, N (1..8) activation columns (speculative verify).
 //
 // Geometry (abi.go): ck_mv_/ck_mvb_ 128 threads = 4 warps; ck_mv_ gives
-// each warp MV_R rows, ck_mvb_ one. ck_mvq_ 256 threads, MVQ_R rows per
-// warp, dynamic shared cols + 8*cols/32 bytes. A warp's lanes stride over
+// each warp MV_R rows, ck_mvb_ one. ck_mvq_ 512 threads, MVQ_R rows per
+// warp (32 rows per block), dynamic shared cols + 8*cols/32 bytes. Each
+// lane handles MV_U / MVQ_U chunks per step, their loads issued together.
+// ck_mv_ and ck_mvq_ take an optional RMSNorm of x (nw, eps, plusOne: the
+// block computes 1/rms(x) itself), which saves the norm's launch. A warp's lanes stride over
 // the row's 32-weight chunks; rows past `rows` are skipped. With W2 the
 // warp computes the same rows of W and W2 and writes act(W·x)·(W2·x).
 #include "common.cuh"
 
 #define MV_R 2
-#define MVQ_R 4
+#define MV_U 2
+#define MVQ_R 2
+#define MVQ_U 4
 
 template <class C>
 __device__ __forceinline__ float dot_chunk(const uint8_t* row, int nchunk, int c, const float* xr) {
@@ -29,10 +34,26 @@ __device__ __forceinline__ float dot_chunk(const uint8_t* row, int nchunk, int c
   return s;
 }
 
+// x chunk c, normalized when nw != nullptr: x·inv·w (or ·(1+w)), as the
+// CPU's rmsnorm output.
+template <class C>
+__device__ __forceinline__ void load_xn(const float* x, int c, float* v, const float* __restrict__ nw, float inv,
+                                        int plusOne) {
+  load_x<C>(x, c, v);
+  if (nw) {
+    float w[32];
+    load_x<C>(nw, c, w);
+#pragma unroll
+    for (int i = 0; i < 32; i++) v[i] = v[i] * inv * (plusOne ? 1.f + w[i] : w[i]);
+  }
+}
+
 template <class C>
 __device__ __forceinline__ void mv_exact(float* __restrict__ y, const uint8_t* __restrict__ W,
                                          const uint8_t* __restrict__ W2, const float* __restrict__ x,
-                                         const float* __restrict__ r, int rows, int cols, int rowBytes, int act) {
+                                         const float* __restrict__ r, int rows, int cols, int rowBytes, int act,
+                                         const float* __restrict__ nw, float eps, int plusOne) {
+  const float inv = nw ? block_rms_inv(x, cols, eps) : 1.f;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int row0 = (blockIdx.x * 4 + warp) * MV_R;
   if (row0 >= rows) return;
@@ -40,14 +61,20 @@ __device__ __forceinline__ void mv_exact(float* __restrict__ y, const uint8_t* _
   float acc[MV_R], acc2[MV_R];
 #pragma unroll
   for (int k = 0; k < MV_R; k++) acc[k] = acc2[k] = 0.f;
-  for (int c = lane; c < nchunk; c += 32) {
-    float xr[32];
-    load_x<C>(x, c, xr);
+  for (int c0 = lane; c0 < nchunk; c0 += 32 * MV_U) {
 #pragma unroll
-    for (int k = 0; k < MV_R; k++) {
-      if (row0 + k < rows) {
-        acc[k] += dot_chunk<C>(W + (size_t)(row0 + k) * rowBytes, nchunk, c, xr);
-        if (W2) acc2[k] += dot_chunk<C>(W2 + (size_t)(row0 + k) * rowBytes, nchunk, c, xr);
+    for (int u = 0; u < MV_U; u++) {
+      const int c = c0 + 32 * u;
+      if (c < nchunk) {
+        float xr[32];
+        load_xn<C>(x, c, xr, nw, inv, plusOne);
+#pragma unroll
+        for (int k = 0; k < MV_R; k++) {
+          if (row0 + k < rows) {
+            acc[k] += dot_chunk<C>(W + (size_t)(row0 + k) * rowBytes, nchunk, c, xr);
+            if (W2) acc2[k] += dot_chunk<C>(W2 + (size_t)(row0 + k) * rowBytes, nchunk, c, xr);
+          }
+        }
       }
     }
   }
@@ -105,12 +132,16 @@ __device__ __forceinline__ void mvb_exact(float* __restrict__ y, const uint8_t* 
   }
 }
 
-// Quantizes x[cols] into shared memory: xq int8[cols], xds float2[cols/32].
-// Every thread of the block takes part; ends with a barrier.
-__device__ __forceinline__ void quantize_x_shared(const float* __restrict__ x, int cols, int8_t* xq, float2* xds) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  for (int b = warp; b < (cols >> 5); b += nw) {
-    const float v = x[b * 32 + lane];
+// Quantizes x[cols] (normalized first when nw != nullptr) into shared
+// memory: xq int8[cols], xds float2[cols/32]. Every thread of the block
+// takes part; ends with a barrier.
+__device__ __forceinline__ void quantize_x_shared(const float* __restrict__ x, int cols, int8_t* xq, float2* xds,
+                                                  const float* __restrict__ nw, float eps, int plusOne) {
+  const float inv = nw ? block_rms_inv(x, cols, eps) : 1.f;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw_ = blockDim.x >> 5;
+  for (int b = warp; b < (cols >> 5); b += nw_) {
+    float v = x[b * 32 + lane];
+    if (nw) v = v * inv * (plusOne ? 1.f + nw[b * 32 + lane] : nw[b * 32 + lane]);
     const float amax = warp_max(fabsf(v));
     const float d = amax / 127.f;
     const float id = d != 0.f ? 1.f / d : 0.f;
@@ -125,11 +156,12 @@ __device__ __forceinline__ void quantize_x_shared(const float* __restrict__ x, i
 template <class C>
 __device__ __forceinline__ void mv_q8(float* __restrict__ y, const uint8_t* __restrict__ W,
                                       const uint8_t* __restrict__ W2, const float* __restrict__ x,
-                                      const float* __restrict__ r, int rows, int cols, int rowBytes, int act) {
+                                      const float* __restrict__ r, int rows, int cols, int rowBytes, int act,
+                                      const float* __restrict__ nw, float eps, int plusOne) {
   extern __shared__ __align__(16) uint8_t smem[];
   int8_t* xq = reinterpret_cast<int8_t*>(smem);
   float2* xds = reinterpret_cast<float2*>(smem + cols);
-  quantize_x_shared(x, cols, xq, xds);
+  quantize_x_shared(x, cols, xq, xds, nw, eps, plusOne);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int row0 = (blockIdx.x * (blockDim.x >> 5) + warp) * MVQ_R;
   if (row0 >= rows) return;
@@ -137,12 +169,18 @@ __device__ __forceinline__ void mv_q8(float* __restrict__ y, const uint8_t* __re
   float acc[MVQ_R], acc2[MVQ_R];
 #pragma unroll
   for (int k = 0; k < MVQ_R; k++) acc[k] = acc2[k] = 0.f;
-  for (int c = lane; c < nchunk; c += 32) {
+  for (int c0 = lane; c0 < nchunk; c0 += 32 * MVQ_U) {
 #pragma unroll
-    for (int k = 0; k < MVQ_R; k++) {
-      if (row0 + k < rows) {
-        acc[k] += C::dotq(W + (size_t)(row0 + k) * rowBytes, nchunk, c, xq, xds);
-        if (W2) acc2[k] += C::dotq(W2 + (size_t)(row0 + k) * rowBytes, nchunk, c, xq, xds);
+    for (int u = 0; u < MVQ_U; u++) {
+      const int c = c0 + 32 * u;
+      if (c < nchunk) {
+#pragma unroll
+        for (int k = 0; k < MVQ_R; k++) {
+          if (row0 + k < rows) {
+            acc[k] += C::dotq(W + (size_t)(row0 + k) * rowBytes, nchunk, c, xq, xds);
+            if (W2) acc2[k] += C::dotq(W2 + (size_t)(row0 + k) * rowBytes, nchunk, c, xq, xds);
+          }
+        }
       }
     }
   }
@@ -159,7 +197,9 @@ __device__ __forceinline__ void mv_q8(float* __restrict__ y, const uint8_t* __re
       const float *__restrict__ x, const float *__restrict__ r, int rows, int cols, int rowBytes, int act
 
 #define DEF_MV(name, C)                                                                                 \
-  CK void __launch_bounds__(128) ck_mv_##name(MV_ARGS) { mv_exact<C>(y, W, W2, x, r, rows, cols, rowBytes, act); } \
+  CK void __launch_bounds__(128) ck_mv_##name(MV_ARGS, const float* nw, float eps, int plusOne) {       \
+    mv_exact<C>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne);                           \
+  }                                                                                                     \
   CK void __launch_bounds__(128) ck_mvb_##name(MV_ARGS, int n) {                                        \
     mvb_exact<C>(y, W, W2, x, r, rows, cols, rowBytes, act, n);                                         \
   }
@@ -173,7 +213,9 @@ DEF_MV(q4_K, CQ4_K)
 DEF_MV(q6_K, CQ6_K)
 
 #define DEF_MVQ(name, C)                                                                                \
-  CK void __launch_bounds__(256) ck_mvq_##name(MV_ARGS) { mv_q8<C>(y, W, W2, x, r, rows, cols, rowBytes, act); }
+  CK void __launch_bounds__(512) ck_mvq_##name(MV_ARGS, const float* nw, float eps, int plusOne) {      \
+    mv_q8<C>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne);                              \
+  }
 
 DEF_MVQ(q8_0, CQ8_0)
 DEF_MVQ(q4_0, CQ4_0)

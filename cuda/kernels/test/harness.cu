@@ -217,7 +217,7 @@ static double dotQ(const float* w, const std::vector<int8_t>& q, const std::vect
   return a;
 }
 
-typedef void (*MvFn)(float*, const uint8_t*, const uint8_t*, const float*, const float*, int, int, int, int);
+typedef void (*MvFn)(float*, const uint8_t*, const uint8_t*, const float*, const float*, int, int, int, int, const float*, float, int);
 typedef void (*MvbFn)(float*, const uint8_t*, const uint8_t*, const float*, const float*, int, int, int, int, int);
 typedef void (*GemmFn)(float*, const uint8_t*, const float*, const float*, int, int, int, int);
 typedef void (*EmbedFn)(float*, const uint8_t*, const int*, int, int, int, float);
@@ -261,17 +261,29 @@ static void testCodec(int ci) {
     for (int k = 0; k < cols; k++) { double p = (double)w.deq[(size_t)row * cols + k] * xx[k]; a += p; scale += std::fabs(p); }
     return a;
   };
-  // exact matvec, plain + residual, and GLU
-  for (int glu = 0; glu < 2; glu++) {
-    K.mv<<<(rows + 7) / 8, 128>>>(dy, W.dev, glu ? W2.dev : nullptr, dx, glu ? nullptr : dr, rows, cols, W.rb, 0);
+  // exact matvec: plus residual, GLU, fused RMSNorm of x
+  auto nwv = randv(cols);
+  float* dnw = upload(nwv);
+  std::vector<float> xn(cols);
+  {
+    double ss = 0;
+    for (int k = 0; k < cols; k++) ss += (double)x[k] * x[k];
+    float inv = (float)(1 / std::sqrt(ss / cols + 1e-5));
+    for (int k = 0; k < cols; k++) xn[k] = x[k] * inv * nwv[k];
+  }
+  for (int mode = 0; mode < 3; mode++) {
+    const bool glu = mode == 1, norm = mode == 2;
+    K.mv<<<(rows + 7) / 8, 128>>>(dy, W.dev, glu ? W2.dev : nullptr, dx, glu ? nullptr : dr, rows, cols, W.rb, 0,
+                                   norm ? dnw : nullptr, 1e-5f, 0);
     auto got = download(dy, rows);
     std::vector<double> ref(rows), sc(rows);
+    const float* xx = norm ? xn.data() : x.data();
     for (int i = 0; i < rows; i++) {
-      double s1, s2, a = refDot(W, i, x.data(), s1);
-      if (glu) { double b = refDot(W2, i, x.data(), s2); double g = a / (1 + std::exp(-a)); ref[i] = g * b; sc[i] = std::fabs(b) * s1 + std::fabs(g) * s2; }
+      double s1, s2, a = refDot(W, i, xx, s1);
+      if (glu) { double b = refDot(W2, i, xx, s2); double g = a / (1 + std::exp(-a)); ref[i] = g * b; sc[i] = std::fabs(b) * s1 + std::fabs(g) * s2; }
       else { ref[i] = a + r[i]; sc[i] = s1 + std::fabs(r[i]); }
     }
-    snprintf(buf, sizeof buf, "mv %s%s", c.name, glu ? " glu" : " +r"); check(buf, maxrel(got, ref, sc), 1e-4);
+    snprintf(buf, sizeof buf, "mv %s%s", c.name, glu ? " glu" : norm ? " norm +r" : " +r"); check(buf, maxrel(got, ref, sc), 1e-4);
   }
   // batched
   {
@@ -283,26 +295,31 @@ static void testCodec(int ci) {
     }
     snprintf(buf, sizeof buf, "mvb %s n=%d", c.name, N); check(buf, maxrel(got, ref, sc), 1e-4);
   }
-  // int8 activations
+  // int8 activations (also with the fused norm)
   if (K.mvq) {
-    std::vector<int8_t> q; std::vector<float> qd, qs;
-    quantX(x.data(), cols, q, qd, qs);
-    for (int glu = 0; glu < 2; glu++) {
-      K.mvq<<<(rows + 31) / 32, 256, mvqShared(cols)>>>(dy, W.dev, glu ? W2.dev : nullptr, dx, glu ? nullptr : dr, rows, cols, W.rb, 0);
+    for (int mode = 0; mode < 3; mode++) {
+      const bool glu = mode == 1, norm = mode == 2;
+      const float* xx = norm ? xn.data() : x.data();
+      std::vector<int8_t> q; std::vector<float> qd, qs;
+      quantX(xx, cols, q, qd, qs);
+      K.mvq<<<(rows + 31) / 32, 512, mvqShared(cols)>>>(dy, W.dev, glu ? W2.dev : nullptr, dx, glu ? nullptr : dr, rows, cols, W.rb, 0,
+                                                         norm ? dnw : nullptr, 1e-5f, 0);
       auto got = download(dy, rows);
       std::vector<double> ref(rows), sc(rows), ex(rows);
       for (int i = 0; i < rows; i++) {
-        double s1, s2, e = refDot(W, i, x.data(), s1), a = dotQ(&W.deq[(size_t)i * cols], q, qd, cols);
+        double s1, s2, e = refDot(W, i, xx, s1), a = dotQ(&W.deq[(size_t)i * cols], q, qd, cols);
         if (glu) {
-          double e2 = refDot(W2, i, x.data(), s2), b = dotQ(&W2.deq[(size_t)i * cols], q, qd, cols);
+          double e2 = refDot(W2, i, xx, s2), b = dotQ(&W2.deq[(size_t)i * cols], q, qd, cols);
           double g = a / (1 + std::exp(-a)); ref[i] = g * b; sc[i] = std::fabs(b) * s1 + std::fabs(g) * s2;
           ex[i] = e / (1 + std::exp(-e)) * e2;
         } else { ref[i] = a + r[i]; sc[i] = s1 + std::fabs(r[i]); ex[i] = e + r[i]; }
       }
-      snprintf(buf, sizeof buf, "mvq %s%s (vs int8 ref)", c.name, glu ? " glu" : " +r"); check(buf, maxrel(got, ref, sc), 1e-4);
-      printf("    mvq %s%s distance from exact: %.3g of sum|w*x|\n", c.name, glu ? " glu" : "", maxrel(got, ex, sc));
+      const char* tag = glu ? " glu" : norm ? " norm +r" : " +r";
+      snprintf(buf, sizeof buf, "mvq %s%s (vs int8 ref)", c.name, tag); check(buf, maxrel(got, ref, sc), 1e-4);
+      printf("    mvq %s%s distance from exact: %.3g of sum|w*x|\n", c.name, tag, maxrel(got, ex, sc));
     }
   }
+  cudaFree(dnw);
   // gemm: T tokens not a multiple of the tile
   {
     const int T = 77;
@@ -405,6 +422,58 @@ static void testElementwise() {
     check(neox ? "rope neox partial" : "rope interleaved", maxrel1(got, ref), 1e-6);
     cudaFree(dv); cudaFree(dinv); cudaFree(dst);
   }
+  // rope_kv against rope + kv_write (fused qkv rows, partial rotary, f16 cache)
+  for (int f16 = 0; f16 < 2; f16++) {
+    const int T = 3, heads = 4, kvh = 2, hd = 64, rot = 32, ring = 8, stride = (heads + 2 * kvh) * hd, kvDim = kvh * hd;
+    auto v = randv((size_t)T * stride);
+    std::vector<float> inv(rot / 2);
+    for (int i = 0; i < rot / 2; i++) inv[i] = (float)std::pow(10000.0, -2.0 * i / rot);
+    std::vector<int> st = {6, 0, 0, 0};
+    float *dv = upload(v), *dinv = upload(inv);
+    int* dst = upload(st);
+    void *kc, *vc;
+    size_t es = f16 ? 2 : 4;
+    CUDA(cudaMalloc(&kc, ring * kvDim * es)); CUDA(cudaMalloc(&vc, ring * kvDim * es));
+    CUDA(cudaMemset(kc, 0, ring * kvDim * es)); CUDA(cudaMemset(vc, 0, ring * kvDim * es));
+    if (f16) ck_rope_kv_f16<<<dim3(T, heads + kvh), 64>>>(dv, dv + heads * hd, dv + heads * hd + kvDim, (__half*)kc, (__half*)vc, dst, dinv, T, heads, kvh, hd, rot, 1, 1.f, stride, stride, ring);
+    else ck_rope_kv_f32<<<dim3(T, heads + kvh), 64>>>(dv, dv + heads * hd, dv + heads * hd + kvDim, (float*)kc, (float*)vc, dst, dinv, T, heads, kvh, hd, rot, 1, 1.f, stride, stride, ring);
+    auto gq = download(dv, (size_t)T * stride);
+    std::vector<float> gk(ring * kvDim), gv(ring * kvDim);
+    if (f16) {
+      auto a = download((__half*)kc, ring * kvDim), b = download((__half*)vc, ring * kvDim);
+      for (int i = 0; i < ring * kvDim; i++) { gk[i] = __half2float(a[i]); gv[i] = __half2float(b[i]); }
+    } else { gk = download((float*)kc, ring * kvDim); gv = download((float*)vc, ring * kvDim); }
+    double e = 0;
+    for (int t = 0; t < T; t++) {
+      int pos = 6 + t;
+      auto rot1 = [&](const float* src, float* dst_) {
+        for (int d = 0; d < hd; d++) dst_[d] = src[d];
+        for (int i = 0; i < rot / 2; i++) {
+          float a = (float)pos * inv[i];
+          float cs = (float)std::cos((double)a), sn = (float)std::sin((double)a);
+          float x0 = src[i], x1 = src[i + rot / 2];
+          dst_[i] = x0 * cs - x1 * sn; dst_[i + rot / 2] = x1 * cs + x0 * sn;
+        }
+      };
+      float tmp[64];
+      for (int h = 0; h < heads + kvh; h++) {
+        const float* src = &v[(size_t)t * stride + h * hd];
+        rot1(src, tmp);
+        for (int d = 0; d < hd; d++) {
+          double want = f16 && h >= heads ? hround(tmp[d]) : tmp[d];
+          double got = h < heads ? gq[(size_t)t * stride + h * hd + d] : gk[(pos % ring) * kvDim + (h - heads) * hd + d];
+          e = std::max(e, std::fabs(got - want));
+        }
+      }
+      for (int d = 0; d < kvDim; d++) {
+        double want = v[(size_t)t * stride + heads * hd + kvDim + d];
+        if (f16) want = hround((float)want);
+        e = std::max(e, std::fabs(gv[(pos % ring) * kvDim + d] - want));
+      }
+    }
+    check(f16 ? "rope_kv f16 cache (ring wrap)" : "rope_kv f32 cache (ring wrap)", e, f16 ? 1e-3 : 1e-6);
+    cudaFree(dv); cudaFree(dinv); cudaFree(dst); cudaFree(kc); cudaFree(vc);
+  }
   // argmax
   {
     const int T = 3, V = 128256;
@@ -461,6 +530,11 @@ static void refAttn(const std::vector<float>& q, const std::vector<float>& K, co
   }
 }
 
+static size_t faShared(int hd) {
+  int ld = hd + 8, pld = 72;
+  return 2 * (4 * 64 * ld) + 4 * (4 * 16 * 64) + 2 * (2 * 4 * 16 * pld) + 4 * (4 * 16 * hd) + 4 * 2 * 64;
+}
+
 static void testAttention() {
   struct Case { int heads, kvHeads, hd, ring, window, P0, T; float softcap; bool sinks, f16; };
   const Case cases[] = {
@@ -514,8 +588,8 @@ static void testAttention() {
     CUDA(cudaMalloc(&po, (size_t)cs.T * cs.heads * nsplit * cs.hd * 4));
     CUDA(cudaMalloc(&pml, (size_t)cs.T * cs.heads * nsplit * 8));
     CUDA(cudaMalloc(&out, (size_t)cs.T * cs.heads * cs.hd * 4));
-    if (cs.f16) ck_attn_decode_f16<<<dim3(cs.kvHeads, nsplit, cs.T), 128, sh>>>(po, pml, dq, (__half*)dK, (__half*)dV, dst2, cs.T, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap, nsplit);
-    else ck_attn_decode_f32<<<dim3(cs.kvHeads, nsplit, cs.T), 128, sh>>>(po, pml, dq, (float*)dK, (float*)dV, dst2, cs.T, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap, nsplit);
+    if (cs.f16) ck_attn_decode_f16<<<dim3(cs.kvHeads, nsplit, cs.T), 128, sh>>>(po, pml, dq, (__half*)dK, (__half*)dV, dst2, cs.T, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap, nsplit, 0);
+    else ck_attn_decode_f32<<<dim3(cs.kvHeads, nsplit, cs.T), 128, sh>>>(po, pml, dq, (float*)dK, (float*)dV, dst2, cs.T, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap, nsplit, 0);
     ck_attn_combine<<<dim3(cs.heads, cs.T), cs.hd>>>(out, po, pml, ds, cs.T, cs.heads, cs.hd, nsplit);
     auto got = download(out, ref.size());
     snprintf(buf, sizeof buf, "attn_decode %s h%d/%d hd%d P%d T%d w%d cap%g%s", cs.f16 ? "f16" : "f32", cs.heads,
@@ -526,15 +600,30 @@ static void testAttention() {
     CUDA(cudaMemset(out, 0, ref.size() * 4));
     if (cs.f16) {
       cudaFuncSetAttribute(ck_attn_prefill_f16, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)psh);
-      ck_attn_prefill_f16<<<dim3((cs.T + 31) / 32, cs.heads), 128, psh>>>(out, dq, (__half*)dK, (__half*)dV, dst2, cs.T, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap, ds);
+      ck_attn_prefill_f16<<<dim3((cs.T + 31) / 32, cs.heads), 128, psh>>>(out, dq, (__half*)dK, (__half*)dV, dst2, cs.T, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap, ds, 0);
     } else {
       cudaFuncSetAttribute(ck_attn_prefill_f32, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)psh);
-      ck_attn_prefill_f32<<<dim3((cs.T + 31) / 32, cs.heads), 128, psh>>>(out, dq, (float*)dK, (float*)dV, dst2, cs.T, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap, ds);
+      ck_attn_prefill_f32<<<dim3((cs.T + 31) / 32, cs.heads), 128, psh>>>(out, dq, (float*)dK, (float*)dV, dst2, cs.T, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap, ds, 0);
     }
     got = download(out, ref.size());
     snprintf(buf, sizeof buf, "attn_prefill %s h%d/%d hd%d P%d T%d w%d cap%g%s", cs.f16 ? "f16" : "f32", cs.heads,
              cs.kvHeads, cs.hd, cs.P0, cs.T, cs.window, cs.softcap, cs.sinks ? " sinks" : "");
     check(buf, maxrel1(got, ref), 1e-4);
+    if (cs.hd == 64 || cs.hd == 128) {
+      CUDA(cudaMemset(out, 0, ref.size() * 4));
+      size_t fsh = faShared(cs.hd);
+      if (cs.f16) {
+        cudaFuncSetAttribute(ck_fa_prefill_f16, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)fsh);
+        ck_fa_prefill_f16<<<dim3((cs.T + 63) / 64, cs.heads), 128, fsh>>>(out, dq, (__half*)dK, (__half*)dV, dst2, cs.T, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap, ds, 0);
+      } else {
+        cudaFuncSetAttribute(ck_fa_prefill_f32, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)fsh);
+        ck_fa_prefill_f32<<<dim3((cs.T + 63) / 64, cs.heads), 128, fsh>>>(out, dq, (float*)dK, (float*)dV, dst2, cs.T, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap, ds, 0);
+      }
+      got = download(out, ref.size());
+      snprintf(buf, sizeof buf, "fa_prefill %s h%d/%d hd%d P%d T%d w%d cap%g%s", cs.f16 ? "f16" : "f32", cs.heads,
+               cs.kvHeads, cs.hd, cs.P0, cs.T, cs.window, cs.softcap, cs.sinks ? " sinks" : "");
+      check(buf, maxrel1(got, ref), cs.f16 ? 1e-4 : 2e-3);
+    }
     cudaFree(dK); cudaFree(dV); cudaFree(dk); cudaFree(dv); cudaFree(dq); cudaFree(dsink); cudaFree(dst); cudaFree(dst2);
     cudaFree(po); cudaFree(pml); cudaFree(out);
   }
@@ -547,15 +636,36 @@ static void testAttention() {
     int* dst = upload(st);
     CUDA(cudaMalloc(&out, (size_t)T * heads * hd * 4));
     size_t psh = 4 * (32 * (hd + 1) + 32 * (hd + 1) + 32 * hd + 32 * 33);
-    ck_attn_prefill_f32<<<dim3((T + 31) / 32, heads), 128, psh>>>(out, dq, dK, dV, dst, T, heads, kvHeads, hd, ring, 0, 0.125f, 0, nullptr);
+    ck_attn_prefill_f32<<<dim3((T + 31) / 32, heads), 128, psh>>>(out, dq, dK, dV, dst, T, heads, kvHeads, hd, ring, 0, 0.125f, 0, nullptr, 0);
     auto got = download(out, (size_t)T * heads * hd);
     std::vector<double> ref((size_t)T * heads * hd);
     for (int t = 0; t < T; t++) refAttn(q, K, V, P0 + t, t, heads, kvHeads, hd, ring, 0, 0.125f, 0, nullptr, ref);
     check("attn_prefill f32 T=100 P0=37 causal", maxrel1(got, ref), 1e-4);
-    ck_attn_prefill_f32<<<dim3((T + 31) / 32, heads), 128, psh>>>(out, dq, dK, dV, dst, T, heads, kvHeads, hd, ring, 40, 0.125f, 0, nullptr);
+    ck_attn_prefill_f32<<<dim3((T + 31) / 32, heads), 128, psh>>>(out, dq, dK, dV, dst, T, heads, kvHeads, hd, ring, 40, 0.125f, 0, nullptr, 0);
     got = download(out, (size_t)T * heads * hd);
     for (int t = 0; t < T; t++) refAttn(q, K, V, P0 + t, t, heads, kvHeads, hd, ring, 40, 0.125f, 0, nullptr, ref);
     check("attn_prefill f32 T=100 window 40", maxrel1(got, ref), 1e-4);
+    size_t fsh = faShared(hd);
+    cudaFuncSetAttribute(ck_fa_prefill_f32, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)fsh);
+    for (int w : {0, 40}) {
+      ck_fa_prefill_f32<<<dim3((T + 63) / 64, heads), 128, fsh>>>(out, dq, dK, dV, dst, T, heads, kvHeads, hd, ring, w, 0.125f, 0, nullptr, 0);
+      got = download(out, (size_t)T * heads * hd);
+      for (int t = 0; t < T; t++) refAttn(q, K, V, P0 + t, t, heads, kvHeads, hd, ring, w, 0.125f, 0, nullptr, ref);
+      check(w ? "fa_prefill f32 T=100 window 40 (f16 K/V)" : "fa_prefill f32 T=100 P0=37 causal (f16 K/V)", maxrel1(got, ref), 2e-3);
+    }
+    // q rows with a stride (a fused qkv buffer): same results.
+    const int qs = heads * hd + 48;
+    std::vector<float> q2((size_t)T * qs, 99.f);
+    for (int t = 0; t < T; t++) for (int i = 0; i < heads * hd; i++) q2[(size_t)t * qs + i] = q[(size_t)t * heads * hd + i];
+    float* dq2 = upload(q2);
+    for (int t = 0; t < T; t++) refAttn(q, K, V, P0 + t, t, heads, kvHeads, hd, ring, 0, 0.125f, 0, nullptr, ref);
+    ck_attn_prefill_f32<<<dim3((T + 31) / 32, heads), 128, psh>>>(out, dq2, dK, dV, dst, T, heads, kvHeads, hd, ring, 0, 0.125f, 0, nullptr, qs);
+    got = download(out, (size_t)T * heads * hd);
+    check("attn_prefill f32 qStride", maxrel1(got, ref), 1e-4);
+    ck_fa_prefill_f32<<<dim3((T + 63) / 64, heads), 128, fsh>>>(out, dq2, dK, dV, dst, T, heads, kvHeads, hd, ring, 0, 0.125f, 0, nullptr, qs);
+    got = download(out, (size_t)T * heads * hd);
+    check("fa_prefill f32 qStride (f16 K/V)", maxrel1(got, ref), 2e-3);
+    cudaFree(dq2);
     cudaFree(dK); cudaFree(dV); cudaFree(dq); cudaFree(out); cudaFree(dst);
   }
 }
@@ -593,10 +703,10 @@ static void bench() {
       Weight w = makeWeight(c, s.rows, s.cols, false);
       Weight w2 = s.glu ? makeWeight(c, s.rows, s.cols, false) : Weight{};
       double bytes = (double)w.bytes() * (s.glu ? 2 : 1);
-      float us = timeit([&] { K.mv<<<(s.rows + 7) / 8, 128>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0); });
+      float us = timeit([&] { K.mv<<<(s.rows + 7) / 8, 128>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0, nullptr, 0.f, 0); });
       printf("mv  %-5s %-22s %8.2f us %7.0f GB/s\n", c.name, s.name, us, bytes / us / 1e3);
       if (K.mvq) {
-        float uq = timeit([&] { K.mvq<<<(s.rows + 31) / 32, 256, mvqShared(s.cols)>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0); });
+        float uq = timeit([&] { K.mvq<<<(s.rows + 31) / 32, 512, mvqShared(s.cols)>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0, nullptr, 0.f, 0); });
         printf("mvq %-5s %-22s %8.2f us %7.0f GB/s\n", c.name, s.name, uq, bytes / uq / 1e3);
       }
       if (std::string(s.name).rfind("qkv", 0) == 0) {
@@ -628,7 +738,7 @@ static void bench() {
       int* dst = upload(st);
       size_t sh = 4 * (32 * 65 + 32 * 64 + 4 * 64 + 4 * 32 + 12);
       float us = timeit([&] {
-        ck_attn_decode_f32<<<dim3(kvh, nsplit, 1), 128, sh>>>(po, pml, q, K, Vc, dst, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit);
+        ck_attn_decode_f32<<<dim3(kvh, nsplit, 1), 128, sh>>>(po, pml, q, K, Vc, dst, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, 0);
         ck_attn_combine<<<dim3(heads, 1), hd>>>(out, po, pml, nullptr, 1, heads, hd, nsplit);
       });
       printf("attn decode+combine depth %5d: %7.2f us\n", P + 1, us);
@@ -641,10 +751,16 @@ static void bench() {
       float* q2; CUDA(cudaMalloc(&q2, (size_t)TT * heads * hd * 4)); CUDA(cudaMemset(q2, 0, (size_t)TT * heads * hd * 4));
       float* o2; CUDA(cudaMalloc(&o2, (size_t)TT * heads * hd * 4));
       float us = timeit([&] {
-        ck_attn_prefill_f32<<<dim3((TT + 31) / 32, heads), 128, psh>>>(o2, q2, K, Vc, dst, TT, heads, kvh, hd, ring, 0, 0.125f, 0, nullptr);
-      }, 5);
+        ck_attn_prefill_f32<<<dim3((TT + 31) / 32, heads), 128, psh>>>(o2, q2, K, Vc, dst, TT, heads, kvh, hd, ring, 0, 0.125f, 0, nullptr, 0);
+      }, 3);
       double fl = 4.0 * heads * hd * (double)TT * TT / 2;
-      printf("attn prefill T=%d: %8.1f us  %.1f TFLOP/s (causal)\n", TT, us, fl / us / 1e6);
+      printf("attn prefill (f32 tiles) T=%d: %8.1f us  %.1f TFLOP/s (causal)\n", TT, us, fl / us / 1e6);
+      size_t fsh = faShared(hd);
+      cudaFuncSetAttribute(ck_fa_prefill_f32, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)fsh);
+      us = timeit([&] {
+        ck_fa_prefill_f32<<<dim3((TT + 63) / 64, heads), 128, fsh>>>(o2, q2, K, Vc, dst, TT, heads, kvh, hd, ring, 0, 0.125f, 0, nullptr, 0);
+      }, 5);
+      printf("fa prefill (tensor cores) T=%d: %8.1f us  %.1f TFLOP/s (causal)\n", TT, us, fl / us / 1e6);
       cudaFree(dst); cudaFree(q2); cudaFree(o2);
     }
     cudaFree(K); cudaFree(Vc); cudaFree(q); cudaFree(po); cudaFree(pml); cudaFree(out);
@@ -655,10 +771,11 @@ static void bench() {
 // A whole llama-1b decode step (16 layers) on random weights of one codec
 // (lm head and embedding q6_K as q4_K_M, else the same codec), captured as
 // a CUDA graph of `steps` greedy steps, timed per token.
-static void benchStep(int ci, int depth, bool int8) {
+static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
   const Codec& c = codecs[ci];
   const Kset& K = ksets[ci];
   const int H = 2048, F = 8192, V = 128256, L = 16, heads = 32, kvh = 8, hd = 64, kvDim = kvh * hd, ring = 4096;
+  (void)F;
   const int qkvRows = H + 2 * kvDim;
   const int headCi = std::string(c.name) == "q4_K" ? 6 : ci;
   struct Layer { Weight qkv, wo, gate, up, down; float *attnNorm, *ffnNorm, *K, *V; };
@@ -687,27 +804,23 @@ static void benchStep(int ci, int depth, bool int8) {
   CUDA(cudaMalloc(&po, (size_t)heads * nsplit * hd * 4)); CUDA(cudaMalloc(&pml, (size_t)heads * nsplit * 8));
   size_t ash = 4 * (32 * 65 + 32 * 64 + 4 * 64 + 4 * 32 + 12);
   cudaStream_t s; CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  auto mv = [&](const Kset& k, float* y, const Weight& w, const Weight* w2, const float* xin, const float* r) {
-    if (int8 && k.mvq) k.mvq<<<(w.rows + 31) / 32, 256, mvqShared(w.cols), s>>>(y, w.dev, w2 ? w2->dev : nullptr, xin, r, w.rows, w.cols, w.rb, 0);
-    else k.mv<<<(w.rows + 7) / 8, 128, 0, s>>>(y, w.dev, w2 ? w2->dev : nullptr, xin, r, w.rows, w.cols, w.rb, 0);
+  auto mv = [&](const Kset& k, float* y, const Weight& w, const Weight* w2, const float* xin, const float* r, const float* nw) {
+    if (int8 && k.mvq) k.mvq<<<(w.rows + 31) / 32, 512, mvqShared(w.cols), s>>>(y, w.dev, w2 ? w2->dev : nullptr, xin, r, w.rows, w.cols, w.rb, 0, nw, 1e-5f, 0);
+    else k.mv<<<(w.rows + 7) / 8, 128, 0, s>>>(y, w.dev, w2 ? w2->dev : nullptr, xin, r, w.rows, w.cols, w.rb, 0, nw, 1e-5f, 0);
   };
+  // 7 launches per layer: qkv (norm fused), rope+kv, attention (2), wo (+x), gate/up GLU (norm fused), down (+x).
   auto step = [&]() {
     KH.embed<<<1, 128, 0, s>>>(x, emb.dev, state + 1, 1, H, emb.rb, 1.f);
     for (auto& l : layers) {
-      ck_rmsnorm<<<1, 256, 0, s>>>(h, x, l.attnNorm, 1, H, 1e-5f, 0);
-      mv(K, qkv, l.qkv, nullptr, h, nullptr);
-      ck_rope<<<dim3(1, heads), 64, 0, s>>>(qkv, state, dinv, 1, heads, hd, hd, 1, 1.f);
-      ck_rope<<<dim3(1, kvh), 64, 0, s>>>(qkv + H, state, dinv, 1, kvh, hd, hd, 1, 1.f);
-      ck_kv_write_f32<<<1, 256, 0, s>>>(l.K, l.V, qkv + H, qkv + H + kvDim, state, 1, kvDim, ring);
-      ck_attn_decode_f32<<<dim3(kvh, nsplit, 1), 128, ash, s>>>(po, pml, qkv, l.K, l.V, state, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit);
+      mv(K, qkv, l.qkv, nullptr, x, nullptr, l.attnNorm);
+      ck_rope_kv_f32<<<dim3(1, heads + kvh), 64, 0, s>>>(qkv, qkv + H, qkv + H + kvDim, l.K, l.V, state, dinv, 1, heads, kvh, hd, hd, 1, 1.f, qkvRows, qkvRows, ring);
+      ck_attn_decode_f32<<<dim3(kvh, nsplit, 1), 128, ash, s>>>(po, pml, qkv, l.K, l.V, state, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, qkvRows);
       ck_attn_combine<<<dim3(heads, 1), hd, 0, s>>>(att, po, pml, nullptr, 1, heads, hd, nsplit);
-      mv(K, x, l.wo, nullptr, att, x);
-      ck_rmsnorm<<<1, 256, 0, s>>>(h, x, l.ffnNorm, 1, H, 1e-5f, 0);
-      mv(K, act, l.gate, &l.up, h, nullptr);
-      mv(K, x, l.down, nullptr, act, x);
+      mv(K, x, l.wo, nullptr, att, x, nullptr);
+      mv(K, act, l.gate, &l.up, x, nullptr, l.ffnNorm);
+      mv(K, x, l.down, nullptr, act, x, nullptr);
     }
-    ck_rmsnorm<<<1, 256, 0, s>>>(h, x, outNorm, 1, H, 1e-5f, 0);
-    mv(KH, logits, emb, nullptr, h, nullptr);
+    mv(KH, logits, emb, nullptr, x, nullptr, outNorm);
     ck_argmax_step<<<1, 1024, 0, s>>>(logits, V, state, hist, 64);
   };
   // Plain launches first (per token), then `steps` greedy steps as one graph.
@@ -724,13 +837,12 @@ static void benchStep(int ci, int depth, bool int8) {
   for (int i = 0; i < steps; i++) step();
   CUDA(cudaStreamEndCapture(s, &g));
   CUDA(cudaGraphInstantiate(&ge, g, 0));
-  // Reset the position each replay so the depth stays put.
   CUDA(cudaGraphLaunch(ge, s));
   CUDA(cudaStreamSynchronize(s));
   const int reps = 5;
   float msGraph = 0;
   for (int i = 0; i < reps; i++) {
-    CUDA(cudaMemcpyAsync(state, st.data(), 16, cudaMemcpyHostToDevice, s));
+    CUDA(cudaMemcpyAsync(state, st.data(), 16, cudaMemcpyHostToDevice, s));  // back to the same depth
     cudaEventRecord(e0, s);
     CUDA(cudaGraphLaunch(ge, s));
     cudaEventRecord(e1, s);
@@ -740,6 +852,66 @@ static void benchStep(int ci, int depth, bool int8) {
   CUDA(cudaGetLastError());
   float us = msGraph * 1000 / (reps * steps), usPlain = msPlain * 1000 / 20;
   cudaGraphExecDestroy(ge); cudaGraphDestroy(g);
+  // Prefill of T tokens from position 0 on the same weights: GEMMs, f16
+  // tensor-core attention, the last token's logits.
+  if (prefill) {
+    for (int T : {512, 2048}) {
+      float *X, *Hn, *QKV, *ATT, *G, *U, *A;
+      CUDA(cudaMalloc(&X, (size_t)T * H * 4)); CUDA(cudaMalloc(&Hn, (size_t)T * H * 4));
+      CUDA(cudaMalloc(&QKV, (size_t)T * qkvRows * 4)); CUDA(cudaMalloc(&ATT, (size_t)T * H * 4));
+      CUDA(cudaMalloc(&G, (size_t)T * F * 4)); CUDA(cudaMalloc(&U, (size_t)T * F * 4)); CUDA(cudaMalloc(&A, (size_t)T * F * 4));
+      std::vector<int> ids(T);
+      for (int i = 0; i < T; i++) ids[i] = rnd() % V;
+      int* dids = upload(ids);
+      std::vector<int> st0 = {0, 0, 0, 0};
+      const size_t fsh = faShared(hd);
+      cudaFuncSetAttribute(ck_fa_prefill_f32, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)fsh);
+      cudaFuncSetAttribute(K.gemm, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM);
+      auto gemm = [&](float* y, const Weight& w, const float* xin, const float* r) {
+        K.gemm<<<dim3((w.rows + GBN - 1) / GBN, (T + GBM - 1) / GBM), 256, GEMM_SMEM, s>>>(y, w.dev, xin, r, w.rows, w.cols, w.rb, T);
+      };
+      float tGemm = 0, tAttn = 0, tOther = 0;
+      auto run = [&](bool timed) {
+        cudaEvent_t a, b;
+        cudaEventCreate(&a); cudaEventCreate(&b);
+        auto mark = [&](float& acc, auto fn) {
+          if (!timed) { fn(); return; }
+          cudaEventRecord(a, s); fn(); cudaEventRecord(b, s); cudaEventSynchronize(b);
+          float ms; cudaEventElapsedTime(&ms, a, b); acc += ms * 1000;
+        };
+        CUDA(cudaMemcpyAsync(state, st0.data(), 16, cudaMemcpyHostToDevice, s));
+        mark(tOther, [&] { KH.embed<<<T, 128, 0, s>>>(X, emb.dev, dids, T, H, emb.rb, 1.f); });
+        for (auto& l : layers) {
+          mark(tOther, [&] { ck_rmsnorm<<<T, 256, 0, s>>>(Hn, X, l.attnNorm, T, H, 1e-5f, 0); });
+          mark(tGemm, [&] { gemm(QKV, l.qkv, Hn, nullptr); });
+          mark(tOther, [&] { ck_rope_kv_f32<<<dim3(T, heads + kvh), 64, 0, s>>>(QKV, QKV + H, QKV + H + kvDim, l.K, l.V, state, dinv, T, heads, kvh, hd, hd, 1, 1.f, qkvRows, qkvRows, ring); });
+          mark(tAttn, [&] { ck_fa_prefill_f32<<<dim3((T + 63) / 64, heads), 128, fsh, s>>>(ATT, QKV, l.K, l.V, state, T, heads, kvh, hd, ring, 0, 0.125f, 0, nullptr, qkvRows); });
+          mark(tGemm, [&] { gemm(X, l.wo, ATT, X); });
+          mark(tOther, [&] { ck_rmsnorm<<<T, 256, 0, s>>>(Hn, X, l.ffnNorm, T, H, 1e-5f, 0); });
+          mark(tGemm, [&] { gemm(G, l.gate, Hn, nullptr); gemm(U, l.up, Hn, nullptr); });
+          mark(tOther, [&] { ck_act_mul<<<dim3((F + 255) / 256, T), 256, 0, s>>>(A, G, U, T, F, F, F, 0); });
+          mark(tGemm, [&] { gemm(X, l.down, A, X); });
+        }
+        mark(tOther, [&] {
+          mv(KH, logits, emb, nullptr, X + (size_t)(T - 1) * H, nullptr, outNorm);
+          ck_argmax_rows<<<1, 1024, 0, s>>>(hist, logits, 1, V);
+        });
+        cudaEventDestroy(a); cudaEventDestroy(b);
+      };
+      run(false);
+      CUDA(cudaStreamSynchronize(s));
+      cudaEventRecord(e0, s);
+      for (int i = 0; i < 3; i++) run(false);
+      cudaEventRecord(e1, s);
+      CUDA(cudaEventSynchronize(e1));
+      float ms; cudaEventElapsedTime(&ms, e0, e1);
+      CUDA(cudaGetLastError());
+      run(true);
+      printf("prefill %s T=%d: %8.0f us = %7.0f tok/s (GEMM %.0f us, attention %.0f us, rest %.0f us, per-kernel timed pass)\n",
+             c.name, T, ms * 1000 / 3, T / (ms / 3 / 1000), tGemm, tAttn, tOther);
+      cudaFree(X); cudaFree(Hn); cudaFree(QKV); cudaFree(ATT); cudaFree(G); cudaFree(U); cudaFree(A); cudaFree(dids);
+    }
+  }
   double wbytes = 0;
   for (auto& l : layers) wbytes += l.qkv.bytes() + l.wo.bytes() + l.gate.bytes() + l.up.bytes() + l.down.bytes();
   wbytes += emb.bytes();
@@ -769,7 +941,7 @@ int main(int argc, char** argv) {
   bench();
   printf("\n== whole decode step, llama-1b shapes ==\n");
   for (int ci : {4, 5, 3}) {
-    benchStep(ci, 2047, true);
+    benchStep(ci, 2047, true, true);
     benchStep(ci, 2047, false);
   }
   benchStep(4, 0, true);
