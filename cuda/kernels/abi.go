@@ -408,8 +408,8 @@ func (a *MatvecArgs) Launch() Geometry { return geo(cdiv(int(a.Rows), MatvecRows
 // __dp4a. Launch them with LaunchInt8.
 var Int8Codecs = []string{"q8_0", "q4_0", "q4_K", "q6_K"}
 
-// MatvecInt8Rows is the output rows per block of ck_mvq_* (16 warps × 2).
-const MatvecInt8Rows = 32
+// MatvecInt8Rows is the output rows per block of ck_mvq_* (16 warps × 1).
+const MatvecInt8Rows = 16
 
 // LaunchInt8 is the geometry of ck_mvq_*: 512 threads, the quantized
 // activation (Cols int8 + Cols/32 float2) in dynamic shared memory.

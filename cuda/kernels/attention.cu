@@ -54,6 +54,7 @@ __device__ __forceinline__ void attn_decode(float* __restrict__ partO, float* __
     return;
   }
   const int kvDim = kvHeads * hd;
+#pragma unroll 4
   for (int i = tid; i < G * hd; i += blockDim.x)
     Qs[i] = q[(size_t)t * (qStride ? qStride : heads * hd) + (size_t)g * G * hd + i];
   if (tid < G) { Ms[tid] = -INFINITY; Ls[tid] = 0.f; }
@@ -64,17 +65,19 @@ __device__ __forceinline__ void attn_decode(float* __restrict__ partO, float* __
 
   for (int k0 = start; k0 < end; k0 += KT) {
     __syncthreads();
-    for (int i = tid; i < KT * hd; i += blockDim.x) {
+#pragma unroll 4
+    for (int i = tid * 4; i < KT * hd; i += blockDim.x * 4) {
       const int kj = i / hd, d = i - kj * hd;
       const int p = k0 + kj;
-      float kv = 0.f, vv = 0.f;
+      float4 kv = make_float4(0.f, 0.f, 0.f, 0.f), vv = kv;
       if (p < end) {
         const size_t o = (size_t)(p % ring) * kvDim + (size_t)g * hd + d;
-        kv = ldf<T>(kc + o);
-        vv = ldf<T>(vc + o);
+        kv = ld4(kc + o);
+        vv = ld4(vc + o);
       }
-      Ks[kj * (hd + 1) + d] = kv;
-      Vs[kj * hd + d] = vv;
+      float* kd = Ks + kj * (hd + 1) + d;
+      kd[0] = kv.x; kd[1] = kv.y; kd[2] = kv.z; kd[3] = kv.w;
+      *reinterpret_cast<float4*>(Vs + kj * hd + d) = vv;
     }
     __syncthreads();
     for (int i = tid; i < G * KT; i += blockDim.x) {
@@ -199,6 +202,7 @@ __device__ __forceinline__ void attn_prefill(float* __restrict__ out, const floa
   __shared__ float Ms[PQ], Ls[PQ], Cs[PQ];
   const int P0 = *pos0;
   const int nq = min(PQ, Tn - t0);
+#pragma unroll 8
   for (int i = tid; i < PQ * hd; i += blockDim.x) {
     const int qi = i / hd, d = i - qi * hd;
     Qs[qi * (hd + 1) + d] = qi < nq ? q[(size_t)(t0 + qi) * (qStride ? qStride : heads * hd) + (size_t)h * hd + d] : 0.f;
@@ -213,17 +217,19 @@ __device__ __forceinline__ void attn_prefill(float* __restrict__ out, const floa
 
   for (int k0 = kStart; k0 <= pLast; k0 += PK) {
     __syncthreads();
-    for (int i = tid; i < PK * hd; i += blockDim.x) {
+#pragma unroll 4
+    for (int i = tid * 4; i < PK * hd; i += blockDim.x * 4) {
       const int kj = i / hd, d = i - kj * hd;
       const int p = k0 + kj;
-      float kv = 0.f, vv = 0.f;
+      float4 kv = make_float4(0.f, 0.f, 0.f, 0.f), vv = kv;
       if (p <= pLast) {
         const size_t o = (size_t)(p % ring) * kvDim + (size_t)g * hd + d;
-        kv = ldf<T>(kc + o);
-        vv = ldf<T>(vc + o);
+        kv = ld4(kc + o);
+        vv = ld4(vc + o);
       }
-      Ks[kj * (hd + 1) + d] = kv;
-      Vs[kj * hd + d] = vv;
+      float* kd = Ks + kj * (hd + 1) + d;
+      kd[0] = kv.x; kd[1] = kv.y; kd[2] = kv.z; kd[3] = kv.w;
+      *reinterpret_cast<float4*>(Vs + kj * hd + d) = vv;
     }
     __syncthreads();
     for (int i = tid; i < PQ * PK; i += blockDim.x) {
@@ -324,12 +330,18 @@ __device__ __forceinline__ void fa_prefill(float* __restrict__ out, const float*
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int t0 = blockIdx.x * FQ, h = blockIdx.y, g = h / (heads / kvHeads), kvDim = kvHeads * HD;
   const int P0 = *pos0, nq = min(FQ, Tn - t0);
-  for (int i = tid; i < FQ * HD; i += blockDim.x) {
+#pragma unroll 4
+  for (int i = tid * 4; i < FQ * HD; i += blockDim.x * 4) {
     const int r = i / HD, d = i % HD;
-    const float v = r < nq ? q[(size_t)(t0 + r) * (qStride ? qStride : heads * HD) + (size_t)h * HD + d] : 0.f;
-    const __half hi = __float2half_rn(v);
-    Qh[r * LD + d] = hi;
-    Ql[r * LD + d] = __float2half_rn(v - __half2float(hi));
+    float4 v4 = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (r < nq) v4 = ld4(q + (size_t)(t0 + r) * (qStride ? qStride : heads * HD) + (size_t)h * HD + d);
+    const float vs[4] = {v4.x, v4.y, v4.z, v4.w};
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const __half hi = __float2half_rn(vs[e]);
+      Qh[r * LD + d + e] = hi;
+      Ql[r * LD + d + e] = __float2half_rn(vs[e] - __half2float(hi));
+    }
   }
   for (int i = tid; i < 4 * 16 * HD; i += blockDim.x) Os[i] = 0.f;
   if (tid < FQ) { Ms[tid] = -INFINITY; Ls[tid] = 0.f; }
@@ -343,16 +355,19 @@ __device__ __forceinline__ void fa_prefill(float* __restrict__ out, const float*
 
   for (int k0 = (kStart / FK) * FK; k0 <= pLast; k0 += FK) {
     __syncthreads();
-    for (int i = tid; i < FK * HD; i += blockDim.x) {
+#pragma unroll 8
+    for (int i = tid * 4; i < FK * HD; i += blockDim.x * 4) {
       const int kj = i / HD, d = i % HD, p = k0 + kj;
-      float kv = 0.f, vv = 0.f;
+      float4 kv = make_float4(0.f, 0.f, 0.f, 0.f), vv = kv;
       if (p <= pLast && p >= kStart) {
         const size_t o = (size_t)(p % ring) * kvDim + (size_t)g * HD + d;
-        kv = ldf<T>(kc + o);
-        vv = ldf<T>(vc + o);
+        kv = ld4(kc + o);
+        vv = ld4(vc + o);
       }
-      Ks[kj * LD + d] = __float2half_rn(kv);
-      Vs[kj * LD + d] = __float2half_rn(vv);
+      __half2* kd = reinterpret_cast<__half2*>(Ks + kj * LD + d);
+      __half2* vd = reinterpret_cast<__half2*>(Vs + kj * LD + d);
+      kd[0] = __floats2half2_rn(kv.x, kv.y); kd[1] = __floats2half2_rn(kv.z, kv.w);
+      vd[0] = __floats2half2_rn(vv.x, vv.y); vd[1] = __floats2half2_rn(vv.z, vv.w);
     }
     __syncthreads();
     // S = Q Kᵀ for this warp's 16 rows × 64 keys.

@@ -285,6 +285,15 @@ __device__ __forceinline__ void deq_lin<CQ6_K>(const uint8_t* row, int nchunk, i
   }
 }
 
+// Four consecutive values of a KV cache row as f32 (16-byte f32 or
+// 8-byte f16 loads; the offset is a multiple of 4).
+__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float4 ld4(const __half* p) {
+  uint2 u = *reinterpret_cast<const uint2*>(p);
+  float2 a = __half22float2(*reinterpret_cast<__half2*>(&u.x)), b = __half22float2(*reinterpret_cast<__half2*>(&u.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+
 // The x positions of chunk c of a codec are contiguous except for q6_K.
 template <class C>
 __device__ __forceinline__ void load_x(const float* x, int c, float* v) {
@@ -316,6 +325,7 @@ __device__ __forceinline__ double block_sum_d(double v) {
 // 1/rms(x) over n values, as the CPU: mean of squares in float64.
 __device__ __forceinline__ float block_rms_inv(const float* __restrict__ x, int n, float eps) {
   double ss = 0;
+#pragma unroll 8
   for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)x[i] * (double)x[i];
   ss = block_sum_d(ss);
   return (float)(1.0 / sqrt(ss / n + (double)eps));

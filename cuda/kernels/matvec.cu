@@ -11,7 +11,7 @@
 //
 // Geometry (abi.go): ck_mv_/ck_mvb_ 128 threads = 4 warps; ck_mv_ gives
 // each warp MV_R rows, ck_mvb_ one. ck_mvq_ 512 threads, MVQ_R rows per
-// warp (32 rows per block), dynamic shared cols + 8*cols/32 bytes. Each
+// warp (16 rows per block), dynamic shared cols + 8*cols/32 bytes. Each
 // lane handles MV_U / MVQ_U chunks per step, their loads issued together.
 // ck_mv_ and ck_mvq_ take an optional RMSNorm of x (nw, eps, plusOne: the
 // block computes 1/rms(x) itself), which saves the norm's launch. A warp's lanes stride over
@@ -21,7 +21,7 @@
 
 #define MV_R 2
 #define MV_U 2
-#define MVQ_R 2
+#define MVQ_R 1
 #define MVQ_U 4
 
 template <class C>
@@ -138,17 +138,32 @@ __device__ __forceinline__ void mvb_exact(float* __restrict__ y, const uint8_t* 
 __device__ __forceinline__ void quantize_x_shared(const float* __restrict__ x, int cols, int8_t* xq, float2* xds,
                                                   const float* __restrict__ nw, float eps, int plusOne) {
   const float inv = nw ? block_rms_inv(x, cols, eps) : 1.f;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw_ = blockDim.x >> 5;
-  for (int b = warp; b < (cols >> 5); b += nw_) {
-    float v = x[b * 32 + lane];
-    if (nw) v = v * inv * (plusOne ? 1.f + nw[b * 32 + lane] : nw[b * 32 + lane]);
-    const float amax = warp_max(fabsf(v));
-    const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
-    const int q = __float2int_rn(v * id);
-    xq[b * 32 + lane] = (int8_t)q;
-    const float s = warp_sum((float)q);
-    if (lane == 0) xds[b] = make_float2(d, d * s);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, nb = cols >> 5;
+  // Eight blocks of 32 per warp per round, their loads issued together.
+  for (int b0 = warp; b0 < nb; b0 += 8 * nwarps) {
+    float v[8];
+#pragma unroll
+    for (int u = 0; u < 8; u++) {
+      const int b = b0 + u * nwarps;
+      v[u] = 0.f;
+      if (b < nb) {
+        v[u] = x[b * 32 + lane];
+        if (nw) v[u] = v[u] * inv * (plusOne ? 1.f + nw[b * 32 + lane] : nw[b * 32 + lane]);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 8; u++) {
+      const int b = b0 + u * nwarps;
+      if (b < nb) {
+        const float amax = warp_max(fabsf(v[u]));
+        const float d = amax / 127.f;
+        const float id = d != 0.f ? 1.f / d : 0.f;
+        const int q = __float2int_rn(v[u] * id);
+        xq[b * 32 + lane] = (int8_t)q;
+        const float s = warp_sum((float)q);
+        if (lane == 0) xds[b] = make_float2(d, d * s);
+      }
+    }
   }
   __syncthreads();
 }

@@ -302,7 +302,7 @@ static void testCodec(int ci) {
       const float* xx = norm ? xn.data() : x.data();
       std::vector<int8_t> q; std::vector<float> qd, qs;
       quantX(xx, cols, q, qd, qs);
-      K.mvq<<<(rows + 31) / 32, 512, mvqShared(cols)>>>(dy, W.dev, glu ? W2.dev : nullptr, dx, glu ? nullptr : dr, rows, cols, W.rb, 0,
+      K.mvq<<<(rows + 15) / 16, 512, mvqShared(cols)>>>(dy, W.dev, glu ? W2.dev : nullptr, dx, glu ? nullptr : dr, rows, cols, W.rb, 0,
                                                          norm ? dnw : nullptr, 1e-5f, 0);
       auto got = download(dy, rows);
       std::vector<double> ref(rows), sc(rows), ex(rows);
@@ -706,7 +706,7 @@ static void bench() {
       float us = timeit([&] { K.mv<<<(s.rows + 7) / 8, 128>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0, nullptr, 0.f, 0); });
       printf("mv  %-5s %-22s %8.2f us %7.0f GB/s\n", c.name, s.name, us, bytes / us / 1e3);
       if (K.mvq) {
-        float uq = timeit([&] { K.mvq<<<(s.rows + 31) / 32, 512, mvqShared(s.cols)>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0, nullptr, 0.f, 0); });
+        float uq = timeit([&] { K.mvq<<<(s.rows + 15) / 16, 512, mvqShared(s.cols)>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0, nullptr, 0.f, 0); });
         printf("mvq %-5s %-22s %8.2f us %7.0f GB/s\n", c.name, s.name, uq, bytes / uq / 1e3);
       }
       if (std::string(s.name).rfind("qkv", 0) == 0) {
@@ -805,7 +805,7 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
   size_t ash = 4 * (32 * 65 + 32 * 64 + 4 * 64 + 4 * 32 + 12);
   cudaStream_t s; CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   auto mv = [&](const Kset& k, float* y, const Weight& w, const Weight* w2, const float* xin, const float* r, const float* nw) {
-    if (int8 && k.mvq) k.mvq<<<(w.rows + 31) / 32, 512, mvqShared(w.cols), s>>>(y, w.dev, w2 ? w2->dev : nullptr, xin, r, w.rows, w.cols, w.rb, 0, nw, 1e-5f, 0);
+    if (int8 && k.mvq) k.mvq<<<(w.rows + 15) / 16, 512, mvqShared(w.cols), s>>>(y, w.dev, w2 ? w2->dev : nullptr, xin, r, w.rows, w.cols, w.rb, 0, nw, 1e-5f, 0);
     else k.mv<<<(w.rows + 7) / 8, 128, 0, s>>>(y, w.dev, w2 ? w2->dev : nullptr, xin, r, w.rows, w.cols, w.rb, 0, nw, 1e-5f, 0);
   };
   // 7 launches per layer: qkv (norm fused), rope+kv, attention (2), wo (+x), gate/up GLU (norm fused), down (+x).
