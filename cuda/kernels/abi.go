@@ -408,13 +408,21 @@ func (a *MatvecArgs) Launch() Geometry { return geo(cdiv(int(a.Rows), MatvecRows
 // __dp4a. Launch them with LaunchInt8.
 var Int8Codecs = []string{"q8_0", "q4_0", "q4_K", "q6_K"}
 
-// MatvecInt8Rows is the output rows per block of ck_mvq_* (16 warps × 1).
-const MatvecInt8Rows = 16
+// MatvecInt8Rows is the output rows per block of ck_mvq_*: 16 warps of one
+// row, or of 4 rows when rows >= 32768 (an lm head: the block's
+// quantization of x is then shared by 64 rows). matvec.cu's
+// mvq_rows_per_warp is the same rule.
+func MatvecInt8Rows(rows int) int {
+	if rows >= 32768 {
+		return 64
+	}
+	return 16
+}
 
 // LaunchInt8 is the geometry of ck_mvq_*: 512 threads, the quantized
 // activation (Cols int8 + Cols/32 float2) in dynamic shared memory.
 func (a *MatvecArgs) LaunchInt8() Geometry {
-	return geo(cdiv(int(a.Rows), MatvecInt8Rows), 1, 1, 512, uint32(a.Cols+8*(a.Cols/32)))
+	return geo(cdiv(int(a.Rows), MatvecInt8Rows(int(a.Rows))), 1, 1, 512, uint32(a.Cols+8*(a.Cols/32)))
 }
 
 // MatvecBatchArgs: the same for N (1..MaxBatch) columns, X [N][Cols], Y [N][Rows].

@@ -392,36 +392,35 @@ __device__ __forceinline__ void fa_prefill(float* __restrict__ out, const float*
       for (int j = 0; j < FK / 16; j++) wmma::store_matrix_sync(S + 16 * j, sf[j], FK, wmma::mem_row_major);
     }
     __syncwarp();
-    // Online softmax: two lanes per row, 32 keys each.
-    {
-      const int r = lane >> 1, c0 = (lane & 1) * 32;
+    // Online softmax, row by row: lane and lane+32 hold two keys of the
+    // row (consecutive lanes, consecutive words: no bank conflicts).
+    for (int r = 0; r < 16; r++) {
       const int P = P0 + t0 + qw + r;
       const bool rowOK = qw + r < nq;
-      float mx = -INFINITY;
-      for (int c = c0; c < c0 + 32; c++) {
-        const int p = k0 + c;
-        float sc = -INFINITY;
-        if (rowOK && p <= P && p >= kStart && (window <= 0 || p > P - window)) sc = score_fix(S[r * FK + c] * scale, softcap);
-        S[r * FK + c] = sc;
-        mx = fmaxf(mx, sc);
+      float sc[2];
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        const int c = lane + 32 * e, p = k0 + c;
+        sc[e] = -INFINITY;
+        if (rowOK && p <= P && p >= kStart && (window <= 0 || p > P - window))
+          sc[e] = score_fix(S[r * FK + c] * scale, softcap);
       }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       const float mold = Ms[qw + r];
-      const float mnew = fmaxf(mold, mx);
+      const float mnew = fmaxf(mold, warp_max(fmaxf(sc[0], sc[1])));
       float sum = 0.f;
-      for (int c = c0; c < c0 + 32; c++) {
-        const float sc = S[r * FK + c];
-        const float p = sc == -INFINITY ? 0.f : expf(sc - mnew);
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        const float p = sc[e] == -INFINITY ? 0.f : expf(sc[e] - mnew);
         sum += p;
         const __half hi = __float2half_rn(p);
-        PH[r * PLD + c] = hi;
-        PL[r * PLD + c] = __float2half_rn(p - __half2float(hi));
+        PH[r * PLD + lane + 32 * e] = hi;
+        PL[r * PLD + lane + 32 * e] = __float2half_rn(p - __half2float(hi));
       }
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum = warp_sum(sum);
       const float corr = mold == -INFINITY ? (mnew == -INFINITY ? 1.f : 0.f) : expf(mold - mnew);
-      for (int d = c0 * HD / FK; d < (c0 + 32) * HD / FK; d++) O[r * HD + d] *= corr;
-      __syncwarp();
-      if ((lane & 1) == 0) {
+#pragma unroll
+      for (int d = lane; d < HD; d += 32) O[r * HD + d] *= corr;
+      if (lane == 0) {
         Ls[qw + r] = Ls[qw + r] * corr + sum;
         Ms[qw + r] = mnew;
       }

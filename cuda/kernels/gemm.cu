@@ -47,13 +47,22 @@ __device__ __forceinline__ void gemm(float* __restrict__ Y, const uint8_t* __res
       for (int i = 0; i < 16; i++) xv[i] = 0.f;
     }
   };
+  // 16-byte stores: a quarter warp's 8 stores land on distinct banks.
+  auto pack8 = [](const float* v) {
+    uint4 u;
+    __half2 h0 = __floats2half2_rn(v[0], v[1]), h1 = __floats2half2_rn(v[2], v[3]);
+    __half2 h2 = __floats2half2_rn(v[4], v[5]), h3 = __floats2half2_rn(v[6], v[7]);
+    u.x = *reinterpret_cast<uint32_t*>(&h0); u.y = *reinterpret_cast<uint32_t*>(&h1);
+    u.z = *reinterpret_cast<uint32_t*>(&h2); u.w = *reinterpret_cast<uint32_t*>(&h3);
+    return u;
+  };
   auto stash = [&]() {
-    __half2* wd = reinterpret_cast<__half2*>(Ws + wr * GLD + wc * 32);
+    uint4* wd = reinterpret_cast<uint4*>(Ws + wr * GLD + wc * 32);
 #pragma unroll
-    for (int i = 0; i < 16; i++) wd[i] = __floats2half2_rn(wv[2 * i], wv[2 * i + 1]);
-    __half2* xd = reinterpret_cast<__half2*>(Xs + xr * GLD + xc);
+    for (int i = 0; i < 4; i++) wd[i] = pack8(wv + 8 * i);
+    uint4* xd = reinterpret_cast<uint4*>(Xs + xr * GLD + xc);
 #pragma unroll
-    for (int i = 0; i < 8; i++) xd[i] = __floats2half2_rn(xv[2 * i], xv[2 * i + 1]);
+    for (int i = 0; i < 2; i++) xd[i] = pack8(xv + 8 * i);
   };
 
   const int wn = (warp & 3) * 32, wm = (warp >> 2) * 32;

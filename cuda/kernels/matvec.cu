@@ -132,6 +132,16 @@ __device__ __forceinline__ void mvb_exact(float* __restrict__ y, const uint8_t* 
   }
 }
 
+// Rows per warp of ck_mvq_*: 4 for big matrices (the lm head), where the
+// per-block quantization of x is then shared by 64 rows; else 1. abi.go's
+// LaunchInt8 mirrors it.
+__device__ __forceinline__ int mvq_rows_per_warp(int rows) { return rows >= 32768 ? 4 : 1; }
+
+__device__ __forceinline__ void prefetch_l2(const uint8_t* p, int bytes) {
+  for (int o = (threadIdx.x & 31) * 128; o < bytes; o += 32 * 128)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
+}
+
 // Quantizes x[cols] (normalized first when nw != nullptr) into shared
 // memory: xq int8[cols], xds float2[cols/32]. Every thread of the block
 // takes part; ends with a barrier.
@@ -176,34 +186,34 @@ __device__ __forceinline__ void mv_q8(float* __restrict__ y, const uint8_t* __re
   extern __shared__ __align__(16) uint8_t smem[];
   int8_t* xq = reinterpret_cast<int8_t*>(smem);
   float2* xds = reinterpret_cast<float2*>(smem + cols);
-  quantize_x_shared(x, cols, xq, xds, nw, eps, plusOne);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int row0 = (blockIdx.x * (blockDim.x >> 5) + warp) * MVQ_R;
-  if (row0 >= rows) return;
+  const int rpw = mvq_rows_per_warp(rows);
+  const int row0 = (blockIdx.x * (blockDim.x >> 5) + warp) * rpw;
+  const int nrow = max(0, min(rpw, rows - row0));
+  // The warp's weight rows go to L2 while x is normalized and quantized.
+  for (int k = 0; k < nrow; k++) {
+    prefetch_l2(W + (size_t)(row0 + k) * rowBytes, rowBytes);
+    if (W2) prefetch_l2(W2 + (size_t)(row0 + k) * rowBytes, rowBytes);
+  }
+  quantize_x_shared(x, cols, xq, xds, nw, eps, plusOne);
   const int nchunk = cols >> 5;
-  float acc[MVQ_R], acc2[MVQ_R];
+  for (int k = 0; k < nrow; k++) {
+    const uint8_t* wr = W + (size_t)(row0 + k) * rowBytes;
+    const uint8_t* wr2 = W2 ? W2 + (size_t)(row0 + k) * rowBytes : nullptr;
+    float acc = 0.f, acc2 = 0.f;
+    for (int c0 = lane; c0 < nchunk; c0 += 32 * MVQ_U) {
 #pragma unroll
-  for (int k = 0; k < MVQ_R; k++) acc[k] = acc2[k] = 0.f;
-  for (int c0 = lane; c0 < nchunk; c0 += 32 * MVQ_U) {
-#pragma unroll
-    for (int u = 0; u < MVQ_U; u++) {
-      const int c = c0 + 32 * u;
-      if (c < nchunk) {
-#pragma unroll
-        for (int k = 0; k < MVQ_R; k++) {
-          if (row0 + k < rows) {
-            acc[k] += C::dotq(W + (size_t)(row0 + k) * rowBytes, nchunk, c, xq, xds);
-            if (W2) acc2[k] += C::dotq(W2 + (size_t)(row0 + k) * rowBytes, nchunk, c, xq, xds);
-          }
+      for (int u = 0; u < MVQ_U; u++) {
+        const int c = c0 + 32 * u;
+        if (c < nchunk) {
+          acc += C::dotq(wr, nchunk, c, xq, xds);
+          if (wr2) acc2 += C::dotq(wr2, nchunk, c, xq, xds);
         }
       }
     }
-  }
-#pragma unroll
-  for (int k = 0; k < MVQ_R; k++) {
-    float v = warp_sum(acc[k]);
-    if (W2) v = act_fn(v, act) * warp_sum(acc2[k]);
-    if (lane == 0 && row0 + k < rows) y[row0 + k] = v + (r ? r[row0 + k] : 0.f);
+    float v = warp_sum(acc);
+    if (wr2) v = act_fn(v, act) * warp_sum(acc2);
+    if (lane == 0) y[row0 + k] = v + (r ? r[row0 + k] : 0.f);
   }
 }
 

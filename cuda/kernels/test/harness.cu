@@ -232,6 +232,7 @@ static const Kset ksets[] = {
     {"q6_K", ck_embed_q6_K, ck_mv_q6_K, ck_mvb_q6_K, ck_mvq_q6_K, ck_gemm_q6_K},
 };
 static size_t mvqShared(int cols) { return cols + 8 * (cols / 32); }
+static int mvqBlocks(int rows) { int per = rows >= 32768 ? 64 : 16; return (rows + per - 1) / per; }
 static const int GEMM_SMEM = (GBN + GBM) * GLD * 2;
 
 static void testCodec(int ci) {
@@ -302,7 +303,7 @@ static void testCodec(int ci) {
       const float* xx = norm ? xn.data() : x.data();
       std::vector<int8_t> q; std::vector<float> qd, qs;
       quantX(xx, cols, q, qd, qs);
-      K.mvq<<<(rows + 15) / 16, 512, mvqShared(cols)>>>(dy, W.dev, glu ? W2.dev : nullptr, dx, glu ? nullptr : dr, rows, cols, W.rb, 0,
+      K.mvq<<<mvqBlocks(rows), 512, mvqShared(cols)>>>(dy, W.dev, glu ? W2.dev : nullptr, dx, glu ? nullptr : dr, rows, cols, W.rb, 0,
                                                          norm ? dnw : nullptr, 1e-5f, 0);
       auto got = download(dy, rows);
       std::vector<double> ref(rows), sc(rows), ex(rows);
@@ -320,6 +321,26 @@ static void testCodec(int ci) {
     }
   }
   cudaFree(dnw);
+  // An lm-head-sized row count (4 rows per warp in ck_mvq_*).
+  if (K.mvq) {
+    const int R2 = 32768 + 37, C2 = 256;
+    Weight B = makeWeight(c, R2, C2);
+    auto x2 = randv(C2);
+    float *dx2 = upload(x2), *dy2;
+    CUDA(cudaMalloc(&dy2, (size_t)R2 * 4));
+    std::vector<int8_t> q; std::vector<float> qd, qs;
+    quantX(x2.data(), C2, q, qd, qs);
+    K.mvq<<<mvqBlocks(R2), 512, mvqShared(C2)>>>(dy2, B.dev, nullptr, dx2, nullptr, R2, C2, B.rb, 0, nullptr, 0.f, 0);
+    auto got = download(dy2, R2);
+    std::vector<double> ref(R2), sc(R2);
+    for (int i = 0; i < R2; i++) {
+      ref[i] = dotQ(&B.deq[(size_t)i * C2], q, qd, C2);
+      double a = 0; for (int k = 0; k < C2; k++) a += std::fabs((double)B.deq[(size_t)i * C2 + k] * x2[k]);
+      sc[i] = a;
+    }
+    snprintf(buf, sizeof buf, "mvq %s rows=%d (4 rows/warp)", c.name, R2); check(buf, maxrel(got, ref, sc), 1e-4);
+    cudaFree(dx2); cudaFree(dy2); cudaFree(B.dev);
+  }
   // gemm: T tokens not a multiple of the tile
   {
     const int T = 77;
@@ -706,7 +727,7 @@ static void bench() {
       float us = timeit([&] { K.mv<<<(s.rows + 7) / 8, 128>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0, nullptr, 0.f, 0); });
       printf("mv  %-5s %-22s %8.2f us %7.0f GB/s\n", c.name, s.name, us, bytes / us / 1e3);
       if (K.mvq) {
-        float uq = timeit([&] { K.mvq<<<(s.rows + 15) / 16, 512, mvqShared(s.cols)>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0, nullptr, 0.f, 0); });
+        float uq = timeit([&] { K.mvq<<<mvqBlocks(s.rows), 512, mvqShared(s.cols)>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0, nullptr, 0.f, 0); });
         printf("mvq %-5s %-22s %8.2f us %7.0f GB/s\n", c.name, s.name, uq, bytes / uq / 1e3);
       }
       if (std::string(s.name).rfind("qkv", 0) == 0) {
@@ -805,7 +826,7 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
   size_t ash = 4 * (32 * 65 + 32 * 64 + 4 * 64 + 4 * 32 + 12);
   cudaStream_t s; CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   auto mv = [&](const Kset& k, float* y, const Weight& w, const Weight* w2, const float* xin, const float* r, const float* nw) {
-    if (int8 && k.mvq) k.mvq<<<(w.rows + 15) / 16, 512, mvqShared(w.cols), s>>>(y, w.dev, w2 ? w2->dev : nullptr, xin, r, w.rows, w.cols, w.rb, 0, nw, 1e-5f, 0);
+    if (int8 && k.mvq) k.mvq<<<mvqBlocks(w.rows), 512, mvqShared(w.cols), s>>>(y, w.dev, w2 ? w2->dev : nullptr, xin, r, w.rows, w.cols, w.rb, 0, nw, 1e-5f, 0);
     else k.mv<<<(w.rows + 7) / 8, 128, 0, s>>>(y, w.dev, w2 ? w2->dev : nullptr, xin, r, w.rows, w.cols, w.rb, 0, nw, 1e-5f, 0);
   };
   // 7 launches per layer: qkv (norm fused), rope+kv, attention (2), wo (+x), gate/up GLU (norm fused), down (+x).
