@@ -509,3 +509,35 @@ func (a *AdvanceArgs) Params() []unsafe.Pointer {
 	return params(unsafe.Pointer(&a.State), unsafe.Pointer(&a.N))
 }
 func (a *AdvanceArgs) Launch() Geometry { return geo(1, 1, 1, 1, 0) }
+
+// CheckMatrix reports why the kernels cannot run a rows×cols weight of
+// codec (nil when they can): the codec, and cols a multiple of the block
+// and of 32 (matvec, embed) or of GemmBK (gemm, prefill).
+func CheckMatrix(codec string, rows, cols int, gemm bool) error {
+	l, ok := layouts[codec]
+	switch {
+	case !ok:
+		return fmt.Errorf("cuda kernels: codec %s not supported", codec)
+	case rows <= 0 || cols <= 0 || cols%l.block != 0 || cols%32 != 0:
+		return fmt.Errorf("cuda kernels: %s %dx%d: columns not a multiple of %d", codec, rows, cols, max(l.block, 32))
+	case gemm && cols%GemmBK != 0:
+		return fmt.Errorf("cuda kernels: %s %dx%d: GEMM needs columns a multiple of %d", codec, rows, cols, GemmBK)
+	}
+	return nil
+}
+
+// CheckAttention reports why the attention kernels cannot run a layer
+// (nil when they can): head dim a multiple of 4 and at most 256, whole
+// groups, G*headDim <= 2048 for decode. Use FATensorCores for the choice of
+// prefill kernel.
+func CheckAttention(heads, kvHeads, headDim int) error {
+	switch {
+	case heads <= 0 || kvHeads <= 0 || heads%kvHeads != 0:
+		return fmt.Errorf("cuda kernels: %d heads over %d kv heads", heads, kvHeads)
+	case headDim < 32 || headDim > 256 || headDim%4 != 0:
+		return fmt.Errorf("cuda kernels: head dim %d (want 32..256, a multiple of 4)", headDim)
+	case heads/kvHeads*headDim > 2048:
+		return fmt.Errorf("cuda kernels: %d query heads per kv head of dim %d (decode takes at most 2048 values per group)", heads/kvHeads, headDim)
+	}
+	return nil
+}

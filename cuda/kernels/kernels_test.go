@@ -134,3 +134,22 @@ func TestRepack(t *testing.T) {
 		t.Error("an unsupported codec was accepted")
 	}
 }
+
+func TestChecks(t *testing.T) {
+	if err := CheckMatrix("q4_K", 2048, 2048, true); err != nil {
+		t.Error(err)
+	}
+	if CheckMatrix("q4_K", 2048, 896, false) == nil || CheckMatrix("q4_0", 10, 96, true) == nil || CheckMatrix("iq2_xs", 1, 256, false) == nil {
+		t.Error("a shape the kernels cannot run was accepted")
+	}
+	if err := CheckAttention(32, 8, 64); err != nil {
+		t.Error(err)
+	}
+	if CheckAttention(32, 6, 64) == nil || CheckAttention(8, 8, 512) == nil || CheckAttention(32, 1, 128) == nil {
+		t.Error("an attention shape the kernels cannot run was accepted")
+	}
+	g := (&MatvecArgs{Rows: 128256, Cols: 2048}).LaunchInt8()
+	if g.Grid[0] != 2004 || g.Block[0] != 512 || g.Shared != 2048+512 {
+		t.Errorf("lm head int8 geometry %+v", g)
+	}
+}
