@@ -10,7 +10,7 @@ ifneq ($(wildcard $(SHARED)/fixtures/models),)
 export CORTIQ_MODEL_PATH := $(SHARED)/fixtures/models$(if $(CORTIQ_MODEL_PATH),:$(CORTIQ_MODEL_PATH))
 endif
 
-.PHONY: all build run test test-short bench fuzz wasm e2e clean
+.PHONY: all build run test test-short bench fuzz wasm e2e clean cuda-kernels
 
 all: build
 
@@ -66,3 +66,16 @@ e2e:
 
 clean:
 	rm -rf bin web/cortiq.wasm web/wasm_exec.js
+
+# The CUDA backend's kernels (cuda/kernels/*.cu), compiled ahead to one PTX
+# module on a machine with nvcc (CUDA 12 or newer; compute_80 PTX, which
+# the driver JITs for Ampere and newer) and embedded by cuda/kernels/embed.go.
+# kernels.sha256 records the sources and the PTX; the package's
+# TestPTXFresh fails when they differ. The GPU harness (every kernel against
+# a CPU loop, timings on llama-1b shapes):
+#   nvcc -O3 -std=c++17 -arch=sm_90 -o harness cuda/kernels/test/harness.cu && ./harness
+NVCC ?= nvcc
+CUDA_KERNEL_SRC = $(sort $(notdir $(wildcard cuda/kernels/*.cu cuda/kernels/*.cuh)))
+cuda-kernels:
+	$(NVCC) -O3 -std=c++17 -ptx -arch=compute_80 -o cuda/kernels/kernels.ptx cuda/kernels/kernels.cu
+	cd cuda/kernels && sha256sum $(CUDA_KERNEL_SRC) kernels.ptx > kernels.sha256

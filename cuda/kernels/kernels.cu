@@ -1,0 +1,5 @@
+// kernels.cu: the one module `make cuda-kernels` compiles to kernels.ptx.
+#include "elementwise.cu"
+#include "matvec.cu"
+#include "attention.cu"
+#include "gemm.cu"

@@ -1,0 +1,155 @@
+package kernels
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// TestPTXFresh fails when a kernel source or the PTX differs from what
+// `make cuda-kernels` recorded in kernels.sha256 (the embedded PTX is stale).
+func TestPTXFresh(t *testing.T) {
+	sums := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(SourceSums), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			t.Fatalf("kernels.sha256: bad line %q", line)
+		}
+		sums[strings.TrimPrefix(f[1], "*")] = f[0]
+	}
+	srcs, _ := filepath.Glob("*.cu")
+	hdrs, _ := filepath.Glob("*.cuh")
+	srcs = append(srcs, hdrs...)
+	sort.Strings(srcs)
+	if len(srcs) == 0 {
+		t.Fatal("no .cu sources beside the test")
+	}
+	for _, name := range srcs {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.Sum256(b)
+		switch want, ok := sums[name]; {
+		case !ok:
+			t.Errorf("%s is not in kernels.sha256: the PTX was built without it; run `make cuda-kernels` (needs nvcc)", name)
+		case want != hex.EncodeToString(h[:]):
+			t.Errorf("%s changed since the PTX was built: run `make cuda-kernels` (needs nvcc) and commit kernels.ptx and kernels.sha256", name)
+		}
+		delete(sums, name)
+	}
+	h := sha256.Sum256(PTX)
+	if want := sums["kernels.ptx"]; want != hex.EncodeToString(h[:]) {
+		t.Errorf("the embedded kernels.ptx is not the one `make cuda-kernels` recorded: run it again")
+	}
+	delete(sums, "kernels.ptx")
+	for name := range sums {
+		t.Errorf("kernels.sha256 names %s, which is gone: run `make cuda-kernels`", name)
+	}
+}
+
+// TestPTXEntries checks that every kernel the ABI names is an entry of the PTX.
+func TestPTXEntries(t *testing.T) {
+	entries := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\.entry\s+(\w+)\s*\(`).FindAllSubmatch(PTX, -1) {
+		entries[string(m[1])] = true
+	}
+	var names []string
+	for _, c := range Codecs {
+		names = append(names, EmbedPrefix+c, MatvecPrefix+c, MatvecBatchPrefix+c, GemmPrefix+c)
+	}
+	for _, c := range Int8Codecs {
+		names = append(names, MatvecInt8Prefix+c)
+	}
+	for _, k := range []string{"f32", "f16"} {
+		names = append(names, KVWritePrefix+k, AttnDecodePrefix+k, AttnPrefillPrefix+k, RopeKVPrefix+k, FAPrefillPrefix+k)
+	}
+	names = append(names, RMSNorm, AddRMSNorm, Add, Rope, AttnCombine, ActMul, ArgmaxRows, ArgmaxStep, Advance)
+	for _, n := range names {
+		if !entries[n] {
+			t.Errorf("kernel %s is not in kernels.ptx", n)
+		}
+	}
+	if len(entries) != len(names) {
+		t.Errorf("kernels.ptx has %d entries, the ABI names %d", len(entries), len(names))
+	}
+}
+
+func TestRepack(t *testing.T) {
+	// Two q4_0 rows of 64 columns: blocks (d, 16 qs) → qs, qs, d, d.
+	var src []byte
+	for r := range 2 {
+		for b := range 2 {
+			d := make([]byte, 2)
+			binary.LittleEndian.PutUint16(d, uint16(0x3c00+r*2+b))
+			src = append(src, d...)
+			src = append(src, bytes.Repeat([]byte{byte(16*r + 4*b + 1)}, 16)...)
+		}
+	}
+	rb := DeviceRowBytes("q4_0", 64)
+	if rb != 48 {
+		t.Fatalf("DeviceRowBytes(q4_0, 64) = %d, want 48 (36 padded to 16)", rb)
+	}
+	dst := make([]byte, 2*rb)
+	if err := Repack("q4_0", 2, 64, src, dst); err != nil {
+		t.Fatal(err)
+	}
+	for r := range 2 {
+		row := dst[r*rb : (r+1)*rb]
+		for b := range 2 {
+			if q := row[b*16]; q != byte(16*r+4*b+1) {
+				t.Errorf("row %d block %d: qs %d", r, b, q)
+			}
+			if d := binary.LittleEndian.Uint16(row[32+2*b:]); d != uint16(0x3c00+r*2+b) {
+				t.Errorf("row %d block %d: d %#x", r, b, d)
+			}
+		}
+		if !bytes.Equal(row[36:], make([]byte, 12)) {
+			t.Errorf("row %d: padding not zero", r)
+		}
+	}
+	// q6_K: d moves from the block's end to the row's tail.
+	blk := make([]byte, 210)
+	for i := range blk {
+		blk[i] = byte(i)
+	}
+	out := make([]byte, DeviceRowBytes("q6_K", 256))
+	if err := Repack("q6_K", 1, 256, blk, out); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out[:208], blk[:208]) || out[208] != 208 || out[209] != 209 || len(out) != 224 {
+		t.Errorf("q6_K repack: %v", out[200:])
+	}
+	if err := Repack("q4_0", 1, 48, src, dst); err == nil {
+		t.Error("a 48-column q4_0 row was accepted")
+	}
+	if err := Repack("iq2_xs", 1, 256, src, dst); err == nil {
+		t.Error("an unsupported codec was accepted")
+	}
+}
+
+func TestChecks(t *testing.T) {
+	if err := CheckMatrix("q4_K", 2048, 2048, true); err != nil {
+		t.Error(err)
+	}
+	if CheckMatrix("q4_K", 2048, 896, false) == nil || CheckMatrix("q4_0", 10, 96, true) == nil || CheckMatrix("iq2_xs", 1, 256, false) == nil {
+		t.Error("a shape the kernels cannot run was accepted")
+	}
+	if err := CheckAttention(32, 8, 64); err != nil {
+		t.Error(err)
+	}
+	if CheckAttention(32, 6, 64) == nil || CheckAttention(8, 8, 512) == nil || CheckAttention(32, 1, 128) == nil {
+		t.Error("an attention shape the kernels cannot run was accepted")
+	}
+	g := (&MatvecArgs{Rows: 128256, Cols: 2048}).LaunchInt8()
+	if g.Grid[0] != 2004 || g.Block[0] != 512 || g.Shared != 2048+512 {
+		t.Errorf("lm head int8 geometry %+v", g)
+	}
+}
