@@ -11,8 +11,8 @@
 // q4_K's min are applied through Σx). MatMul decodes weight rows to float32
 // exactly and accumulates each output in one float32 sum per token. This is
 // the Exact mode, the numerical reference other backends compare against.
-// The default mode is Int8, which trades exactness for speed on q8_0/q4_0
-// MatVec (see Int8); SetMode(Exact) restores it. SetLevel picks the
+// The default mode is Int8, which trades exactness for speed on the block
+// codecs' MatVec (see Int8); SetMode(Exact) restores it. SetLevel picks the
 // instruction set (see Level).
 //
 // Every output element is computed by one goroutine in an order fixed by

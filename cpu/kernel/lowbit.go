@@ -8,8 +8,9 @@ import (
 
 // The GGUF codecs beyond q8_0/q4_0/q4_K/q6_K (q4_1 … mxfp4) run the exact
 // path: each weight row is decoded with tensor.Dequantize (bit-for-bit
-// ggml's values) and dotted with x in float32. Faster fused or int8 kernels
-// may replace these entries later and are tested against them.
+// ggml's values) and dotted with x in float32. In Int8 mode, q4_1 … mxfp4
+// MatVec runs the SIMD kernels of lowbit_int8.go instead (levels AVX2 and
+// up); the IQ2/IQ3/IQ1/TQ types stay exact.
 
 // lowbitCodecs are the codecs served by this file.
 var lowbitCodecs = []tensor.Codec{

@@ -1,0 +1,97 @@
+//go:build amd64 && !purego
+
+package kernel
+
+import "github.com/cortiq/cortiq/tensor"
+
+// SIMD Int8 dots of the lowbit codecs (lowbit_int8_amd64.s): bit-identical
+// to dotLowbitInt8. nb counts 32-blocks; xs and hs are the activation's
+// d·Σq per block and Σq per half block (q8x.s, q8x.hs).
+
+//go:noescape
+func dotQ4_1I8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ4_1I8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ5_0I8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ5_0I8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ5_1I8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ5_1I8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotIQ4_NLI8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotIQ4_NLI8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotMXFP4I8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotMXFP4I8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ5_KI8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ5_KI8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ2_KI8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ2_KI8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ3_KI8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ3_KI8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotIQ4_XSI8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotIQ4_XSI8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+type lowbitDot func(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+// lowbitDots holds each codec's AVX2 and VNNI dot.
+var lowbitDots = [tensor.NumCodecs][2]lowbitDot{
+	tensor.Q4_1:   {dotQ4_1I8AVX2, dotQ4_1I8VNNI},
+	tensor.Q5_0:   {dotQ5_0I8AVX2, dotQ5_0I8VNNI},
+	tensor.Q5_1:   {dotQ5_1I8AVX2, dotQ5_1I8VNNI},
+	tensor.Q2_K:   {dotQ2_KI8AVX2, dotQ2_KI8VNNI},
+	tensor.Q3_K:   {dotQ3_KI8AVX2, dotQ3_KI8VNNI},
+	tensor.Q5_K:   {dotQ5_KI8AVX2, dotQ5_KI8VNNI},
+	tensor.IQ4_NL: {dotIQ4_NLI8AVX2, dotIQ4_NLI8VNNI},
+	tensor.IQ4_XS: {dotIQ4_XSI8AVX2, dotIQ4_XSI8VNNI},
+	tensor.MXFP4:  {dotMXFP4I8AVX2, dotMXFP4I8VNNI},
+}
+
+// useLowbitInt8 installs the lowbit Int8 kernels (levels AVX2 and up; the
+// VNNI dots from AVX512VNNI).
+func useLowbitInt8(vnni bool) {
+	for c, k := range lowbitDots {
+		f := k[0]
+		if vnni {
+			f = k[1]
+		}
+		if f == nil {
+			continue
+		}
+		int8Kernels[c] = func(y []float32, data []byte, rb int, qx *q8x) {
+			for i := range y {
+				y[i] = f(&data[i*rb], &qx.q[0], &qx.d[0], &qx.s[0], &qx.hs[0], len(qx.d))
+			}
+		}
+	}
+}

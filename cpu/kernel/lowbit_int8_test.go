@@ -1,0 +1,209 @@
+package kernel
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// lowbitRaw is a weight of random bytes with its scale fields tamed (f16
+// scales below 2, mxfp4 exponents near 1), so that every bit pattern of
+// the quants is exercised without overflow.
+func lowbitRaw(r *rand.Rand, c tensor.Codec, rows, cols int) *tensor.Tensor {
+	rb, _ := c.RowBytes(cols)
+	data := make([]byte, rows*rb)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	f16 := map[tensor.Codec][]int{
+		tensor.Q4_1: {0, 2}, tensor.Q5_0: {0}, tensor.Q5_1: {0, 2}, tensor.Q2_K: {80, 82},
+		tensor.Q3_K: {108}, tensor.Q5_K: {0, 2}, tensor.IQ4_NL: {0}, tensor.IQ4_XS: {0},
+	}[c]
+	bb := c.BlockBytes()
+	for b := 0; b < len(data); b += bb {
+		for _, off := range f16 {
+			data[b+off+1] &= 0x3f
+		}
+		if c == tensor.MXFP4 {
+			data[b] = byte(120 + r.IntN(16))
+		}
+	}
+	return &tensor.Tensor{Name: "w", Codec: c, Shape: []int{rows, cols}, Data: data}
+}
+
+// TestInt8Lowbit checks the Int8 arithmetic of the lowbit codecs at every
+// level: the SIMD kernels bit-for-bit against the portable reference
+// (dotLowbitInt8), the reference against a float64 evaluation of the
+// dequantized weights times the quantized activation (tight), and Int8
+// mode against the exact product (loose, the bound of TestInt8).
+func TestInt8Lowbit(t *testing.T) {
+	defer SetMode(SetMode(Int8))
+	r := rand.New(rand.NewPCG(13, 13))
+	forEachImpl(t, func(t *testing.T) {
+		for _, c := range lowbitInt8Codecs {
+			bl := c.BlockLen()
+			shapes := [][2]int{{1, 256}, {37, 512}, {130, 2048}, {5, 1024}, {16, 768}}
+			if bl == 32 {
+				shapes = append(shapes, [2]int{3, 32}, [2]int{9, 96}, [2]int{4, 224})
+			}
+			for k, sh := range shapes {
+				rows, cols := sh[0], sh[1]
+				w := randWeight(t, r, c, rows, cols)
+				if k%2 == 1 {
+					w = lowbitRaw(r, c, rows, cols)
+				}
+				testLowbitInt8(t, r, w)
+			}
+		}
+	})
+}
+
+func testLowbitInt8(t *testing.T, r *rand.Rand, w *tensor.Tensor) {
+	t.Helper()
+	c, rows, cols := w.Codec, w.Shape[0], w.Shape[1]
+	rb, _ := c.RowBytes(cols)
+	x := randX(r, cols)
+	y := make([]float32, rows)
+	MatVec(y, w, x)
+	simd := int8Kernels[c] != nil
+	wf := make([]float32, rows*cols)
+	if err := tensor.Dequantize(wf, c, w.Data); err != nil {
+		t.Fatal(err)
+	}
+	qx := quantizeX(x)
+	defer putQ8x(qx)
+	ref := make([]float32, rows)
+	for o := range rows {
+		ref[o] = dotLowbitInt8(c, w.Data[o*rb:(o+1)*rb], qx)
+		var want, mag float64
+		for i := range cols {
+			xv := float64(qx.d[i/32]) * float64(qx.q[i])
+			want += float64(wf[o*cols+i]) * xv
+			mag += math.Abs(float64(wf[o*cols+i]) * xv)
+		}
+		if d := math.Abs(float64(ref[o]) - want); d > 4e-6*mag+1e-30 {
+			t.Fatalf("%s %dx%d row %d: reference %g, want %g (diff %g of Σ|wx| %g)", c, rows, cols, o, ref[o], want, d, mag)
+		}
+		if simd && math.Float32bits(y[o]) != math.Float32bits(ref[o]) {
+			t.Fatalf("%s %dx%d row %d: %g (%#x), reference %g (%#x)", c, rows, cols, o, y[o], math.Float32bits(y[o]), ref[o], math.Float32bits(ref[o]))
+		}
+	}
+	if simd && rows > 5 {
+		ys := make([]float32, rows-5)
+		MatVecRows(ys, w, x, 5, rows-5)
+		for o := range ys {
+			if math.Float32bits(ys[o]) != math.Float32bits(ref[5+o]) {
+				t.Fatalf("%s %dx%d rows from 5, row %d: %g, reference %g", c, rows, cols, 5+o, ys[o], ref[5+o])
+			}
+		}
+	}
+	exact, emag := naive(w, x, 0, rows)
+	for o := range rows {
+		if d := math.Abs(float64(y[o]) - exact[o]); d > 0.02*emag[o] {
+			t.Fatalf("%s %dx%d row %d: int8 %g vs exact %g: off by %g of Σ|wx|", c, rows, cols, o, y[o], exact[o], d/emag[o])
+		}
+	}
+}
+
+// TestInt8LowbitError reports the error of Int8 mode against Exact for the
+// lowbit codecs on random Gaussian data, with TestInt8Error's bound.
+func TestInt8LowbitError(t *testing.T) {
+	r := rand.New(rand.NewPCG(14, 14))
+	for _, c := range lowbitInt8Codecs {
+		if int8Kernels[c] == nil {
+			t.Skipf("no Int8 kernels at level %s: Int8 mode computes Exact", CurrentLevel())
+		}
+		rows, cols := 512, 1024
+		w := randWeight(t, r, c, rows, cols)
+		x := randX(r, cols)
+		y := make([]float32, rows)
+		prev := SetMode(Int8)
+		MatVec(y, w, x)
+		SetMode(prev)
+		exact, mag := naive(w, x, 0, rows)
+		var maxRel, sumSq, refSq float64
+		for o := range rows {
+			d := float64(y[o]) - exact[o]
+			maxRel = max(maxRel, math.Abs(d)/mag[o])
+			sumSq += d * d
+			refSq += exact[o] * exact[o]
+		}
+		t.Logf("%s %dx%d: int8 vs exact: max |Δ|/Σ|w·x| = %.2e, rms(Δ)/rms(y) = %.2e", c, rows, cols, maxRel, math.Sqrt(sumSq/refSq))
+		if maxRel > 0.01 {
+			t.Errorf("%s: int8 error %g", c, maxRel)
+		}
+	}
+}
+
+// TestInt8LowbitNonFinite: a NaN or infinity in the activation reaches
+// every output of a lowbit Int8-mode product, as in TestInt8NonFinite.
+func TestInt8LowbitNonFinite(t *testing.T) {
+	defer SetMode(SetMode(Int8))
+	r := rand.New(rand.NewPCG(15, 15))
+	forEachImpl(t, func(t *testing.T) {
+		for _, c := range lowbitInt8Codecs {
+			w := randWeight(t, r, c, 8, 256)
+			for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1))} {
+				x := randX(r, 256)
+				x[77] = bad
+				y := make([]float32, 8)
+				MatVec(y, w, x)
+				for o, v := range y {
+					if !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) {
+						t.Fatalf("%s, x holding %v: row %d = %v, want a non-finite value", c, bad, o, v)
+					}
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkMatVecLowbit is Int8-mode decode of the lowbit codecs at the
+// llama-1b FFN shapes (gate/up 8192×2048, down 2048×8192), at each level
+// (generic computes Exact: it has no Int8 kernels). Run with -cpu 1 for
+// one thread.
+func BenchmarkMatVecLowbit(b *testing.B) {
+	defer SetMode(SetMode(Int8))
+	defer SetLevel(CurrentLevel())
+	for _, c := range lowbitInt8Codecs {
+		for _, sh := range [][2]int{{8192, 2048}, {2048, 8192}} {
+			w := lowbitBenchWeight(c, sh[0], sh[1])
+			x := randX(rand.New(rand.NewPCG(1, 2)), sh[1])
+			y := make([]float32, sh[0])
+			for _, l := range []Level{Generic, AVX2, AVX512VNNI} {
+				if l > Detected() {
+					continue
+				}
+				b.Run(fmt.Sprintf("%s_%dx%d/%s", c, sh[0], sh[1], l), func(b *testing.B) {
+					SetLevel(l)
+					b.SetBytes(int64(len(w.Data)))
+					for b.Loop() {
+						MatVec(y, w, x)
+					}
+				})
+			}
+		}
+	}
+}
+
+func lowbitBenchWeight(c tensor.Codec, rows, cols int) *tensor.Tensor {
+	w := lowbitRaw(rand.New(rand.NewPCG(uint64(rows), uint64(cols))), c, rows, cols)
+	if c == tensor.MXFP4 {
+		return w
+	}
+	// Scales of about 0.01, as trained weights have.
+	half := tensor.F32ToF16(0.01)
+	for _, off := range map[tensor.Codec][]int{
+		tensor.Q4_1: {0, 2}, tensor.Q5_0: {0}, tensor.Q5_1: {0, 2}, tensor.Q2_K: {80, 82},
+		tensor.Q3_K: {108}, tensor.Q5_K: {0, 2}, tensor.IQ4_NL: {0}, tensor.IQ4_XS: {0},
+	}[c] {
+		for b := 0; b < len(w.Data); b += c.BlockBytes() {
+			binary.LittleEndian.PutUint16(w.Data[b+off:], half)
+		}
+	}
+	return w
+}
