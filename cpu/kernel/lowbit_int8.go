@@ -21,11 +21,13 @@ import (
 //
 //	acc[j] += float32(L[j]) · (dw·dx)
 //
-// and a codec with a minimum adds, in one scalar sum m, the float min times
-// dx·Σxq (q4_1, q5_1) or −dmin·dx times the integer Σ m_sub·Σxq_sub over
-// the block's sub-blocks (q2_K, q5_K). The row's result is
+// and a codec with a minimum adds the float min times dx·Σxq into one
+// scalar sum m (q4_1, q5_1), or dmin·dx times the integer −Σ m_sub·Σxq_sub
+// over the block's sub-blocks into mv[b mod 8] (q2_K, q5_K: one lane per
+// block of a super-block). With hsum(a) = ((a0+a4) + (a2+a6)) + ((a1+a5) +
+// (a3+a7)), the row's result is
 //
-//	((acc0+acc4) + (acc2+acc6)) + ((acc1+acc5) + (acc3+acc7)) + m.
+//	(hsum(acc) + m) + hsum(mv).
 //
 // Every product and sum is rounded to float32 (no fused multiply-adds).
 
@@ -61,7 +63,7 @@ var e8m0HalfTable = func() *[256]float32 {
 const (
 	minNone  = iota
 	minFloat // m += float32(mf·s_b), s_b = dx·Σxq
-	minInt   // m += float32(float32(mf·dx)·float32(−(mi0·hs0 + mi1·hs1)))
+	minInt   // mv[b%8] += float32(float32(mf·dx)·float32(−(mi0·hs0 + mi1·hs1)))
 )
 
 // lbBlock is one 32-element block of a lowbit row, unpacked for the
@@ -169,7 +171,7 @@ func unpackLowbit(c tensor.Codec, sb []byte, k int) (o lbBlock) {
 func dotLowbitInt8(c tensor.Codec, row []byte, qx *q8x) float32 {
 	bl, bb := c.BlockLen(), c.BlockBytes()
 	per := bl / 32
-	var acc [8]float32
+	var acc, mv [8]float32
 	var m float32
 	for b := range qx.d {
 		o := unpackLowbit(c, row[(b/per)*bb:(b/per+1)*bb], b%per)
@@ -192,9 +194,13 @@ func dotLowbitInt8(c tensor.Codec, row []byte, qx *q8x) float32 {
 			m = m + float32(o.mf*qx.s[b])
 		case minInt:
 			mi := -(o.mi0*qx.hs[2*b] + o.mi1*qx.hs[2*b+1])
-			m = m + float32(float32(o.mf*dx)*float32(mi))
+			mv[b%8] = mv[b%8] + float32(float32(o.mf*dx)*float32(mi))
 		}
 	}
-	s := float32(float32(acc[0]+acc[4])+float32(acc[2]+acc[6])) + float32(float32(acc[1]+acc[5])+float32(acc[3]+acc[7]))
-	return s + m
+	return float32(hsum8(&acc)+m) + hsum8(&mv)
+}
+
+// hsum8 is the lane sum of the SIMD kernels.
+func hsum8(a *[8]float32) float32 {
+	return float32(float32(a[0]+a[4])+float32(a[2]+a[6])) + float32(float32(a[1]+a[5])+float32(a[3]+a[7]))
 }

@@ -12,10 +12,10 @@
 // nb counts 32-blocks (a multiple of 8 for the K and iq4_xs codecs).
 //
 // Registers: SI row, DI xq, R10 xd, R12 xs, R13 hs, CX count, R11 the
-// f16 → f32 table; Y0 the eight lane sums, X3 the min sum; Y15 0x0f
-// bytes, Y14 int16 ones, Y13 the nibble shift counts (0 in the low lane,
-// 4 in the high lane); Y4 the block scale, Y5 the weight bytes, Y7 the
-// integer lanes; Y6 and X8 scratch.
+// f16 → f32 table; Y0 the eight lane sums acc, X3 the scalar min sum m,
+// Y2 the min lanes mv; Y15 0x0f bytes, Y14 int16 ones, Y13 the nibble
+// shift counts (0 in the low lane, 4 in the high lane); Y4 the block
+// scale, Y5 the weight bytes, Y7 the integer lanes; Y1 and Y6 scratch.
 
 DATA ·lbShuf+0(SB)/8, $0x0000000000000000
 DATA ·lbShuf+8(SB)/8, $0x0101010101010101
@@ -58,9 +58,17 @@ GLOBL ·lbMXFP4(SB), RODATA|NOPTR, $16
 	VPBROADCASTD X6, X6; \
 	VINSERTI128 $1, X6, Y13, Y13; \
 	VXORPS Y0, Y0, Y0; \
+	VXORPS Y2, Y2, Y2; \
 	VXORPS X3, X3, X3
 
-// ((a0+a4) + (a2+a6)) + ((a1+a5) + (a3+a7)) + m.
+// Y = the dword C in every lane.
+#define BCAST(C, X, Y) \
+	MOVL C, AX; \
+	VMOVD AX, X; \
+	VPBROADCASTD X, Y
+
+// (hsum(acc) + m) + hsum(mv), hsum(a) = ((a0+a4) + (a2+a6)) + ((a1+a5) +
+// (a3+a7)).
 #define FINISH \
 	VEXTRACTF128 $1, Y0, X1; \
 	VADDPS X1, X0, X0; \
@@ -69,6 +77,13 @@ GLOBL ·lbMXFP4(SB), RODATA|NOPTR, $16
 	VMOVSHDUP X0, X1; \
 	VADDSS X1, X0, X0; \
 	VADDSS X3, X0, X0; \
+	VEXTRACTF128 $1, Y2, X1; \
+	VADDPS X1, X2, X2; \
+	VMOVHLPS X2, X2, X1; \
+	VADDPS X1, X2, X2; \
+	VMOVSHDUP X2, X1; \
+	VADDSS X1, X2, X2; \
+	VADDSS X2, X0, X0; \
 	VZEROUPPER; \
 	MOVSS X0, ret+48(FP); \
 	RET
@@ -103,11 +118,11 @@ GLOBL ·lbMXFP4(SB), RODATA|NOPTR, $16
 	VMULPS Y4, Y7, Y7; \
 	VADDPS Y7, Y0, Y0
 
-// Y4 = f16 at OFF(SI) times the block's dx (at DOFF(R10)), broadcast.
-#define F16SCALE(OFF, DOFF) \
+// Y4 = f16 at OFF(SI) times the block's dx (at (R10)), broadcast.
+#define F16SCALE(OFF) \
 	MOVWLZX OFF(SI), AX; \
 	VMOVSS (R11)(AX*4), X4; \
-	VMULSS DOFF(R10), X4, X4; \
+	VMULSS (R10), X4, X4; \
 	VBROADCASTSS X4, Y4
 
 // The 16 nibble bytes at OFF(SI) as 32 bytes 0..15 (low nibbles first).
@@ -116,11 +131,12 @@ GLOBL ·lbMXFP4(SB), RODATA|NOPTR, $16
 	VPSRLVD Y13, Y5, Y5; \
 	VPAND Y15, Y5, Y5
 
-// Y6 = 0xff in byte k where bit k of the 32 bits at OFF(SI) is set.
+// Y6 = 0xff in byte k where bit k of the 32 bits at OFF(SI) is set
+// (Y10 = lbShuf, Y11 = lbBits, Y8 = all ones).
 #define BITS32(OFF) \
 	VPBROADCASTD OFF(SI), Y6; \
-	VPSHUFB ·lbShuf(SB), Y6, Y6; \
-	VPOR ·lbBits(SB), Y6, Y6; \
+	VPSHUFB Y10, Y6, Y6; \
+	VPOR Y11, Y6, Y6; \
 	VPCMPEQB Y8, Y6, Y6
 
 // m += f16 at OFF(SI) times xs[b].
@@ -131,11 +147,15 @@ GLOBL ·lbMXFP4(SB), RODATA|NOPTR, $16
 	VADDSS X6, X3, X3
 
 // A codec of 32-blocks of BB bytes: BLK(DOT) computes Y4 and Y7 of the
-// block at SI.
-#define FUNC32(NAME, BLK, DOT, BB) \
+// block at SI. Y12 = the dword C12 in every lane, Y9 = the iq4 code book.
+#define FUNC32(NAME, BLK, DOT, BB, C12) \
 TEXT NAME(SB), NOSPLIT, $0-52; \
 	ARGS; \
 	VPCMPEQB Y8, Y8, Y8; \
+	VMOVDQU ·lbShuf(SB), Y10; \
+	VMOVDQU ·lbBits(SB), Y11; \
+	BCAST(C12, X12, Y12); \
+	VBROADCASTI128 ·lbIQ4(SB), Y9; \
 	TESTQ CX, CX; \
 	JZ done; \
 loop: \
@@ -152,73 +172,65 @@ done: \
 
 // q4_1: f16 d, f16 m, nibbles; unsigned weights, min m·xs.
 #define Q4_1BLK(DOT) \
-	F16SCALE(0, 0); \
+	F16SCALE(0); \
 	NIBBLES(4); \
 	DOT((DI)); \
 	FMIN(2)
 
-// q5_0: f16 d, 32 fifth bits, nibbles; w = q | (bit ? 0 : 0xf0) as int8.
+// q5_0: f16 d, 32 fifth bits, nibbles; w = q | (bit ? 0 : 0xf0) as int8
+// (Y12 = 0xf0 bytes).
 #define Q5_0BLK(DOT) \
-	F16SCALE(0, 0); \
+	F16SCALE(0); \
 	NIBBLES(6); \
 	BITS32(2); \
-	MOVL $0xf0f0f0f0, AX; \
-	VMOVD AX, X1; \
-	VPBROADCASTD X1, Y1; \
-	VPANDN Y1, Y6, Y6; \
+	VPANDN Y12, Y6, Y6; \
 	VPOR Y6, Y5, Y5; \
 	DOT((DI))
 
-// q5_1: f16 d, f16 m, 32 fifth bits, nibbles; unsigned weights.
+// q5_1: f16 d, f16 m, 32 fifth bits, nibbles; unsigned weights (Y12 =
+// 0x10 bytes).
 #define Q5_1BLK(DOT) \
-	F16SCALE(0, 0); \
+	F16SCALE(0); \
 	NIBBLES(8); \
 	BITS32(4); \
-	MOVL $0x10101010, AX; \
-	VMOVD AX, X1; \
-	VPBROADCASTD X1, Y1; \
-	VPAND Y1, Y6, Y6; \
+	VPAND Y12, Y6, Y6; \
 	VPOR Y6, Y5, Y5; \
 	DOT((DI)); \
 	FMIN(2)
 
 // iq4_nl: f16 d, nibbles into the code book.
 #define IQ4_NLBLK(DOT) \
-	F16SCALE(0, 0); \
+	F16SCALE(0); \
 	NIBBLES(2); \
-	VBROADCASTI128 ·lbIQ4(SB), Y1; \
-	VPSHUFB Y5, Y1, Y5; \
+	VPSHUFB Y5, Y9, Y5; \
 	DOT((DI))
 
+FUNC32(·dotQ4_1I8AVX2, Q4_1BLK, DOTU_AVX2, 20, $0)
+FUNC32(·dotQ4_1I8VNNI, Q4_1BLK, DOTU_VNNI, 20, $0)
+FUNC32(·dotQ5_0I8AVX2, Q5_0BLK, DOTS_AVX2, 22, $0xf0f0f0f0)
+FUNC32(·dotQ5_0I8VNNI, Q5_0BLK, DOTS_VNNI, 22, $0xf0f0f0f0)
+FUNC32(·dotQ5_1I8AVX2, Q5_1BLK, DOTU_AVX2, 24, $0x10101010)
+FUNC32(·dotQ5_1I8VNNI, Q5_1BLK, DOTU_VNNI, 24, $0x10101010)
+FUNC32(·dotIQ4_NLI8AVX2, IQ4_NLBLK, DOTS_AVX2, 18, $0)
+FUNC32(·dotIQ4_NLI8VNNI, IQ4_NLBLK, DOTS_VNNI, 18, $0)
+
 // mxfp4: e8m0 exponent (R9: the halved-scale table), nibbles into the
-// doubled e2m1 code book.
-#define MXFP4BLK(DOT) \
+// doubled e2m1 code book (Y12).
+#define MXFP4FUNC(NAME, DOT) \
+TEXT NAME(SB), NOSPLIT, $0-52; \
+	ARGS; \
+	MOVQ ·e8m0HalfTable(SB), R9; \
+	VBROADCASTI128 ·lbMXFP4(SB), Y12; \
+	TESTQ CX, CX; \
+	JZ done; \
+loop: \
 	MOVBLZX (SI), AX; \
 	VMOVSS (R9)(AX*4), X4; \
 	VMULSS (R10), X4, X4; \
 	VBROADCASTSS X4, Y4; \
 	NIBBLES(1); \
-	VBROADCASTI128 ·lbMXFP4(SB), Y1; \
-	VPSHUFB Y5, Y1, Y5; \
-	DOT((DI))
-
-FUNC32(·dotQ4_1I8AVX2, Q4_1BLK, DOTU_AVX2, 20)
-FUNC32(·dotQ4_1I8VNNI, Q4_1BLK, DOTU_VNNI, 20)
-FUNC32(·dotQ5_0I8AVX2, Q5_0BLK, DOTS_AVX2, 22)
-FUNC32(·dotQ5_0I8VNNI, Q5_0BLK, DOTS_VNNI, 22)
-FUNC32(·dotQ5_1I8AVX2, Q5_1BLK, DOTU_AVX2, 24)
-FUNC32(·dotQ5_1I8VNNI, Q5_1BLK, DOTU_VNNI, 24)
-FUNC32(·dotIQ4_NLI8AVX2, IQ4_NLBLK, DOTS_AVX2, 18)
-FUNC32(·dotIQ4_NLI8VNNI, IQ4_NLBLK, DOTS_VNNI, 18)
-
-#define MXFP4FUNC(NAME, DOT) \
-TEXT NAME(SB), NOSPLIT, $0-52; \
-	ARGS; \
-	MOVQ ·e8m0HalfTable(SB), R9; \
-	TESTQ CX, CX; \
-	JZ done; \
-loop: \
-	MXFP4BLK(DOT); \
+	VPSHUFB Y5, Y12, Y5; \
+	DOT((DI)); \
 	ACC; \
 	ADDQ $17, SI; \
 	ADDQ $32, DI; \
@@ -232,34 +244,64 @@ MXFP4FUNC(·dotMXFP4I8AVX2, DOTS_AVX2)
 MXFP4FUNC(·dotMXFP4I8VNNI, DOTS_VNNI)
 
 // Super-block codecs: the loop runs over super-blocks (CX = nb/8) and
-// unrolls their eight 32-blocks; K is the block, XOFF = 32K, DOFF = 4K,
-// HOFF = 8K. X11 = d, X12 = dmin of the super-block.
+// unrolls their eight 32-blocks K; XOFF = 32K. Each super-block first
+// computes, eight or sixteen at a time, the scales dw·dx of its blocks
+// (or half blocks) into the frame at FOFF = 4K (8K for half blocks) and,
+// for q2_K and q5_K, adds its eight min terms to mv. X11 = d, X12 = dmin.
 
-// Y4 = float(AX)·d·dx (one scale for the block).
-#define ISCALE(DOFF) \
-	VCVTSI2SSL AX, X4, X4; \
-	VMULSS X11, X4, X4; \
-	VMULSS DOFF(R10), X4, X4; \
-	VBROADCASTSS X4, Y4
+DATA ·lbPairLo+0(SB)/8, $0x0000000000000000
+DATA ·lbPairLo+8(SB)/8, $0x0000000100000001
+DATA ·lbPairLo+16(SB)/8, $0x0000000200000002
+DATA ·lbPairLo+24(SB)/8, $0x0000000300000003
+GLOBL ·lbPairLo(SB), RODATA|NOPTR, $32
 
-// Y4 = float(AX)·d·dx in the low lane, float(DX)·d·dx in the high lane.
-#define ISCALE2(DOFF) \
-	VCVTSI2SSL AX, X4, X4; \
-	VMULSS X11, X4, X4; \
-	VMULSS DOFF(R10), X4, X4; \
-	VBROADCASTSS X4, X4; \
-	VCVTSI2SSL DX, X6, X6; \
-	VMULSS X11, X6, X6; \
-	VMULSS DOFF(R10), X6, X6; \
-	VBROADCASTSS X6, X6; \
-	VINSERTF128 $1, X6, Y4, Y4
+DATA ·lbPairHi+0(SB)/8, $0x0000000400000004
+DATA ·lbPairHi+8(SB)/8, $0x0000000500000005
+DATA ·lbPairHi+16(SB)/8, $0x0000000600000006
+DATA ·lbPairHi+24(SB)/8, $0x0000000700000007
+GLOBL ·lbPairHi(SB), RODATA|NOPTR, $32
 
-// m += float(dmin·dx)·float(BX) (BX the negated integer min sum).
-#define IMIN(DOFF) \
-	VCVTSI2SSL BX, X6, X6; \
-	VMULSS DOFF(R10), X12, X1; \
-	VMULSS X1, X6, X6; \
-	VADDSS X6, X3, X3
+DATA ·lbHalfIdx+0(SB)/8, $0x0000000000000000
+DATA ·lbHalfIdx+8(SB)/8, $0x0000000000000000
+DATA ·lbHalfIdx+16(SB)/8, $0x0000000100000001
+DATA ·lbHalfIdx+24(SB)/8, $0x0000000100000001
+GLOBL ·lbHalfIdx(SB), RODATA|NOPTR, $32
+
+DATA ·lbShift2+0(SB)/8, $0x0000000200000000
+DATA ·lbShift2+8(SB)/8, $0x0000000600000004
+DATA ·lbShift2+16(SB)/8, $0x0000000a00000008
+DATA ·lbShift2+24(SB)/8, $0x0000000e0000000c
+GLOBL ·lbShift2(SB), RODATA|NOPTR, $32
+
+// Sixteen half-block scales: the signed dwords Y6 (halves 0..7) and Y1
+// (8..15) times d times dx of their block, into 0(SP) and 32(SP).
+#define HALFSCALES \
+	VCVTDQ2PS Y6, Y6; \
+	VCVTDQ2PS Y1, Y1; \
+	VBROADCASTSS X11, Y7; \
+	VMULPS Y7, Y6, Y6; \
+	VMULPS Y7, Y1, Y1; \
+	VMOVDQU ·lbPairLo(SB), Y7; \
+	VPERMPS (R10), Y7, Y7; \
+	VMULPS Y7, Y6, Y6; \
+	VMOVUPS Y6, (SP); \
+	VMOVDQU ·lbPairHi(SB), Y7; \
+	VPERMPS (R10), Y7, Y7; \
+	VMULPS Y7, Y1, Y1; \
+	VMOVUPS Y1, 32(SP)
+
+// mv += float(dmin·dx)·float(Y6), Y6 the eight negated integer min sums.
+#define MINLANES \
+	VCVTDQ2PS Y6, Y6; \
+	VBROADCASTSS X12, Y1; \
+	VMULPS (R10), Y1, Y1; \
+	VMULPS Y1, Y6, Y6; \
+	VADDPS Y6, Y2, Y2
+
+// Pairwise sums of the dwords Y6 (0..7) and Y1 (8..15) in order, into Y6.
+#define PAIRSUM \
+	VPHADDD Y1, Y6, Y6; \
+	VPERMQ $0xD8, Y6, Y6
 
 // q5_K (176 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 32
 // bytes of fifth bits, 128 of nibbles). X10 = the eight scales then the
@@ -293,12 +335,25 @@ MXFP4FUNC(·dotMXFP4I8VNNI, DOTS_VNNI)
 	VPINSRD $1, DX, X10, X10; \
 	VPINSRD $2, BX, X10, X10; \
 	VPINSRD $3, R8, X10, X10; \
+	VPMOVZXBD X10, Y1; \
+	VCVTDQ2PS Y1, Y1; \
+	VBROADCASTSS X11, Y6; \
+	VMULPS Y6, Y1, Y1; \
+	VMULPS (R10), Y1, Y1; \
+	VMOVUPS Y1, (SP); \
+	VPSRLDQ $8, X10, X6; \
+	VPMOVZXBD X6, Y6; \
+	VMOVDQU (R13), Y1; \
+	VPHADDD 32(R13), Y1, Y1; \
+	VPERMQ $0xD8, Y1, Y1; \
+	VPMULLD Y1, Y6, Y6; \
+	VPXOR Y1, Y1, Y1; \
+	VPSUBD Y6, Y1, Y6; \
+	MINLANES; \
 	VMOVDQU 16(SI), Y9; \
-	MOVL $0x01010101, AX; \
-	VMOVD AX, X8; \
-	VPBROADCASTD X8, Y8
+	BCAST($0x01010101, X8, Y8)
 
-#define Q5KBLK(DOT, K, MK, QOFF, SHIFT, XOFF, DOFF, HOFF) \
+#define Q5KBLK(DOT, QOFF, SHIFT, XOFF, FOFF) \
 	VMOVDQU QOFF(SI), Y5; \
 	VPSRLW $SHIFT, Y5, Y5; \
 	VPAND Y15, Y5, Y5; \
@@ -308,34 +363,25 @@ MXFP4FUNC(·dotMXFP4I8VNNI, DOTS_VNNI)
 	VPOR Y6, Y5, Y5; \
 	VPADDB Y8, Y8, Y8; \
 	DOT(XOFF(DI)); \
-	VPEXTRB $K, X10, AX; \
-	ISCALE(DOFF); \
-	ACC; \
-	VPEXTRB $MK, X10, BX; \
-	MOVL HOFF(R13), DX; \
-	ADDL HOFF+4(R13), DX; \
-	IMULL DX, BX; \
-	NEGL BX; \
-	IMIN(DOFF)
+	VBROADCASTSS FOFF(SP), Y4; \
+	ACC
 
 #define Q5KFUNC(NAME, DOT) \
-TEXT NAME(SB), NOSPLIT, $0-52; \
+TEXT NAME(SB), NOSPLIT, $64-52; \
 	ARGS; \
-	MOVL $0x10101010, AX; \
-	VMOVD AX, X13; \
-	VPBROADCASTD X13, Y13; \
+	BCAST($0x10101010, X13, Y13); \
 	SHRQ $3, CX; \
 	JZ done; \
 loop: \
 	Q5KHEAD; \
-	Q5KBLK(DOT, 0, 8, 48, 0, 0, 0, 0); \
-	Q5KBLK(DOT, 1, 9, 48, 4, 32, 4, 8); \
-	Q5KBLK(DOT, 2, 10, 80, 0, 64, 8, 16); \
-	Q5KBLK(DOT, 3, 11, 80, 4, 96, 12, 24); \
-	Q5KBLK(DOT, 4, 12, 112, 0, 128, 16, 32); \
-	Q5KBLK(DOT, 5, 13, 112, 4, 160, 20, 40); \
-	Q5KBLK(DOT, 6, 14, 144, 0, 192, 24, 48); \
-	Q5KBLK(DOT, 7, 15, 144, 4, 224, 28, 56); \
+	Q5KBLK(DOT, 48, 0, 0, 0); \
+	Q5KBLK(DOT, 48, 4, 32, 4); \
+	Q5KBLK(DOT, 80, 0, 64, 8); \
+	Q5KBLK(DOT, 80, 4, 96, 12); \
+	Q5KBLK(DOT, 112, 0, 128, 16); \
+	Q5KBLK(DOT, 112, 4, 160, 20); \
+	Q5KBLK(DOT, 144, 0, 192, 24); \
+	Q5KBLK(DOT, 144, 4, 224, 28); \
 	ADDQ $176, SI; \
 	ADDQ $256, DI; \
 	ADDQ $32, R10; \
@@ -349,53 +395,60 @@ Q5KFUNC(·dotQ5_KI8AVX2, DOTU_AVX2)
 Q5KFUNC(·dotQ5_KI8VNNI, DOTU_VNNI)
 
 // q2_K (84 bytes: 16 bytes of scale | min<<4, 64 bytes of 2-bit quants, f16
-// d, f16 dmin). X10 = the sixteen scale bytes.
+// d, f16 dmin). Y9 = 0x03 bytes, Y13 = lbHalfIdx.
 #define Q2KHEAD \
 	MOVWLZX 80(SI), AX; \
 	VMOVSS (R11)(AX*4), X11; \
 	MOVWLZX 82(SI), AX; \
 	VMOVSS (R11)(AX*4), X12; \
 	VMOVDQU (SI), X10; \
-	MOVL $0x03030303, AX; \
-	VMOVD AX, X9; \
-	VPBROADCASTD X9, Y9
+	VPAND X15, X10, X8; \
+	VPMOVZXBD X8, Y6; \
+	VPSRLDQ $8, X8, X8; \
+	VPMOVZXBD X8, Y1; \
+	HALFSCALES; \
+	VPSRLW $4, X10, X8; \
+	VPAND X15, X8, X8; \
+	VPMOVZXBD X8, Y6; \
+	VPMULLD (R13), Y6, Y6; \
+	VPSRLDQ $8, X8, X8; \
+	VPMOVZXBD X8, Y1; \
+	VPMULLD 32(R13), Y1, Y1; \
+	PAIRSUM; \
+	VPXOR Y1, Y1, Y1; \
+	VPSUBD Y6, Y1, Y6; \
+	MINLANES
 
-#define Q2KBLK(DOT, S0, S1, QOFF, SHIFT, XOFF, DOFF, HOFF) \
+// Y4 = the half-block scales of block K (lanes 0-3, 4-7).
+#define HALFSCALE(FOFF) \
+	VMOVSD FOFF(SP), X4; \
+	VPERMPS Y4, Y13, Y4
+
+#define Q2KBLK(DOT, QOFF, SHIFT, XOFF, FOFF) \
 	VMOVDQU QOFF(SI), Y5; \
 	VPSRLW $SHIFT, Y5, Y5; \
 	VPAND Y9, Y5, Y5; \
 	DOT(XOFF(DI)); \
-	VPEXTRB $S0, X10, AX; \
-	MOVL AX, BX; \
-	ANDL $15, AX; \
-	SHRL $4, BX; \
-	VPEXTRB $S1, X10, DX; \
-	MOVL DX, R8; \
-	ANDL $15, DX; \
-	SHRL $4, R8; \
-	ISCALE2(DOFF); \
-	ACC; \
-	IMULL HOFF(R13), BX; \
-	IMULL HOFF+4(R13), R8; \
-	ADDL R8, BX; \
-	NEGL BX; \
-	IMIN(DOFF)
+	HALFSCALE(FOFF); \
+	ACC
 
 #define Q2KFUNC(NAME, DOT) \
-TEXT NAME(SB), NOSPLIT, $0-52; \
+TEXT NAME(SB), NOSPLIT, $64-52; \
 	ARGS; \
+	BCAST($0x03030303, X9, Y9); \
+	VMOVDQU ·lbHalfIdx(SB), Y13; \
 	SHRQ $3, CX; \
 	JZ done; \
 loop: \
 	Q2KHEAD; \
-	Q2KBLK(DOT, 0, 1, 16, 0, 0, 0, 0); \
-	Q2KBLK(DOT, 2, 3, 16, 2, 32, 4, 8); \
-	Q2KBLK(DOT, 4, 5, 16, 4, 64, 8, 16); \
-	Q2KBLK(DOT, 6, 7, 16, 6, 96, 12, 24); \
-	Q2KBLK(DOT, 8, 9, 48, 0, 128, 16, 32); \
-	Q2KBLK(DOT, 10, 11, 48, 2, 160, 20, 40); \
-	Q2KBLK(DOT, 12, 13, 48, 4, 192, 24, 48); \
-	Q2KBLK(DOT, 14, 15, 48, 6, 224, 28, 56); \
+	Q2KBLK(DOT, 16, 0, 0, 0); \
+	Q2KBLK(DOT, 16, 2, 32, 8); \
+	Q2KBLK(DOT, 16, 4, 64, 16); \
+	Q2KBLK(DOT, 16, 6, 96, 24); \
+	Q2KBLK(DOT, 48, 0, 128, 32); \
+	Q2KBLK(DOT, 48, 2, 160, 40); \
+	Q2KBLK(DOT, 48, 4, 192, 48); \
+	Q2KBLK(DOT, 48, 6, 224, 56); \
 	ADDQ $84, SI; \
 	ADDQ $256, DI; \
 	ADDQ $32, R10; \
@@ -411,7 +464,7 @@ Q2KFUNC(·dotQ2_KI8VNNI, DOTU_VNNI)
 // q3_K (110 bytes: 32 bytes of high-bit mask, 64 of 2-bit quants, 12 of
 // packed 6-bit scales, f16 d). X10 = the sixteen scales (0..63, ggml's
 // aux unpacking), Y9 = the mask, Y8 = the bit of block K in every byte,
-// Y2 = 3 bytes, Y12 = 4 bytes.
+// Y12 = 4 bytes, Y1 (in the blocks) = 3 bytes, Y13 = lbHalfIdx.
 #define Q3KHEAD \
 	MOVWLZX 108(SI), AX; \
 	VMOVSS (R11)(AX*4), X11; \
@@ -451,49 +504,46 @@ Q2KFUNC(·dotQ2_KI8VNNI, DOTU_VNNI)
 	SHLL $4, R9; \
 	ORL R9, R8; \
 	VPINSRD $3, R8, X10, X10; \
+	BCAST($0x20202020, X8, X8); \
+	VPSUBB X8, X10, X10; \
+	VPMOVSXBD X10, Y6; \
+	VPSRLDQ $8, X10, X10; \
+	VPMOVSXBD X10, Y1; \
+	HALFSCALES; \
 	VMOVDQU (SI), Y9; \
-	MOVL $0x01010101, AX; \
-	VMOVD AX, X8; \
-	VPBROADCASTD X8, Y8
+	BCAST($0x03030303, X1, Y1); \
+	BCAST($0x01010101, X8, Y8)
 
-#define Q3KBLK(DOT, S0, S1, QOFF, SHIFT, XOFF, DOFF) \
+#define Q3KBLK(DOT, QOFF, SHIFT, XOFF, FOFF) \
 	VMOVDQU QOFF(SI), Y5; \
 	VPSRLW $SHIFT, Y5, Y5; \
-	VPAND Y2, Y5, Y5; \
+	VPAND Y1, Y5, Y5; \
 	VPAND Y8, Y9, Y6; \
 	VPCMPEQB Y8, Y6, Y6; \
 	VPANDN Y12, Y6, Y6; \
 	VPSUBB Y6, Y5, Y5; \
 	VPADDB Y8, Y8, Y8; \
 	DOT(XOFF(DI)); \
-	VPEXTRB $S0, X10, AX; \
-	SUBL $32, AX; \
-	VPEXTRB $S1, X10, DX; \
-	SUBL $32, DX; \
-	ISCALE2(DOFF); \
+	HALFSCALE(FOFF); \
 	ACC
 
 #define Q3KFUNC(NAME, DOT) \
-TEXT NAME(SB), NOSPLIT, $0-52; \
+TEXT NAME(SB), NOSPLIT, $64-52; \
 	ARGS; \
-	MOVL $0x03030303, AX; \
-	VMOVD AX, X2; \
-	VPBROADCASTD X2, Y2; \
-	MOVL $0x04040404, AX; \
-	VMOVD AX, X12; \
-	VPBROADCASTD X12, Y12; \
+	BCAST($0x04040404, X12, Y12); \
+	VMOVDQU ·lbHalfIdx(SB), Y13; \
 	SHRQ $3, CX; \
 	JZ done; \
 loop: \
 	Q3KHEAD; \
-	Q3KBLK(DOT, 0, 1, 32, 0, 0, 0); \
-	Q3KBLK(DOT, 2, 3, 32, 2, 32, 4); \
-	Q3KBLK(DOT, 4, 5, 32, 4, 64, 8); \
-	Q3KBLK(DOT, 6, 7, 32, 6, 96, 12); \
-	Q3KBLK(DOT, 8, 9, 64, 0, 128, 16); \
-	Q3KBLK(DOT, 10, 11, 64, 2, 160, 20); \
-	Q3KBLK(DOT, 12, 13, 64, 4, 192, 24); \
-	Q3KBLK(DOT, 14, 15, 64, 6, 224, 28); \
+	Q3KBLK(DOT, 32, 0, 0, 0); \
+	Q3KBLK(DOT, 32, 2, 32, 8); \
+	Q3KBLK(DOT, 32, 4, 64, 16); \
+	Q3KBLK(DOT, 32, 6, 96, 24); \
+	Q3KBLK(DOT, 64, 0, 128, 32); \
+	Q3KBLK(DOT, 64, 2, 160, 40); \
+	Q3KBLK(DOT, 64, 4, 192, 48); \
+	Q3KBLK(DOT, 64, 6, 224, 56); \
 	ADDQ $110, SI; \
 	ADDQ $256, DI; \
 	ADDQ $32, R10; \
@@ -507,39 +557,53 @@ Q3KFUNC(·dotQ3_KI8VNNI, DOTS_VNNI)
 
 // iq4_xs (136 bytes: f16 d, 16 bits of scale high pairs, 4 bytes of scale
 // nibbles, 128 bytes of code-book nibbles). Y12 = the code book.
-#define IQ4XSBLK(DOT, LOFF, LSHIFT, HSHIFT, QOFF, XOFF, DOFF) \
-	MOVBLZX LOFF(SI), AX; \
-	SHRL $LSHIFT, AX; \
-	ANDL $15, AX; \
-	MOVWLZX 2(SI), BX; \
-	SHRL $HSHIFT, BX; \
-	ANDL $3, BX; \
-	SHLL $4, BX; \
-	ORL BX, AX; \
-	SUBL $32, AX; \
-	ISCALE(DOFF); \
+#define IQ4XSHEAD \
+	MOVWLZX (SI), AX; \
+	VMOVSS (R11)(AX*4), X11; \
+	VMOVD 4(SI), X1; \
+	VPSRLW $4, X1, X6; \
+	VPUNPCKLBW X6, X1, X1; \
+	VPAND X15, X1, X1; \
+	VPMOVZXBD X1, Y1; \
+	MOVWLZX 2(SI), AX; \
+	VMOVD AX, X6; \
+	VPBROADCASTD X6, Y6; \
+	VPSRLVD ·lbShift2(SB), Y6, Y6; \
+	BCAST($3, X7, Y7); \
+	VPAND Y7, Y6, Y6; \
+	VPSLLD $4, Y6, Y6; \
+	VPOR Y6, Y1, Y1; \
+	BCAST($32, X7, Y7); \
+	VPSUBD Y7, Y1, Y1; \
+	VCVTDQ2PS Y1, Y1; \
+	VBROADCASTSS X11, Y6; \
+	VMULPS Y6, Y1, Y1; \
+	VMULPS (R10), Y1, Y1; \
+	VMOVUPS Y1, (SP)
+
+#define IQ4XSBLK(DOT, QOFF, XOFF, FOFF) \
 	NIBBLES(QOFF); \
 	VPSHUFB Y5, Y12, Y5; \
 	DOT(XOFF(DI)); \
+	VBROADCASTSS FOFF(SP), Y4; \
 	ACC
 
 #define IQ4XSFUNC(NAME, DOT) \
-TEXT NAME(SB), NOSPLIT, $0-52; \
+TEXT NAME(SB), NOSPLIT, $64-52; \
 	ARGS; \
 	VBROADCASTI128 ·lbIQ4(SB), Y12; \
 	SHRQ $3, CX; \
 	JZ done; \
 loop: \
-	MOVWLZX (SI), AX; \
-	VMOVSS (R11)(AX*4), X11; \
-	IQ4XSBLK(DOT, 4, 0, 0, 8, 0, 0); \
-	IQ4XSBLK(DOT, 4, 4, 2, 24, 32, 4); \
-	IQ4XSBLK(DOT, 5, 0, 4, 40, 64, 8); \
-	IQ4XSBLK(DOT, 5, 4, 6, 56, 96, 12); \
-	IQ4XSBLK(DOT, 6, 0, 8, 72, 128, 16); \
-	IQ4XSBLK(DOT, 6, 4, 10, 88, 160, 20); \
-	IQ4XSBLK(DOT, 7, 0, 12, 104, 192, 24); \
-	IQ4XSBLK(DOT, 7, 4, 14, 120, 224, 28); \
+	IQ4XSHEAD; \
+	IQ4XSBLK(DOT, 8, 0, 0); \
+	IQ4XSBLK(DOT, 24, 32, 4); \
+	IQ4XSBLK(DOT, 40, 64, 8); \
+	IQ4XSBLK(DOT, 56, 96, 12); \
+	IQ4XSBLK(DOT, 72, 128, 16); \
+	IQ4XSBLK(DOT, 88, 160, 20); \
+	IQ4XSBLK(DOT, 104, 192, 24); \
+	IQ4XSBLK(DOT, 120, 224, 28); \
 	ADDQ $136, SI; \
 	ADDQ $256, DI; \
 	ADDQ $32, R10; \
