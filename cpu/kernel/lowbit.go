@@ -32,7 +32,8 @@ func init() {
 var rowBufs sync.Pool
 
 // decodedRows is the exact matvec kernel of codec c: every row decoded to
-// float32, then one float32 dot product with x.
+// float32 (by the level's decoder: tensor.Dequantize, or its SIMD twin
+// from lowbit_int8.go), then one float32 dot product with x.
 func decodedRows(c tensor.Codec) rowsKernel {
 	return func(y []float32, data []byte, rb int, x, _ []float32) {
 		n := len(x)
@@ -43,9 +44,7 @@ func decodedRows(c tensor.Codec) rowsKernel {
 			w = make([]float32, n)
 		}
 		for i := range y {
-			if err := tensor.Dequantize(w, c, data[i*rb:(i+1)*rb]); err != nil {
-				panic("kernel: " + err.Error())
-			}
+			decodeRow(w, c, data[i*rb:(i+1)*rb])
 			y[i] = Dot(w, x)
 		}
 		rowBufs.Put(&w)

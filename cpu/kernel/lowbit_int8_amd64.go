@@ -62,6 +62,49 @@ func dotIQ4_XSI8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb 
 //go:noescape
 func dotIQ4_XSI8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
 
+// Exact-mode row decoders (bit-identical to tensor.Dequantize); nb counts
+// 32-blocks.
+
+//go:noescape
+func decQ4_1AVX2(dst *float32, w *byte, nb int)
+
+//go:noescape
+func decQ5_0AVX2(dst *float32, w *byte, nb int)
+
+//go:noescape
+func decQ5_1AVX2(dst *float32, w *byte, nb int)
+
+//go:noescape
+func decIQ4_NLAVX2(dst *float32, w *byte, nb int)
+
+//go:noescape
+func decMXFP4AVX2(dst *float32, w *byte, nb int)
+
+//go:noescape
+func decQ5_KAVX2(dst *float32, w *byte, nb int)
+
+//go:noescape
+func decQ2_KAVX2(dst *float32, w *byte, nb int)
+
+//go:noescape
+func decQ3_KAVX2(dst *float32, w *byte, nb int)
+
+//go:noescape
+func decIQ4_XSAVX2(dst *float32, w *byte, nb int)
+
+// lowbitDecoders holds each codec's AVX2 row decoder.
+var lowbitDecoders = [tensor.NumCodecs]func(dst *float32, w *byte, nb int){
+	tensor.Q4_1:   decQ4_1AVX2,
+	tensor.Q5_0:   decQ5_0AVX2,
+	tensor.Q5_1:   decQ5_1AVX2,
+	tensor.Q2_K:   decQ2_KAVX2,
+	tensor.Q3_K:   decQ3_KAVX2,
+	tensor.Q5_K:   decQ5_KAVX2,
+	tensor.IQ4_NL: decIQ4_NLAVX2,
+	tensor.IQ4_XS: decIQ4_XSAVX2,
+	tensor.MXFP4:  decMXFP4AVX2,
+}
+
 type lowbitDot func(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
 
 // lowbitDots holds each codec's AVX2 and VNNI dot.
@@ -78,8 +121,18 @@ var lowbitDots = [tensor.NumCodecs][2]lowbitDot{
 }
 
 // useLowbitInt8 installs the lowbit Int8 kernels (levels AVX2 and up; the
-// VNNI dots from AVX512VNNI).
+// VNNI dots from AVX512VNNI) and the SIMD row decoders, which the Exact
+// MatVec (decodedRows) and MatMul of these codecs use.
 func useLowbitInt8(vnni bool) {
+	for c, dec := range lowbitDecoders {
+		if dec != nil {
+			decoders[c] = func(dst []float32, row []byte) {
+				if len(dst) > 0 {
+					dec(&dst[0], &row[0], len(dst)/32)
+				}
+			}
+		}
+	}
 	for c, k := range lowbitDots {
 		f := k[0]
 		if vnni {

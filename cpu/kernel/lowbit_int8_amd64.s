@@ -307,7 +307,8 @@ GLOBL ·lbShift2(SB), RODATA|NOPTR, $32
 // bytes of fifth bits, 128 of nibbles). X10 = the eight scales then the
 // eight mins (ggml's utmp unpacking); Y9 = the fifth bits, Y8 = the bit of
 // block K in every byte, Y13 = 0x10 bytes.
-#define Q5KHEAD \
+// X11 = d, X12 = dmin, X10 = the eight scales then the eight mins.
+#define Q5KSCALES \
 	MOVWLZX (SI), AX; \
 	VMOVSS (R11)(AX*4), X11; \
 	MOVWLZX 2(SI), AX; \
@@ -334,7 +335,10 @@ GLOBL ·lbShift2(SB), RODATA|NOPTR, $32
 	VMOVD AX, X10; \
 	VPINSRD $1, DX, X10, X10; \
 	VPINSRD $2, BX, X10, X10; \
-	VPINSRD $3, R8, X10, X10; \
+	VPINSRD $3, R8, X10, X10
+
+#define Q5KHEAD \
+	Q5KSCALES; \
 	VPMOVZXBD X10, Y1; \
 	VCVTDQ2PS Y1, Y1; \
 	VBROADCASTSS X11, Y6; \
@@ -353,7 +357,9 @@ GLOBL ·lbShift2(SB), RODATA|NOPTR, $32
 	VMOVDQU 16(SI), Y9; \
 	BCAST($0x01010101, X8, Y8)
 
-#define Q5KBLK(DOT, QOFF, SHIFT, XOFF, FOFF) \
+// Y5 = the weights of block K: nibbles at QOFF shifted by SHIFT, fifth
+// bits from Y9 under the mask Y8 (then moved to the next block's bit).
+#define Q5KW(QOFF, SHIFT) \
 	VMOVDQU QOFF(SI), Y5; \
 	VPSRLW $SHIFT, Y5, Y5; \
 	VPAND Y15, Y5, Y5; \
@@ -361,7 +367,10 @@ GLOBL ·lbShift2(SB), RODATA|NOPTR, $32
 	VPCMPEQB Y8, Y6, Y6; \
 	VPAND Y13, Y6, Y6; \
 	VPOR Y6, Y5, Y5; \
-	VPADDB Y8, Y8, Y8; \
+	VPADDB Y8, Y8, Y8
+
+#define Q5KBLK(DOT, QOFF, SHIFT, XOFF, FOFF) \
+	Q5KW(QOFF, SHIFT); \
 	DOT(XOFF(DI)); \
 	VBROADCASTSS FOFF(SP), Y4; \
 	ACC
@@ -424,10 +433,13 @@ Q5KFUNC(·dotQ5_KI8VNNI, DOTU_VNNI)
 	VMOVSD FOFF(SP), X4; \
 	VPERMPS Y4, Y13, Y4
 
-#define Q2KBLK(DOT, QOFF, SHIFT, XOFF, FOFF) \
+#define Q2KW(QOFF, SHIFT) \
 	VMOVDQU QOFF(SI), Y5; \
 	VPSRLW $SHIFT, Y5, Y5; \
-	VPAND Y9, Y5, Y5; \
+	VPAND Y9, Y5, Y5
+
+#define Q2KBLK(DOT, QOFF, SHIFT, XOFF, FOFF) \
+	Q2KW(QOFF, SHIFT); \
 	DOT(XOFF(DI)); \
 	HALFSCALE(FOFF); \
 	ACC
@@ -465,7 +477,8 @@ Q2KFUNC(·dotQ2_KI8VNNI, DOTU_VNNI)
 // packed 6-bit scales, f16 d). X10 = the sixteen scales (0..63, ggml's
 // aux unpacking), Y9 = the mask, Y8 = the bit of block K in every byte,
 // Y12 = 4 bytes, Y1 (in the blocks) = 3 bytes, Y13 = lbHalfIdx.
-#define Q3KHEAD \
+// X11 = d, X10 = the sixteen scales (0..63).
+#define Q3KSCALES \
 	MOVWLZX 108(SI), AX; \
 	VMOVSS (R11)(AX*4), X11; \
 	MOVL 96(SI), AX; \
@@ -503,7 +516,10 @@ Q2KFUNC(·dotQ2_KI8VNNI, DOTU_VNNI)
 	ANDL $0x03030303, R9; \
 	SHLL $4, R9; \
 	ORL R9, R8; \
-	VPINSRD $3, R8, X10, X10; \
+	VPINSRD $3, R8, X10, X10
+
+#define Q3KHEAD \
+	Q3KSCALES; \
 	BCAST($0x20202020, X8, X8); \
 	VPSUBB X8, X10, X10; \
 	VPMOVSXBD X10, Y6; \
@@ -514,7 +530,7 @@ Q2KFUNC(·dotQ2_KI8VNNI, DOTU_VNNI)
 	BCAST($0x03030303, X1, Y1); \
 	BCAST($0x01010101, X8, Y8)
 
-#define Q3KBLK(DOT, QOFF, SHIFT, XOFF, FOFF) \
+#define Q3KW(QOFF, SHIFT) \
 	VMOVDQU QOFF(SI), Y5; \
 	VPSRLW $SHIFT, Y5, Y5; \
 	VPAND Y1, Y5, Y5; \
@@ -522,7 +538,10 @@ Q2KFUNC(·dotQ2_KI8VNNI, DOTU_VNNI)
 	VPCMPEQB Y8, Y6, Y6; \
 	VPANDN Y12, Y6, Y6; \
 	VPSUBB Y6, Y5, Y5; \
-	VPADDB Y8, Y8, Y8; \
+	VPADDB Y8, Y8, Y8
+
+#define Q3KBLK(DOT, QOFF, SHIFT, XOFF, FOFF) \
+	Q3KW(QOFF, SHIFT); \
 	DOT(XOFF(DI)); \
 	HALFSCALE(FOFF); \
 	ACC
@@ -557,7 +576,8 @@ Q3KFUNC(·dotQ3_KI8VNNI, DOTS_VNNI)
 
 // iq4_xs (136 bytes: f16 d, 16 bits of scale high pairs, 4 bytes of scale
 // nibbles, 128 bytes of code-book nibbles). Y12 = the code book.
-#define IQ4XSHEAD \
+// Y1 = the eight scales ls-32 (dwords), X11 = d.
+#define IQ4XSLS \
 	MOVWLZX (SI), AX; \
 	VMOVSS (R11)(AX*4), X11; \
 	VMOVD 4(SI), X1; \
@@ -574,7 +594,10 @@ Q3KFUNC(·dotQ3_KI8VNNI, DOTS_VNNI)
 	VPSLLD $4, Y6, Y6; \
 	VPOR Y6, Y1, Y1; \
 	BCAST($32, X7, Y7); \
-	VPSUBD Y7, Y1, Y1; \
+	VPSUBD Y7, Y1, Y1
+
+#define IQ4XSHEAD \
+	IQ4XSLS; \
 	VCVTDQ2PS Y1, Y1; \
 	VBROADCASTSS X11, Y6; \
 	VMULPS Y6, Y1, Y1; \
@@ -614,3 +637,348 @@ done: \
 
 IQ4XSFUNC(·dotIQ4_XSI8AVX2, DOTS_AVX2)
 IQ4XSFUNC(·dotIQ4_XSI8VNNI, DOTS_VNNI)
+
+// Exact-mode row decoders: func(dst *float32, w *byte, nb int), nb
+// 32-blocks, each value bit-identical to tensor.Dequantize's (the same
+// float32 operations: the integer weight converted exactly, times its
+// scale, then plus or minus the min). They unpack the weights with the
+// macros of the Int8 dots; DI is the output.
+
+#define DARGS \
+	MOVQ dst+0(FP), DI; \
+	MOVQ w+8(FP), SI; \
+	MOVQ nb+16(FP), CX; \
+	MOVQ ·f16Table(SB), R11; \
+	BCAST($0x0f0f0f0f, X15, Y15); \
+	VPXOR Y13, Y13, Y13; \
+	MOVL $4, AX; \
+	VMOVD AX, X6; \
+	VPBROADCASTD X6, X6; \
+	VINSERTI128 $1, X6, Y13, Y13
+
+// Eight signed bytes X as floats times DW, stored at OFF(DI).
+#define DQ(X, DW, OFF) \
+	VPMOVSXBD X, Y6; \
+	VCVTDQ2PS Y6, Y6; \
+	VMULPS DW, Y6, Y6; \
+	VMOVUPS Y6, OFF(DI)
+
+// The same, then MOP (VADDPS or VSUBPS) M.
+#define DQM(X, DW, MOP, M, OFF) \
+	VPMOVSXBD X, Y6; \
+	VCVTDQ2PS Y6, Y6; \
+	VMULPS DW, Y6, Y6; \
+	MOP M, Y6, Y6; \
+	VMOVUPS Y6, OFF(DI)
+
+// The 32 weights Y5, elements 0..15 scaled by DW0 and 16..31 by DW1.
+#define OUT32(DW0, DW1) \
+	DQ(X5, DW0, 0); \
+	VPSRLDQ $8, X5, X7; \
+	DQ(X7, DW0, 32); \
+	VEXTRACTI128 $1, Y5, X5; \
+	DQ(X5, DW1, 64); \
+	VPSRLDQ $8, X5, X7; \
+	DQ(X7, DW1, 96)
+
+#define OUT32M(DW0, DW1, MOP, M0, M1) \
+	DQM(X5, DW0, MOP, M0, 0); \
+	VPSRLDQ $8, X5, X7; \
+	DQM(X7, DW0, MOP, M0, 32); \
+	VEXTRACTI128 $1, Y5, X5; \
+	DQM(X5, DW1, MOP, M1, 64); \
+	VPSRLDQ $8, X5, X7; \
+	DQM(X7, DW1, MOP, M1, 96)
+
+// Y4 = the f16 at OFF(SI), broadcast.
+#define DF16(OFF, Y) \
+	MOVWLZX OFF(SI), AX; \
+	VBROADCASTSS (R11)(AX*4), Y
+
+// func decQ4_1AVX2(dst *float32, w *byte, nb int)
+TEXT ·decQ4_1AVX2(SB), NOSPLIT, $0-24
+	DARGS
+	TESTQ CX, CX
+	JZ    done
+loop:
+	DF16(0, Y4)
+	DF16(2, Y3)
+	NIBBLES(4)
+	OUT32M(Y4, Y4, VADDPS, Y3, Y3)
+	ADDQ $20, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
+// func decQ5_0AVX2(dst *float32, w *byte, nb int)
+TEXT ·decQ5_0AVX2(SB), NOSPLIT, $0-24
+	DARGS
+	VPCMPEQB Y8, Y8, Y8
+	VMOVDQU ·lbShuf(SB), Y10
+	VMOVDQU ·lbBits(SB), Y11
+	BCAST($0xf0f0f0f0, X12, Y12)
+	TESTQ CX, CX
+	JZ    done
+loop:
+	DF16(0, Y4)
+	NIBBLES(6)
+	BITS32(2)
+	VPANDN Y12, Y6, Y6
+	VPOR   Y6, Y5, Y5
+	OUT32(Y4, Y4)
+	ADDQ $22, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
+// func decQ5_1AVX2(dst *float32, w *byte, nb int)
+TEXT ·decQ5_1AVX2(SB), NOSPLIT, $0-24
+	DARGS
+	VPCMPEQB Y8, Y8, Y8
+	VMOVDQU ·lbShuf(SB), Y10
+	VMOVDQU ·lbBits(SB), Y11
+	BCAST($0x10101010, X12, Y12)
+	TESTQ CX, CX
+	JZ    done
+loop:
+	DF16(0, Y4)
+	DF16(2, Y3)
+	NIBBLES(8)
+	BITS32(4)
+	VPAND Y12, Y6, Y6
+	VPOR  Y6, Y5, Y5
+	OUT32M(Y4, Y4, VADDPS, Y3, Y3)
+	ADDQ $24, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
+// func decIQ4_NLAVX2(dst *float32, w *byte, nb int)
+TEXT ·decIQ4_NLAVX2(SB), NOSPLIT, $0-24
+	DARGS
+	VBROADCASTI128 ·lbIQ4(SB), Y9
+	TESTQ CX, CX
+	JZ    done
+loop:
+	DF16(0, Y4)
+	NIBBLES(2)
+	VPSHUFB Y5, Y9, Y5
+	OUT32(Y4, Y4)
+	ADDQ $18, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
+// func decMXFP4AVX2(dst *float32, w *byte, nb int)
+TEXT ·decMXFP4AVX2(SB), NOSPLIT, $0-24
+	DARGS
+	MOVQ ·e8m0HalfTable(SB), R9
+	VBROADCASTI128 ·lbMXFP4(SB), Y12
+	TESTQ CX, CX
+	JZ    done
+loop:
+	MOVBLZX (SI), AX
+	VBROADCASTSS (R9)(AX*4), Y4
+	NIBBLES(1)
+	VPSHUFB Y5, Y12, Y5
+	OUT32(Y4, Y4)
+	ADDQ $17, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
+// q5_K: the frame holds d·sc (0..31) and dmin·m (32..63) of the eight
+// blocks.
+#define DQ5KBLK(QOFF, SHIFT, FOFF) \
+	Q5KW(QOFF, SHIFT); \
+	VBROADCASTSS FOFF(SP), Y4; \
+	VBROADCASTSS FOFF+32(SP), Y3; \
+	OUT32M(Y4, Y4, VSUBPS, Y3, Y3); \
+	ADDQ $128, DI
+
+// func decQ5_KAVX2(dst *float32, w *byte, nb int)
+TEXT ·decQ5_KAVX2(SB), NOSPLIT, $64-24
+	DARGS
+	BCAST($0x10101010, X13, Y13)
+	SHRQ $3, CX
+	JZ   done
+loop:
+	Q5KSCALES
+	VPMOVZXBD X10, Y1
+	VCVTDQ2PS Y1, Y1
+	VBROADCASTSS X11, Y6
+	VMULPS Y6, Y1, Y1
+	VMOVUPS Y1, (SP)
+	VPSRLDQ $8, X10, X1
+	VPMOVZXBD X1, Y1
+	VCVTDQ2PS Y1, Y1
+	VBROADCASTSS X12, Y6
+	VMULPS Y6, Y1, Y1
+	VMOVUPS Y1, 32(SP)
+	VMOVDQU 16(SI), Y9
+	BCAST($0x01010101, X8, Y8)
+	DQ5KBLK(48, 0, 0)
+	DQ5KBLK(48, 4, 4)
+	DQ5KBLK(80, 0, 8)
+	DQ5KBLK(80, 4, 12)
+	DQ5KBLK(112, 0, 16)
+	DQ5KBLK(112, 4, 20)
+	DQ5KBLK(144, 0, 24)
+	DQ5KBLK(144, 4, 28)
+	ADDQ $176, SI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
+// q2_K: the frame holds d·sc (0..63) and dmin·m (64..127) of the sixteen
+// half blocks.
+#define DQ2KBLK(QOFF, SHIFT, FOFF) \
+	Q2KW(QOFF, SHIFT); \
+	VBROADCASTSS FOFF(SP), Y4; \
+	VBROADCASTSS FOFF+4(SP), Y10; \
+	VBROADCASTSS FOFF+64(SP), Y3; \
+	VBROADCASTSS FOFF+68(SP), Y12; \
+	OUT32M(Y4, Y10, VSUBPS, Y3, Y12); \
+	ADDQ $128, DI
+
+// Sixteen bytes X as floats times the broadcast float S, to OFF(SP) and
+// OFF+32(SP) (SX scratch).
+#define SCALES16(X, S, SX, OFF) \
+	VPMOVZXBD X, Y6; \
+	VCVTDQ2PS Y6, Y6; \
+	VBROADCASTSS S, Y7; \
+	VMULPS Y7, Y6, Y6; \
+	VMOVUPS Y6, OFF(SP); \
+	VPSRLDQ $8, X, SX; \
+	VPMOVZXBD SX, Y6; \
+	VCVTDQ2PS Y6, Y6; \
+	VMULPS Y7, Y6, Y6; \
+	VMOVUPS Y6, OFF+32(SP)
+
+// func decQ2_KAVX2(dst *float32, w *byte, nb int)
+TEXT ·decQ2_KAVX2(SB), NOSPLIT, $128-24
+	DARGS
+	BCAST($0x03030303, X9, Y9)
+	SHRQ $3, CX
+	JZ   done
+loop:
+	MOVWLZX 80(SI), AX
+	VMOVSS  (R11)(AX*4), X11
+	MOVWLZX 82(SI), AX
+	VMOVSS  (R11)(AX*4), X12
+	VMOVDQU (SI), X10
+	VPAND   X15, X10, X8
+	SCALES16(X8, X11, X1, 0)
+	VPSRLW  $4, X10, X8
+	VPAND   X15, X8, X8
+	SCALES16(X8, X12, X1, 64)
+	DQ2KBLK(16, 0, 0)
+	DQ2KBLK(16, 2, 8)
+	DQ2KBLK(16, 4, 16)
+	DQ2KBLK(16, 6, 24)
+	DQ2KBLK(48, 0, 32)
+	DQ2KBLK(48, 2, 40)
+	DQ2KBLK(48, 4, 48)
+	DQ2KBLK(48, 6, 56)
+	ADDQ $84, SI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
+#define DQ3KBLK(QOFF, SHIFT, FOFF) \
+	Q3KW(QOFF, SHIFT); \
+	VBROADCASTSS FOFF(SP), Y4; \
+	VBROADCASTSS FOFF+4(SP), Y10; \
+	OUT32(Y4, Y10); \
+	ADDQ $128, DI
+
+// func decQ3_KAVX2(dst *float32, w *byte, nb int)
+TEXT ·decQ3_KAVX2(SB), NOSPLIT, $64-24
+	DARGS
+	BCAST($0x04040404, X12, Y12)
+	SHRQ $3, CX
+	JZ   done
+loop:
+	Q3KSCALES
+	BCAST($0x20202020, X8, X8)
+	VPSUBB X8, X10, X10
+	VPMOVSXBD X10, Y6
+	VCVTDQ2PS Y6, Y6
+	VBROADCASTSS X11, Y7
+	VMULPS Y7, Y6, Y6
+	VMOVUPS Y6, (SP)
+	VPSRLDQ $8, X10, X10
+	VPMOVSXBD X10, Y6
+	VCVTDQ2PS Y6, Y6
+	VMULPS Y7, Y6, Y6
+	VMOVUPS Y6, 32(SP)
+	VMOVDQU (SI), Y9
+	BCAST($0x03030303, X1, Y1)
+	BCAST($0x01010101, X8, Y8)
+	DQ3KBLK(32, 0, 0)
+	DQ3KBLK(32, 2, 8)
+	DQ3KBLK(32, 4, 16)
+	DQ3KBLK(32, 6, 24)
+	DQ3KBLK(64, 0, 32)
+	DQ3KBLK(64, 2, 40)
+	DQ3KBLK(64, 4, 48)
+	DQ3KBLK(64, 6, 56)
+	ADDQ $110, SI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
+#define DIQ4XSBLK(QOFF, FOFF) \
+	NIBBLES(QOFF); \
+	VPSHUFB Y5, Y12, Y5; \
+	VBROADCASTSS FOFF(SP), Y4; \
+	OUT32(Y4, Y4); \
+	ADDQ $128, DI
+
+// func decIQ4_XSAVX2(dst *float32, w *byte, nb int)
+TEXT ·decIQ4_XSAVX2(SB), NOSPLIT, $32-24
+	DARGS
+	VBROADCASTI128 ·lbIQ4(SB), Y12
+	SHRQ $3, CX
+	JZ   done
+loop:
+	IQ4XSLS
+	VCVTDQ2PS Y1, Y1
+	VBROADCASTSS X11, Y6
+	VMULPS Y6, Y1, Y1
+	VMOVUPS Y1, (SP)
+	DIQ4XSBLK(8, 0)
+	DIQ4XSBLK(24, 4)
+	DIQ4XSBLK(40, 8)
+	DIQ4XSBLK(56, 12)
+	DIQ4XSBLK(72, 16)
+	DIQ4XSBLK(88, 20)
+	DIQ4XSBLK(104, 24)
+	DIQ4XSBLK(120, 28)
+	ADDQ $136, SI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET

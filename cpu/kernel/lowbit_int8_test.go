@@ -207,3 +207,47 @@ func lowbitBenchWeight(c tensor.Codec, rows, cols int) *tensor.Tensor {
 	}
 	return w
 }
+
+// TestLowbitDecoders checks the row decoders of the lowbit codecs (the
+// SIMD ones from level AVX2) bit for bit against tensor.Dequantize, and
+// the Exact MatVec and MatMul built on them against a float64 product, at
+// every level.
+func TestLowbitDecoders(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 16))
+	forEachImpl(t, func(t *testing.T) {
+		for _, c := range lowbitInt8Codecs {
+			for k, sh := range [][2]int{{3, 256}, {5, 512}, {2, 2048}, {7, 768}} {
+				rows, cols := sh[0], sh[1]
+				w := randWeight(t, r, c, rows, cols)
+				if k%2 == 1 {
+					w = lowbitRaw(r, c, rows, cols)
+				}
+				want := make([]float32, rows*cols)
+				if err := tensor.Dequantize(want, c, w.Data); err != nil {
+					t.Fatal(err)
+				}
+				rb, _ := c.RowBytes(cols)
+				got := make([]float32, cols)
+				for o := range rows {
+					decodeRow(got, c, w.Data[o*rb:(o+1)*rb])
+					for i, v := range got {
+						if math.Float32bits(v) != math.Float32bits(want[o*cols+i]) {
+							t.Fatalf("%s %dx%d row %d element %d: %g (%#x), want %g (%#x)", c, rows, cols, o, i, v, math.Float32bits(v), want[o*cols+i], math.Float32bits(want[o*cols+i]))
+						}
+					}
+				}
+				x := randX(r, 3*cols)
+				y := make([]float32, rows)
+				MatVec(y, w, x[:cols])
+				ref, mag := naive(w, x[:cols], 0, rows)
+				checkClose(t, fmt.Sprintf("%s %dx%d MatVec", c, rows, cols), y, ref, mag)
+				ym := make([]float32, 3*rows)
+				MatMul(ym, w, x, 3)
+				for tok := range 3 {
+					ref, mag := naive(w, x[tok*cols:(tok+1)*cols], 0, rows)
+					checkClose(t, fmt.Sprintf("%s %dx%d MatMul token %d", c, rows, cols, tok), ym[tok*rows:(tok+1)*rows], ref, mag)
+				}
+			}
+		}
+	})
+}
