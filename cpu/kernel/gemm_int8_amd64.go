@@ -15,6 +15,9 @@ func gemmQ4_0VNNI(wp *byte, xp *byte, nb int, out *[128]float32)
 func gemmQ8_0VNNI(wp *byte, xp *byte, nb int, out *[128]float32)
 
 //go:noescape
+func gemmLUT4VNNI(wp *byte, xp *byte, nb int, out *[128]float32, lut *byte)
+
+//go:noescape
 func quantPanelRow(x *float32, nb int, dst *byte)
 
 //go:noescape
@@ -103,6 +106,12 @@ func matmulInt8(y []float32, w *tensor.Tensor, x []float32, n, rows, cols, rb in
 		tile = gemmQ4_KVNNI
 	case tensor.Q6_K:
 		tile = gemmQ6_KVNNI
+	case tensor.Q5_0:
+		tile = gemmQ8_0VNNI
+	case tensor.IQ4_NL, tensor.IQ4_XS:
+		tile = func(wp, xp *byte, nb int, out *[128]float32) { gemmLUT4VNNI(wp, xp, nb, out, &iq4LUT[0]) }
+	case tensor.MXFP4:
+		tile = func(wp, xp *byte, nb int, out *[128]float32) { gemmLUT4VNNI(wp, xp, nb, out, &mxfp4LUT[0]) }
 	default:
 		return false
 	}
@@ -110,7 +119,11 @@ func matmulInt8(y []float32, w *tensor.Tensor, x []float32, n, rows, cols, rb in
 		return false
 	}
 	pw := packedOf(w, rb, rows, cols)
-	if level >= AMX && matmulAMX(y, pw, w.Codec, x, n, rows, cols) {
+	ac := w.Codec
+	if ac == tensor.Q5_0 {
+		ac = tensor.Q8_0 // packed as q8_0
+	}
+	if level >= AMX && matmulAMX(y, pw, ac, x, n, rows, cols) {
 		return true
 	}
 	bp := packPanels(x, n, cols)

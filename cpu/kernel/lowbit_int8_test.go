@@ -251,3 +251,59 @@ func TestLowbitDecoders(t *testing.T) {
 		}
 	})
 }
+
+// TestInt8MatMulLowbit checks Int8-mode MatMul (prefill) of the lowbit
+// codecs at every level: where the level packs them into int8 tiles
+// (AVX512VNNI: q5_0, iq4_nl, iq4_xs, mxfp4), against a float64 evaluation
+// of the same quantized arithmetic (tight); everywhere, against the exact
+// product (loose), as TestInt8MatMul does for q4_0 and q8_0.
+func TestInt8MatMulLowbit(t *testing.T) {
+	defer SetMode(SetMode(Int8))
+	r := rand.New(rand.NewPCG(17, 17))
+	forEachImpl(t, func(t *testing.T) {
+		for _, c := range lowbitInt8Codecs {
+			for k, sh := range [][3]int{{16, 256, 8}, {37, 512, 3}, {130, 768, 17}, {9, 256, 2}, {40, 1024, 9}} {
+				rows, cols, n := sh[0], sh[1], sh[2]
+				w := randWeight(t, r, c, rows, cols)
+				if k%2 == 1 {
+					w = lowbitRaw(r, c, rows, cols)
+				}
+				tiles := int8MatMul != nil && lowbitPackable(c)
+				wf := make([]float32, rows*cols)
+				if err := tensor.Dequantize(wf, c, w.Data); err != nil {
+					t.Fatal(err)
+				}
+				x := randX(r, n*cols)
+				y := make([]float32, n*rows)
+				for rep := range 2 { // the second call reuses the packed weight
+					MatMul(y, w, x, n)
+					for tok := range n {
+						xt := x[tok*cols : (tok+1)*cols]
+						yt := y[tok*rows : (tok+1)*rows]
+						if tiles {
+							qx := quantizeX(xt)
+							for o := range rows {
+								var want, mag float64
+								for i := range cols {
+									xv := float64(qx.d[i/32]) * float64(qx.q[i])
+									want += float64(wf[o*cols+i]) * xv
+									mag += math.Abs(float64(wf[o*cols+i]) * xv)
+								}
+								if d := math.Abs(float64(yt[o]) - want); d > 4e-6*mag+1e-30 {
+									t.Fatalf("%s %dx%d n=%d rep %d token %d row %d: %g, want %g (diff %g)", c, rows, cols, n, rep, tok, o, yt[o], want, d)
+								}
+							}
+							putQ8x(qx)
+						}
+						exact, emag := naive(w, xt, 0, rows)
+						for o := range rows {
+							if d := math.Abs(float64(yt[o]) - exact[o]); d > 0.02*emag[o] {
+								t.Fatalf("%s %dx%d token %d row %d: int8 %g vs exact %g: off by %g of Σ|wx|", c, rows, cols, tok, o, yt[o], exact[o], d/emag[o])
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
