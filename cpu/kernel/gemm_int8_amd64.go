@@ -110,8 +110,6 @@ func matmulInt8(y []float32, w *tensor.Tensor, x []float32, n, rows, cols, rb in
 		tile = gemmQ8_0VNNI
 	case tensor.IQ4_NL, tensor.IQ4_XS:
 		tile = func(wp, xp *byte, nb int, out *[128]float32) { gemmLUT4VNNI(wp, xp, nb, out, &iq4LUT[0]) }
-	case tensor.MXFP4:
-		tile = func(wp, xp *byte, nb int, out *[128]float32) { gemmLUT4VNNI(wp, xp, nb, out, &mxfp4LUT[0]) }
 	default:
 		return false
 	}

@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// Int8 GEMM tile of the code-book nibble codecs (iq4_nl, iq4_xs, mxfp4)
+// Int8 GEMM tile of the code-book nibble codecs (iq4_nl, iq4_xs)
 // for Int8-mode prefill: gemmQ4_0VNNI (gemm_int8_amd64.s) with each
 // nibble looked up (VPSHUFB) in lut, the code book plus 128 as unsigned
 // bytes, and the offset −128·Σq of the q8_0 tiles (panel byte 320).

@@ -254,7 +254,7 @@ func TestLowbitDecoders(t *testing.T) {
 
 // TestInt8MatMulLowbit checks Int8-mode MatMul (prefill) of the lowbit
 // codecs at every level: where the level packs them into int8 tiles
-// (AVX512VNNI: q5_0, iq4_nl, iq4_xs, mxfp4), against a float64 evaluation
+// (AVX512VNNI: q5_0, iq4_nl, iq4_xs), against a float64 evaluation
 // of the same quantized arithmetic (tight); everywhere, against the exact
 // product (loose), as TestInt8MatMul does for q4_0 and q8_0.
 func TestInt8MatMulLowbit(t *testing.T) {

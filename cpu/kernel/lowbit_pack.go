@@ -9,22 +9,23 @@ import (
 
 // Int8-mode prefill of the symmetric lowbit codecs (level AVX512VNNI):
 // MatMul packs them once per tensor into the int8 tiles of gemm_int8.go.
-// iq4_nl, iq4_xs and mxfp4 keep their nibbles (q4_0's tile layout, 5 bits
-// a weight with the scale) and the tile looks each up in the code book
-// plus 128 (gemmLUT4VNNI); q5_0 is widened to q8_0's tiles (w+128, 8.5
-// bits a weight). Their MatVec (decode) does not use the tiles: the
-// lowbit_int8 dots read the original, smaller bytes.
+// iq4_nl and iq4_xs keep their nibbles (q4_0's tile layout, 5 bits a
+// weight with the scale) and the tile looks each up in the code book plus
+// 128 (gemmLUT4VNNI); q5_0 is widened to q8_0's tiles (w+128, 8.5 bits a
+// weight). Their MatVec (decode) does not use the tiles: the lowbit_int8
+// dots read the original, smaller bytes. mxfp4 is left out: it holds
+// mostly MoE experts (gpt-oss), where prefill would in time pack every
+// expert and the tiles would double the model's resident size; its
+// prefill stays Exact (on the SIMD decoders).
 
 // lut4Codec reports whether c packs as code-book nibbles.
-func lut4Codec(c tensor.Codec) bool {
-	return c == tensor.IQ4_NL || c == tensor.IQ4_XS || c == tensor.MXFP4
-}
+func lut4Codec(c tensor.Codec) bool { return c == tensor.IQ4_NL || c == tensor.IQ4_XS }
 
 // lowbitPackable reports whether MatMul packs c for the int8 tiles.
 func lowbitPackable(c tensor.Codec) bool { return lut4Codec(c) || c == tensor.Q5_0 }
 
-// The code books plus 128, as the tiles' unsigned operand.
-var iq4LUT, mxfp4LUT = lut128(&iq4Values), lut128(&mxfp4Values)
+// iq4LUT is the code book plus 128, the tiles' unsigned operand.
+var iq4LUT = lut128(&iq4Values)
 
 func lut128(v *[16]int8) (t [16]byte) {
 	for i, x := range v {
@@ -48,8 +49,6 @@ func packLowbitBlock(c tensor.Codec, dst, src []byte, r, b int) {
 		return
 	case tensor.IQ4_NL:
 		qs, d = src[18*b+2:18*b+18], f16le(src[18*b:])
-	case tensor.MXFP4:
-		qs, d = src[17*b+1:17*b+17], e8m0HalfTable[src[17*b]]
 	case tensor.IQ4_XS:
 		o := unpackLowbit(c, src[136*(b/8):136*(b/8)+136], b%8)
 		qs, d = src[136*(b/8)+8+16*(b%8):][:16], o.dw0
