@@ -162,10 +162,10 @@ func TestInt8LowbitNonFinite(t *testing.T) {
 	})
 }
 
-// BenchmarkMatVecLowbit is Int8-mode decode of the lowbit codecs at the
-// llama-1b FFN shapes (gate/up 8192×2048, down 2048×8192), at each level
-// (generic computes Exact: it has no Int8 kernels). Run with -cpu 1 for
-// one thread.
+// BenchmarkMatVecLowbit is decode (MatVec) of the lowbit codecs at the
+// llama-1b FFN shapes (gate/up 8192×2048, down 2048×8192): Int8 mode at
+// each level (generic computes Exact: it has no Int8 kernels), and Exact
+// mode at AVX2 (the SIMD decoders). Run with -cpu 1 for one thread.
 func BenchmarkMatVecLowbit(b *testing.B) {
 	defer SetMode(SetMode(Int8))
 	defer SetLevel(CurrentLevel())
@@ -174,18 +174,51 @@ func BenchmarkMatVecLowbit(b *testing.B) {
 			w := lowbitBenchWeight(c, sh[0], sh[1])
 			x := randX(rand.New(rand.NewPCG(1, 2)), sh[1])
 			y := make([]float32, sh[0])
-			for _, l := range []Level{Generic, AVX2, AVX512VNNI} {
-				if l > Detected() {
+			for _, v := range []struct {
+				l    Level
+				m    Mode
+				name string
+			}{{Generic, Int8, "generic"}, {AVX2, Exact, "avx2_exact"}, {AVX2, Int8, "avx2"}, {AVX512VNNI, Int8, "avx512vnni"}} {
+				if v.l > Detected() {
 					continue
 				}
-				b.Run(fmt.Sprintf("%s_%dx%d/%s", c, sh[0], sh[1], l), func(b *testing.B) {
-					SetLevel(l)
+				b.Run(fmt.Sprintf("%s_%dx%d/%s", c, sh[0], sh[1], v.name), func(b *testing.B) {
+					SetLevel(v.l)
+					defer SetMode(SetMode(v.m))
 					b.SetBytes(int64(len(w.Data)))
 					for b.Loop() {
 						MatVec(y, w, x)
 					}
 				})
 			}
+		}
+	}
+}
+
+// BenchmarkMatMulLowbit is Int8-mode prefill (64 tokens) of the lowbit
+// codecs at the llama-1b gate shape, at each level (below AVX512VNNI, and
+// for the codecs without tiles, MatMul computes Exact).
+func BenchmarkMatMulLowbit(b *testing.B) {
+	defer SetMode(SetMode(Int8))
+	defer SetLevel(CurrentLevel())
+	const n, rows, cols = 64, 8192, 2048
+	for _, c := range lowbitInt8Codecs {
+		w := lowbitBenchWeight(c, rows, cols)
+		x := randX(rand.New(rand.NewPCG(1, 2)), n*cols)
+		y := make([]float32, n*rows)
+		for _, l := range []Level{Generic, AVX2, AVX512VNNI} {
+			if l > Detected() {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s_%dx%d/%s", c, rows, cols, l), func(b *testing.B) {
+				SetLevel(l)
+				MatMul(y, w, x, n) // packs, where the level packs
+				b.ResetTimer()
+				for b.Loop() {
+					MatMul(y, w, x, n)
+				}
+				b.ReportMetric(float64(2*n*rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
 		}
 	}
 }
