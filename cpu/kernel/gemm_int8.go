@@ -30,8 +30,13 @@ func i8Stride(c tensor.Codec) int {
 	case tensor.Q6_K:
 		return 256 + 128 + 128
 	}
-	if lut4Codec(c) {
+	switch {
+	case lut4Codec(c):
 		return 256 + 64
+	case c == tensor.Q4_1:
+		return 256 + 64 + 64
+	case q5Codec(c):
+		return 256 + 64 + 64 + 64
 	}
 	return 512 + 64
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -287,7 +289,7 @@ func TestLowbitDecoders(t *testing.T) {
 
 // TestInt8MatMulLowbit checks Int8-mode MatMul (prefill) of the lowbit
 // codecs at every level: where the level packs them into int8 tiles
-// (AVX512VNNI: q5_0, iq4_nl, iq4_xs), against a float64 evaluation
+// (AVX512VNNI: all but mxfp4, q2_K and q3_K), against a float64 evaluation
 // of the same quantized arithmetic (tight); everywhere, against the exact
 // product (loose), as TestInt8MatMul does for q4_0 and q8_0.
 func TestInt8MatMulLowbit(t *testing.T) {
@@ -339,4 +341,56 @@ func TestInt8MatMulLowbit(t *testing.T) {
 			}
 		}
 	})
+}
+
+// BenchmarkLowbitLevels measures single-call MatVec times of each lowbit
+// codec at the llama-1b gate shape (8192×2048) at each level, alternating
+// the levels call by call and keeping each one's fastest call, so that on
+// a shared machine the ratios compare like with like. It reports the
+// minimum ms per level and the speed-ups over the generic (Exact) code.
+// Run it once: go test -run X -bench LowbitLevels -benchtime 1x -cpu 1.
+func BenchmarkLowbitLevels(b *testing.B) {
+	defer SetMode(SetMode(Int8))
+	defer SetLevel(CurrentLevel())
+	type variant struct {
+		l    Level
+		m    Mode
+		name string
+	}
+	vs := []variant{{Generic, Int8, "generic"}, {AVX2, Exact, "avx2_exact"}, {AVX2, Int8, "avx2"}, {AVX512VNNI, Int8, "avx512vnni"}}
+	const rows, cols, rounds = 8192, 2048, 30
+	// The seed's four codecs first, for reference.
+	for _, c := range append([]tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K}, lowbitInt8Codecs...) {
+		b.Run(c.String(), func(b *testing.B) {
+			w := benchWeight(c, rows, cols)
+			if slices.Contains(lowbitInt8Codecs, c) {
+				w = lowbitBenchWeight(c, rows, cols)
+			}
+			x := randX(rand.New(rand.NewPCG(1, 2)), cols)
+			y := make([]float32, rows)
+			best := make([]time.Duration, len(vs))
+			for r := range rounds {
+				for i, v := range vs {
+					if v.l > Detected() || (v.l == Generic && r%3 != 0) {
+						continue
+					}
+					SetLevel(v.l)
+					SetMode(v.m)
+					t0 := time.Now()
+					MatVec(y, w, x)
+					if d := time.Since(t0); best[i] == 0 || d < best[i] {
+						best[i] = d
+					}
+				}
+			}
+			for i, v := range vs {
+				if best[i] > 0 {
+					b.ReportMetric(float64(best[i].Microseconds())/1000, v.name+"_ms")
+					if i > 0 {
+						b.ReportMetric(float64(best[0])/float64(best[i]), v.name+"_x")
+					}
+				}
+			}
+		})
+	}
 }

@@ -32,9 +32,8 @@ const (
 	// a tensor's data must not change after its first Int8 product. From
 	// the AVX2 level, MatVec of q4_1, q5_0, q5_1, q2_K, q3_K, q5_K,
 	// iq4_nl, iq4_xs and mxfp4 is Int8 too (lowbit_int8.go), and at
-	// AVX512VNNI so is MatMul of q5_0, iq4_nl and iq4_xs, on tiles packed
-	// the same way (lowbit_pack.go: the iq4 tiles keep the nibbles; q5_0's
-	// take 8.5 bits a weight). The command line maps
+	// AVX512VNNI so is MatMul of all but mxfp4, q2_K and q3_K, on tiles
+	// packed the same way (lowbit_pack.go: 5 to 8.5 bits a weight). The command line maps
 	// CORTIQ_KERNEL=exact to SetMode(Exact).
 	Int8
 )
