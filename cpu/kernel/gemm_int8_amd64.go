@@ -3,6 +3,7 @@
 package kernel
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/cortiq/cortiq/tensor"
@@ -118,6 +119,9 @@ func matmulInt8(y []float32, w *tensor.Tensor, x []float32, n, rows, cols, rb in
 	case tensor.IQ4_NL, tensor.IQ4_XS:
 		tile = func(wp, xp *byte, nb int, out *[128]float32) { gemmLUT4VNNI(wp, xp, nb, out, &iq4LUT[0]) }
 	default:
+		return false
+	}
+	if slices.Contains(lowbitInt8Codecs, w.Codec) && !lowbitPackable(w.Codec) {
 		return false
 	}
 	if cols%32 != 0 || cols == 0 || rows == 0 {

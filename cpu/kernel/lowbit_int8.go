@@ -31,6 +31,11 @@ import (
 //
 // Every product and sum is rounded to float32 (no fused multiply-adds).
 
+// lowbitInt8 puts the codecs below in Int8 mode (MatVec from AVX2, MatMul
+// tiles at AVX512VNNI). Set to false, Int8 mode leaves them Exact, as
+// before these kernels (the SIMD decoders stay).
+const lowbitInt8 = true
+
 // lowbitInt8Codecs are the codecs with an Int8 kernel defined here.
 var lowbitInt8Codecs = []tensor.Codec{
 	tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.Q2_K, tensor.Q3_K, tensor.Q5_K,

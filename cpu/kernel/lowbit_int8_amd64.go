@@ -133,6 +133,9 @@ func useLowbitInt8(vnni bool) {
 			}
 		}
 	}
+	if !lowbitInt8 {
+		return
+	}
 	for c, k := range lowbitDots {
 		f := k[0]
 		if vnni {

@@ -31,7 +31,7 @@ func lut4Codec(c tensor.Codec) bool { return c == tensor.IQ4_NL || c == tensor.I
 
 // lowbitPackable reports whether MatMul packs c for the int8 tiles.
 func lowbitPackable(c tensor.Codec) bool {
-	return lut4Codec(c) || q5Codec(c) || c == tensor.Q5_0 || c == tensor.Q4_1
+	return lowbitInt8 && (lut4Codec(c) || q5Codec(c) || c == tensor.Q5_0 || c == tensor.Q4_1)
 }
 
 // iq4LUT is the code book plus 128, the tiles' unsigned operand.
