@@ -3,7 +3,6 @@
 package kernel
 
 import (
-	"slices"
 	"sync"
 
 	"github.com/cortiq/cortiq/tensor"
@@ -14,12 +13,6 @@ func gemmQ4_0VNNI(wp *byte, xp *byte, nb int, out *[128]float32)
 
 //go:noescape
 func gemmQ8_0VNNI(wp *byte, xp *byte, nb int, out *[128]float32)
-
-//go:noescape
-func gemmQ5MVNNI(wp *byte, xp *byte, nb int, out *[128]float32)
-
-//go:noescape
-func gemmLUT4VNNI(wp *byte, xp *byte, nb int, out *[128]float32, lut *byte)
 
 //go:noescape
 func quantPanelRow(x *float32, nb int, dst *byte)
@@ -110,19 +103,10 @@ func matmulInt8(y []float32, w *tensor.Tensor, x []float32, n, rows, cols, rb in
 		tile = gemmQ4_KVNNI
 	case tensor.Q6_K:
 		tile = gemmQ6_KVNNI
-	case tensor.Q5_0:
-		tile = gemmQ8_0VNNI
-	case tensor.Q4_1:
-		tile = gemmQ4_KVNNI
-	case tensor.Q5_1, tensor.Q5_K:
-		tile = gemmQ5MVNNI
-	case tensor.IQ4_NL, tensor.IQ4_XS:
-		tile = func(wp, xp *byte, nb int, out *[128]float32) { gemmLUT4VNNI(wp, xp, nb, out, &iq4LUT[0]) }
 	default:
-		return false
-	}
-	if slices.Contains(lowbitInt8Codecs, w.Codec) && !lowbitPackable(w.Codec) {
-		return false
+		if tile = lowbitTile(w.Codec); tile == nil {
+			return false
+		}
 	}
 	if cols%32 != 0 || cols == 0 || rows == 0 {
 		return false

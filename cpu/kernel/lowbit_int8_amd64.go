@@ -105,6 +105,33 @@ var lowbitDecoders = [tensor.NumCodecs]func(dst *float32, w *byte, nb int){
 	tensor.MXFP4:  decMXFP4AVX2,
 }
 
+// Int8 GEMM tiles of the lowbit codecs (lowbit_gemm_amd64.s).
+
+//go:noescape
+func gemmQ5MVNNI(wp *byte, xp *byte, nb int, out *[128]float32)
+
+//go:noescape
+func gemmLUT4VNNI(wp *byte, xp *byte, nb int, out *[128]float32, lut *byte)
+
+// lowbitTile is the tile kernel of Int8-mode MatMul for codec c on its
+// packed weights (lowbit_pack.go), or nil if c is not packed.
+func lowbitTile(c tensor.Codec) func(wp, xp *byte, nb int, out *[128]float32) {
+	if !lowbitPackable(c) {
+		return nil
+	}
+	switch {
+	case c == tensor.Q5_0:
+		return gemmQ8_0VNNI
+	case c == tensor.Q4_1:
+		return gemmQ4_KVNNI
+	case q5Codec(c):
+		return gemmQ5MVNNI
+	case lut4Codec(c):
+		return func(wp, xp *byte, nb int, out *[128]float32) { gemmLUT4VNNI(wp, xp, nb, out, &iq4LUT[0]) }
+	}
+	return nil
+}
+
 type lowbitDot func(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
 
 // lowbitDots holds each codec's AVX2 and VNNI dot.
