@@ -267,7 +267,11 @@ func TestLowbitDecoders(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 16))
 	forEachImpl(t, func(t *testing.T) {
 		for _, c := range lowbitInt8Codecs {
-			for k, sh := range [][2]int{{3, 256}, {5, 512}, {2, 2048}, {7, 768}} {
+			shapes := [][2]int{{3, 256}, {5, 512}, {2, 2048}, {7, 768}}
+			if c.BlockLen() == 32 {
+				shapes = append(shapes, [2]int{4, 32}, [2]int{3, 96}, [2]int{2, 224})
+			}
+			for k, sh := range shapes {
 				rows, cols := sh[0], sh[1]
 				w := randWeight(t, r, c, rows, cols)
 				if k%2 == 1 {
@@ -313,7 +317,11 @@ func TestInt8MatMulLowbit(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 17))
 	forEachImpl(t, func(t *testing.T) {
 		for _, c := range lowbitInt8Codecs {
-			for k, sh := range [][3]int{{16, 256, 8}, {37, 512, 3}, {130, 768, 17}, {9, 256, 2}, {40, 1024, 9}} {
+			shapes := [][3]int{{16, 256, 8}, {37, 512, 3}, {130, 768, 17}, {9, 256, 2}, {40, 1024, 9}}
+			if c.BlockLen() == 32 {
+				shapes = append(shapes, [3]int{17, 32, 5}, [3]int{20, 96, 9}, [3]int{33, 224, 2})
+			}
+			for k, sh := range shapes {
 				rows, cols, n := sh[0], sh[1], sh[2]
 				w := randWeight(t, r, c, rows, cols)
 				if k%2 == 1 {
