@@ -30,6 +30,14 @@ func i8Stride(c tensor.Codec) int {
 	case tensor.Q6_K:
 		return 256 + 128 + 128
 	}
+	switch {
+	case lut4Codec(c):
+		return 256 + 64
+	case c == tensor.Q4_1:
+		return 256 + 64 + 64
+	case q5Codec(c):
+		return 256 + 64 + 64 + 64
+	}
 	return 512 + 64
 }
 
@@ -108,6 +116,10 @@ func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
 				src := data[row*rb : (row+1)*rb]
 				for b := range nb {
 					dst := p.data[(g*nb+b)*gs : (g*nb+b+1)*gs]
+					if lowbitPackable(c) {
+						packLowbitBlock(c, dst, src, r, b)
+						continue
+					}
 					if c == tensor.Q6_K {
 						sb := src[210*(b/8) : 210*(b/8)+210]
 						e0 := 32 * (b % 8)

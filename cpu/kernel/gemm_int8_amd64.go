@@ -104,13 +104,19 @@ func matmulInt8(y []float32, w *tensor.Tensor, x []float32, n, rows, cols, rb in
 	case tensor.Q6_K:
 		tile = gemmQ6_KVNNI
 	default:
-		return false
+		if tile = lowbitTile(w.Codec); tile == nil {
+			return false
+		}
 	}
 	if cols%32 != 0 || cols == 0 || rows == 0 {
 		return false
 	}
 	pw := packedOf(w, rb, rows, cols)
-	if level >= AMX && matmulAMX(y, pw, w.Codec, x, n, rows, cols) {
+	ac := w.Codec
+	if ac == tensor.Q5_0 {
+		ac = tensor.Q8_0 // packed as q8_0
+	}
+	if level >= AMX && matmulAMX(y, pw, ac, x, n, rows, cols) {
 		return true
 	}
 	bp := packPanels(x, n, cols)

@@ -11,8 +11,8 @@
 // q4_K's min are applied through Σx). MatMul decodes weight rows to float32
 // exactly and accumulates each output in one float32 sum per token. This is
 // the Exact mode, the numerical reference other backends compare against.
-// The default mode is Int8, which trades exactness for speed on q8_0/q4_0
-// MatVec (see Int8); SetMode(Exact) restores it. SetLevel picks the
+// The default mode is Int8, which trades exactness for speed on the block
+// codecs' MatVec (see Int8); SetMode(Exact) restores it. SetLevel picks the
 // instruction set (see Level).
 //
 // Every output element is computed by one goroutine in an order fixed by
@@ -28,7 +28,8 @@
 // without them. Int8 mode at the AVX512VNNI level and above repacks
 // q4_0, q8_0, q4_K and q6_K weights once per tensor, at first use, into
 // 16-row int8 tiles that decode (one token) and prefill (panels of 8 or,
-// with AMX, 16 tokens) share.
+// with AMX, 16 tokens) share; q4_1, q5_0, q5_1, q5_K, iq4_nl and iq4_xs
+// are packed the same way for prefill only (lowbit_pack.go).
 // Kernels run in parallel on runtime.GOMAXPROCS(0) goroutines (read at
 // each call; helpers are long-lived and started on demand); small
 // products run inline on the caller. Kernels are safe for concurrent use. Length mismatches between

@@ -89,6 +89,7 @@ func applyLevel(l Level) {
 	readSumImpl = nil
 	if l >= AVX2 {
 		readSumImpl = readSumAVX2
+		useLowbitInt8(l >= AVX512VNNI)
 	}
 	int8MatMul, packedDecode, quantRowImpl = nil, false, nil
 	if l >= AVX512 {

@@ -8,8 +8,9 @@ import (
 
 // The GGUF codecs beyond q8_0/q4_0/q4_K/q6_K (q4_1 … mxfp4) run the exact
 // path: each weight row is decoded with tensor.Dequantize (bit-for-bit
-// ggml's values) and dotted with x in float32. Faster fused or int8 kernels
-// may replace these entries later and are tested against them.
+// ggml's values) and dotted with x in float32. In Int8 mode, q4_1 … mxfp4
+// MatVec runs the SIMD kernels of lowbit_int8.go instead (levels AVX2 and
+// up); the IQ2/IQ3/IQ1/TQ types stay exact.
 
 // lowbitCodecs are the codecs served by this file.
 var lowbitCodecs = []tensor.Codec{
@@ -31,7 +32,8 @@ func init() {
 var rowBufs sync.Pool
 
 // decodedRows is the exact matvec kernel of codec c: every row decoded to
-// float32, then one float32 dot product with x.
+// float32 (by the level's decoder: tensor.Dequantize, or its SIMD twin
+// from lowbit_int8.go), then one float32 dot product with x.
 func decodedRows(c tensor.Codec) rowsKernel {
 	return func(y []float32, data []byte, rb int, x, _ []float32) {
 		n := len(x)
@@ -42,9 +44,7 @@ func decodedRows(c tensor.Codec) rowsKernel {
 			w = make([]float32, n)
 		}
 		for i := range y {
-			if err := tensor.Dequantize(w, c, data[i*rb:(i+1)*rb]); err != nil {
-				panic("kernel: " + err.Error())
-			}
+			decodeRow(w, c, data[i*rb:(i+1)*rb])
 			y[i] = Dot(w, x)
 		}
 		rowBufs.Put(&w)

@@ -29,8 +29,12 @@ const (
 	// is Int8 too, every token row quantized the same way; those weights
 	// are repacked once per tensor into 16-row int8 tiles (held while the
 	// tensor lives, about the size of the weight again, or until Unpack);
-	// a tensor's data must not change after its first Int8 product. The
-	// command line maps CORTIQ_KERNEL=exact to SetMode(Exact).
+	// a tensor's data must not change after its first Int8 product. From
+	// the AVX2 level, MatVec of q4_1, q5_0, q5_1, q2_K, q3_K, q5_K,
+	// iq4_nl, iq4_xs and mxfp4 is Int8 too (lowbit_int8.go), and at
+	// AVX512VNNI so is MatMul of all but mxfp4, q2_K and q3_K, on tiles
+	// packed the same way (lowbit_pack.go: 5 to 8.5 bits a weight). The command line maps
+	// CORTIQ_KERNEL=exact to SetMode(Exact).
 	Int8
 )
 
@@ -164,7 +168,7 @@ type int8Kernel func(y []float32, data []byte, rb int, qx *q8x)
 // no faster than Exact, so without SIMD Int8 mode computes Exact.
 var int8Kernels [len(genericInt8Kernels)]int8Kernel
 
-var genericInt8Kernels = [...]int8Kernel{
+var genericInt8Kernels = [tensor.NumCodecs]int8Kernel{
 	tensor.Q8_0: int8RowsGeneric(dotQ8_0Int8),
 	tensor.Q4_0: int8RowsGeneric(dotQ4_0Int8),
 	tensor.Q4_K: nil,
