@@ -13,29 +13,9 @@ import (
 
 	"github.com/cortiq/cortiq/gguf"
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/model/family"
 	"github.com/cortiq/cortiq/tensor"
 )
-
-// GGUF architectures FromGGUF understands, with the RoPE pairing llama.cpp
-// uses for each: its converter permutes the q/k rows of "llama" (and
-// "mistral") models so that rope mode NORM (interleaved pairs) applies; the
-// others keep Hugging Face's rotate-half layout (NEOX).
-var ggufFamilies = map[string]model.RopeStyle{
-	"llama":   model.RopeInterleaved,
-	"mistral": model.RopeInterleaved,
-	"qwen2":   model.RopeNeoX,
-	"qwen3":   model.RopeNeoX,
-	"gemma":   model.RopeNeoX,
-	"gemma2":  model.RopeNeoX,
-	"gemma3":  model.RopeNeoX,
-	"phi3":    model.RopeNeoX,
-	// Mixture-of-experts variants (Mixtral is "llama" with expert tensors).
-	"qwen2moe": model.RopeNeoX,
-	"qwen3moe": model.RopeNeoX,
-	// gpt-oss: sinks, alternating sliding/full layers, YaRN, biases,
-	// clamped-SwiGLU experts (llama.cpp's LLM_ARCH_OPENAI_MOE).
-	"gpt-oss": model.RopeNeoX,
-}
 
 // FromGGUF imports a GGUF model of the llama family (general.architecture
 // llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, gemma, gemma2, gemma3 or
@@ -151,6 +131,7 @@ func ggufFinite(x, max float64) float64 {
 type ggufMeta struct {
 	f     *gguf.File
 	arch  string
+	fam   *family.Family
 	views map[string]ggufView // where canonical tensors lie, for unmapped files
 }
 
@@ -234,11 +215,11 @@ func ggufModel(f *gguf.File) (*model.Model, error) {
 	if !ok {
 		return nil, fmt.Errorf("gguf: %s: no general.architecture", f.Name)
 	}
-	style, ok := ggufFamilies[arch]
+	fam, ok := family.GGUF(arch)
 	if !ok {
-		return nil, fmt.Errorf("gguf: %s: unsupported architecture %q (supported: llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, gemma, gemma2, gemma3, phi3, gpt-oss)", f.Name, arch)
+		return nil, fmt.Errorf("gguf: %s: unsupported architecture %q (supported: %s)", f.Name, arch, strings.Join(family.GGUFNames(), ", "))
 	}
-	g := ggufMeta{f: f, arch: arch, views: map[string]ggufView{}}
+	g := ggufMeta{f: f, arch: arch, fam: fam, views: map[string]ggufView{}}
 
 	// Unmapped files get tensor headers only (Data nil) until a tensor is
 	// asked for.
@@ -259,15 +240,15 @@ func ggufModel(f *gguf.File) (*model.Model, error) {
 		w[ti.Name] = t
 		g.views[ti.Name] = ggufView{src: ti.Name, n: ti.ByteLen()}
 	}
-	if arch == "phi3" {
-		if err := ggufSplitPhi3(g, w); err != nil {
+	if fam.GGUFFusedSplit {
+		if err := ggufSplitFused(g, w); err != nil {
 			return nil, err
 		}
 	}
-	if arch == "gpt-oss" {
-		ggufRenameGptOss(g, w)
+	if fam.GGUFFFNNorm != "" {
+		ggufRenameFFNNorm(g, w)
 	}
-	a, err := ggufArch(g, style, w)
+	a, err := ggufArch(g, w)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +320,7 @@ func (w *ggufLazyWeights) Err() error {
 	return w.err
 }
 
-func ggufArch(g ggufMeta, style model.RopeStyle, w model.MapWeights) (model.Arch, error) {
+func ggufArch(g ggufMeta, w model.MapWeights) (model.Arch, error) {
 	f := g.f
 	a := model.Arch{
 		Family: g.arch, Norm: model.NormRMS, Act: model.ActSiLU,
@@ -391,13 +372,12 @@ func ggufArch(g ggufMeta, style model.RopeStyle, w model.MapWeights) (model.Arch
 		}
 	}
 
-	if g.arch == "gpt-oss" {
-		// llama.cpp's gpt-oss graph hardcodes the clamped SwiGLU (as
+	if g.fam.Act != "" {
+		// gpt-oss: llama.cpp's graph hardcodes the clamped SwiGLU (as
 		// transformers' GptOssExperts does).
-		a.Act, a.SwiGLULimit, a.SwiGLUAlpha = model.ActSwiGLUOAI, 7.0, 1.702
+		a.Act, a.SwiGLULimit, a.SwiGLUAlpha = g.fam.Act, g.fam.SwiGLULimit, g.fam.SwiGLUAlpha
 	}
-	gemma := strings.HasPrefix(g.arch, "gemma")
-	if gemma {
+	if g.fam.GemmaMLP {
 		a.Act = model.ActGELUTanh
 		a.EmbedScale = float32(math.Sqrt(float64(a.Hidden)))
 	}
@@ -407,7 +387,7 @@ func ggufArch(g ggufMeta, style model.RopeStyle, w model.MapWeights) (model.Arch
 	}
 	a.FinalSoftcap = float32(softcap)
 
-	rope, err := ggufRope(g, style, w)
+	rope, err := ggufRope(g, w)
 	if err != nil {
 		return a, err
 	}
@@ -455,24 +435,14 @@ func ggufArch(g ggufMeta, style model.RopeStyle, w model.MapWeights) (model.Arch
 		if explicitScale > 0 {
 			at.Scale = float32(explicitScale)
 		}
-		// llama.cpp scales queries by 1/sqrt(hidden/heads) for the 27B
-		// Gemma 2 and 3 models (query_pre_attn_scalar, which GGUF does not
-		// store), recognized by their layer counts.
-		if (g.arch == "gemma2" && nLayers == 46) || (g.arch == "gemma3" && nLayers == 62) {
-			at.Scale = float32(1 / math.Sqrt(float64(a.Hidden/at.Heads)))
-		}
 		at.Softcap = float32(attnSoftcap)
 		switch {
-		case g.arch == "gemma2" && window > 0:
-			if i%2 == 0 {
-				at.Window = window
-			}
-		case g.arch == "gpt-oss" && window > 0:
+		case g.fam.GGUFSliding == family.SlideEven && window > 0:
 			// llama.cpp's swa pattern 2: even layers slide.
 			if i%2 == 0 {
 				at.Window = window
 			}
-		case g.arch == "gemma3" && window > 0:
+		case g.fam.GGUFSliding == family.SlideGemma3 && window > 0:
 			if i%6 != 5 {
 				at.Window = window
 				// Local layers use their own base and no scaling.
@@ -509,6 +479,9 @@ func ggufArch(g ggufMeta, style model.RopeStyle, w model.MapWeights) (model.Arch
 			return a, err
 		}
 		a.Layers = append(a.Layers, l)
+	}
+	if g.fam.GGUFQuirk != nil {
+		g.fam.GGUFQuirk(&a)
 	}
 	return a, nil
 }
@@ -548,12 +521,12 @@ func ggufMoE(g ggufMeta, layer, experts int, w model.MapWeights) (*model.MoE, er
 	// Mixtral (llama) and Qwen3-MoE renormalize the selected weights;
 	// Qwen2-MoE does not (llama.cpp hardcodes the same). A file may say so
 	// explicitly.
-	m.NormTopK = g.arch != "qwen2moe"
+	m.NormTopK = !g.fam.GGUFNoNormTopK
 	if v, ok := g.f.GetBool(g.key("expert_weights_norm")); ok {
 		m.NormTopK = v
 	}
-	if g.arch == "gpt-oss" {
-		// llama.cpp: softmax over the selected logits (SOFTMAX_WEIGHT).
+	if g.fam.GGUFRouter == "topk_softmax" {
+		// gpt-oss: softmax over the selected logits (SOFTMAX_WEIGHT).
 		m.Scoring, m.NormTopK = "topk_softmax", false
 	}
 	_, m.RouterBias = w[model.LayerTensor(layer, model.FFNRouterB)]
@@ -573,17 +546,17 @@ func yarnMscale(factor float64) float64 {
 	return 0.1*math.Log(factor) + 1
 }
 
-// ggufPostAttnNormGptOss is where llama.cpp's gpt-oss keeps the pre-FFN
-// norm (transformers' post_attention_layernorm, a pre-norm of the MoE).
-const ggufPostAttnNormGptOss = model.PostAttnNorm
-
-// ggufRenameGptOss gives gpt-oss's pre-FFN norm its canonical name.
-func ggufRenameGptOss(g ggufMeta, w model.MapWeights) {
+// ggufRenameFFNNorm gives the pre-FFN norm its canonical name where
+// llama.cpp names it otherwise (family.Family.GGUFFFNNorm: gpt-oss keeps it
+// as post_attention_norm, transformers' post_attention_layernorm, a
+// pre-norm of the MoE).
+func ggufRenameFFNNorm(g ggufMeta, w model.MapWeights) {
+	from := g.fam.GGUFFFNNorm
 	for name, t := range w {
-		if !strings.HasPrefix(name, "blk.") || !strings.HasSuffix(name, "."+ggufPostAttnNormGptOss) {
+		if !strings.HasPrefix(name, "blk.") || !strings.HasSuffix(name, "."+from) {
 			continue
 		}
-		canon := strings.TrimSuffix(name, ggufPostAttnNormGptOss) + model.FFNNorm
+		canon := strings.TrimSuffix(name, from) + model.FFNNorm
 		if _, dup := w[canon]; dup {
 			continue
 		}
@@ -598,8 +571,11 @@ func ggufRenameGptOss(g ggufMeta, w model.MapWeights) {
 }
 
 // ggufRope reads the rotary embedding shared by all layers.
-func ggufRope(g ggufMeta, style model.RopeStyle, w model.MapWeights) (model.Rope, error) {
-	r := model.Rope{Style: style}
+func ggufRope(g ggufMeta, w model.MapWeights) (model.Rope, error) {
+	r := model.Rope{Style: model.RopeNeoX}
+	if g.fam.GGUFRope != "" {
+		r.Style = g.fam.GGUFRope
+	}
 	var err error
 	if r.Theta, err = g.floatKey("rope.freq_base", 10000); err != nil {
 		return r, err
@@ -642,8 +618,8 @@ func ggufRope(g ggufMeta, style model.RopeStyle, w model.MapWeights) (model.Rope
 		if r.Scaling.AttnFactor, err = g.floatKey("rope.scaling.attn_factor", 0); err != nil {
 			return r, err
 		}
-		if g.arch == "gpt-oss" {
-			// transformers' gpt-oss config says truncate=false, and
+		if g.fam.GGUFYarnMscale {
+			// gpt-oss: transformers' config says truncate=false, and
 			// llama.cpp's YaRN multiplies its attn_factor (default 1) by
 			// 1+0.1·ln(factor), transformers' default attention factor.
 			r.Scaling.NoTruncate = true
@@ -724,9 +700,10 @@ func ggufLlama3Scaling(g ggufMeta, t *tensor.Tensor, theta float64, orig int) (m
 	return s, nil
 }
 
-// ggufSplitPhi3 replaces Phi-3's fused attn_qkv and gate+up ffn_up by the
-// canonical tensors, as row ranges (views) of the fused ones.
-func ggufSplitPhi3(g ggufMeta, w model.MapWeights) error {
+// ggufSplitFused replaces the fused attn_qkv and gate+up ffn_up of a
+// family with family.Family.GGUFFusedSplit (Phi-3) by the canonical tensors,
+// as row ranges (views) of the fused ones.
+func ggufSplitFused(g ggufMeta, w model.MapWeights) error {
 	nLayers, err := g.intKey("block_count", -1, -1)
 	if err != nil {
 		return err
@@ -958,22 +935,6 @@ func reflectDeref(v any) any {
 	return v
 }
 
-// ggufFamilyFor maps an Arch family (a Hugging Face model_type or a GGUF
-// architecture) to the GGUF architecture llama.cpp knows it by.
-func ggufFamilyFor(family string) (string, bool) {
-	switch family {
-	case "llama", "mistral":
-		return "llama", true
-	case "gemma3_text":
-		return "gemma3", true
-	case "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3":
-		return family, true
-	case "gpt_oss", "gpt-oss":
-		return "gpt-oss", true
-	}
-	return "", false
-}
-
 // SaveGGUF writes m as a GGUF v3 file for llama.cpp, the inverse of
 // FromGGUF: architecture metadata under the llama.cpp keys, the tokenizer
 // (from a "gguf" TokenizerData; without one, tokenizer.ggml.model is
@@ -992,9 +953,14 @@ func ggufFamilyFor(family string) (string, bool) {
 // from what it would write (as FromGGUF does) and fails, naming the
 // difference, unless that matches m.Arch.
 func SaveGGUF(m *model.Model, path string) error {
-	arch, ok := ggufFamilyFor(m.Arch.Family)
+	src, ok := family.Of(m.Arch.Family)
+	if !ok || src.GGUFOut == "" {
+		return fmt.Errorf("gguf: %s: family %q has no GGUF mapping (supported: %s)", path, m.Arch.Family, strings.Join(family.GGUFOutNames(), ", "))
+	}
+	arch := src.GGUFOut
+	out, ok := family.GGUF(arch)
 	if !ok {
-		return fmt.Errorf("gguf: %s: family %q has no GGUF mapping (supported: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3, phi3, gpt_oss)", path, m.Arch.Family)
+		return fmt.Errorf("gguf: %s: family %q is written as %q, which the GGUF reader does not know", path, m.Arch.Family, arch)
 	}
 	a := &m.Arch
 	if err := a.Validate(); err != nil {
@@ -1003,7 +969,7 @@ func SaveGGUF(m *model.Model, path string) error {
 	l0 := a.Layers[0]
 	var moe *model.MoE
 	for i, l := range a.Layers {
-		if l.Mixer != model.MixerAttention || (l.FFN != model.FFNDense && (l.FFN != model.FFNMoE || arch != "gpt-oss")) {
+		if l.Mixer != model.MixerAttention || (l.FFN != model.FFNDense && (l.FFN != model.FFNMoE || out.MoE != family.MoEGptOss)) {
 			return fmt.Errorf("gguf: %s: layer %d: only attention layers with a dense FFN (or gpt-oss's MoE) are supported", path, i)
 		}
 		if l.MoE != nil && moe == nil {
@@ -1057,7 +1023,7 @@ func SaveGGUF(m *model.Model, path string) error {
 			window = l.Attn.Window
 		}
 	}
-	if arch == "gemma3" {
+	if out.GGUFSliding == family.SlideGemma3 {
 		for _, l := range a.Layers {
 			if l.Attn.Window == 0 {
 				rope = l.Attn.Rope
@@ -1087,7 +1053,7 @@ func SaveGGUF(m *model.Model, path string) error {
 		add(ak("rope.scaling.original_context_length"), uint32(rope.Scaling.OriginalContext))
 		add(ak("rope.scaling.yarn_beta_fast"), float32(rope.Scaling.BetaFast))
 		add(ak("rope.scaling.yarn_beta_slow"), float32(rope.Scaling.BetaSlow))
-		if af := rope.Scaling.AttnFactor; arch == "gpt-oss" {
+		if af := rope.Scaling.AttnFactor; out.GGUFYarnMscale {
 			if rel := af / yarnMscale(rope.Scaling.Factor); af != 0 && rel != 1 {
 				add(ak("rope.scaling.attn_factor"), float32(rel))
 			}
@@ -1163,13 +1129,13 @@ func SaveGGUF(m *model.Model, path string) error {
 		l.Attn = new(*l.Attn)
 		expect.Layers[i] = l
 	}
-	if arch == "llama" {
+	if out.GGUFRope == model.RopeInterleaved {
 		for i, l := range expect.Layers {
 			if l.Attn.Rope.Style == model.RopeInterleaved {
 				continue
 			}
 			if l.Attn.Rope.Dims != l.Attn.HeadDim {
-				return fmt.Errorf("gguf: %s: layer %d: partial NEOX RoPE cannot be expressed as GGUF llama", path, i)
+				return fmt.Errorf("gguf: %s: layer %d: partial NEOX RoPE cannot be expressed as GGUF %s", path, i, arch)
 			}
 			for _, s := range []struct {
 				name  string
@@ -1189,7 +1155,7 @@ func SaveGGUF(m *model.Model, path string) error {
 			l.Attn.Rope.Style = model.RopeInterleaved
 		}
 	}
-	if strings.HasPrefix(arch, "gemma") && a.Norm == model.NormRMSPlusOne {
+	if a.Norm == model.NormRMSPlusOne { // GGUF norms are plain: llama.cpp adds the 1
 		for n, t := range w {
 			if strings.HasSuffix(n, "norm.weight") {
 				p, err := ggufAddOne(t)
@@ -1201,7 +1167,7 @@ func SaveGGUF(m *model.Model, path string) error {
 		}
 		expect.Norm = model.NormRMS
 	}
-	if arch == "phi3" {
+	if out.GGUFFusedSplit {
 		for i := range expect.Layers {
 			if err := ggufFuseRows(w, model.LayerTensor(i, "attn_qkv.weight"),
 				model.LayerTensor(i, model.AttnQ), model.LayerTensor(i, model.AttnK), model.LayerTensor(i, model.AttnV)); err != nil {
@@ -1216,13 +1182,13 @@ func SaveGGUF(m *model.Model, path string) error {
 	if rope.Scaling.Type == "llama3" {
 		w["rope_freqs.weight"] = ggufLlama3Freqs(rope)
 	}
-	if arch == "gpt-oss" {
+	if out.GGUFFFNNorm != "" {
 		for i := range expect.Layers {
 			n := model.LayerTensor(i, model.FFNNorm)
 			if t, ok := w[n]; ok {
 				delete(w, n)
 				r := *t
-				r.Name = model.LayerTensor(i, ggufPostAttnNormGptOss)
+				r.Name = model.LayerTensor(i, out.GGUFFFNNorm)
 				w[r.Name] = &r
 			}
 		}
@@ -1236,19 +1202,20 @@ func SaveGGUF(m *model.Model, path string) error {
 	}
 	check := model.MapWeights{}
 	maps.Copy(check, w)
-	if arch == "phi3" {
-		if err := ggufSplitPhi3(ggufMeta{f: mf, arch: arch}, check); err != nil {
+	g := ggufMeta{f: mf, arch: arch, fam: out}
+	if out.GGUFFusedSplit {
+		if err := ggufSplitFused(g, check); err != nil {
 			return err
 		}
 	}
-	if arch == "gpt-oss" {
+	if out.GGUFFFNNorm != "" {
 		for n, t := range check {
 			c := *t
 			check[n] = &c // the rename below must not touch w's tensors
 		}
-		ggufRenameGptOss(ggufMeta{f: mf, arch: arch}, check)
+		ggufRenameFFNNorm(g, check)
 	}
-	got, err := ggufArch(ggufMeta{f: mf, arch: arch}, ggufFamilies[arch], check)
+	got, err := ggufArch(g, check)
 	if err != nil {
 		return err
 	}
