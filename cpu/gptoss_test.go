@@ -41,7 +41,7 @@ func TestGGUFGptOss(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := filepath.Join(t.TempDir(), name+".gguf")
-			if err := importer.SaveGGUF(q, path); err != nil {
+			if err := importer.SaveGGUF(q, path, importer.SaveOptions{Keep: true}); err != nil {
 				t.Fatal(err)
 			}
 			f, err := gguf.Open(path)
@@ -97,7 +97,7 @@ func TestGGUFGptOssF32(t *testing.T) {
 			}
 			defer hf.Close()
 			path := filepath.Join(t.TempDir(), name+".gguf")
-			if err := importer.SaveGGUF(hf, path); err != nil {
+			if err := importer.SaveGGUF(hf, path, importer.SaveOptions{Keep: true}); err != nil {
 				t.Fatal(err)
 			}
 			m, err := importer.Open(path)

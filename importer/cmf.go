@@ -78,18 +78,9 @@ func SaveCMF(m *model.Model, path string, opts SaveOptions) error {
 			return fail(fmt.Errorf("cmf: %s: tensor %q listed but absent", path, name))
 		}
 		if requant && cmfShouldConvert(t, target) {
-			var e *tensor.Tensor
-			done := false
-			if opts.Encode != nil {
-				e, done, err = opts.Encode(t)
-			}
-			if err == nil && !done {
-				e, err = cmfConvert(t, target)
-			}
-			if err != nil {
+			if t, err = saveEncode(t, target, opts); err != nil {
 				return fail(fmt.Errorf("cmf: %s: tensor %q: %w", path, name, err))
 			}
-			t = e
 		}
 		if err := w.WriteTensor(t); err != nil {
 			return fail(err)
@@ -104,6 +95,18 @@ func SaveCMF(m *model.Model, path string, opts SaveOptions) error {
 		return fmt.Errorf("cmf: %w", err)
 	}
 	return nil
+}
+
+// saveEncode re-encodes t to target: opts.Encode's encoding when it gives
+// one, else round to nearest.
+func saveEncode(t *tensor.Tensor, target tensor.Codec, opts SaveOptions) (*tensor.Tensor, error) {
+	if opts.Encode != nil {
+		e, done, err := opts.Encode(t)
+		if err != nil || done {
+			return e, err
+		}
+	}
+	return cmfConvert(t, target)
 }
 
 // cmfShouldConvert applies SaveCMF's re-encoding rules.

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/cortiq/cortiq/gguf"
 	"github.com/cortiq/cortiq/model"
@@ -58,9 +60,20 @@ func GGUFProvenance(path string) (model.Provenance, error) {
 // GGUFTokenizer collects the tokenizer material of a GGUF file: every
 // "tokenizer." metadata key, serialized as one JSON object (arrays as JSON
 // arrays) under the file name gguf_vocab.json. It is nil when the file has no
-// tokenizer keys. Strings that are not valid UTF-8 cannot be represented in
-// JSON and come out with U+FFFD replacements; no known vocabulary has them.
+// tokenizer keys or says tokenizer.ggml.model "no_vocab" without tokens; it
+// holds the Hugging Face files (Kind "hf") of a file SaveGGUF wrote from a
+// Hugging Face checkpoint. Strings that are not valid UTF-8 cannot be
+// represented in JSON and come out with U+FFFD replacements; no known
+// vocabulary has them.
 func GGUFTokenizer(f *gguf.File) (*model.TokenizerData, error) {
+	if hf := ggufHFTokenizer(f); hf != nil {
+		return hf, nil
+	}
+	if m, _ := f.GetString("tokenizer.ggml.model"); m == "no_vocab" {
+		if _, vocab := f.Metadata["tokenizer.ggml.tokens"]; !vocab {
+			return nil, nil // llama.cpp's "no vocabulary": token ids only
+		}
+	}
 	obj := map[string]any{}
 	for _, k := range f.Keys {
 		if !strings.HasPrefix(k, "tokenizer.") {
@@ -76,6 +89,37 @@ func GGUFTokenizer(f *gguf.File) (*model.TokenizerData, error) {
 		return nil, fmt.Errorf("gguf: %s: tokenizer metadata: %w", f.Name, err)
 	}
 	return &model.TokenizerData{Kind: "gguf", Files: map[string][]byte{"gguf_vocab.json": b}}, nil
+}
+
+// A GGUF file written from a Hugging Face checkpoint carries its tokenizer
+// files, which have no llama.cpp vocabulary form here: tokenizer.json under
+// the GGUF specification's tokenizer.huggingface.json, the others
+// (tokenizer_config.json with the chat template, generation_config.json,
+// ...) under cortiq.huggingface.<file name>.
+const (
+	ggufHFTokenizerKey = "tokenizer.huggingface.json"
+	ggufHFFilePrefix   = "cortiq.huggingface."
+)
+
+// ggufHFTokenizer returns the Hugging Face tokenizer files a file carries
+// when it has no llama.cpp vocabulary (tokenizer.ggml.tokens), else nil.
+func ggufHFTokenizer(f *gguf.File) *model.TokenizerData {
+	tj, ok := f.GetString(ggufHFTokenizerKey)
+	if !ok {
+		return nil
+	}
+	if _, vocab := f.Metadata["tokenizer.ggml.tokens"]; vocab {
+		return nil
+	}
+	td := &model.TokenizerData{Kind: "hf", Files: map[string][]byte{"tokenizer.json": []byte(tj)}}
+	for _, k := range f.Keys {
+		if name, ok := strings.CutPrefix(k, ggufHFFilePrefix); ok && slices.Contains(hfTokenizerFiles, name) && name != "tokenizer.json" {
+			if v, ok := f.GetString(k); ok {
+				td.Files[name] = []byte(v)
+			}
+		}
+	}
+	return td
 }
 
 // ggufJSONValue makes a metadata value JSON-encodable: JSON has no NaN or
@@ -935,16 +979,23 @@ func reflectDeref(v any) any {
 	return v
 }
 
-// SaveGGUF writes m as a GGUF v3 file for llama.cpp, the inverse of
-// FromGGUF: architecture metadata under the llama.cpp keys, the tokenizer
-// (from a "gguf" TokenizerData; without one, tokenizer.ggml.model is
-// "no_vocab"), and the weights in their codecs, converted where GGUF's
-// conventions differ from the engine's:
+// SaveGGUF writes m as a GGUF v3 file for llama.cpp (through a temporary
+// file renamed into place, so a failed save leaves no partial file),
+// re-encoding weights as opts says (SaveCMF's rules; the codec must be one
+// GGUF has). It is the inverse of FromGGUF: architecture metadata under the
+// llama.cpp keys, the tokenizer (from a "gguf" TokenizerData; without one,
+// tokenizer.ggml.model is "no_vocab"), and the weights in their codecs,
+// converted where GGUF's conventions differ from the engine's:
 //   - llama/mistral with rotate-half (NEOX) RoPE get their q/k rows permuted
 //     to the interleaved layout llama.cpp's "llama" expects;
 //   - Gemma norms with the (1+w) convention get 1 added (as f32);
 //   - Phi-3 q/k/v and gate/up are fused into attn_qkv and ffn_up;
 //   - Llama 3 RoPE scaling becomes a rope_freqs tensor;
+//   - a Hugging Face tokenizer is carried as its files (tokenizer.json
+//     under tokenizer.huggingface.json, the others under
+//     cortiq.huggingface.<name>), which FromGGUF reads back; llama.cpp,
+//     which needs a vocabulary of its own, sees tokenizer.ggml.model
+//     "no_vocab";
 //   - gpt-oss's pre-FFN norm is named post_attention_norm, as llama.cpp
 //     names it, and its YaRN attention factor is stored relative to
 //     llama.cpp's built-in 1+0.1·ln(factor).
@@ -952,7 +1003,11 @@ func reflectDeref(v any) any {
 // It refuses a model GGUF cannot express exactly: it re-derives the Arch
 // from what it would write (as FromGGUF does) and fails, naming the
 // difference, unless that matches m.Arch.
-func SaveGGUF(m *model.Model, path string) error {
+func SaveGGUF(m *model.Model, path string, opts SaveOptions) error {
+	target, requant := opts.Quant, !opts.Keep
+	if requant && (!target.Valid() || target == tensor.I32) {
+		return fmt.Errorf("gguf: %s: cannot convert weights to %s", path, target)
+	}
 	src, ok := family.Of(m.Arch.Family)
 	if !ok || src.GGUFOut == "" {
 		return fmt.Errorf("gguf: %s: family %q has no GGUF mapping (supported: %s)", path, m.Arch.Family, strings.Join(family.GGUFOutNames(), ", "))
@@ -1103,6 +1158,22 @@ func SaveGGUF(m *model.Model, path string) error {
 			hasModel = hasModel || k == "tokenizer.ggml.model"
 		}
 	}
+	if t := m.Tokenizer; t != nil && t.Kind == "hf" {
+		for _, name := range hfTokenizerFiles {
+			b, ok := t.Files[name]
+			if !ok {
+				continue
+			}
+			if !utf8.Valid(b) {
+				return fmt.Errorf("gguf: %s: tokenizer file %s is not UTF-8", path, name)
+			}
+			if name == "tokenizer.json" {
+				add(ggufHFTokenizerKey, string(b))
+			} else {
+				add(ggufHFFilePrefix+name, string(b))
+			}
+		}
+	}
 	if !hasModel {
 		add("tokenizer.ggml.model", "no_vocab")
 	}
@@ -1118,7 +1189,10 @@ func SaveGGUF(m *model.Model, path string) error {
 	// Tensors, converted to GGUF conventions.
 	w := model.MapWeights{}
 	for _, n := range m.Weights.Names() {
-		t, _ := m.Weights.Tensor(n)
+		t, ok := m.Weights.Tensor(n)
+		if !ok {
+			return fmt.Errorf("gguf: %s: tensor %q listed but not readable", path, n)
+		}
 		w[n] = t
 	}
 	expect := *a
@@ -1225,30 +1299,56 @@ func SaveGGUF(m *model.Model, path string) error {
 		return fmt.Errorf("gguf: %s: the model cannot be expressed in GGUF %s exactly:\n  would read back as %s\n  model is           %s", path, arch, gj, ej)
 	}
 
-	gw, err := gguf.Create(path)
+	// Re-encoding as opts says happens as each tensor is written, after the
+	// conversions above (which work on the source encodings).
+	names := cmfTensorOrder(slices.Collect(maps.Keys(w)))
+	codecs := make(map[string]tensor.Codec, len(names))
+	for _, n := range names {
+		codecs[n] = w[n].Codec
+		if requant && cmfShouldConvert(w[n], target) {
+			codecs[n] = target
+		}
+	}
+	tmp := path + ".tmp"
+	gw, err := gguf.Create(tmp)
 	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		gw.Close()
+		os.Remove(tmp)
 		return err
 	}
 	for _, kv := range meta {
 		if err := gw.AddMetadata(kv.k, kv.v); err != nil {
-			gw.Close()
-			return err
-		}
-	}
-	names := cmfTensorOrder(slices.Collect(maps.Keys(w)))
-	for _, n := range names {
-		if err := gw.AddTensor(n, w[n].Codec, w[n].Shape); err != nil {
-			gw.Close()
-			return err
+			return fail(err)
 		}
 	}
 	for _, n := range names {
-		if err := gw.WriteTensor(w[n]); err != nil {
-			gw.Close()
-			return err
+		if err := gw.AddTensor(n, codecs[n], w[n].Shape); err != nil {
+			return fail(err)
 		}
 	}
-	return gw.Close()
+	for _, n := range names {
+		t := w[n]
+		if codecs[n] != t.Codec {
+			if t, err = saveEncode(t, target, opts); err != nil {
+				return fail(fmt.Errorf("gguf: %s: tensor %q: %w", path, n, err))
+			}
+		}
+		if err := gw.WriteTensor(t); err != nil {
+			return fail(err)
+		}
+	}
+	if err := gw.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("gguf: %w", err)
+	}
+	return nil
 }
 
 // ggufPermuteRows reorders the rows of a q or k projection from rotate-half

@@ -549,7 +549,7 @@ func TestSaveGGUFRoundTrip(t *testing.T) {
 	}
 	defer m.Close()
 	p := filepath.Join(t.TempDir(), "out.gguf")
-	if err := SaveGGUF(m, p); err != nil {
+	if err := SaveGGUF(m, p, SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := FromGGUF(p)
@@ -623,7 +623,7 @@ func TestSaveGGUFNeoXLlama(t *testing.T) {
 		}
 	}
 	p := filepath.Join(t.TempDir(), "neox.gguf")
-	if err := SaveGGUF(&neox, p); err != nil {
+	if err := SaveGGUF(&neox, p, SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := FromGGUF(p)
@@ -654,13 +654,13 @@ func TestSaveGGUFRefuses(t *testing.T) {
 	at := *bad.Arch.Layers[2].Attn
 	at.Scale = 0.5
 	bad.Arch.Layers[2].Attn = &at
-	err = SaveGGUF(&bad, filepath.Join(t.TempDir(), "x.gguf"))
+	err = SaveGGUF(&bad, filepath.Join(t.TempDir(), "x.gguf"), SaveOptions{Keep: true})
 	if err == nil || !strings.Contains(err.Error(), "cannot be expressed") {
 		t.Errorf("scale 0.5: %v", err)
 	}
 	bad = *m
 	bad.Arch.Family = "gpt2"
-	if err := SaveGGUF(&bad, filepath.Join(t.TempDir(), "y.gguf")); err == nil {
+	if err := SaveGGUF(&bad, filepath.Join(t.TempDir(), "y.gguf"), SaveOptions{Keep: true}); err == nil {
 		t.Error("gpt2 accepted")
 	}
 }
@@ -694,7 +694,7 @@ func TestSaveGGUFFamilies(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := filepath.Join(t.TempDir(), "again.gguf")
-		if err := SaveGGUF(m, p); err != nil {
+		if err := SaveGGUF(m, p, SaveOptions{Keep: true}); err != nil {
 			t.Fatalf("%s: %v", g.arch, err)
 		}
 		b, err := FromGGUF(p)
@@ -745,7 +745,7 @@ func TestSaveGGUFGemmaPlusOne(t *testing.T) {
 	}
 	hf.Weights = w
 	p := filepath.Join(t.TempDir(), "gemma.gguf")
-	if err := SaveGGUF(&hf, p); err != nil {
+	if err := SaveGGUF(&hf, p, SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := FromGGUF(p)
@@ -864,7 +864,7 @@ func TestSaveGGUFLlama3(t *testing.T) {
 		m.Arch.Layers = append(m.Arch.Layers, l)
 	}
 	p := filepath.Join(t.TempDir(), "l3.gguf")
-	if err := SaveGGUF(&m, p); err != nil {
+	if err := SaveGGUF(&m, p, SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := FromGGUF(p)
@@ -887,7 +887,7 @@ func TestSaveGGUFLlama3(t *testing.T) {
 	}
 	// Llama 3 factors other than 1 and 4 cannot be expressed.
 	m.Arch.Layers[0].Attn.Rope.Scaling.HighFreqFactor = 2
-	if err := SaveGGUF(&m, p); err == nil {
+	if err := SaveGGUF(&m, p, SaveOptions{Keep: true}); err == nil {
 		t.Error("high_freq_factor 2 accepted")
 	}
 }

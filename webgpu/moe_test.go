@@ -90,7 +90,7 @@ func TestGGUFGptOss(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := filepath.Join(t.TempDir(), "gpt-oss.gguf")
-			if err := importer.SaveGGUF(q, path); err != nil {
+			if err := importer.SaveGGUF(q, path, importer.SaveOptions{Keep: true}); err != nil {
 				t.Fatal(err)
 			}
 			g, err := importer.Open(path)
