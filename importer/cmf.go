@@ -258,29 +258,36 @@ func cmfModel(f *cmf.File) (*model.Model, error) {
 	if _, ok := f.Entry(model.TokenEmbd); !ok {
 		return nil, fmt.Errorf("cmf: %s: no %s", f.Name, model.TokenEmbd)
 	}
-	w := &cmfWeights{f: f, checks: make(map[string]*cmfCheck, len(f.Tensors))}
+	checks := make(map[string]*cmfCheck, len(f.Tensors))
 	for _, name := range f.Names() {
-		w.checks[name] = &cmfCheck{}
-	}
-	// Only unmapped weights offer row ranges (model.RangeReader): mapped
-	// tensors are uploaded whole, straight from the mapping.
-	var weights model.Weights = &cmfLazyWeights{w}
-	if f.Mapped() {
-		w.mapped = make(model.MapWeights, len(f.Tensors))
-		for _, name := range f.Names() {
-			t, err := f.Tensor(name)
-			if err != nil {
-				return nil, err
-			}
-			w.mapped[name] = t
-		}
-		weights = w
-		w.verifyAhead(max(1, runtime.GOMAXPROCS(0)-1))
+		checks[name] = &cmfCheck{}
 	}
 	prov := f.Meta.Provenance
 	if prov.Format == "" {
 		prov = model.Provenance{Format: "cmf", Files: []model.SourceFile{{Name: filepath.Base(f.Name), Size: f.Size}}}
 	}
+	// Only unmapped weights offer row ranges (model.RangeReader): mapped
+	// tensors are uploaded whole, straight from the mapping.
+	if !f.Mapped() {
+		lw := &lazyWeights{label: "cmf: " + f.Name, src: f, headers: make(model.MapWeights, len(f.Tensors)),
+			views: make(map[string]lazyView, len(f.Tensors)), check: &cmfChecks{f: f, checks: checks}}
+		for i := range f.Tensors {
+			e := &f.Tensors[i]
+			lw.headers[e.Name] = &tensor.Tensor{Name: e.Name, Codec: e.Codec, Shape: slices.Clone(e.Shape)}
+			lw.views[e.Name] = lazyView{src: e.Name, n: e.Length}
+		}
+		return &model.Model{Arch: a, Weights: lw, Tokenizer: f.Meta.Tokenizer, Source: prov, Close: f.Close}, nil
+	}
+	w := &cmfWeights{f: f, checks: checks, mapped: make(model.MapWeights, len(f.Tensors))}
+	for _, name := range f.Names() {
+		t, err := f.Tensor(name)
+		if err != nil {
+			return nil, err
+		}
+		w.mapped[name] = t
+	}
+	w.verifyAhead(max(1, runtime.GOMAXPROCS(0)-1))
+	weights := model.Weights(w)
 	closeFile := func() error {
 		w.stopVerify() // the pass reads the mapping Close releases
 		return f.Close()
@@ -288,16 +295,13 @@ func cmfModel(f *cmf.File) (*model.Model, error) {
 	return &model.Model{Arch: a, Weights: weights, Tokenizer: f.Meta.Tokenizer, Source: prov, Close: closeFile}, nil
 }
 
-// cmfLazyWeights are the weights of an unmapped file: cmfWeights that can
-// also be read in row ranges (ranged.go).
-type cmfLazyWeights struct{ *cmfWeights }
-
-// cmfWeights are a CMF file's tensors, each checked against its CRC-32C on
-// first use: once for a mapping (the bytes do not change), on every read
-// otherwise (each read may see different bytes).
+// cmfWeights are a mapped CMF file's tensors, each checked against its
+// CRC-32C once, on first use or by the background pass (the bytes do not
+// change). An unmapped file's are lazyWeights checked by cmfChecks on every
+// read (each read may see different bytes).
 type cmfWeights struct {
 	f      *cmf.File
-	mapped model.MapWeights // the tensors aliasing the mapping, or nil: read on demand
+	mapped model.MapWeights // the tensors aliasing the mapping
 	checks map[string]*cmfCheck
 	mu     sync.Mutex
 	err    error
@@ -366,28 +370,51 @@ func (w *cmfWeights) Tensor(name string) (*tensor.Tensor, bool) {
 	if !ok {
 		return nil, false
 	}
-	if w.mapped != nil {
-		if !w.f.Mapped() {
-			w.fail(fmt.Errorf("cmf: %s: file is closed", w.f.Name))
-			return nil, false
-		}
-		t := w.mapped[name]
-		c.once.Do(func() { c.err = w.f.CheckData(name, t.Data) })
-		if c.err != nil {
-			w.fail(c.err)
-			return nil, false
-		}
-		return t, true
+	if !w.f.Mapped() {
+		w.fail(fmt.Errorf("cmf: %s: file is closed", w.f.Name))
+		return nil, false
 	}
-	t, err := w.f.Tensor(name)
-	if err == nil {
-		err = w.f.CheckData(name, t.Data)
-	}
-	if err != nil {
-		w.fail(err)
+	t := w.mapped[name]
+	c.once.Do(func() { c.err = w.f.CheckData(name, t.Data) })
+	if c.err != nil {
+		w.fail(c.err)
 		return nil, false
 	}
 	return t, true
+}
+
+// cmfChecks verifies what lazyWeights read from an unmapped CMF file: a
+// whole tensor against its checksum; rows by extending a running CRC-32C
+// while they come in order from the first, compared when the last row is
+// read (a read that skips ahead reads the whole tensor once to check it).
+type cmfChecks struct {
+	f      *cmf.File
+	checks map[string]*cmfCheck
+}
+
+func (c *cmfChecks) whole(name string, data []byte) error { return c.f.CheckData(name, data) }
+
+func (c *cmfChecks) rows(name string, off int64, data []byte) error {
+	e, _ := c.f.Entry(name)
+	k := c.checks[name]
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.checked {
+		return k.err
+	}
+	switch end := off + int64(len(data)); {
+	case off == k.next:
+		k.crc = cmf.UpdateChecksum(k.crc, data)
+		k.next = end
+	case end <= k.next:
+		// Rows already folded into the running checksum.
+	default:
+		k.checked, k.err = true, c.f.VerifyTensor(name)
+	}
+	if !k.checked && k.next == e.Length {
+		k.checked, k.err = true, c.f.CheckSum(name, k.crc)
+	}
+	return k.err
 }
 
 // verifyAll checks every tensor, as their first use would.

@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/cortiq/cortiq/gguf"
@@ -176,7 +175,7 @@ type ggufMeta struct {
 	f     *gguf.File
 	arch  string
 	fam   *family.Family
-	views map[string]ggufView // where canonical tensors lie, for unmapped files
+	views map[string]lazyView // where canonical tensors lie, for unmapped files
 }
 
 func (g ggufMeta) key(k string) string { return g.arch + "." + k }
@@ -247,13 +246,6 @@ func FromGGUFFile(f *gguf.File) (*model.Model, error) {
 	return ggufModel(f)
 }
 
-// ggufView locates a canonical tensor's bytes inside a file tensor (phi3's
-// split tensors are row ranges of fused ones).
-type ggufView struct {
-	src    string
-	off, n int64
-}
-
 func ggufModel(f *gguf.File) (*model.Model, error) {
 	arch, ok := f.GetString("general.architecture")
 	if !ok {
@@ -263,7 +255,7 @@ func ggufModel(f *gguf.File) (*model.Model, error) {
 	if !ok {
 		return nil, fmt.Errorf("gguf: %s: unsupported architecture %q (supported: %s)", f.Name, arch, strings.Join(family.GGUFNames(), ", "))
 	}
-	g := ggufMeta{f: f, arch: arch, fam: fam, views: map[string]ggufView{}}
+	g := ggufMeta{f: f, arch: arch, fam: fam, views: map[string]lazyView{}}
 
 	// Unmapped files get tensor headers only (Data nil) until a tensor is
 	// asked for.
@@ -282,7 +274,7 @@ func ggufModel(f *gguf.File) (*model.Model, error) {
 			}
 		}
 		w[ti.Name] = t
-		g.views[ti.Name] = ggufView{src: ti.Name, n: ti.ByteLen()}
+		g.views[ti.Name] = lazyView{src: ti.Name, n: ti.ByteLen()}
 	}
 	if fam.GGUFFusedSplit {
 		if err := ggufSplitFused(g, w); err != nil {
@@ -312,7 +304,7 @@ func ggufModel(f *gguf.File) (*model.Model, error) {
 	}
 	var weights model.Weights = w
 	if !f.Mapped() {
-		weights = &ggufLazyWeights{f: f, headers: w, views: g.views}
+		weights = &lazyWeights{label: "gguf: " + f.Name, src: f, headers: w, views: g.views}
 	}
 	return &model.Model{
 		Arch:      a,
@@ -323,45 +315,6 @@ func ggufModel(f *gguf.File) (*model.Model, error) {
 		}}},
 		Close: f.Close,
 	}, nil
-}
-
-// ggufLazyWeights reads tensors from an unmapped file on demand.
-type ggufLazyWeights struct {
-	f       *gguf.File
-	headers model.MapWeights
-	views   map[string]ggufView
-	mu      sync.Mutex
-	err     error
-}
-
-func (w *ggufLazyWeights) Names() []string { return w.headers.Names() }
-
-func (w *ggufLazyWeights) Tensor(name string) (*tensor.Tensor, bool) {
-	h, ok := w.headers[name]
-	if !ok {
-		return nil, false
-	}
-	v := w.views[name]
-	data, err := w.f.RawData(v.src)
-	if err == nil && int64(len(data)) < v.off+v.n {
-		err = fmt.Errorf("gguf: %s: tensor %q: short read", w.f.Name, v.src)
-	}
-	if err != nil {
-		w.mu.Lock()
-		if w.err == nil {
-			w.err = err
-		}
-		w.mu.Unlock()
-		return nil, false
-	}
-	return &tensor.Tensor{Name: name, Codec: h.Codec, Shape: slices.Clone(h.Shape), Data: data[v.off : v.off+v.n : v.off+v.n]}, true
-}
-
-// Err returns the first error a Tensor call met.
-func (w *ggufLazyWeights) Err() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.err
 }
 
 func ggufArch(g ggufMeta, w model.MapWeights) (model.Arch, error) {
@@ -811,7 +764,7 @@ func ggufSplitRows(g ggufMeta, w model.MapWeights, t *tensor.Tensor, layer int, 
 			part.Data = t.Data[off:end:end]
 		}
 		if hasView {
-			g.views[name] = ggufView{src: src.src, off: src.off + int64(off), n: int64(end - off)}
+			g.views[name] = lazyView{src: src.src, off: src.off + int64(off), n: int64(end - off)}
 		}
 		w[name] = part
 		off = end
