@@ -2,6 +2,7 @@ package importer
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +18,11 @@ type hfLoader struct {
 	prefix string // "model." usually
 	used   map[string]bool
 	out    model.MapWeights
+	// lazy: the set is not mapped, so tensors taken as they are (or as row
+	// ranges) are read when used, through views; computed ones (banks,
+	// permutations) are read now.
+	lazy  bool
+	views map[string]lazyView
 }
 
 func (h *hfLoader) fileOf(name string) string {
@@ -28,14 +34,39 @@ func (h *hfLoader) fileOf(name string) string {
 
 func (h *hfLoader) has(name string) bool { return h.set.Has(name) }
 
-// get fetches a source tensor and checks its shape.
+// get fetches a source tensor, data included, and checks its shape.
 func (h *hfLoader) get(name string, shape ...int) (*tensor.Tensor, error) {
+	t, err := h.head(name, shape...)
+	if err != nil || t.Data != nil {
+		return t, err
+	}
+	full, err := h.set.Tensor(name)
+	if err != nil {
+		return nil, err
+	}
+	t.Data = full.Data
+	return t, nil
+}
+
+// head fetches a source tensor and checks its shape; its Data aliases the
+// mapping, or is nil for a lazy loader (get reads it).
+func (h *hfLoader) head(name string, shape ...int) (*tensor.Tensor, error) {
 	if !h.set.Has(name) {
 		return nil, fmt.Errorf("missing tensor %q (%s)", name, strings.Join(h.set.Paths(), ", "))
 	}
-	t, err := h.set.Tensor(name)
-	if err != nil {
-		return nil, err
+	var t *tensor.Tensor
+	if h.lazy {
+		in, _ := h.set.Info(name)
+		c, ok := in.DType.Codec()
+		if !ok {
+			return nil, fmt.Errorf("safetensors: %s: tensor %q: dtype %s is not supported as a weight", h.fileOf(name), name, in.DType)
+		}
+		t = &tensor.Tensor{Name: name, Codec: c, Shape: slices.Clone(in.Shape)}
+	} else {
+		var err error
+		if t, err = h.set.Tensor(name); err != nil {
+			return nil, err
+		}
 	}
 	if t.Codec == tensor.I32 {
 		return nil, fmt.Errorf("%s: tensor %q: integer dtype is not a weight", h.fileOf(name), name)
@@ -49,9 +80,16 @@ func (h *hfLoader) get(name string, shape ...int) (*tensor.Tensor, error) {
 
 // take maps a required source tensor to a canonical name.
 func (h *hfLoader) take(src, canon string, shape ...int) error {
-	t, err := h.get(src, shape...)
+	t, err := h.head(src, shape...)
 	if err != nil {
 		return err
+	}
+	if h.lazy {
+		n, err := tensor.ByteLen(t.Codec, t.Shape)
+		if err != nil {
+			return fmt.Errorf("%s: tensor %q: %w", h.fileOf(src), src, err)
+		}
+		h.views[canon] = lazyView{src: src, n: int64(n)}
 	}
 	t.Name = canon
 	h.out[canon] = t
@@ -79,7 +117,7 @@ func (h *hfLoader) split(src string, cols int, canon []string, rows []int) error
 	for _, r := range rows {
 		total += r
 	}
-	t, err := h.get(src, total, cols)
+	t, err := h.head(src, total, cols)
 	if err != nil {
 		return err
 	}
@@ -89,7 +127,13 @@ func (h *hfLoader) split(src string, cols int, canon []string, rows []int) error
 	}
 	r0 := 0
 	for i, name := range canon {
-		h.out[name] = &tensor.Tensor{Name: name, Codec: t.Codec, Shape: []int{rows[i], cols}, Data: t.Data[r0*rb : (r0+rows[i])*rb]}
+		part := &tensor.Tensor{Name: name, Codec: t.Codec, Shape: []int{rows[i], cols}}
+		if h.lazy {
+			h.views[name] = lazyView{src: src, off: int64(r0 * rb), n: int64(rows[i] * rb)}
+		} else {
+			part.Data = t.Data[r0*rb : (r0+rows[i])*rb]
+		}
+		h.out[name] = part
 		r0 += rows[i]
 	}
 	return nil
@@ -143,9 +187,11 @@ func (h *hfLoader) bankFused(src string, gateCanon, upCanon string, experts, int
 
 // hfWeights maps the checkpoint's tensors to canonical names, checking every
 // shape against the architecture. It also settles the choices only the
-// weights can make: tied embeddings and which optional biases exist.
-func hfWeights(c *hfConfig, a *model.Arch, set *safetensors.Set) (model.MapWeights, error) {
-	h := &hfLoader{set: set, used: map[string]bool{}, out: model.MapWeights{}}
+// weights can make: tied embeddings and which optional biases exist. The
+// weights alias a mapped set; an unmapped set's are lazyWeights, read when
+// used.
+func hfWeights(c *hfConfig, a *model.Arch, set *safetensors.Set) (model.Weights, error) {
+	h := &hfLoader{set: set, used: map[string]bool{}, out: model.MapWeights{}, lazy: !set.Mapped(), views: map[string]lazyView{}}
 	for _, p := range []string{"model.", "model.language_model.", "language_model.model.", ""} {
 		if set.Has(p + "embed_tokens.weight") {
 			h.prefix = p
@@ -253,6 +299,13 @@ func hfWeights(c *hfConfig, a *model.Arch, set *safetensors.Set) (model.MapWeigh
 			unused = append(unused[:5], fmt.Sprintf("... (%d in all)", len(unused)))
 		}
 		return nil, fmt.Errorf("tensors not understood for %s: %s", fam.HF, strings.Join(unused, ", "))
+	}
+	if h.lazy {
+		label := "hf"
+		if p := set.Paths(); len(p) > 0 {
+			label += ": " + filepath.Dir(p[0])
+		}
+		return &lazyWeights{label: label, src: set, headers: h.out, views: h.views}, nil
 	}
 	return h.out, nil
 }

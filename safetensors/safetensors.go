@@ -292,6 +292,23 @@ func (f *File) Bytes(name string) ([]byte, error) {
 	return b, nil
 }
 
+// ReadRange reads len(dst) bytes of the named tensor's data, starting off
+// bytes into it (copied from a mapping, or read).
+func (f *File) ReadRange(name string, off int64, dst []byte) error {
+	in, ok := f.infos[name]
+	if !ok {
+		return fmt.Errorf("safetensors: %s: no tensor %q", f.name, name)
+	}
+	n := in.End - in.Begin
+	if off < 0 || off > n || int64(len(dst)) > n-off {
+		return fmt.Errorf("safetensors: %s: tensor %q: range [%d, %d) outside its %d bytes", f.name, name, off, off+int64(len(dst)), n)
+	}
+	if err := f.blob.ReadRange(dst, f.dataOff+in.Begin+off); err != nil {
+		return fmt.Errorf("safetensors: %s: tensor %q: %w", f.name, name, err)
+	}
+	return nil
+}
+
 // Tensor returns a tensor as a tensor.Tensor (F32, F16, BF16 or I32).
 func (f *File) Tensor(name string) (*tensor.Tensor, error) {
 	in, ok := f.infos[name]
