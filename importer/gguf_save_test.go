@@ -9,6 +9,7 @@ import (
 	"github.com/cortiq/cortiq/gguf"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/writer"
 )
 
 // TestSaveGGUFHFTokenizer: a Hugging Face tokenizer goes into the GGUF
@@ -23,7 +24,7 @@ func TestSaveGGUFHFTokenizer(t *testing.T) {
 	defer m.Close()
 	dir := t.TempDir()
 	bare := filepath.Join(dir, "bare.gguf")
-	if err := SaveGGUF(m, bare, SaveOptions{Keep: true}); err != nil {
+	if err := writer.SaveGGUF(m, bare, writer.SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := FromGGUF(bare)
@@ -47,7 +48,7 @@ func TestSaveGGUFHFTokenizer(t *testing.T) {
 	withTok := *m
 	withTok.Tokenizer = tok
 	p := filepath.Join(dir, "tok.gguf")
-	if err := SaveGGUF(&withTok, p, SaveOptions{Keep: true}); err != nil {
+	if err := writer.SaveGGUF(&withTok, p, writer.SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	g, err := FromGGUF(p)
@@ -68,7 +69,7 @@ func TestSaveGGUFHFTokenizer(t *testing.T) {
 	}
 }
 
-// TestSaveGGUFQuant: --quant applies to GGUF output with SaveCMF's rules,
+// TestSaveGGUFQuant: --quant applies to GGUF output with writer.SaveCMF's rules,
 // and leaves nothing behind when the codec has no GGUF type.
 func TestSaveGGUFQuant(t *testing.T) {
 	m, err := FromHF(filepath.Join(hfSharedDir(t), "fixtures", "tiny", "llama"))
@@ -78,7 +79,7 @@ func TestSaveGGUFQuant(t *testing.T) {
 	defer m.Close()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "q8.gguf")
-	if err := SaveGGUF(m, p, SaveOptions{Quant: tensor.Q8_0}); err != nil {
+	if err := writer.SaveGGUF(m, p, writer.SaveOptions{Quant: tensor.Q8_0}); err != nil {
 		t.Fatal(err)
 	}
 	q, err := FromGGUF(p)
@@ -97,7 +98,7 @@ func TestSaveGGUFQuant(t *testing.T) {
 		}
 	}
 	bad := filepath.Join(dir, "tp.gguf")
-	if err := SaveGGUF(m, bad, SaveOptions{Quant: tensor.Q4TP}); err == nil {
+	if err := writer.SaveGGUF(m, bad, writer.SaveOptions{Quant: tensor.Q4TP}); err == nil {
 		t.Error("q4tp (no GGUF type) was written")
 	}
 	if _, err := os.Stat(bad); err == nil {

@@ -99,7 +99,7 @@ func FromHF(dir string) (*model.Model, error) {
 }
 
 func hfDigest(path string) (model.SourceFile, error) {
-	sum, n, err := fileSHA256(path)
+	sum, n, err := mapfile.SHA256(path)
 	if err != nil {
 		return model.SourceFile{}, err
 	}

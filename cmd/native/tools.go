@@ -19,6 +19,7 @@ import (
 	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/tensor"
 	"github.com/cortiq/cortiq/tokenizer"
+	"github.com/cortiq/cortiq/writer"
 )
 
 func init() {
@@ -132,7 +133,7 @@ func cmdImport(args []string) error {
 		return err
 	}
 	defer closeModel(m)
-	opts := importer.SaveOptions{Quant: codec, Keep: keep}
+	opts := writer.SaveOptions{Quant: codec, Keep: keep}
 	if *calib != "" {
 		enc, err := gptqEncoder(m, *calib, codec, *window, *actOrder)
 		if err != nil {
@@ -140,9 +141,9 @@ func cmdImport(args []string) error {
 		}
 		opts.Encode = enc
 	}
-	save := importer.SaveCMF
+	save := writer.SaveCMF
 	if toGGUF {
-		save = importer.SaveGGUF
+		save = writer.SaveGGUF
 	}
 	if err := save(m, *out, opts); err != nil {
 		return err
