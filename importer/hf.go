@@ -1,6 +1,14 @@
 // Package importer turns model files (a Hugging Face checkpoint directory, a
 // GGUF file, a CMF file) into a model.Model: a normalized Arch plus weights
-// under canonical tensor names (model/names.go).
+// under canonical tensor names (model/names.go). What a family leaves
+// implicit comes from its record in model/family; the importer compares no
+// family names.
+//
+// The importer only reads. Weights alias a file's memory mapping where
+// there is one; elsewhere (the browser, platforms without mmap) the three
+// containers share one lazy implementation that reads a tensor, or a range
+// of its rows (model.RangeReader), when asked. Writing models is package
+// writer's; OpenCached uses it to cache Hugging Face conversions as CMF.
 package importer
 
 import (
