@@ -9,6 +9,12 @@
 // Writers re-encode weights as SaveOptions says, write through a temporary
 // file renamed into place (a failed save leaves no partial file), and give
 // the same bytes for the same model and options.
+//
+// The containers' own encoders (gguf.Writer, cmf.Writer, safetensors.Write)
+// stay beside their decoders in the format packages, as archive/zip keeps
+// its Reader and Writer together: a format is one package. What moved here
+// is turning a model into a file: choosing tensors, names, conventions and
+// encodings, which is the importer's inverse.
 package writer
 
 import (

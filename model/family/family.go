@@ -265,7 +265,7 @@ func gemma27BScale(layers int) func(*model.Arch) {
 	}
 }
 
-// gptOss is shared by its HF and GGUF forms.
+// gpt-oss's clamped SwiGLU, the same in its HF and GGUF forms.
 const gptOssLimit, gptOssAlpha = 7.0, 1.702
 
 // All is every family, in the order error messages list them.
