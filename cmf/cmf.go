@@ -21,10 +21,12 @@ package cmf
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 
+	"github.com/cortiq/cortiq/mapfile"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -98,25 +100,16 @@ type File struct {
 	Meta          Metadata
 	Tensors       []Entry // directory order
 
-	r      io.ReaderAt
-	mapped []byte
-	closer func() error
-	index  map[string]int
+	blob  *mapfile.Blob
+	index map[string]int
 }
 
 // Close releases the mapping and the file. Tensor data obtained from a mapped
 // file must not be used afterwards.
-func (f *File) Close() error {
-	c := f.closer
-	f.closer, f.mapped, f.r = nil, nil, nil
-	if c == nil {
-		return nil
-	}
-	return c()
-}
+func (f *File) Close() error { return f.blob.Close() }
 
 // Mapped reports whether tensor data aliases a memory mapping.
-func (f *File) Mapped() bool { return f.mapped != nil }
+func (f *File) Mapped() bool { return f.blob.Mapped() }
 
 // Entry returns the directory entry of the named tensor.
 func (f *File) Entry(name string) (*Entry, bool) {
@@ -151,17 +144,19 @@ func (f *File) Tensor(name string) (*tensor.Tensor, error) {
 }
 
 func (f *File) data(e *Entry) ([]byte, error) {
-	if f.mapped != nil {
-		return f.mapped[e.Offset : e.Offset+e.Length : e.Offset+e.Length], nil
-	}
-	if f.r == nil {
-		return nil, fmt.Errorf("cmf: %s: file is closed", f.Name)
-	}
-	buf := make([]byte, e.Length) // bounded by the file size at open
-	if _, err := f.r.ReadAt(buf, e.Offset); err != nil && !(err == io.EOF && e.Length == 0) {
-		return nil, fmt.Errorf("cmf: %s: tensor %q: reading [%d, %d): %w", f.Name, e.Name, e.Offset, e.Offset+e.Length, err)
+	buf, err := f.blob.Range(e.Offset, e.Length) // bounded by the file size at open
+	if err != nil {
+		return nil, f.readError(e.Name, e.Offset, e.Length, err)
 	}
 	return buf, nil
+}
+
+// readError words a failed read of a tensor's bytes [start, start+n).
+func (f *File) readError(name string, start, n int64, err error) error {
+	if errors.Is(err, mapfile.ErrClosed) {
+		return fmt.Errorf("cmf: %s: file is closed", f.Name)
+	}
+	return fmt.Errorf("cmf: %s: tensor %q: reading [%d, %d): %w", f.Name, name, start, start+n, err)
 }
 
 // VerifyTensor checks the named tensor's data against its CRC-32C.
@@ -175,16 +170,20 @@ func (f *File) VerifyTensor(name string) error {
 
 func (f *File) verify(e *Entry) error {
 	var sum uint32
-	if f.mapped != nil {
-		sum = Checksum(f.mapped[e.Offset : e.Offset+e.Length])
-	} else {
-		if f.r == nil {
-			return fmt.Errorf("cmf: %s: file is closed", f.Name)
+	if f.blob.Mapped() {
+		data, err := f.blob.Range(e.Offset, e.Length)
+		if err != nil {
+			return f.readError(e.Name, e.Offset, e.Length, err)
 		}
+		sum = Checksum(data)
+	} else {
 		// Stream through a bounded buffer so verifying a large tensor does
 		// not hold it in memory.
 		h := crc32.New(castagnoli)
-		if _, err := io.Copy(h, io.NewSectionReader(f.r, e.Offset, e.Length)); err != nil {
+		if _, err := io.Copy(h, io.NewSectionReader(f.blob, e.Offset, e.Length)); err != nil {
+			if errors.Is(err, mapfile.ErrClosed) {
+				return fmt.Errorf("cmf: %s: file is closed", f.Name)
+			}
 			return fmt.Errorf("cmf: %s: tensor %q: %w", f.Name, e.Name, err)
 		}
 		sum = h.Sum32()

@@ -10,16 +10,15 @@ import (
 // tensor data aliases the mapping until Close; elsewhere it is read from
 // the file on demand.
 func Open(path string) (*File, error) {
-	m, err := mapfile.Open(path)
+	b, err := mapfile.OpenBlob(path)
 	if err != nil {
 		return nil, fmt.Errorf("cmf: %w", err)
 	}
-	f, err := Read(m, m.Size(), path)
+	f, err := parse(b, b.Size(), path)
 	if err != nil {
-		m.Close()
+		b.Close()
 		return nil, err
 	}
-	f.mapped = m.Bytes()
-	f.closer = m.Close
+	f.blob = b
 	return f, nil
 }

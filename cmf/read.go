@@ -10,17 +10,19 @@ import (
 	"slices"
 
 	"github.com/cortiq/cortiq/internal/jsonerr"
+	"github.com/cortiq/cortiq/mapfile"
 	"github.com/cortiq/cortiq/tensor"
 )
 
 // Read parses a CMF file from r, whose length is size; name is used in
-// errors. The returned File reads tensor data through r.
+// errors. The returned File reads tensor data through r (or aliases r's
+// bytes when r holds them: see mapfile.NewBlob); Close does not close r.
 func Read(r io.ReaderAt, size int64, name string) (*File, error) {
 	f, err := parse(r, size, name)
 	if err != nil {
 		return nil, err
 	}
-	f.r = r
+	f.blob = mapfile.NewBlob(r, size)
 	return f, nil
 }
 

@@ -18,10 +18,11 @@ import (
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/writer"
 )
 
 // TestGGUFGptOss writes each tiny gpt-oss fixture as a "gpt-oss" GGUF with
-// MXFP4 experts (importer.QuantizeExperts + SaveGGUF, llama.cpp's tensor
+// MXFP4 experts (writer.QuantizeExperts + SaveGGUF, llama.cpp's tensor
 // names), reads it back and runs it next to its float32 twin (the same
 // weights decoded): every logit of the prompt and of a greedy decode within
 // 1e-4, greedy tokens equal. The file's experts must be MXFP4 and the
@@ -36,12 +37,12 @@ func TestGGUFGptOss(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer hf.Close()
-			q, err := importer.QuantizeExperts(hf, tensor.MXFP4)
+			q, err := writer.QuantizeExperts(hf, tensor.MXFP4)
 			if err != nil {
 				t.Fatal(err)
 			}
 			path := filepath.Join(t.TempDir(), name+".gguf")
-			if err := importer.SaveGGUF(q, path); err != nil {
+			if err := writer.SaveGGUF(q, path, writer.SaveOptions{Keep: true}); err != nil {
 				t.Fatal(err)
 			}
 			f, err := gguf.Open(path)
@@ -97,7 +98,7 @@ func TestGGUFGptOssF32(t *testing.T) {
 			}
 			defer hf.Close()
 			path := filepath.Join(t.TempDir(), name+".gguf")
-			if err := importer.SaveGGUF(hf, path); err != nil {
+			if err := writer.SaveGGUF(hf, path, writer.SaveOptions{Keep: true}); err != nil {
 				t.Fatal(err)
 			}
 			m, err := importer.Open(path)
@@ -292,12 +293,12 @@ func TestCMFGptOss(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hf.Close()
-	q, err := importer.QuantizeExperts(hf, tensor.MXFP4)
+	q, err := writer.QuantizeExperts(hf, tensor.MXFP4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "gpt-oss.cmf")
-	if err := importer.SaveCMF(q, path, importer.SaveOptions{Keep: true}); err != nil {
+	if err := writer.SaveCMF(q, path, writer.SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := importer.FromCMF(path)

@@ -8,10 +8,11 @@ import (
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/synth"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/writer"
 )
 
 // TestSeedCodecs converts a tiny float32 llama to each of the seed's codecs
-// through importer.SaveCMF (what `cortiq import --quant CODEC` runs), reopens
+// through writer.SaveCMF (what `cortiq import --quant CODEC` runs), reopens
 // the CMF file and runs it next to its float32 twin (the same weights
 // decoded): logits within 1e-4 on the exact CPU path, greedy tokens equal,
 // and every matrix (embedding and head included) stored in the codec.
@@ -30,7 +31,7 @@ func TestSeedCodecs(t *testing.T) {
 	for _, c := range []tensor.Codec{tensor.Q8_ROW, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G, tensor.Q1T} {
 		t.Run(c.String(), func(t *testing.T) {
 			path := filepath.Join(dir, c.String()+".cmf")
-			if err := importer.SaveCMF(f, path, importer.SaveOptions{Quant: c}); err != nil {
+			if err := writer.SaveCMF(f, path, writer.SaveOptions{Quant: c}); err != nil {
 				t.Fatal(err)
 			}
 			m, err := importer.Open(path)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cortiq/cortiq/importer"
+	"github.com/cortiq/cortiq/writer"
 )
 
 // storiesText is the greedy continuation of "Once upon a time" by
@@ -83,7 +84,7 @@ func equalInts(a, b []int) bool {
 }
 
 // TestFormats: the same model as a GGUF URL and as a CMF file (written here
-// with importer.SaveCMF) loads by URL and greedy-decodes the known text on
+// with writer.SaveCMF) loads by URL and greedy-decodes the known text on
 // the CPU engine.
 func TestFormats(t *testing.T) {
 	needBrowser(t)
@@ -94,7 +95,7 @@ func TestFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmfPath := filepath.Join(dir, "stories260K.cmf")
-	err = importer.SaveCMF(m, cmfPath, importer.SaveOptions{Keep: true})
+	err = writer.SaveCMF(m, cmfPath, writer.SaveOptions{Keep: true})
 	if m.Close != nil {
 		m.Close()
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/synth"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/writer"
 )
 
 // tinyCMF writes the synthetic tiny model as a CMF file in dir, with edit
@@ -37,7 +38,7 @@ func tinyCMF(t *testing.T, edit func(raw []byte, f *cmf.File)) string {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, "tiny.cmf")
-	err = importer.SaveCMF(m, p, importer.SaveOptions{Keep: true})
+	err = writer.SaveCMF(m, p, writer.SaveOptions{Keep: true})
 	m.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -23,11 +23,12 @@
 package gguf
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 
+	"github.com/cortiq/cortiq/mapfile"
 	"github.com/cortiq/cortiq/tensor"
 )
 
@@ -90,25 +91,16 @@ type File struct {
 	Keys       []string       // metadata keys in file order
 	Tensors    []TensorInfo   // in file order
 
-	r      io.ReaderAt
-	mapped []byte // whole file when memory-mapped, else nil
-	closer func() error
-	index  map[string]int
+	blob  *mapfile.Blob
+	index map[string]int
 }
 
 // Close releases the mapping and the file. Tensor data obtained from a mapped
 // file must not be used afterwards.
-func (f *File) Close() error {
-	c := f.closer
-	f.closer, f.mapped, f.r = nil, nil, nil
-	if c == nil {
-		return nil
-	}
-	return c()
-}
+func (f *File) Close() error { return f.blob.Close() }
 
 // Mapped reports whether tensor data aliases a memory mapping.
-func (f *File) Mapped() bool { return f.mapped != nil }
+func (f *File) Mapped() bool { return f.blob.Mapped() }
 
 // Info returns the description of the named tensor.
 func (f *File) Info(name string) (*TensorInfo, bool) {
@@ -131,18 +123,20 @@ func (f *File) RawData(name string) ([]byte, error) {
 
 func (f *File) rawData(ti *TensorInfo) ([]byte, error) {
 	start := f.DataOffset + int64(ti.Offset)
-	n := ti.ByteLen()
-	if f.mapped != nil {
-		return f.mapped[start : start+n : start+n], nil
-	}
-	if f.r == nil {
-		return nil, fmt.Errorf("gguf: %s: file is closed", f.Name)
-	}
-	buf := make([]byte, n) // n was checked against the file size at open
-	if _, err := f.r.ReadAt(buf, start); err != nil && !(err == io.EOF && n == 0) {
-		return nil, fmt.Errorf("gguf: %s: tensor %q: reading [%d, %d): %w", f.Name, ti.Name, start, start+n, err)
+	n := ti.ByteLen() // checked against the file size at open
+	buf, err := f.blob.Range(start, n)
+	if err != nil {
+		return nil, f.readError(ti.Name, start, n, err)
 	}
 	return buf, nil
+}
+
+// readError words a failed read of a tensor's bytes [start, start+n).
+func (f *File) readError(name string, start, n int64, err error) error {
+	if errors.Is(err, mapfile.ErrClosed) {
+		return fmt.Errorf("gguf: %s: file is closed", f.Name)
+	}
+	return fmt.Errorf("gguf: %s: tensor %q: reading [%d, %d): %w", f.Name, name, start, start+n, err)
 }
 
 // Tensor returns the named tensor with its PyTorch-order shape. It fails for

@@ -9,6 +9,8 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+
+	"github.com/cortiq/cortiq/mapfile"
 )
 
 // maxNesting bounds arrays of arrays: each level costs only 12 bytes of
@@ -24,13 +26,14 @@ const maxAlignment = 1 << 30
 const maxDim = 1 << 40
 
 // Read parses the GGUF header from r, whose length is size; name is used in
-// errors. The returned File reads tensor data through r.
+// errors. The returned File reads tensor data through r (or aliases r's
+// bytes when r holds them: see mapfile.NewBlob); Close does not close r.
 func Read(r io.ReaderAt, size int64, name string) (*File, error) {
 	f, err := parse(r, size, name)
 	if err != nil {
 		return nil, err
 	}
-	f.r = r
+	f.blob = mapfile.NewBlob(r, size)
 	return f, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/writer"
 )
 
 // OpenCached is Open with the conversion of Hugging Face directories cached
@@ -47,7 +48,7 @@ func OpenCached(path, cacheDir string) (*model.Model, error) {
 	if err := os.MkdirAll(filepath.Dir(cached), 0o755); err != nil {
 		return m, nil
 	}
-	if err := SaveCMF(m, cached, SaveOptions{Keep: true}); err != nil {
+	if err := writer.SaveCMF(m, cached, writer.SaveOptions{Keep: true}); err != nil {
 		// The model itself is fine; only the cache failed.
 		fmt.Fprintf(os.Stderr, "importer: could not cache %s as CMF: %v\n", path, err)
 		return m, nil

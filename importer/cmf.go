@@ -1,14 +1,10 @@
 package importer
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -16,197 +12,6 @@ import (
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/tensor"
 )
-
-// SaveOptions chooses SaveCMF's weight encoding.
-type SaveOptions struct {
-	// Keep writes every tensor in its current encoding; Quant is ignored.
-	Keep bool
-	// Quant is the encoding weights are converted to when Keep is false
-	// (any float codec: f32, f16, bf16, q8_0, q4_0, q4_K, q6_K):
-	//   - to a plain float codec (f32, f16, bf16): every float tensor;
-	//   - to a block codec: every float tensor of two or more dimensions
-	//     whose rows are a whole number of blocks, embeddings and output
-	//     included; 1-D tensors (norms, biases) and matrices with other row
-	//     lengths keep their encoding.
-	// Integer tensors never change.
-	Quant tensor.Codec
-	// Encode, when set, is asked first for each tensor the rules above
-	// convert: ok true means out is its encoding (GPTQ's, from package
-	// quant); ok false leaves it to round-to-nearest.
-	Encode func(t *tensor.Tensor) (out *tensor.Tensor, ok bool, err error)
-}
-
-// SaveCMF writes m as a CMF file at path (through a temporary file renamed
-// into place, so a failed save leaves no partial file), re-encoding weights
-// as opts says. Re-encoding goes through float32 (tensor.Dequantize then
-// tensor.Quantize) in chunks of rows, in parallel, so memory stays bounded by
-// the largest tensor's encoded size. Tensors are written in a deterministic
-// order, so the same model and options give the same bytes.
-//
-// The metadata records m.Arch, m.Tokenizer and m.Source as provenance,
-// with the SHA-256 of every source file the importer left undigested.
-func SaveCMF(m *model.Model, path string, opts SaveOptions) error {
-	target := opts.Quant
-	requant := !opts.Keep
-	if requant && (!target.Valid() || target == tensor.I32) {
-		return fmt.Errorf("cmf: %s: cannot convert weights to %s", path, target)
-	}
-	if err := m.Arch.Validate(); err != nil {
-		return fmt.Errorf("cmf: %s: %w", path, err)
-	}
-	prov, err := digestProvenance(m.Source)
-	if err != nil {
-		return fmt.Errorf("cmf: %s: provenance: %w", path, err)
-	}
-	meta := &cmf.Metadata{Arch: m.Arch, Tokenizer: m.Tokenizer, Provenance: prov, CreatedBy: "cortiq"}
-	if requant {
-		meta.Extra = map[string]json.RawMessage{"quantization": json.RawMessage(strconv.Quote(target.String()))}
-	}
-	tmp := path + ".tmp"
-	w, err := cmf.Create(tmp, meta)
-	if err != nil {
-		return err
-	}
-	fail := func(err error) error {
-		w.Close()
-		os.Remove(tmp)
-		return err
-	}
-	for _, name := range cmfTensorOrder(m.Weights.Names()) {
-		t, ok := m.Weights.Tensor(name)
-		if !ok {
-			return fail(fmt.Errorf("cmf: %s: tensor %q listed but absent", path, name))
-		}
-		if requant && cmfShouldConvert(t, target) {
-			var e *tensor.Tensor
-			done := false
-			if opts.Encode != nil {
-				e, done, err = opts.Encode(t)
-			}
-			if err == nil && !done {
-				e, err = cmfConvert(t, target)
-			}
-			if err != nil {
-				return fail(fmt.Errorf("cmf: %s: tensor %q: %w", path, name, err))
-			}
-			t = e
-		}
-		if err := w.WriteTensor(t); err != nil {
-			return fail(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("cmf: %w", err)
-	}
-	return nil
-}
-
-// cmfShouldConvert applies SaveCMF's re-encoding rules.
-func cmfShouldConvert(t *tensor.Tensor, target tensor.Codec) bool {
-	if t.Codec == target || t.Codec == tensor.I32 || !t.Codec.Valid() {
-		return false
-	}
-	if !target.Quantized() {
-		return true
-	}
-	return len(t.Shape) >= 2 && t.Cols()%target.BlockLen() == 0 && t.Cols() > 0
-}
-
-// cmfConvert re-encodes t to target, in parallel over chunks of rows.
-func cmfConvert(t *tensor.Tensor, target tensor.Codec) (*tensor.Tensor, error) {
-	cols := t.Cols()
-	rows := t.Rows()
-	if cols == 0 || rows == 0 {
-		out := *t
-		out.Codec = target
-		out.Data = nil
-		return &out, nil
-	}
-	srcRow, err := t.Codec.RowBytes(cols)
-	if err != nil {
-		return nil, err
-	}
-	dstRow, err := target.RowBytes(cols)
-	if err != nil {
-		return nil, err
-	}
-	if len(t.Data) != rows*srcRow {
-		return nil, fmt.Errorf("%d bytes of data, %s %v needs %d", len(t.Data), t.Codec, t.Shape, rows*srcRow)
-	}
-	dst := make([]byte, rows*dstRow)
-	// Chunks of about 1M elements bound the float32 scratch per worker.
-	chunk := max(1, (1<<20)/cols)
-	workers := max(1, min(runtime.GOMAXPROCS(0), (rows+chunk-1)/chunk))
-	next := make(chan int, workers)
-	var wg sync.WaitGroup
-	var once sync.Once
-	var firstErr error
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]float32, chunk*cols)
-			for r0 := range next {
-				n := min(chunk, rows-r0)
-				f := buf[:n*cols]
-				err := tensor.Dequantize(f, t.Codec, t.Data[r0*srcRow:(r0+n)*srcRow])
-				if err == nil {
-					err = tensor.Quantize(dst[r0*dstRow:(r0+n)*dstRow], target, f)
-				}
-				if err != nil {
-					once.Do(func() { firstErr = err })
-				}
-			}
-		}()
-	}
-	for r0 := 0; r0 < rows; r0 += chunk {
-		next <- r0
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	return &tensor.Tensor{Name: t.Name, Codec: target, Shape: slices.Clone(t.Shape), Data: dst}, nil
-}
-
-// cmfTensorOrder sorts names into a deterministic file order: the
-// embedding, then each layer's tensors (layers numerically, names
-// alphabetically), then everything else alphabetically. Tensors used
-// together stay close in the file.
-func cmfTensorOrder(names []string) []string {
-	out := slices.Clone(names)
-	key := func(n string) (int, int, string) {
-		if n == model.TokenEmbd {
-			return 0, 0, n
-		}
-		if rest, ok := strings.CutPrefix(n, "blk."); ok {
-			if i := strings.IndexByte(rest, '.'); i > 0 {
-				if l, err := strconv.Atoi(rest[:i]); err == nil {
-					return 1, l, rest[i+1:]
-				}
-			}
-		}
-		return 2, 0, n
-	}
-	slices.SortFunc(out, func(a, b string) int {
-		ga, la, na := key(a)
-		gb, lb, nb := key(b)
-		if ga != gb {
-			return ga - gb
-		}
-		if la != lb {
-			return la - lb
-		}
-		return strings.Compare(na, nb)
-	})
-	return out
-}
 
 // FromCMF opens a CMF file as a model. Weights alias the memory-mapped file
 // (natively; elsewhere they are read into memory); Model.Close releases it.
@@ -255,29 +60,36 @@ func cmfModel(f *cmf.File) (*model.Model, error) {
 	if _, ok := f.Entry(model.TokenEmbd); !ok {
 		return nil, fmt.Errorf("cmf: %s: no %s", f.Name, model.TokenEmbd)
 	}
-	w := &cmfWeights{f: f, checks: make(map[string]*cmfCheck, len(f.Tensors))}
+	checks := make(map[string]*cmfCheck, len(f.Tensors))
 	for _, name := range f.Names() {
-		w.checks[name] = &cmfCheck{}
-	}
-	// Only unmapped weights offer row ranges (model.RangeReader): mapped
-	// tensors are uploaded whole, straight from the mapping.
-	var weights model.Weights = &cmfLazyWeights{w}
-	if f.Mapped() {
-		w.mapped = make(model.MapWeights, len(f.Tensors))
-		for _, name := range f.Names() {
-			t, err := f.Tensor(name)
-			if err != nil {
-				return nil, err
-			}
-			w.mapped[name] = t
-		}
-		weights = w
-		w.verifyAhead(max(1, runtime.GOMAXPROCS(0)-1))
+		checks[name] = &cmfCheck{}
 	}
 	prov := f.Meta.Provenance
 	if prov.Format == "" {
 		prov = model.Provenance{Format: "cmf", Files: []model.SourceFile{{Name: filepath.Base(f.Name), Size: f.Size}}}
 	}
+	// Only unmapped weights offer row ranges (model.RangeReader): mapped
+	// tensors are uploaded whole, straight from the mapping.
+	if !f.Mapped() {
+		lw := &lazyWeights{label: "cmf: " + f.Name, src: f, headers: make(model.MapWeights, len(f.Tensors)),
+			views: make(map[string]lazyView, len(f.Tensors)), check: &cmfChecks{f: f, checks: checks}}
+		for i := range f.Tensors {
+			e := &f.Tensors[i]
+			lw.headers[e.Name] = &tensor.Tensor{Name: e.Name, Codec: e.Codec, Shape: slices.Clone(e.Shape)}
+			lw.views[e.Name] = lazyView{src: e.Name, n: e.Length}
+		}
+		return &model.Model{Arch: a, Weights: lw, Tokenizer: f.Meta.Tokenizer, Source: prov, Close: f.Close}, nil
+	}
+	w := &cmfWeights{f: f, checks: checks, mapped: make(model.MapWeights, len(f.Tensors))}
+	for _, name := range f.Names() {
+		t, err := f.Tensor(name)
+		if err != nil {
+			return nil, err
+		}
+		w.mapped[name] = t
+	}
+	w.verifyAhead(max(1, runtime.GOMAXPROCS(0)-1))
+	weights := model.Weights(w)
 	closeFile := func() error {
 		w.stopVerify() // the pass reads the mapping Close releases
 		return f.Close()
@@ -285,16 +97,13 @@ func cmfModel(f *cmf.File) (*model.Model, error) {
 	return &model.Model{Arch: a, Weights: weights, Tokenizer: f.Meta.Tokenizer, Source: prov, Close: closeFile}, nil
 }
 
-// cmfLazyWeights are the weights of an unmapped file: cmfWeights that can
-// also be read in row ranges (ranged.go).
-type cmfLazyWeights struct{ *cmfWeights }
-
-// cmfWeights are a CMF file's tensors, each checked against its CRC-32C on
-// first use: once for a mapping (the bytes do not change), on every read
-// otherwise (each read may see different bytes).
+// cmfWeights are a mapped CMF file's tensors, each checked against its
+// CRC-32C once, on first use or by the background pass (the bytes do not
+// change). An unmapped file's are lazyWeights checked by cmfChecks on every
+// read (each read may see different bytes).
 type cmfWeights struct {
 	f      *cmf.File
-	mapped model.MapWeights // the tensors aliasing the mapping, or nil: read on demand
+	mapped model.MapWeights // the tensors aliasing the mapping
 	checks map[string]*cmfCheck
 	mu     sync.Mutex
 	err    error
@@ -363,28 +172,51 @@ func (w *cmfWeights) Tensor(name string) (*tensor.Tensor, bool) {
 	if !ok {
 		return nil, false
 	}
-	if w.mapped != nil {
-		if !w.f.Mapped() {
-			w.fail(fmt.Errorf("cmf: %s: file is closed", w.f.Name))
-			return nil, false
-		}
-		t := w.mapped[name]
-		c.once.Do(func() { c.err = w.f.CheckData(name, t.Data) })
-		if c.err != nil {
-			w.fail(c.err)
-			return nil, false
-		}
-		return t, true
+	if !w.f.Mapped() {
+		w.fail(fmt.Errorf("cmf: %s: file is closed", w.f.Name))
+		return nil, false
 	}
-	t, err := w.f.Tensor(name)
-	if err == nil {
-		err = w.f.CheckData(name, t.Data)
-	}
-	if err != nil {
-		w.fail(err)
+	t := w.mapped[name]
+	c.once.Do(func() { c.err = w.f.CheckData(name, t.Data) })
+	if c.err != nil {
+		w.fail(c.err)
 		return nil, false
 	}
 	return t, true
+}
+
+// cmfChecks verifies what lazyWeights read from an unmapped CMF file: a
+// whole tensor against its checksum; rows by extending a running CRC-32C
+// while they come in order from the first, compared when the last row is
+// read (a read that skips ahead reads the whole tensor once to check it).
+type cmfChecks struct {
+	f      *cmf.File
+	checks map[string]*cmfCheck
+}
+
+func (c *cmfChecks) whole(name string, data []byte) error { return c.f.CheckData(name, data) }
+
+func (c *cmfChecks) rows(name string, off int64, data []byte) error {
+	e, _ := c.f.Entry(name)
+	k := c.checks[name]
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.checked {
+		return k.err
+	}
+	switch end := off + int64(len(data)); {
+	case off == k.next:
+		k.crc = cmf.UpdateChecksum(k.crc, data)
+		k.next = end
+	case end <= k.next:
+		// Rows already folded into the running checksum.
+	default:
+		k.checked, k.err = true, c.f.VerifyTensor(name)
+	}
+	if !k.checked && k.next == e.Length {
+		k.checked, k.err = true, c.f.CheckSum(name, k.crc)
+	}
+	return k.err
 }
 
 // verifyAll checks every tensor, as their first use would.

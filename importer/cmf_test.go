@@ -12,6 +12,7 @@ import (
 	"github.com/cortiq/cortiq/gguf"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/writer"
 )
 
 func TestCMFRoundTripStories(t *testing.T) {
@@ -26,7 +27,7 @@ func TestCMFRoundTripStories(t *testing.T) {
 	}
 	dir := t.TempDir()
 	p := filepath.Join(dir, "stories.cmf")
-	if err := SaveCMF(m, p, SaveOptions{Keep: true}); err != nil {
+	if err := writer.SaveCMF(m, p, writer.SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := FromCMF(p)
@@ -61,7 +62,7 @@ func TestCMFRoundTripStories(t *testing.T) {
 
 	// Deterministic: saving again gives the same bytes.
 	p2 := filepath.Join(dir, "again.cmf")
-	if err := SaveCMF(c, p2, SaveOptions{Keep: true}); err != nil {
+	if err := writer.SaveCMF(c, p2, writer.SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	b1, _ := os.ReadFile(p)
@@ -81,7 +82,7 @@ func TestCMFQuantize(t *testing.T) {
 	}
 	defer m.Close()
 	p := filepath.Join(t.TempDir(), "q8.cmf")
-	if err := SaveCMF(m, p, SaveOptions{Quant: tensor.Q8_0}); err != nil {
+	if err := writer.SaveCMF(m, p, writer.SaveOptions{Quant: tensor.Q8_0}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := FromCMF(p)
@@ -117,40 +118,11 @@ func TestCMFQuantize(t *testing.T) {
 			t.Errorf("%s: q8_0 error %g for values up to %g", n, maxErr, maxAbs)
 		}
 	}
-	if err := SaveCMF(m, p, SaveOptions{Quant: tensor.I32}); err == nil {
+	if err := writer.SaveCMF(m, p, writer.SaveOptions{Quant: tensor.I32}); err == nil {
 		t.Error("i32 accepted")
 	}
-	if err := SaveCMF(m, p, SaveOptions{Quant: tensor.Codec(99)}); err == nil {
+	if err := writer.SaveCMF(m, p, writer.SaveOptions{Quant: tensor.Codec(99)}); err == nil {
 		t.Error("unknown codec accepted")
-	}
-}
-
-func TestCMFConvertPlain(t *testing.T) {
-	vals := []float32{1, -2, 0.5, 3, 0, 7}
-	data := make([]byte, 24)
-	if err := tensor.Quantize(data, tensor.F32, vals); err != nil {
-		t.Fatal(err)
-	}
-	src := &tensor.Tensor{Name: "x", Codec: tensor.F32, Shape: []int{6}, Data: data}
-	if cmfShouldConvert(src, tensor.Q8_0) {
-		t.Error("1-D tensor selected for q8_0")
-	}
-	if !cmfShouldConvert(src, tensor.F16) {
-		t.Error("1-D tensor not selected for f16")
-	}
-	out, err := cmfConvert(src, tensor.F16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make([]float32, 6)
-	tensor.Dequantize(got, tensor.F16, out.Data)
-	if !reflect.DeepEqual(got, vals) || out.Codec != tensor.F16 {
-		t.Errorf("f16: %v", got)
-	}
-	order := cmfTensorOrder([]string{"output.weight", "blk.10.attn_q.weight", "blk.2.ffn_up.weight", model.TokenEmbd, "blk.2.attn_k.weight", "output_norm.weight"})
-	want := []string{model.TokenEmbd, "blk.2.attn_k.weight", "blk.2.ffn_up.weight", "blk.10.attn_q.weight", "output.weight", "output_norm.weight"}
-	if !reflect.DeepEqual(order, want) {
-		t.Errorf("order %v", order)
 	}
 }
 
@@ -207,7 +179,7 @@ func TestFromFileReaderAt(t *testing.T) {
 		}
 	}
 	p := filepath.Join(t.TempDir(), "s.cmf")
-	if err := SaveCMF(lazy, p, SaveOptions{Quant: tensor.Q8_0}); err != nil {
+	if err := writer.SaveCMF(lazy, p, writer.SaveOptions{Quant: tensor.Q8_0}); err != nil {
 		t.Fatal(err)
 	}
 	craw, _ := os.ReadFile(p)

@@ -14,6 +14,7 @@ import (
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/synth"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/writer"
 )
 
 // damagedCMF writes the synthetic tiny model as CMF and flips one byte in
@@ -31,7 +32,7 @@ func damagedCMF(t *testing.T, victim string) string {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, "tiny.cmf")
-	err = SaveCMF(m, p, SaveOptions{Keep: true})
+	err = writer.SaveCMF(m, p, writer.SaveOptions{Keep: true})
 	m.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/cortiq/cortiq/gguf"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/writer"
 )
 
 func ggufSharedDir(t testing.TB) string {
@@ -491,57 +492,8 @@ func TestGGUFTokenizerVocabOnly(t *testing.T) {
 	}
 }
 
-// ggufReadSafetensor reads one F32 tensor of a safetensors file (enough of
-// the format for the cross-check below, independent of package safetensors).
-func ggufReadSafetensor(t *testing.T, path, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Skip(err)
-	}
-	n := binary.LittleEndian.Uint64(b)
-	var h map[string]json.RawMessage
-	if err := json.Unmarshal(b[8:8+n], &h); err != nil {
-		t.Fatal(err)
-	}
-	var e struct {
-		Dtype   string   `json:"dtype"`
-		Offsets [2]int64 `json:"data_offsets"`
-	}
-	if err := json.Unmarshal(h[name], &e); err != nil || e.Dtype != "F32" {
-		t.Fatalf("%s: %v %s", name, err, e.Dtype)
-	}
-	return b[8+int64(n)+e.Offsets[0] : 8+int64(n)+e.Offsets[1]]
-}
-
 // The GGUF llama layout is the interleaved permutation of the HF one:
-// permuting HF's q/k rows as SaveGGUF does gives llama.cpp's bytes.
-func TestGGUFPermutationMatchesHF(t *testing.T) {
-	hf := filepath.Join(ggufSharedDir(t), "fixtures", "models", "stories260K_hf", "model.safetensors")
-	m, err := FromGGUF(ggufStoriesPath(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	for _, c := range []struct {
-		hf, gguf string
-		heads    int
-	}{
-		{"model.layers.3.self_attn.q_proj.weight", "blk.3.attn_q.weight", 8},
-		{"model.layers.3.self_attn.k_proj.weight", "blk.3.attn_k.weight", 4},
-	} {
-		g, _ := m.Weights.Tensor(c.gguf)
-		hfT := &tensor.Tensor{Name: c.gguf, Codec: tensor.F32, Shape: g.Shape, Data: ggufReadSafetensor(t, hf, c.hf)}
-		p, err := ggufPermuteRows(hfT, c.heads)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(p.Data) != string(g.Data) {
-			t.Errorf("%s: permuted HF rows differ from the GGUF tensor", c.gguf)
-		}
-	}
-}
-
+// permuting HF's q/k rows as writer.SaveGGUF does gives llama.cpp's bytes.
 func TestSaveGGUFRoundTrip(t *testing.T) {
 	m, err := FromGGUF(ggufStoriesPath(t))
 	if err != nil {
@@ -549,7 +501,7 @@ func TestSaveGGUFRoundTrip(t *testing.T) {
 	}
 	defer m.Close()
 	p := filepath.Join(t.TempDir(), "out.gguf")
-	if err := SaveGGUF(m, p); err != nil {
+	if err := writer.SaveGGUF(m, p, writer.SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := FromGGUF(p)
@@ -623,7 +575,7 @@ func TestSaveGGUFNeoXLlama(t *testing.T) {
 		}
 	}
 	p := filepath.Join(t.TempDir(), "neox.gguf")
-	if err := SaveGGUF(&neox, p); err != nil {
+	if err := writer.SaveGGUF(&neox, p, writer.SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := FromGGUF(p)
@@ -654,13 +606,13 @@ func TestSaveGGUFRefuses(t *testing.T) {
 	at := *bad.Arch.Layers[2].Attn
 	at.Scale = 0.5
 	bad.Arch.Layers[2].Attn = &at
-	err = SaveGGUF(&bad, filepath.Join(t.TempDir(), "x.gguf"))
+	err = writer.SaveGGUF(&bad, filepath.Join(t.TempDir(), "x.gguf"), writer.SaveOptions{Keep: true})
 	if err == nil || !strings.Contains(err.Error(), "cannot be expressed") {
 		t.Errorf("scale 0.5: %v", err)
 	}
 	bad = *m
 	bad.Arch.Family = "gpt2"
-	if err := SaveGGUF(&bad, filepath.Join(t.TempDir(), "y.gguf")); err == nil {
+	if err := writer.SaveGGUF(&bad, filepath.Join(t.TempDir(), "y.gguf"), writer.SaveOptions{Keep: true}); err == nil {
 		t.Error("gpt2 accepted")
 	}
 }
@@ -694,7 +646,7 @@ func TestSaveGGUFFamilies(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := filepath.Join(t.TempDir(), "again.gguf")
-		if err := SaveGGUF(m, p); err != nil {
+		if err := writer.SaveGGUF(m, p, writer.SaveOptions{Keep: true}); err != nil {
 			t.Fatalf("%s: %v", g.arch, err)
 		}
 		b, err := FromGGUF(p)
@@ -745,7 +697,7 @@ func TestSaveGGUFGemmaPlusOne(t *testing.T) {
 	}
 	hf.Weights = w
 	p := filepath.Join(t.TempDir(), "gemma.gguf")
-	if err := SaveGGUF(&hf, p); err != nil {
+	if err := writer.SaveGGUF(&hf, p, writer.SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := FromGGUF(p)
@@ -864,7 +816,7 @@ func TestSaveGGUFLlama3(t *testing.T) {
 		m.Arch.Layers = append(m.Arch.Layers, l)
 	}
 	p := filepath.Join(t.TempDir(), "l3.gguf")
-	if err := SaveGGUF(&m, p); err != nil {
+	if err := writer.SaveGGUF(&m, p, writer.SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := FromGGUF(p)
@@ -887,7 +839,7 @@ func TestSaveGGUFLlama3(t *testing.T) {
 	}
 	// Llama 3 factors other than 1 and 4 cannot be expressed.
 	m.Arch.Layers[0].Attn.Rope.Scaling.HighFreqFactor = 2
-	if err := SaveGGUF(&m, p); err == nil {
+	if err := writer.SaveGGUF(&m, p, writer.SaveOptions{Keep: true}); err == nil {
 		t.Error("high_freq_factor 2 accepted")
 	}
 }

@@ -1,6 +1,14 @@
 // Package importer turns model files (a Hugging Face checkpoint directory, a
 // GGUF file, a CMF file) into a model.Model: a normalized Arch plus weights
-// under canonical tensor names (model/names.go).
+// under canonical tensor names (model/names.go). What a family leaves
+// implicit comes from its record in model/family; the importer compares no
+// family names.
+//
+// The importer only reads. Weights alias a file's memory mapping where
+// there is one; elsewhere (the browser, platforms without mmap) the three
+// containers share one lazy implementation that reads a tensor, or a range
+// of its rows (model.RangeReader), when asked. Writing models is package
+// writer's; OpenCached uses it to cache Hugging Face conversions as CMF.
 package importer
 
 import (
@@ -16,6 +24,7 @@ import (
 	"github.com/cortiq/cortiq/internal/jsonerr"
 	"github.com/cortiq/cortiq/mapfile"
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/model/family"
 	"github.com/cortiq/cortiq/safetensors"
 )
 
@@ -98,47 +107,59 @@ func FromHF(dir string) (*model.Model, error) {
 }
 
 func hfDigest(path string) (model.SourceFile, error) {
-	sum, n, err := fileSHA256(path)
+	sum, n, err := mapfile.SHA256(path)
 	if err != nil {
 		return model.SourceFile{}, err
 	}
 	return model.SourceFile{Name: filepath.Base(path), Size: n, SHA256: sum}, nil
 }
 
-// hfParseConfig decodes config.json. A multimodal Gemma 3 checkpoint is
-// read as its language model (text_config); the vision tower is ignored.
+// hfParseConfig decodes config.json. A multimodal checkpoint whose family
+// keeps its language model in text_config (family.Family.HFWrapper, Gemma 3)
+// is read as that language model; the vision tower is ignored.
 func hfParseConfig(b []byte) (hfConfig, error) {
 	var c hfConfig
 	if err := json.Unmarshal(b, &c); err != nil {
 		return c, jsonerr.Error(err)
 	}
-	if c.ModelType == "gemma3" {
-		if isNull(c.TextConfig) {
-			return c, errors.New(`model_type "gemma3" without text_config`)
-		}
-		var t hfConfig
-		if err := json.Unmarshal(c.TextConfig, &t); err != nil {
-			return c, fmt.Errorf("text_config: %w", jsonerr.Error(err))
-		}
-		if t.ModelType == "" {
-			t.ModelType = "gemma3_text"
-		}
-		if t.ModelType != "gemma3_text" {
-			return c, fmt.Errorf("gemma3 text_config has model_type %q", t.ModelType)
-		}
-		// Special tokens and tying may sit at the top level.
-		if isNull(t.EosTokenID) {
-			t.EosTokenID = c.EosTokenID
-		}
-		if isNull(t.BosTokenID) {
-			t.BosTokenID = c.BosTokenID
-		}
-		if t.TieWordEmbeddings == nil {
-			t.TieWordEmbeddings = c.TieWordEmbeddings
-		}
-		c = t
+	fam := hfWrapped(c.ModelType)
+	if fam == nil {
+		return c, nil
 	}
-	return c, nil
+	if isNull(c.TextConfig) {
+		return c, fmt.Errorf("model_type %q without text_config", c.ModelType)
+	}
+	var t hfConfig
+	if err := json.Unmarshal(c.TextConfig, &t); err != nil {
+		return c, fmt.Errorf("text_config: %w", jsonerr.Error(err))
+	}
+	if t.ModelType == "" {
+		t.ModelType = fam.HF
+	}
+	if t.ModelType != fam.HF {
+		return c, fmt.Errorf("%s text_config has model_type %q", c.ModelType, t.ModelType)
+	}
+	// Special tokens and tying may sit at the top level.
+	if isNull(t.EosTokenID) {
+		t.EosTokenID = c.EosTokenID
+	}
+	if isNull(t.BosTokenID) {
+		t.BosTokenID = c.BosTokenID
+	}
+	if t.TieWordEmbeddings == nil {
+		t.TieWordEmbeddings = c.TieWordEmbeddings
+	}
+	return t, nil
+}
+
+// hfWrapped returns the family a multimodal model_type wraps, or nil.
+func hfWrapped(modelType string) *family.Family {
+	for _, f := range family.All {
+		if f.HFWrapper != "" && f.HFWrapper == modelType {
+			return f
+		}
+	}
+	return nil
 }
 
 // hfSpecialTokens sets BOS and EOS: generation_config.json's eos_token_id
@@ -185,8 +206,9 @@ func hfSpecialTokens(a *model.Arch, c *hfConfig, gen []byte) error {
 }
 
 // hfLayerTypes returns each layer's type as transformers names it
-// ("full_attention", "sliding_attention", "conv", "linear_attention").
-func hfLayerTypes(c *hfConfig) ([]string, error) {
+// ("full_attention", "sliding_attention", "conv", "linear_attention"):
+// layer_types when the config has it, else the family's pattern.
+func hfLayerTypes(c *hfConfig, fam *family.Family) ([]string, error) {
 	n := c.NumHiddenLayers
 	if len(c.LayerTypes) > 0 {
 		if len(c.LayerTypes) != n {
@@ -198,21 +220,29 @@ func hfLayerTypes(c *hfConfig) ([]string, error) {
 	for i := range t {
 		t[i] = "full_attention"
 	}
-	switch c.ModelType {
-	case "gemma2":
+	alternate := func() {
 		for i := range t {
 			if (i+1)%2 != 0 {
 				t[i] = "sliding_attention"
 			}
 		}
-	case "gemma3_text":
+	}
+	switch fam.Layers {
+	case family.LayersAlternate:
+		alternate()
+	case family.LayersAlternateIfWindow:
+		// transformers' GptOssConfig: sliding first, then alternating.
+		if deref(c.SlidingWindow, 0) > 0 {
+			alternate()
+		}
+	case family.LayersSlidingPattern:
 		pat := deref(c.SlidingWindowPattern, deref(c.SlidingWindowPattern5, 6))
 		for i := range t {
 			if pat > 0 && (i+1)%pat != 0 {
 				t[i] = "sliding_attention"
 			}
 		}
-	case "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "smollm3":
+	case family.LayersMaxWindow:
 		if deref(c.UseSlidingWindow, false) && deref(c.SlidingWindow, 0) > 0 {
 			for i := range t {
 				if i >= deref(c.MaxWindowLayers, 0) {
@@ -220,13 +250,13 @@ func hfLayerTypes(c *hfConfig) ([]string, error) {
 				}
 			}
 		}
-	case "mistral", "mixtral", "phi3":
+	case family.LayersAllSliding:
 		if deref(c.SlidingWindow, 0) > 0 {
 			for i := range t {
 				t[i] = "sliding_attention"
 			}
 		}
-	case "lfm2":
+	case family.LayersConvFullIdxs:
 		// transformers: without full_attn_idxs every layer is attention.
 		if c.FullAttnIdxs == nil {
 			break
@@ -240,16 +270,7 @@ func hfLayerTypes(c *hfConfig) ([]string, error) {
 			}
 			t[i] = "full_attention"
 		}
-	case "gpt_oss":
-		// transformers' GptOssConfig: sliding first, then alternating.
-		if deref(c.SlidingWindow, 0) > 0 {
-			for i := range t {
-				if (i+1)%2 != 0 {
-					t[i] = "sliding_attention"
-				}
-			}
-		}
-	case "qwen3_next":
+	case family.LayersLinearInterval:
 		iv := deref(c.FullAttentionInterval, 4)
 		for i := range t {
 			if iv <= 0 || (i+1)%iv != 0 {
@@ -260,18 +281,11 @@ func hfLayerTypes(c *hfConfig) ([]string, error) {
 	return t, nil
 }
 
-// hfFamilies lists the model_types FromHF understands.
-var hfFamilies = []string{
-	"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
-	"granite", "olmo2", "smollm3", "qwen2_moe", "qwen3_moe", "mixtral", "lfm2", "qwen3_next",
-	"gpt_oss",
-}
-
 func hfArch(c *hfConfig) (model.Arch, error) {
 	var a model.Arch
-	fam := c.ModelType
-	if !slices.Contains(hfFamilies, fam) {
-		return a, fmt.Errorf("model_type %q is not supported (supported: %s)", fam, strings.Join(hfFamilies, ", "))
+	fam, ok := family.HF(c.ModelType)
+	if !ok {
+		return a, fmt.Errorf("model_type %q is not supported (supported: %s)", c.ModelType, strings.Join(family.HFNames(), ", "))
 	}
 	if c.HiddenSize <= 0 || c.VocabSize <= 0 || c.NumHiddenLayers <= 0 || c.NumAttentionHeads <= 0 {
 		return a, fmt.Errorf("hidden_size %d, vocab_size %d, num_hidden_layers %d, num_attention_heads %d: all must be positive",
@@ -284,18 +298,17 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 	if deref(c.UseBidirectionalAttention, false) {
 		return a, errors.New("use_bidirectional_attention: encoder (embedding) models are not supported")
 	}
-	gemma := fam == "gemma" || fam == "gemma2" || fam == "gemma3_text"
-	a.Family = fam
+	a.Family = fam.HF
 	a.Vocab = c.VocabSize
 	a.Hidden = c.HiddenSize
 	a.Context = c.MaxPositionEmbeddings
 	a.NormEps = float32(deref(c.RMSNormEps, deref(c.NormEps, 1e-6)))
 	a.Norm = model.NormRMS
-	if gemma || fam == "qwen3_next" {
-		a.Norm = model.NormRMSPlusOne
+	if fam.Norm != "" {
+		a.Norm = fam.Norm
 	}
 	act := c.HiddenAct
-	if gemma {
+	if fam.GemmaMLP {
 		// Gemma's MLP uses hidden_activation; old configs said "gelu" but
 		// transformers runs the tanh approximation regardless.
 		act = c.HiddenActivation
@@ -311,19 +324,19 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 	default:
 		return a, fmt.Errorf("activation %q is not supported", act)
 	}
-	if fam == "gpt_oss" {
-		// GptOssExperts hardcodes its clamped SwiGLU (limit 7, alpha
-		// 1.702) whatever hidden_act and swiglu_limit say.
-		a.Act, a.SwiGLULimit, a.SwiGLUAlpha = model.ActSwiGLUOAI, 7.0, 1.702
+	if fam.Act != "" {
+		// gpt-oss: GptOssExperts hardcodes its clamped SwiGLU (limit 7,
+		// alpha 1.702) whatever hidden_act and swiglu_limit say.
+		a.Act, a.SwiGLULimit, a.SwiGLUAlpha = fam.Act, fam.SwiGLULimit, fam.SwiGLUAlpha
 	}
 	a.EmbedScale = 1
-	if gemma {
+	if fam.GemmaMLP {
 		// transformers multiplies by sqrt(hidden) cast to the model dtype.
 		a.EmbedScale = float32(math.Sqrt(float64(c.HiddenSize)))
 	}
 	a.ResidualScale = 1
 	a.LogitScale = 1
-	if fam == "granite" {
+	if fam.Multipliers {
 		a.EmbedScale = float32(deref(c.EmbeddingMultiplier, 1))
 		a.ResidualScale = float32(deref(c.ResidualMultiplier, 1))
 		ls := deref(c.LogitsScaling, 1)
@@ -332,10 +345,7 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 		}
 		a.LogitScale = float32(1 / ls)
 	}
-	if fam == "gemma2" {
-		a.FinalSoftcap = float32(deref(c.FinalLogitSoftcapping, 0))
-	}
-	if fam == "gemma3_text" {
+	if fam.Softcaps {
 		a.FinalSoftcap = float32(deref(c.FinalLogitSoftcapping, 0))
 	}
 	// Without tie_word_embeddings the weights decide (see hfWeights).
@@ -353,12 +363,12 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 	if kvHeads <= 0 || heads%kvHeads != 0 || headDim <= 0 || headDim > 4096 {
 		return a, fmt.Errorf("num_attention_heads %d, num_key_value_heads %d, head_dim %d are inconsistent", heads, kvHeads, headDim)
 	}
-	types, err := hfLayerTypes(c)
+	types, err := hfLayerTypes(c, fam)
 	if err != nil {
 		return a, err
 	}
-	if fam == "smollm3" && c.NoRopeLayers == nil {
-		iv := deref(c.NoRopeLayerInterval, 4)
+	if fam.NoRopeEvery > 0 && c.NoRopeLayers == nil {
+		iv := deref(c.NoRopeLayerInterval, fam.NoRopeEvery)
 		for i := range c.NumHiddenLayers {
 			if iv > 0 && (i+1)%iv == 0 {
 				c.NoRopeLayers = append(c.NoRopeLayers, 0)
@@ -372,7 +382,7 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 	}
 
 	ffnHidden := c.IntermediateSize
-	if fam == "lfm2" {
+	if fam.LFM2FFN {
 		ffnHidden = hfLFM2FFDim(c)
 	}
 	expertCount := deref(c.NumExperts, deref(c.NumLocalExperts, 0))
@@ -392,7 +402,7 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 				HeadDim: headDim,
 				Scale:   float32(1 / math.Sqrt(float64(headDim))),
 			}
-			at.Rope, err = c.hfRope(types[i], headDim)
+			at.Rope, err = c.hfRope(fam, types[i], headDim)
 			if err != nil {
 				return a, fmt.Errorf("layer %d: %w", i, err)
 			}
@@ -405,33 +415,24 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 			if q := c.QueryPreAttnScalar; q != nil && *q <= 0 {
 				return a, fmt.Errorf("query_pre_attn_scalar %v must be positive", *q)
 			}
-			switch fam {
-			case "gemma2", "gemma3_text":
+			switch {
+			case fam.Softcaps:
 				at.Scale = float32(1 / math.Sqrt(deref(c.QueryPreAttnScalar, float64(headDim))))
-			case "granite":
+				at.Softcap = float32(deref(c.AttnLogitSoftcapping, 0))
+			case fam.Multipliers:
 				// transformers' GraniteConfig defaults attention_multiplier to 1.
 				at.Scale = float32(deref(c.AttentionMultiplier, 1))
 			}
-			if fam == "gemma2" || fam == "gemma3_text" {
-				at.Softcap = float32(deref(c.AttnLogitSoftcapping, 0))
-			}
-			switch fam {
-			case "qwen3", "qwen3_moe", "gemma3_text", "lfm2", "qwen3_next":
-				at.QKNorm = model.QKNormPerHead
-			case "olmo2":
-				at.QKNorm = model.QKNormFull
-			}
-			switch fam {
-			case "qwen2", "qwen2_moe":
+			at.QKNorm = fam.QKNorm
+			switch fam.Bias {
+			case family.BiasAlways:
 				at.Bias = true
-			case "llama", "qwen3", "qwen3_moe", "granite", "olmo2", "smollm3", "gemma", "gemma2", "gemma3_text", "qwen3_next", "gpt_oss":
+			case family.BiasConfig:
 				at.Bias = deref(c.AttentionBias, false)
-				at.OutBias = at.Bias && fam != "qwen3" && fam != "qwen3_moe" && fam != "qwen3_next" && fam != "gemma3_text"
+				at.OutBias = at.Bias && !fam.NoOutBias
 			}
-			if fam == "qwen3_next" {
-				at.OutputGate = true
-			}
-			at.Sinks = fam == "gpt_oss"
+			at.OutputGate = fam.OutputGate
+			at.Sinks = fam.Sinks
 			l.Mixer = model.MixerAttention
 			l.Attn = at
 		case "conv":
@@ -463,23 +464,22 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 				NormTopK: true,
 				Scoring:  "softmax",
 			}
-			switch fam {
-			case "mixtral":
+			switch fam.MoE {
+			case family.MoEMixtral:
 				m.ExpertHidden = c.IntermediateSize
-			case "gpt_oss":
+			case family.MoEGptOss:
 				// GptOssTopKRouter: affine router, top-k of its logits,
 				// softmax over those; experts with biases.
 				m.ExpertHidden = c.IntermediateSize
 				m.Scoring, m.NormTopK, m.RouterBias, m.ExpertBias = "topk_softmax", false, true, true
-			case "qwen2_moe", "qwen3_moe", "qwen3_next":
+			case family.MoEQwen:
 				m.ExpertHidden = deref(c.MoeIntermediateSize, 0)
 				// transformers' defaults: false for qwen2_moe and qwen3_moe, true for qwen3_next.
-				def := fam == "qwen3_next"
-				m.NormTopK = deref(c.NormTopkProb, def)
+				m.NormTopK = deref(c.NormTopkProb, fam.NormTopK)
 			default:
-				return a, fmt.Errorf("layer %d: %d experts in a %s model", i, expertCount, fam)
+				return a, fmt.Errorf("layer %d: %d experts in a %s model", i, expertCount, fam.HF)
 			}
-			if fam == "qwen2_moe" || fam == "qwen3_next" {
+			if fam.SharedExpert {
 				m.SharedHidden = deref(c.SharedExpertIntermediateSize, 0)
 				m.SharedGate = m.SharedHidden > 0
 			}
@@ -491,10 +491,10 @@ func hfArch(c *hfConfig) (model.Arch, error) {
 			l.MoE = m
 		}
 
-		switch fam {
-		case "gemma2", "gemma3_text":
+		switch fam.Norms {
+		case family.NormsSandwich:
 			l.PreMixerNorm, l.PostMixerNorm, l.PreFFNNorm, l.PostFFNNorm = true, true, true, true
-		case "olmo2":
+		case family.NormsPost:
 			l.PostMixerNorm, l.PostFFNNorm = true, true
 		default:
 			l.PreMixerNorm, l.PreFFNNorm = true, true

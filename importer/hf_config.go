@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/model/family"
 )
 
 // hfConfig is the union of the config.json keys the supported families use.
@@ -141,7 +142,7 @@ func hfTokenIDs(raw json.RawMessage) ([]int, error) {
 
 // hfRopeFor returns the rope parameters that apply to a layer of the given
 // type ("full_attention", "sliding_attention").
-func (c *hfConfig) hfRopeFor(layerType string) (hfRopeParams, error) {
+func (c *hfConfig) hfRopeFor(fam *family.Family, layerType string) (hfRopeParams, error) {
 	var p hfRopeParams
 	if !isNull(c.RopeParameters) {
 		var probe map[string]json.RawMessage
@@ -166,7 +167,7 @@ func (c *hfConfig) hfRopeFor(layerType string) (hfRopeParams, error) {
 	} else {
 		// transformers 4: top-level rope_theta and rope_scaling; Gemma3's
 		// local layers use rope_local_base_freq without scaling.
-		if layerType == "sliding_attention" && c.ModelType == "gemma3_text" {
+		if layerType == "sliding_attention" && fam.Rope == family.RopeLocal {
 			base := deref(c.RopeLocalBaseFreq, 10000)
 			p.RopeTheta = &base
 		} else {
@@ -178,12 +179,12 @@ func (c *hfConfig) hfRopeFor(layerType string) (hfRopeParams, error) {
 			p.RopeTheta = c.RopeTheta
 		}
 	}
-	if p.RopeTheta == nil && c.ModelType == "lfm2" {
+	if p.RopeTheta == nil && fam.Rope == family.RopeTheta {
 		p.RopeTheta = c.Theta
 	}
 	if p.RopeTheta == nil {
 		def := 10000.0
-		if (c.ModelType == "gemma3_text" && layerType == "full_attention") || c.ModelType == "lfm2" {
+		if (fam.Rope == family.RopeLocal && layerType == "full_attention") || fam.Rope == family.RopeTheta {
 			def = 1e6
 		}
 		p.RopeTheta = &def
@@ -195,8 +196,8 @@ func (c *hfConfig) hfRopeFor(layerType string) (hfRopeParams, error) {
 }
 
 // hfRope converts rope parameters into a model.Rope for a head size.
-func (c *hfConfig) hfRope(layerType string, headDim int) (model.Rope, error) {
-	p, err := c.hfRopeFor(layerType)
+func (c *hfConfig) hfRope(fam *family.Family, layerType string, headDim int) (model.Rope, error) {
+	p, err := c.hfRopeFor(fam, layerType)
 	if err != nil {
 		return model.Rope{}, err
 	}

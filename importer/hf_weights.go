@@ -2,11 +2,13 @@ package importer
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/model/family"
 	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -16,6 +18,11 @@ type hfLoader struct {
 	prefix string // "model." usually
 	used   map[string]bool
 	out    model.MapWeights
+	// lazy: the set is not mapped, so tensors taken as they are (or as row
+	// ranges) are read when used, through views; computed ones (banks,
+	// permutations) are read now.
+	lazy  bool
+	views map[string]lazyView
 }
 
 func (h *hfLoader) fileOf(name string) string {
@@ -27,14 +34,39 @@ func (h *hfLoader) fileOf(name string) string {
 
 func (h *hfLoader) has(name string) bool { return h.set.Has(name) }
 
-// get fetches a source tensor and checks its shape.
+// get fetches a source tensor, data included, and checks its shape.
 func (h *hfLoader) get(name string, shape ...int) (*tensor.Tensor, error) {
+	t, err := h.head(name, shape...)
+	if err != nil || t.Data != nil {
+		return t, err
+	}
+	full, err := h.set.Tensor(name)
+	if err != nil {
+		return nil, err
+	}
+	t.Data = full.Data
+	return t, nil
+}
+
+// head fetches a source tensor and checks its shape; its Data aliases the
+// mapping, or is nil for a lazy loader (get reads it).
+func (h *hfLoader) head(name string, shape ...int) (*tensor.Tensor, error) {
 	if !h.set.Has(name) {
 		return nil, fmt.Errorf("missing tensor %q (%s)", name, strings.Join(h.set.Paths(), ", "))
 	}
-	t, err := h.set.Tensor(name)
-	if err != nil {
-		return nil, err
+	var t *tensor.Tensor
+	if h.lazy {
+		in, _ := h.set.Info(name)
+		c, ok := in.DType.Codec()
+		if !ok {
+			return nil, fmt.Errorf("safetensors: %s: tensor %q: dtype %s is not supported as a weight", h.fileOf(name), name, in.DType)
+		}
+		t = &tensor.Tensor{Name: name, Codec: c, Shape: slices.Clone(in.Shape)}
+	} else {
+		var err error
+		if t, err = h.set.Tensor(name); err != nil {
+			return nil, err
+		}
 	}
 	if t.Codec == tensor.I32 {
 		return nil, fmt.Errorf("%s: tensor %q: integer dtype is not a weight", h.fileOf(name), name)
@@ -48,9 +80,16 @@ func (h *hfLoader) get(name string, shape ...int) (*tensor.Tensor, error) {
 
 // take maps a required source tensor to a canonical name.
 func (h *hfLoader) take(src, canon string, shape ...int) error {
-	t, err := h.get(src, shape...)
+	t, err := h.head(src, shape...)
 	if err != nil {
 		return err
+	}
+	if h.lazy {
+		n, err := tensor.ByteLen(t.Codec, t.Shape)
+		if err != nil {
+			return fmt.Errorf("%s: tensor %q: %w", h.fileOf(src), src, err)
+		}
+		h.views[canon] = lazyView{src: src, n: int64(n)}
 	}
 	t.Name = canon
 	h.out[canon] = t
@@ -78,7 +117,7 @@ func (h *hfLoader) split(src string, cols int, canon []string, rows []int) error
 	for _, r := range rows {
 		total += r
 	}
-	t, err := h.get(src, total, cols)
+	t, err := h.head(src, total, cols)
 	if err != nil {
 		return err
 	}
@@ -88,7 +127,13 @@ func (h *hfLoader) split(src string, cols int, canon []string, rows []int) error
 	}
 	r0 := 0
 	for i, name := range canon {
-		h.out[name] = &tensor.Tensor{Name: name, Codec: t.Codec, Shape: []int{rows[i], cols}, Data: t.Data[r0*rb : (r0+rows[i])*rb]}
+		part := &tensor.Tensor{Name: name, Codec: t.Codec, Shape: []int{rows[i], cols}}
+		if h.lazy {
+			h.views[name] = lazyView{src: src, off: int64(r0 * rb), n: int64(rows[i] * rb)}
+		} else {
+			part.Data = t.Data[r0*rb : (r0+rows[i])*rb]
+		}
+		h.out[name] = part
 		r0 += rows[i]
 	}
 	return nil
@@ -142,9 +187,11 @@ func (h *hfLoader) bankFused(src string, gateCanon, upCanon string, experts, int
 
 // hfWeights maps the checkpoint's tensors to canonical names, checking every
 // shape against the architecture. It also settles the choices only the
-// weights can make: tied embeddings and which optional biases exist.
-func hfWeights(c *hfConfig, a *model.Arch, set *safetensors.Set) (model.MapWeights, error) {
-	h := &hfLoader{set: set, used: map[string]bool{}, out: model.MapWeights{}}
+// weights can make: tied embeddings and which optional biases exist. The
+// weights alias a mapped set; an unmapped set's are lazyWeights, read when
+// used.
+func hfWeights(c *hfConfig, a *model.Arch, set *safetensors.Set) (model.Weights, error) {
+	h := &hfLoader{set: set, used: map[string]bool{}, out: model.MapWeights{}, lazy: !set.Mapped(), views: map[string]lazyView{}}
 	for _, p := range []string{"model.", "model.language_model.", "language_model.model.", ""} {
 		if set.Has(p + "embed_tokens.weight") {
 			h.prefix = p
@@ -156,15 +203,15 @@ func hfWeights(c *hfConfig, a *model.Arch, set *safetensors.Set) (model.MapWeigh
 	}
 	P := h.prefix
 	H := a.Hidden
-	fam := a.Family
+	fam, ok := family.HF(a.Family)
+	if !ok {
+		return nil, fmt.Errorf("model_type %q is not supported", a.Family)
+	}
+	names := fam.Tensors.Names()
 	if err := h.take(P+"embed_tokens.weight", model.TokenEmbd, a.Vocab, H); err != nil {
 		return nil, err
 	}
-	finalNorm := P + "norm.weight"
-	if fam == "lfm2" {
-		finalNorm = P + "embedding_norm.weight"
-	}
-	if err := h.take(finalNorm, model.OutputNorm, H); err != nil {
+	if err := h.take(P+names.FinalNorm, model.OutputNorm, H); err != nil {
 		return nil, err
 	}
 	head := "lm_head.weight"
@@ -186,13 +233,7 @@ func hfWeights(c *hfConfig, a *model.Arch, set *safetensors.Set) (model.MapWeigh
 		wrap := func(err error) error { return fmt.Errorf("layer %d: %w", i, err) }
 
 		// Norms.
-		attnNorm, ffnNorm := src+"input_layernorm.weight", src+"post_attention_layernorm.weight"
-		switch fam {
-		case "gemma2", "gemma3_text":
-			ffnNorm = src + "pre_feedforward_layernorm.weight"
-		case "lfm2":
-			attnNorm, ffnNorm = src+"operator_norm.weight", src+"ffn_norm.weight"
-		}
+		attnNorm, ffnNorm := src+names.AttnNorm, src+names.FFNNorm
 		if l.PreMixerNorm {
 			if err := h.take(attnNorm, dst(model.AttnNorm), H); err != nil {
 				return nil, wrap(err)
@@ -218,7 +259,7 @@ func hfWeights(c *hfConfig, a *model.Arch, set *safetensors.Set) (model.MapWeigh
 		var err error
 		switch l.Mixer {
 		case model.MixerAttention:
-			err = h.attention(fam, src, i, l.Attn, H)
+			err = h.attention(fam, &names, src, i, l.Attn, H)
 		case model.MixerShortConv:
 			err = h.shortConv(src, i, l.Conv, H)
 		case model.MixerGatedDelta:
@@ -231,9 +272,9 @@ func hfWeights(c *hfConfig, a *model.Arch, set *safetensors.Set) (model.MapWeigh
 		// FFN.
 		switch l.FFN {
 		case model.FFNDense:
-			err = h.dense(fam, src, i, l.FFNHidden, H)
+			err = h.dense(&names, src, i, l.FFNHidden, H)
 		case model.FFNMoE:
-			err = h.moe(fam, src, i, l.MoE, H)
+			err = h.moe(fam, &names, src, i, l.MoE, H)
 		}
 		if err != nil {
 			return nil, wrap(err)
@@ -257,12 +298,19 @@ func hfWeights(c *hfConfig, a *model.Arch, set *safetensors.Set) (model.MapWeigh
 		if len(unused) > 5 {
 			unused = append(unused[:5], fmt.Sprintf("... (%d in all)", len(unused)))
 		}
-		return nil, fmt.Errorf("tensors not understood for %s: %s", fam, strings.Join(unused, ", "))
+		return nil, fmt.Errorf("tensors not understood for %s: %s", fam.HF, strings.Join(unused, ", "))
+	}
+	if h.lazy {
+		label := "hf"
+		if p := set.Paths(); len(p) > 0 {
+			label += ": " + filepath.Dir(p[0])
+		}
+		return &lazyWeights{label: label, src: set, headers: h.out, views: h.views}, nil
 	}
 	return h.out, nil
 }
 
-func (h *hfLoader) attention(fam, src string, i int, at *model.Attention, H int) error {
+func (h *hfLoader) attention(fam *family.Family, names *family.HFTensors, src string, i int, at *model.Attention, H int) error {
 	dst := func(s string) string { return model.LayerTensor(i, s) }
 	qRows := at.Heads * at.HeadDim
 	if at.OutputGate {
@@ -270,8 +318,8 @@ func (h *hfLoader) attention(fam, src string, i int, at *model.Attention, H int)
 	}
 	kvRows := at.KVHeads * at.HeadDim
 	sa := src + "self_attn."
-	if fam == "phi3" {
-		if err := h.split(sa+"qkv_proj.weight", H, []string{dst(model.AttnQ), dst(model.AttnK), dst(model.AttnV)}, []int{qRows, kvRows, kvRows}); err != nil {
+	if names.FusedQKV != "" {
+		if err := h.split(src+names.FusedQKV, H, []string{dst(model.AttnQ), dst(model.AttnK), dst(model.AttnV)}, []int{qRows, kvRows, kvRows}); err != nil {
 			return err
 		}
 	} else {
@@ -285,10 +333,7 @@ func (h *hfLoader) attention(fam, src string, i int, at *model.Attention, H int)
 			return err
 		}
 	}
-	outName := sa + "o_proj.weight"
-	if fam == "lfm2" {
-		outName = sa + "out_proj.weight"
-	}
+	outName := src + names.AttnOut
 	if err := h.take(outName, dst(model.AttnOut), H, at.Heads*at.HeadDim); err != nil {
 		return err
 	}
@@ -306,7 +351,7 @@ func (h *hfLoader) attention(fam, src string, i int, at *model.Attention, H int)
 			return err
 		}
 		if !ok && need {
-			return fmt.Errorf("missing tensor %q (%s requires q/k/v biases)", sa+b.src, fam)
+			return fmt.Errorf("missing tensor %q (%s requires q/k/v biases)", sa+b.src, fam.HF)
 		}
 		if ok {
 			nb++
@@ -328,10 +373,7 @@ func (h *hfLoader) attention(fam, src string, i int, at *model.Attention, H int)
 		}
 	}
 
-	qn, kn := sa+"q_norm.weight", sa+"k_norm.weight"
-	if fam == "lfm2" {
-		qn, kn = sa+"q_layernorm.weight", sa+"k_layernorm.weight"
-	}
+	qn, kn := src+names.QNorm, src+names.KNorm
 	switch at.QKNorm {
 	case model.QKNormPerHead:
 		if err := h.take(qn, dst(model.AttnQNorm), at.HeadDim); err != nil {
@@ -351,42 +393,29 @@ func (h *hfLoader) attention(fam, src string, i int, at *model.Attention, H int)
 	return nil
 }
 
-func (h *hfLoader) dense(fam, src string, i, ff, H int) error {
+func (h *hfLoader) dense(names *family.HFTensors, src string, i, ff, H int) error {
 	dst := func(s string) string { return model.LayerTensor(i, s) }
-	switch fam {
-	case "phi3":
-		if err := h.split(src+"mlp.gate_up_proj.weight", H, []string{dst(model.FFNGate), dst(model.FFNUp)}, []int{ff, ff}); err != nil {
+	if names.FusedGateUp != "" {
+		if err := h.split(src+names.FusedGateUp, H, []string{dst(model.FFNGate), dst(model.FFNUp)}, []int{ff, ff}); err != nil {
 			return err
 		}
-		return h.take(src+"mlp.down_proj.weight", dst(model.FFNDown), H, ff)
-	case "lfm2":
-		if err := h.take(src+"feed_forward.w1.weight", dst(model.FFNGate), ff, H); err != nil {
+	} else {
+		if err := h.take(src+names.Gate, dst(model.FFNGate), ff, H); err != nil {
 			return err
 		}
-		if err := h.take(src+"feed_forward.w3.weight", dst(model.FFNUp), ff, H); err != nil {
+		if err := h.take(src+names.Up, dst(model.FFNUp), ff, H); err != nil {
 			return err
 		}
-		return h.take(src+"feed_forward.w2.weight", dst(model.FFNDown), H, ff)
 	}
-	if err := h.take(src+"mlp.gate_proj.weight", dst(model.FFNGate), ff, H); err != nil {
-		return err
-	}
-	if err := h.take(src+"mlp.up_proj.weight", dst(model.FFNUp), ff, H); err != nil {
-		return err
-	}
-	return h.take(src+"mlp.down_proj.weight", dst(model.FFNDown), H, ff)
+	return h.take(src+names.Down, dst(model.FFNDown), H, ff)
 }
 
-func (h *hfLoader) moe(fam, src string, i int, m *model.MoE, H int) error {
+func (h *hfLoader) moe(fam *family.Family, names *family.HFTensors, src string, i int, m *model.MoE, H int) error {
 	dst := func(s string) string { return model.LayerTensor(i, s) }
 	E, I := m.Experts, m.ExpertHidden
-	block := src + "mlp."
-	gateN, upN, downN := "gate_proj", "up_proj", "down_proj"
-	if fam == "mixtral" {
-		block = src + "block_sparse_moe."
-		gateN, upN, downN = "w1", "w3", "w2"
-	}
-	if fam == "gpt_oss" {
+	block := src + names.MoEBlock
+	gateN, upN, downN := names.Experts[0], names.Experts[1], names.Experts[2]
+	if fam.MoE == family.MoEGptOss {
 		return h.gptOssExperts(block, i, m, H)
 	}
 	if err := h.take(block+"gate.weight", dst(model.FFNRouter), E, H); err != nil {
@@ -400,20 +429,20 @@ func (h *hfLoader) moe(fam, src string, i int, m *model.MoE, H int) error {
 			return err
 		}
 	} else {
-		names := func(w string) []string {
+		expertNames := func(w string) []string {
 			s := make([]string, E)
 			for e := range s {
 				s[e] = fmt.Sprintf("%sexperts.%d.%s.weight", block, e, w)
 			}
 			return s
 		}
-		if err := h.bank(names(gateN), dst(model.FFNGateExps), I, H); err != nil {
+		if err := h.bank(expertNames(gateN), dst(model.FFNGateExps), I, H); err != nil {
 			return err
 		}
-		if err := h.bank(names(upN), dst(model.FFNUpExps), I, H); err != nil {
+		if err := h.bank(expertNames(upN), dst(model.FFNUpExps), I, H); err != nil {
 			return err
 		}
-		if err := h.bank(names(downN), dst(model.FFNDownExps), H, I); err != nil {
+		if err := h.bank(expertNames(downN), dst(model.FFNDownExps), H, I); err != nil {
 			return err
 		}
 	}

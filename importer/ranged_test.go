@@ -11,6 +11,7 @@ import (
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/synth"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/writer"
 )
 
 // TestRangeReader reads row ranges of an unmapped GGUF and CMF model and
@@ -27,7 +28,7 @@ func TestRangeReader(t *testing.T) {
 	}
 	defer ref.Close()
 	cpath := filepath.Join(dir, "m.cmf")
-	if err := SaveCMF(ref, cpath, SaveOptions{Keep: true}); err != nil {
+	if err := writer.SaveCMF(ref, cpath, writer.SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{gpath, cpath} {
@@ -127,7 +128,7 @@ func TestReadRangeMapped(t *testing.T) {
 	}
 	defer m.Close()
 	cpath := filepath.Join(dir, "m.cmf")
-	if err := SaveCMF(m, cpath, SaveOptions{Keep: true}); err != nil {
+	if err := writer.SaveCMF(m, cpath, writer.SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := cmf.Open(cpath)

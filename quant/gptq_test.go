@@ -13,6 +13,7 @@ import (
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/synth"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/writer"
 )
 
 // correlated draws n input rows of cols values with strongly correlated
@@ -168,8 +169,8 @@ func TestGPTQFileReproducible(t *testing.T) {
 				t.Errorf("calibrated %d weights, want 15", len(grams))
 			}
 			p := filepath.Join(dir, fmt.Sprintf("%s-%d.cmf", c, k))
-			opts := importer.SaveOptions{Quant: c, Encode: Quantizer(grams, c, Options{ActOrder: true})}
-			err = importer.SaveCMF(m, p, opts)
+			opts := writer.SaveOptions{Quant: c, Encode: Quantizer(grams, c, Options{ActOrder: true})}
+			err = writer.SaveCMF(m, p, opts)
 			runtime.GOMAXPROCS(procs)
 			if err != nil {
 				t.Fatal(err)

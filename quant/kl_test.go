@@ -15,6 +15,7 @@ import (
 	"github.com/cortiq/cortiq/sample"
 	"github.com/cortiq/cortiq/tensor"
 	"github.com/cortiq/cortiq/tokenizer"
+	"github.com/cortiq/cortiq/writer"
 )
 
 const shared = "../../shared/fixtures"
@@ -39,11 +40,11 @@ type klResult struct {
 func convert(t *testing.T, src *model.Model, c tensor.Codec, grams map[string]*Gram) (*model.Model, int) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "q.cmf")
-	opts := importer.SaveOptions{Quant: c}
+	opts := writer.SaveOptions{Quant: c}
 	if grams != nil {
 		opts.Encode = Quantizer(grams, c, Options{})
 	}
-	if err := importer.SaveCMF(src, path, opts); err != nil {
+	if err := writer.SaveCMF(src, path, opts); err != nil {
 		t.Fatal(err)
 	}
 	m, err := importer.Open(path)

@@ -14,7 +14,6 @@
 package safetensors
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -112,27 +111,22 @@ type File struct {
 	order    []string // names in data order
 	metadata map[string]string
 
-	r       io.ReaderAt
-	dataOff int64  // absolute offset of the data area
-	data    []byte // the whole data area when the file is memory-mapped or in memory
-	closer  func() error
+	blob    *mapfile.Blob
+	dataOff int64 // absolute offset of the data area
 }
 
 // Open opens a safetensors file, memory-mapping it when the platform allows.
 func Open(path string) (*File, error) {
-	m, err := mapfile.Open(path)
+	b, err := mapfile.OpenBlob(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
-	sf, err := parse(m, m.Size(), path)
+	sf, err := parse(b, b.Size(), path)
 	if err != nil {
-		m.Close()
+		b.Close()
 		return nil, err
 	}
-	if b := m.Bytes(); b != nil {
-		sf.data = b[sf.dataOff:]
-	}
-	sf.closer = m.Close
+	sf.blob = b
 	return sf, nil
 }
 
@@ -144,19 +138,18 @@ func Read(r io.ReaderAt, size int64, name string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b, ok := r.(interface{ Bytes() []byte }); ok && int64(len(b.Bytes())) == size {
-		sf.data = b.Bytes()[sf.dataOff:]
-	}
+	sf.blob = mapfile.NewBlob(r, size)
 	return sf, nil
 }
 
 // Parse reads a safetensors file held entirely in memory; tensor bytes alias b.
 func Parse(b []byte, name string) (*File, error) {
-	sf, err := parse(bytes.NewReader(b), int64(len(b)), name)
+	blob := mapfile.BytesBlob(b)
+	sf, err := parse(blob, blob.Size(), name)
 	if err != nil {
 		return nil, err
 	}
-	sf.data = b[sf.dataOff:]
+	sf.blob = blob
 	return sf, nil
 }
 
@@ -201,7 +194,6 @@ func parse(r io.ReaderAt, size int64, name string) (*File, error) {
 	sf := &File{
 		name:    name,
 		infos:   make(map[string]*Info, len(raw)),
-		r:       r,
 		dataOff: 8 + int64(hlen),
 	}
 	dataSize := size - sf.dataOff
@@ -293,14 +285,28 @@ func (f *File) Bytes(name string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("safetensors: %s: no tensor %q", f.name, name)
 	}
-	if f.data != nil {
-		return f.data[in.Begin:in.End:in.End], nil
-	}
-	b := make([]byte, in.End-in.Begin)
-	if _, err := f.r.ReadAt(b, f.dataOff+in.Begin); err != nil {
+	b, err := f.blob.Range(f.dataOff+in.Begin, in.End-in.Begin)
+	if err != nil {
 		return nil, fmt.Errorf("safetensors: %s: tensor %q: %w", f.name, name, err)
 	}
 	return b, nil
+}
+
+// ReadRange reads len(dst) bytes of the named tensor's data, starting off
+// bytes into it (copied from a mapping, or read).
+func (f *File) ReadRange(name string, off int64, dst []byte) error {
+	in, ok := f.infos[name]
+	if !ok {
+		return fmt.Errorf("safetensors: %s: no tensor %q", f.name, name)
+	}
+	n := in.End - in.Begin
+	if off < 0 || off > n || int64(len(dst)) > n-off {
+		return fmt.Errorf("safetensors: %s: tensor %q: range [%d, %d) outside its %d bytes", f.name, name, off, off+int64(len(dst)), n)
+	}
+	if err := f.blob.ReadRange(dst, f.dataOff+in.Begin+off); err != nil {
+		return fmt.Errorf("safetensors: %s: tensor %q: %w", f.name, name, err)
+	}
+	return nil
 }
 
 // Tensor returns a tensor as a tensor.Tensor (F32, F16, BF16 or I32).
@@ -390,15 +396,7 @@ func (f *File) Int64s(name string) ([]int64, error) {
 
 // Close releases the file and its mapping. Bytes returned earlier that alias
 // the mapping must not be used afterwards.
-func (f *File) Close() error {
-	if f.closer == nil {
-		return nil
-	}
-	c := f.closer
-	f.closer = nil
-	f.data = nil
-	return c()
-}
+func (f *File) Close() error { return f.blob.Close() }
 
 // f16ToF32 converts an IEEE half to float32 exactly.
 func f16ToF32(h uint16) float32 {

@@ -102,24 +102,63 @@ func OpenIndex(indexPath string) (*Set, error) {
 // OpenFiles opens several safetensors files as one checkpoint; a tensor name
 // may appear in only one of them.
 func OpenFiles(paths ...string) (*Set, error) {
-	s := &Set{byName: map[string]*File{}}
+	var files []*File
 	for _, p := range paths {
 		f, err := Open(p)
 		if err != nil {
-			s.Close()
+			for _, f := range files {
+				f.Close()
+			}
 			return nil, err
 		}
+		files = append(files, f)
+	}
+	s, err := NewSet(files...)
+	if err != nil {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	return s, err
+}
+
+// NewSet makes one checkpoint of opened files (for instance ones Read
+// through HTTP range requests); a tensor name may appear in only one of
+// them. Close closes the files.
+func NewSet(files ...*File) (*Set, error) {
+	s := &Set{byName: map[string]*File{}}
+	for _, f := range files {
 		s.files = append(s.files, f)
-		s.paths = append(s.paths, p)
+		s.paths = append(s.paths, f.name)
 		for _, n := range f.order {
 			if prev, dup := s.byName[n]; dup {
-				s.Close()
-				return nil, fmt.Errorf("safetensors: tensor %q is in both %s and %s", n, prev.name, p)
+				return nil, fmt.Errorf("safetensors: tensor %q is in both %s and %s", n, prev.name, f.name)
 			}
 			s.byName[n] = f
 		}
 	}
 	return s, nil
+}
+
+// Mapped reports whether every file's tensors alias a memory mapping (or
+// memory), so that Tensor reads nothing.
+func (s *Set) Mapped() bool {
+	for _, f := range s.files {
+		if !f.blob.Mapped() {
+			return false
+		}
+	}
+	return true
+}
+
+// ReadRange reads len(dst) bytes of the named tensor's data, starting off
+// bytes into it.
+func (s *Set) ReadRange(name string, off int64, dst []byte) error {
+	f, ok := s.byName[name]
+	if !ok {
+		return fmt.Errorf("safetensors: no tensor %q in %s", name, strings.Join(s.paths, ", "))
+	}
+	return f.ReadRange(name, off, dst)
 }
 
 // Paths lists the files of the set.

@@ -11,6 +11,7 @@ import (
 	"github.com/cortiq/cortiq/fixtures"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/writer"
 )
 
 var moeFixtures = []string{"qwen2_moe", "qwen3_moe", "mixtral"}
@@ -72,7 +73,7 @@ func TestParityGptOss(t *testing.T) {
 }
 
 // TestGGUFGptOss loads the gpt-oss fixtures from "gpt-oss" GGUFs with
-// quantized expert banks (importer.QuantizeExperts + SaveGGUF): with q8_0
+// quantized expert banks (writer.QuantizeExperts + SaveGGUF): with q8_0
 // experts the device runs them, every prompt logit within 2e-3 of the CPU
 // on the same file (its exact path); MXFP4 experts (what gpt-oss GGUFs ship) run the same
 // way once a device kernel reads mxfp4, and until then are refused with
@@ -85,12 +86,12 @@ func TestGGUFGptOss(t *testing.T) {
 	for _, c := range []tensor.Codec{tensor.Q8_0, tensor.MXFP4} {
 		t.Run(c.String(), func(t *testing.T) {
 			m, ref := loadFixture(t, "gpt_oss")
-			q, err := importer.QuantizeExperts(m, c)
+			q, err := writer.QuantizeExperts(m, c)
 			if err != nil {
 				t.Fatal(err)
 			}
 			path := filepath.Join(t.TempDir(), "gpt-oss.gguf")
-			if err := importer.SaveGGUF(q, path); err != nil {
+			if err := writer.SaveGGUF(q, path, writer.SaveOptions{Keep: true}); err != nil {
 				t.Fatal(err)
 			}
 			g, err := importer.Open(path)

@@ -15,6 +15,7 @@ import (
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/synth"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/writer"
 )
 
 // withRowChunk forces tiny row ranges for the duration of a test.
@@ -118,7 +119,7 @@ func TestLazyUploadChunked(t *testing.T) {
 			}
 			defer ref.Close()
 			cpath := filepath.Join(dir, "m.cmf")
-			if err := importer.SaveCMF(ref, cpath, importer.SaveOptions{Keep: true}); err != nil {
+			if err := writer.SaveCMF(ref, cpath, writer.SaveOptions{Keep: true}); err != nil {
 				t.Fatal(err)
 			}
 			var weightBytes int64

@@ -15,6 +15,7 @@ import (
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/synth"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/writer"
 )
 
 // cortiqFails runs the binary, expects a non-zero exit, and returns stderr.
@@ -45,7 +46,7 @@ func tinyModel(t *testing.T, dir string) (ggufPath, cmfPath string) {
 	}
 	defer m.Close()
 	cmfPath = filepath.Join(dir, "tiny.cmf")
-	if err := importer.SaveCMF(m, cmfPath, importer.SaveOptions{Keep: true}); err != nil {
+	if err := writer.SaveCMF(m, cmfPath, writer.SaveOptions{Keep: true}); err != nil {
 		t.Fatal(err)
 	}
 	return ggufPath, cmfPath

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -18,11 +19,12 @@ import (
 	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/tensor"
 	"github.com/cortiq/cortiq/tokenizer"
+	"github.com/cortiq/cortiq/writer"
 )
 
 func init() {
 	register("logits", "logits -m MODEL --ids 1,2,3 -o OUT.safetensors [flags]", "write the logits of every prompt position to a safetensors file", cmdLogits)
-	register("import", "import SRC -o OUT.cmf [--quant CODEC [--calib FILE.txt [--act-order]]]", "convert an HF directory or GGUF file to CMF (optionally quantized)", cmdImport)
+	register("import", "import SRC -o OUT.cmf|OUT.gguf [--quant CODEC [--calib FILE.txt [--act-order]]]", "convert an HF directory or GGUF file to CMF or GGUF (optionally quantized)", cmdImport)
 	register("info", "info -m MODEL", "show a model's architecture, codecs and sizes", cmdInfo)
 	register("tokenize", "tokenize -m MODEL [--special] [--json] < TEXT", "tokenize stdin with a model's tokenizer", cmdTokenize)
 	register("detokenize", "detokenize -m MODEL --ids 1,2,3 [--skip-special]", "turn token ids back into text", cmdDetokenize)
@@ -76,7 +78,7 @@ func resolvePath(nameOrPath string) (string, error) {
 
 func cmdImport(args []string) error {
 	fs := newFlags("import")
-	out := fs.String("o", "", "output .cmf file")
+	out := fs.String("o", "", "output file: .cmf, or .gguf for llama.cpp (families llama.cpp knows)")
 	quant := fs.String("quant", "", "requantize weights: f32, f16, bf16 or a block codec (q8_0, q4_0, q4_K, …, the seed's q8_row, q4_tiled, q4tp, q2tp, q1, q1g, q1t) (default: keep)")
 	calib := fs.String("calib", "", "calibration text: quantize the linear weights with GPTQ on its input statistics (CPU)")
 	actOrder := fs.Bool("act-order", false, "with --calib: GPTQ in order of decreasing Hessian diagonal")
@@ -93,9 +95,13 @@ func cmdImport(args []string) error {
 		src = fs.Arg(0)
 	}
 	if src == "" || *out == "" {
-		return usageError{fs, errors.New("want a source and -o OUT.cmf")}
+		return usageError{fs, errors.New("want a source and -o OUT.cmf (or OUT.gguf)")}
 	}
+	toGGUF := strings.EqualFold(filepath.Ext(*out), ".gguf")
 	if diffusion.IsPipeline(src) {
+		if toGGUF {
+			return fmt.Errorf("-o %s: a text-to-image pipeline is written as CMF only", *out)
+		}
 		// A text-to-image pipeline: one CMF file; --quant covers the
 		// transformer blocks only.
 		if *quant != "" && *quant != "q8_0" && *quant != "q4_0" {
@@ -127,7 +133,7 @@ func cmdImport(args []string) error {
 		return err
 	}
 	defer closeModel(m)
-	opts := importer.SaveOptions{Quant: codec, Keep: keep}
+	opts := writer.SaveOptions{Quant: codec, Keep: keep}
 	if *calib != "" {
 		enc, err := gptqEncoder(m, *calib, codec, *window, *actOrder)
 		if err != nil {
@@ -135,7 +141,11 @@ func cmdImport(args []string) error {
 		}
 		opts.Encode = enc
 	}
-	if err := importer.SaveCMF(m, *out, opts); err != nil {
+	save := writer.SaveCMF
+	if toGGUF {
+		save = writer.SaveGGUF
+	}
+	if err := save(m, *out, opts); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s\n", *out)

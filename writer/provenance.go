@@ -1,9 +1,6 @@
-package importer
+package writer
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"path/filepath"
 	"slices"
 
@@ -23,25 +20,11 @@ func digestProvenance(p model.Provenance) (model.Provenance, error) {
 		if f.SHA256 != "" {
 			continue
 		}
-		sum, n, err := fileSHA256(filepath.Join(p.Dir, f.Name))
+		sum, n, err := mapfile.SHA256(filepath.Join(p.Dir, f.Name))
 		if err != nil {
 			return p, err
 		}
 		p.Files[i].SHA256, p.Files[i].Size = sum, n
 	}
 	return p, nil
-}
-
-func fileSHA256(path string) (string, int64, error) {
-	f, err := mapfile.OpenRegular(path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return "", 0, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
