@@ -31,6 +31,11 @@ func openWebGPU(m *model.Model, opts Options, host backend.Backend) (backend.Bac
 		dev.Close()
 		return nil, fmt.Errorf("adapter %q is a software rasterizer, slower than the CPU engine (--backend webgpu forces it)", info.Name)
 	}
+	tune, ok := opts.Tuning.(webgpu.Tuning)
+	if !ok && opts.Tuning != nil {
+		dev.Close()
+		return nil, fmt.Errorf("engine: Options.Tuning is a %T, want a webgpu.Tuning", opts.Tuning)
+	}
 	b, err := webgpu.New(m, webgpu.Options{
 		Device:     dev,
 		VRAMBudget: opts.VRAMBudget,
@@ -43,6 +48,7 @@ func openWebGPU(m *model.Model, opts Options, host backend.Backend) (backend.Bac
 		RewindDepth: opts.RewindDepth,
 		// The caller already declined software adapters unless forced.
 		AllowSoftware: true,
+		Tuning:        tune,
 		Host: func(maxLen int) (webgpu.HostLayers, error) {
 			s, err := host.NewSession(maxLen)
 			if err != nil {

@@ -64,6 +64,9 @@ type Options struct {
 	// ProbeCache is the file where --backend auto's speed verdicts are
 	// remembered (package probe); "" measures on every load.
 	ProbeCache string
+	// Tuning is the device backend's own knobs (a webgpu.Tuning), built
+	// by cmd/* from the environment; nil = the backend's defaults.
+	Tuning any
 	// Progress, when set, is told each slow stage of a load as it starts
 	// ("importing …", "uploading the weights to the device", …).
 	Progress func(stage string)

@@ -77,7 +77,7 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	e, err := engine.Load(ctx, newResolver(), m.model, engine.Options{
 		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget, MemBudget: memBudget, KV: m.kv,
 		PrefillOnCPU: m.cpuPrefill, RewindDepth: m.rewindDepth, PrefixCacheBytes: m.prefixCache,
-		ProbeCache: probeCachePath(), Progress: lp.stage,
+		ProbeCache: probeCachePath(), Progress: lp.stage, Tuning: gpuTuning(),
 	})
 	lp.done(e)
 	if err != nil {
