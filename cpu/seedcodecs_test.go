@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -22,7 +23,7 @@ func TestSeedCodecs(t *testing.T) {
 	if err := synth.Write(src, ggufTypeShape, tensor.F32); err != nil {
 		t.Fatal(err)
 	}
-	f, err := importer.Open(src)
+	f, err := importer.Open(context.Background(), src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestSeedCodecs(t *testing.T) {
 			if err := importer.SaveCMF(f, path, importer.SaveOptions{Quant: c}); err != nil {
 				t.Fatal(err)
 			}
-			m, err := importer.Open(path)
+			m, err := importer.Open(context.Background(), path)
 			if err != nil {
 				t.Fatal(err)
 			}

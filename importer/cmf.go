@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -75,6 +76,9 @@ func SaveCMF(m *model.Model, path string, opts SaveOptions) error {
 	for _, name := range cmfTensorOrder(m.Weights.Names()) {
 		t, ok := m.Weights.Tensor(name)
 		if !ok {
+			if err := model.WeightsErr(m.Weights); err != nil {
+				return fail(fmt.Errorf("cmf: %s: tensor %q: %w", path, name, err))
+			}
 			return fail(fmt.Errorf("cmf: %s: tensor %q listed but absent", path, name))
 		}
 		if requant && cmfShouldConvert(t, target) {
@@ -387,9 +391,13 @@ func (w *cmfWeights) Tensor(name string) (*tensor.Tensor, bool) {
 	return t, true
 }
 
-// verifyAll checks every tensor, as their first use would.
-func (w *cmfWeights) verifyAll() error {
+// verifyAll checks every tensor, as their first use would, until ctx is
+// done (then it returns ctx's error).
+func (w *cmfWeights) verifyAll(ctx context.Context) error {
 	for _, name := range w.f.Names() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if _, ok := w.Tensor(name); !ok {
 			return w.Err()
 		}

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -68,7 +69,7 @@ func FromGGUF(path string) (*model.Model, error) {
 // GGUFProvenance describes a GGUF file for CMF provenance, with its SHA-256
 // computed by streaming the file.
 func GGUFProvenance(path string) (model.Provenance, error) {
-	sum, n, err := fileSHA256(path)
+	sum, n, err := fileSHA256(context.Background(), path)
 	if err != nil {
 		return model.Provenance{}, fmt.Errorf("gguf: %w", err)
 	}

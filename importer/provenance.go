@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -23,7 +24,7 @@ func digestProvenance(p model.Provenance) (model.Provenance, error) {
 		if f.SHA256 != "" {
 			continue
 		}
-		sum, n, err := fileSHA256(filepath.Join(p.Dir, f.Name))
+		sum, n, err := fileSHA256(context.Background(), filepath.Join(p.Dir, f.Name))
 		if err != nil {
 			return p, err
 		}
@@ -32,16 +33,31 @@ func digestProvenance(p model.Provenance) (model.Provenance, error) {
 	return p, nil
 }
 
-func fileSHA256(path string) (string, int64, error) {
+// fileSHA256 digests the file at path, stopping with ctx's error when ctx
+// is done.
+func fileSHA256(ctx context.Context, path string) (string, int64, error) {
 	f, err := mapfile.OpenRegular(path)
 	if err != nil {
 		return "", 0, err
 	}
 	defer f.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	n, err := io.Copy(h, ctxReader{ctx, f})
 	if err != nil {
 		return "", 0, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// ctxReader is r failing with ctx's error once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

@@ -22,6 +22,7 @@
 package webgpu
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -157,8 +158,20 @@ type dlayer struct {
 	qGate                                        *dweight // attention output gate rows of q_proj, or nil
 }
 
-// New uploads m's weights to a device and prepares the kernels.
+// New uploads m's weights to a device and prepares the kernels: NewContext
+// with a context that is never done.
 func New(m *model.Model, opts Options) (*Backend, error) {
+	return NewContext(context.Background(), m, opts)
+}
+
+// NewContext uploads m's weights to a device and prepares the kernels. A
+// done ctx stops the upload between two weights (or two row ranges of a
+// large one): NewContext then returns ctx's error, having released every
+// buffer it made and the device if it opened one.
+func NewContext(ctx context.Context, m *model.Model, opts Options) (*Backend, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	a := &m.Arch
 	if err := a.Validate(); err != nil {
 		return nil, fmt.Errorf("webgpu: %w", err)
@@ -200,10 +213,13 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 			b.Close()
 		}
 	}()
-	if err := b.load(m, allowed); err != nil {
+	if err := b.load(ctx, m, allowed); err != nil {
 		return nil, err
 	}
 	if err := b.dev.Flush(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := b.buildPipelines(); err != nil {
@@ -346,7 +362,7 @@ func layerBytes(m *model.Model, i int) int64 {
 	return n
 }
 
-func (b *Backend) load(m *model.Model, allowed []bool) error {
+func (b *Backend) load(ctx context.Context, m *model.Model, allowed []bool) error {
 	a := b.arch
 	// Headers only here: the embedding and head are read (in row ranges
 	// where the weights allow) when uploaded.
@@ -405,13 +421,13 @@ func (b *Backend) load(m *model.Model, allowed []bool) error {
 	if b.zero, err = b.dev.NewStorage("zero", 16); err != nil {
 		return err
 	}
-	if b.emb, err = b.uploadNamed(m, model.TokenEmbd); err != nil {
+	if b.emb, err = b.uploadNamed(ctx, m, model.TokenEmbd); err != nil {
 		return err
 	}
 	b.embScale = orOne(a.EmbedScale)
 	if a.TiedEmbeddings {
 		b.head = b.emb
-	} else if b.head, err = b.uploadNamed(m, model.Output); err != nil {
+	} else if b.head, err = b.uploadNamed(ctx, m, model.Output); err != nil {
 		return err
 	}
 	if b.head.rows != a.Vocab || b.head.cols != a.Hidden {
@@ -439,6 +455,9 @@ func (b *Backend) load(m *model.Model, allowed []bool) error {
 		}
 		if !onDev[i] {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		dl, err := b.loadLayer(m, i)
 		if err != nil {

@@ -1,6 +1,7 @@
 package webgpu
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -93,7 +94,7 @@ func TestGGUFGptOss(t *testing.T) {
 			if err := importer.SaveGGUF(q, path); err != nil {
 				t.Fatal(err)
 			}
-			g, err := importer.Open(path)
+			g, err := importer.Open(context.Background(), path)
 			if err != nil {
 				t.Fatal(err)
 			}

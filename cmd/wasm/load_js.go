@@ -191,7 +191,7 @@ func (s *state) load(ctx context.Context, r request) (*loadInfo, error) {
 		info.LoadSeconds = time.Since(t0).Seconds()
 		return info, nil
 	}
-	m, err := importer.Open(p)
+	m, err := importer.Open(ctx, p)
 	hs.sample()
 	if err != nil {
 		return nil, fmt.Errorf("importing %s: %w", r.Source, err)
