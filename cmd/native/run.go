@@ -81,7 +81,7 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	})
 	lp.done(e)
 	if err != nil {
-		return nil, err
+		return nil, interrupted(ctx, err) // Ctrl-C stopped the load: exit 130
 	}
 	if m.backend == "webgpu" && e.DeviceError() != nil {
 		fmt.Fprintf(os.Stderr, "cortiq: webgpu unavailable, running on the CPU: %v\n", e.DeviceError())
