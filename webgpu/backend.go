@@ -16,7 +16,7 @@
 //   - One decode step is one command buffer, one submit, one readback of the
 //     logits (or of k picked ids with ForwardGreedy). A prompt runs in chunks
 //     of Options.Chunk positions, one submit per chunk.
-//   - When the model does not fit Options.VRAMBudget (or CORTIQ_GPU_LAYERS
+//   - When the model does not fit Options.VRAMBudget (or Options.Layers
 //     says so), the device runs a subset of layers and Options.Host runs the
 //     rest on the CPU, the hidden state crossing at each boundary.
 package webgpu
