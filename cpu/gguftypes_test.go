@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,7 +99,7 @@ func TestGGUFTypes(t *testing.T) {
 			} else if len(types) < 3 {
 				t.Errorf("mix %s stored only %v", name, types)
 			}
-			m, err := importer.Open(path)
+			m, err := importer.Open(context.Background(), path)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"math"
@@ -70,7 +71,7 @@ func TestGGUFGptOss(t *testing.T) {
 					t.Errorf("file has no %s", n)
 				}
 			}
-			m, err := importer.Open(path)
+			m, err := importer.Open(context.Background(), path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +102,7 @@ func TestGGUFGptOssF32(t *testing.T) {
 			if err := writer.SaveGGUF(hf, path, writer.SaveOptions{Keep: true}); err != nil {
 				t.Fatal(err)
 			}
-			m, err := importer.Open(path)
+			m, err := importer.Open(context.Background(), path)
 			if err != nil {
 				t.Fatal(err)
 			}

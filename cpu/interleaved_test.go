@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"context"
 	"github.com/cortiq/cortiq/fixtures"
 	"path/filepath"
 	"testing"
@@ -59,7 +60,7 @@ func TestParityInterleavedRope(t *testing.T) {
 func TestStories260KGGUF(t *testing.T) {
 	shared := fixtures.Dir(t)
 	path := filepath.Join(shared, "fixtures", "models", "stories260K.gguf")
-	m, err := importer.Open(path)
+	m, err := importer.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

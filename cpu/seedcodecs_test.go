@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestSeedCodecs(t *testing.T) {
 	if err := synth.Write(src, ggufTypeShape, tensor.F32); err != nil {
 		t.Fatal(err)
 	}
-	f, err := importer.Open(src)
+	f, err := importer.Open(context.Background(), src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestSeedCodecs(t *testing.T) {
 			if err := writer.SaveCMF(f, path, writer.SaveOptions{Quant: c}); err != nil {
 				t.Fatal(err)
 			}
-			m, err := importer.Open(path)
+			m, err := importer.Open(context.Background(), path)
 			if err != nil {
 				t.Fatal(err)
 			}

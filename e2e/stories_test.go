@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,7 +91,7 @@ func TestFormats(t *testing.T) {
 	needBrowser(t)
 	gguf := needShared(t, "fixtures/models/stories260K.gguf")
 	dir := t.TempDir()
-	m, err := importer.Open(gguf)
+	m, err := importer.Open(context.Background(), gguf)
 	if err != nil {
 		t.Fatal(err)
 	}

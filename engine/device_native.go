@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -17,7 +18,7 @@ func init() { newDeviceBackend = openWebGPU }
 // openWebGPU opens the first adapter and uploads the model. With
 // --backend auto it declines software adapters (lavapipe, SwiftShader):
 // they run the kernels correctly but slower than the CPU engine.
-func openWebGPU(m *model.Model, opts Options, host backend.Backend) (backend.Backend, error) {
+func openWebGPU(ctx context.Context, m *model.Model, opts Options, host backend.Backend) (backend.Backend, error) {
 	dev, err := webgpu.Open()
 	if err != nil {
 		return nil, err
@@ -31,7 +32,12 @@ func openWebGPU(m *model.Model, opts Options, host backend.Backend) (backend.Bac
 		dev.Close()
 		return nil, fmt.Errorf("adapter %q is a software rasterizer, slower than the CPU engine (--backend webgpu forces it)", info.Name)
 	}
-	b, err := webgpu.New(m, webgpu.Options{
+	tune, ok := opts.Tuning.(webgpu.Tuning)
+	if !ok && opts.Tuning != nil {
+		dev.Close()
+		return nil, fmt.Errorf("engine: Options.Tuning is a %T, want a webgpu.Tuning", opts.Tuning)
+	}
+	b, err := webgpu.NewContext(ctx, m, webgpu.Options{
 		Device:     dev,
 		VRAMBudget: opts.VRAMBudget,
 		// An explicit context is set aside in the budget (refused, with
@@ -43,6 +49,7 @@ func openWebGPU(m *model.Model, opts Options, host backend.Backend) (backend.Bac
 		RewindDepth: opts.RewindDepth,
 		// The caller already declined software adapters unless forced.
 		AllowSoftware: true,
+		Tuning:        tune,
 		Host: func(maxLen int) (webgpu.HostLayers, error) {
 			s, err := host.NewSession(maxLen)
 			if err != nil {

@@ -64,6 +64,9 @@ type Options struct {
 	// ProbeCache is the file where --backend auto's speed verdicts are
 	// remembered (package probe); "" measures on every load.
 	ProbeCache string
+	// Tuning is the device backend's own knobs (a webgpu.Tuning), built
+	// by cmd/* from the environment; nil = the backend's defaults.
+	Tuning any
 	// Progress, when set, is told each slow stage of a load as it starts
 	// ("importing …", "uploading the weights to the device", …).
 	Progress func(stage string)
@@ -90,6 +93,14 @@ type Engine struct {
 
 // NewFromModel builds an engine around an already imported model.
 func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
+	return newFromModel(context.Background(), m, opts)
+}
+
+// newFromModel is NewFromModel stopping when ctx is done: after the CPU
+// backend, during the device's upload and during the speed probe. It then
+// returns ctx's error with every backend it opened closed (the model is
+// the caller's).
+func newFromModel(ctx context.Context, m *model.Model, opts Options) (*Engine, error) {
 	if opts.Backend == "" {
 		opts.Backend = "auto"
 	}
@@ -120,13 +131,25 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.cpu = c
+	stopped := func(dev backend.Backend) (*Engine, error) {
+		if dev != nil {
+			dev.Close()
+		}
+		c.Close()
+		return nil, ctx.Err()
+	}
+	if ctx.Err() != nil {
+		return stopped(nil)
+	}
 	switch want := e.wantDevice(); want {
 	case "webgpu":
 		if opts.Progress != nil {
 			opts.Progress("opening the device, uploading the weights and building the kernels")
 		}
-		dev, err := newDeviceBackend(m, opts, c)
+		dev, err := newDeviceBackend(ctx, m, opts, c)
 		switch {
+		case ctx.Err() != nil:
+			return stopped(dev)
 		case err != nil:
 			// Even an explicit request runs, honestly, on the CPU; the
 			// reason is reported in Result.DeviceError.
@@ -135,7 +158,11 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 			if opts.Progress != nil {
 				opts.Progress("timing the device against the CPU")
 			}
-			if keep, why := keepDeviceByProbe(m, dev, c, opts.ProbeCache); !keep {
+			keep, why := keepDeviceByProbe(ctx, m, dev, c, opts.ProbeCache)
+			if ctx.Err() != nil {
+				return stopped(dev)
+			}
+			if !keep {
 				dev.Close()
 				var faster *CPUFasterError
 				if errors.As(why, &faster) {

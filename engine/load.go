@@ -25,11 +25,11 @@ func Load(ctx context.Context, r *resolve.Resolver, nameOrPath string, opts Opti
 	if opts.Progress != nil {
 		opts.Progress("reading " + path)
 	}
-	m, err := importer.OpenCached(path, r.CacheDir)
+	m, err := importer.OpenCached(ctx, path, r.CacheDir)
 	if err != nil {
 		return nil, err
 	}
-	e, err := NewFromModel(m, opts)
+	e, err := newFromModel(ctx, m, opts)
 	if err != nil {
 		if m.Close != nil {
 			m.Close()

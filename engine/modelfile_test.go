@@ -72,7 +72,7 @@ func TestLoadRefusesDamagedCMF(t *testing.T) {
 			t.Fatalf("Load(%s, %s) = %v, want a checksum error naming the file and %s", p, backend, err, victim)
 		}
 	}
-	m, err := importer.Open(p)
+	m, err := importer.Open(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}

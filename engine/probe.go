@@ -28,8 +28,9 @@ const probeSteps = 14
 // with slow submits, or a model too small to amortize them.
 //
 // CORTIQ_PROBE=0 skips it (the device is kept). An error from the device
-// while measuring counts against it.
-func keepDeviceByProbe(m *model.Model, dev, cpu backend.Backend, path string) (keep bool, why error) {
+// while measuring counts against it. A done ctx stops the measurement
+// (nothing is remembered) and returns ctx's error.
+func keepDeviceByProbe(ctx context.Context, m *model.Model, dev, cpu backend.Backend, path string) (keep bool, why error) {
 	if os.Getenv("CORTIQ_PROBE") == "0" {
 		return true, nil
 	}
@@ -59,8 +60,10 @@ func keepDeviceByProbe(m *model.Model, dev, cpu backend.Backend, path string) (k
 		_, err := s.Forward([]int{tok}, false)
 		return err
 	}
-	ctx := context.Background()
 	for i := 0; i < probeSteps && cls.Verdict() == probe.Undecided; i++ {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
 		err := cls.Run(ctx,
 			func(context.Context) (bool, error) { return false, step(ds) },
 			func(context.Context) error { return step(cs) })

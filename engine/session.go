@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -17,7 +18,7 @@ const autoDevice = "webgpu"
 
 // newDeviceBackend builds the device backend of this build; device_*.go
 // files replace it.
-var newDeviceBackend = func(m *model.Model, opts Options, host backend.Backend) (backend.Backend, error) {
+var newDeviceBackend = func(ctx context.Context, m *model.Model, opts Options, host backend.Backend) (backend.Backend, error) {
 	return nil, errors.New("engine: this build has no device backend")
 }
 

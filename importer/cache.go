@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/tensor"
 	"github.com/cortiq/cortiq/writer"
 )
 
@@ -19,14 +21,19 @@ import (
 // and modification times of its files, so an edited checkpoint is
 // re-imported. GGUF and CMF files are used as they are (no conversion).
 // An empty cacheDir disables the cache.
-func OpenCached(path, cacheDir string) (*model.Model, error) {
+//
+// A cancelled ctx stops the import, the conversion between two tensors and
+// the check of a cache entry: OpenCached returns ctx's error with every
+// file it opened closed and no partial cache entry left behind (the CMF is
+// written to a temporary file renamed into place only when complete).
+func OpenCached(ctx context.Context, path, cacheDir string) (*model.Model, error) {
 	st, err := os.Stat(path)
 	if err != nil || !st.IsDir() || cacheDir == "" {
-		return Open(path)
+		return Open(ctx, path)
 	}
 	key, err := hfCacheKey(path)
 	if err != nil {
-		return Open(path)
+		return Open(ctx, path)
 	}
 	cached := filepath.Join(cacheDir, "converted", key+".cmf")
 	if _, err := os.Stat(cached); err == nil {
@@ -34,21 +41,35 @@ func OpenCached(path, cacheDir string) (*model.Model, error) {
 		// all checked now (as their first use would) so that the damage is
 		// found while the source is at hand.
 		if m, err := FromCMF(cached); err == nil {
-			if err := m.Weights.(interface{ verifyAll() error }).verifyAll(); err == nil {
+			err := m.Weights.(interface {
+				verifyAll(context.Context) error
+			}).verifyAll(ctx)
+			if err == nil {
 				return m, nil
 			}
 			m.Close()
+			if ctx.Err() != nil {
+				return nil, ctx.Err() // not damaged: only not checked
+			}
 		}
 		os.Remove(cached)
 	}
-	m, err := Open(path)
+	m, err := Open(ctx, path)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(cached), 0o755); err != nil {
 		return m, nil
 	}
-	if err := writer.SaveCMF(m, cached, writer.SaveOptions{Keep: true}); err != nil {
+	conv := *m
+	conv.Weights = ctxWeights{ctx, m.Weights}
+	if err := writer.SaveCMF(&conv, cached, writer.SaveOptions{Keep: true}); err != nil {
+		if ctx.Err() != nil {
+			if m.Close != nil {
+				m.Close()
+			}
+			return nil, ctx.Err()
+		}
 		// The model itself is fine; only the cache failed.
 		fmt.Fprintf(os.Stderr, "importer: could not cache %s as CMF: %v\n", path, err)
 		return m, nil
@@ -57,6 +78,28 @@ func OpenCached(path, cacheDir string) (*model.Model, error) {
 		m.Close()
 	}
 	return FromCMF(cached)
+}
+
+// ctxWeights are weights whose lookups fail, with ctx's error, once ctx is
+// done: a conversion walking them stops at the next tensor.
+type ctxWeights struct {
+	ctx context.Context
+	model.Weights
+}
+
+func (w ctxWeights) Tensor(name string) (*tensor.Tensor, bool) {
+	if w.ctx.Err() != nil {
+		return nil, false
+	}
+	return w.Weights.Tensor(name)
+}
+
+// Err is ctx's error once ctx is done, else the weights' own.
+func (w ctxWeights) Err() error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	return model.WeightsErr(w.Weights)
 }
 
 func hfCacheKey(dir string) (string, error) {

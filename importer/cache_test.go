@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,7 +15,7 @@ func TestOpenCachedConvertsOnce(t *testing.T) {
 		t.Skipf("fixture %s not found: %v", dir, err)
 	}
 	cache := t.TempDir()
-	m1, err := OpenCached(dir, cache)
+	m1, err := OpenCached(context.Background(), dir, cache)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func TestOpenCachedConvertsOnce(t *testing.T) {
 	if len(entries) != 1 {
 		t.Fatalf("cache holds %d entries, want 1", len(entries))
 	}
-	m2, err := OpenCached(dir, cache)
+	m2, err := OpenCached(context.Background(), dir, cache)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -220,8 +221,13 @@ func (c *cmfChecks) rows(name string, off int64, data []byte) error {
 }
 
 // verifyAll checks every tensor, as their first use would.
-func (w *cmfWeights) verifyAll() error {
+// verifyAll checks every tensor, as their first use would, until ctx is
+// done (then it returns ctx's error).
+func (w *cmfWeights) verifyAll(ctx context.Context) error {
 	for _, name := range w.f.Names() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if _, ok := w.Tensor(name); !ok {
 			return w.Err()
 		}

@@ -12,6 +12,7 @@
 package importer
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,7 +41,11 @@ var hfTokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "gene
 // Weights keep their dtype (F32, F16 or BF16) and alias the memory-mapped
 // files, except fused tensors that are split (views) and MoE experts that are
 // packed into one bank per layer (copies). Model.Close releases the mapping.
-func FromHF(dir string) (*model.Model, error) {
+func FromHF(dir string) (*model.Model, error) { return fromHF(context.Background(), dir) }
+
+// fromHF is FromHF stopping with ctx's error when ctx is done while the
+// source files are digested (a read of every byte).
+func fromHF(ctx context.Context, dir string) (*model.Model, error) {
 	cfgPath := filepath.Join(dir, "config.json")
 	cfgBytes, err := mapfile.ReadFile(cfgPath)
 	if err != nil {
@@ -95,7 +100,7 @@ func FromHF(dir string) (*model.Model, error) {
 		}
 	}
 	for _, p := range files {
-		sf, err := hfDigest(p)
+		sf, err := hfDigest(ctx, p)
 		if err != nil {
 			set.Close()
 			return nil, fmt.Errorf("hf: %w", err)
@@ -106,8 +111,8 @@ func FromHF(dir string) (*model.Model, error) {
 	return m, nil
 }
 
-func hfDigest(path string) (model.SourceFile, error) {
-	sum, n, err := mapfile.SHA256(path)
+func hfDigest(ctx context.Context, path string) (model.SourceFile, error) {
+	sum, n, err := fileSHA256(ctx, path)
 	if err != nil {
 		return model.SourceFile{}, err
 	}

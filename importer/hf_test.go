@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -115,13 +116,13 @@ func TestFromHFErrors(t *testing.T) {
 
 func TestOpenDispatch(t *testing.T) {
 	root := filepath.Join(hfSharedDir(t), "fixtures", "tiny", "llama")
-	m, err := Open(root)
+	m, err := Open(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Close()
 	gg := filepath.Join(hfSharedDir(t), "fixtures", "models", "stories260K.gguf")
-	if g, err := Open(gg); err != nil {
+	if g, err := Open(context.Background(), gg); err != nil {
 		t.Errorf("Open(%s): %v", gg, err)
 	} else {
 		if g.Arch.Hidden != 64 || len(g.Arch.Layers) != 5 {
@@ -131,7 +132,7 @@ func TestOpenDispatch(t *testing.T) {
 	}
 	p := filepath.Join(t.TempDir(), "junk.bin")
 	os.WriteFile(p, []byte("nothing here"), 0o644)
-	if _, err := Open(p); err == nil {
+	if _, err := Open(context.Background(), p); err == nil {
 		t.Errorf("junk accepted")
 	}
 }

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +38,24 @@ var hfFileFormats = []struct {
 // blocking. Errors name path as given, say "no such file or directory" or
 // "permission denied" for what stat reports, and wrap ErrNotModel for
 // anything else that is not a model.
-func Open(path string) (*model.Model, error) {
+//
+// A cancelled ctx stops the import: Open returns ctx's error and leaves
+// nothing open.
+func Open(ctx context.Context, path string) (*model.Model, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m, err := open(ctx, path)
+	if err == nil && ctx.Err() != nil {
+		if m.Close != nil {
+			m.Close()
+		}
+		return nil, ctx.Err()
+	}
+	return m, err
+}
+
+func open(ctx context.Context, path string) (*model.Model, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, pathError(path, err)
@@ -47,7 +65,7 @@ func Open(path string) (*model.Model, error) {
 		if err != nil || !cfg.Mode().IsRegular() {
 			return nil, fmt.Errorf("importer: %s: %w", path, ErrNotModel)
 		}
-		return FromHF(path)
+		return fromHF(ctx, path)
 	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("importer: %w; expected a GGUF, CMF or safetensors file or an HF directory", &mapfile.NotRegularError{Path: path, Mode: st.Mode()})
@@ -74,7 +92,7 @@ func Open(path string) (*model.Model, error) {
 		// A file of a Hugging Face directory stands for the directory.
 		dir := filepath.Dir(path)
 		if cfg, err := os.Stat(filepath.Join(dir, "config.json")); err == nil && cfg.Mode().IsRegular() {
-			return FromHF(dir)
+			return fromHF(ctx, dir)
 		}
 		if base != "config.json" {
 			return nil, fmt.Errorf("importer: %s: no config.json beside this safetensors file (a Hugging Face checkpoint is a directory holding config.json and the .safetensors files)", path)

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ func TestOpenNotAModel(t *testing.T) {
 	bare := filepath.Join(dir, "bare")
 	os.Mkdir(bare, 0o755)
 	for _, p := range []string{secret, short, empty, bare} {
-		_, err := Open(p)
+		_, err := Open(context.Background(), p)
 		if !errors.Is(err, ErrNotModel) {
 			t.Errorf("Open(%s) = %v, want ErrNotModel", p, err)
 			continue
@@ -35,7 +36,7 @@ func TestOpenNotAModel(t *testing.T) {
 		{filepath.Join(dir, "missing", "model.gguf"), "no such file or directory"},
 		{filepath.Join(secret, "model.gguf"), "no such file or directory"}, // not "not a directory"
 	} {
-		_, err := Open(c.path)
+		_, err := Open(context.Background(), c.path)
 		if err == nil || err.Error() != "importer: "+c.path+": "+c.want {
 			t.Errorf("Open(%s) = %v, want %q", c.path, err, c.want)
 		}
@@ -48,7 +49,7 @@ func TestOpenPermissionDenied(t *testing.T) {
 	}
 	p := filepath.Join(t.TempDir(), "locked.gguf")
 	os.WriteFile(p, []byte("GGUF"), 0o000)
-	_, err := Open(p)
+	_, err := Open(context.Background(), p)
 	if err == nil || err.Error() != "importer: "+p+": permission denied" {
 		t.Fatalf("Open(unreadable) = %v", err)
 	}
@@ -59,7 +60,7 @@ func TestOpenPermissionDenied(t *testing.T) {
 func TestOpenHFFile(t *testing.T) {
 	root := filepath.Join(hfSharedDir(t), "fixtures", "tiny", "llama")
 	for _, f := range []string{"config.json", "model.safetensors"} {
-		m, err := Open(filepath.Join(root, f))
+		m, err := Open(context.Background(), filepath.Join(root, f))
 		if err != nil {
 			t.Fatalf("Open(%s): %v", f, err)
 		}
@@ -72,7 +73,7 @@ func TestOpenHFFile(t *testing.T) {
 	lone := filepath.Join(t.TempDir(), "model.safetensors")
 	raw, _ := os.ReadFile(filepath.Join(root, "model.safetensors"))
 	os.WriteFile(lone, raw, 0o644)
-	if _, err := Open(lone); err == nil || !strings.Contains(err.Error(), lone+": no config.json beside this safetensors file") {
+	if _, err := Open(context.Background(), lone); err == nil || !strings.Contains(err.Error(), lone+": no config.json beside this safetensors file") {
 		t.Errorf("Open(lone safetensors) = %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package quant
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"math/rand"
@@ -145,7 +146,7 @@ func TestGPTQFileReproducible(t *testing.T) {
 	if err := synth.Write(src, shape, tensor.F32); err != nil {
 		t.Fatal(err)
 	}
-	m, err := importer.Open(src)
+	m, err := importer.Open(context.Background(), src)
 	if err != nil {
 		t.Fatal(err)
 	}

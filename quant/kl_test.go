@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,7 +48,7 @@ func convert(t *testing.T, src *model.Model, c tensor.Codec, grams map[string]*G
 	if err := writer.SaveCMF(src, path, opts); err != nil {
 		t.Fatal(err)
 	}
-	m, err := importer.Open(path)
+	m, err := importer.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestKLTable(t *testing.T) {
 	if len(blocks) < 2 {
 		t.Fatalf("%s: want the greedy and the sampled text blocks", gguf)
 	}
-	ref, err := importer.Open(gguf)
+	ref, err := importer.Open(context.Background(), gguf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestKLTable(t *testing.T) {
 	tiny := map[tensor.Codec]klResult{}
 	var used []string
 	for _, d := range dirs {
-		m, err := importer.Open(d)
+		m, err := importer.Open(context.Background(), d)
 		if err != nil {
 			t.Logf("%s: %v (left out)", d, err)
 			continue

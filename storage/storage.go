@@ -35,9 +35,26 @@ type FS interface {
 	hackpadfs.ReadDirFS
 }
 
-// CacheEnv names the environment variable that overrides the native cache
-// directory used by Default.
+// CacheEnv names the environment variable with which the CLI overrides the
+// native cache directory (passed to CacheDir; this package reads no
+// environment).
 const CacheEnv = "CORTIQ_CACHE"
+
+// CacheDir is the native model cache directory (natively; the browser's
+// cache is OPFS, see Default): dir when it is not empty
+// (the CLI passes $CORTIQ_CACHE, see CacheEnv), else <os.UserCacheDir>/cortiq.
+// It is the one definition of where cortiq caches; the package reads no
+// environment itself.
+func CacheDir(dir string) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("storage: no cache directory (set %s): %w", CacheEnv, err)
+	}
+	return filepath.Join(base, "cortiq"), nil
+}
 
 // Dir returns an FS rooted at the OS directory dir, creating it if needed.
 func Dir(dir string) (FS, error) {

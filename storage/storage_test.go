@@ -3,6 +3,8 @@
 package storage
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/hack-pad/hackpadfs"
@@ -34,14 +36,22 @@ func TestDirConformance(t *testing.T) {
 	fstest.File(t, options)
 }
 
-func TestDefaultHonoursEnv(t *testing.T) {
+func TestCacheDir(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv(CacheEnv, dir)
-	got, err := DefaultDir()
+	got, err := CacheDir(dir)
 	if err != nil || got != dir {
-		t.Fatalf("DefaultDir() = %q, %v; want %q", got, err, dir)
+		t.Fatalf("CacheDir(%q) = %q, %v; want %q", dir, got, err, dir)
 	}
-	fsys, err := Default()
+	if base, err := os.UserCacheDir(); err == nil {
+		want := filepath.Join(base, "cortiq")
+		if got, err := CacheDir(""); err != nil || got != want {
+			t.Fatalf("CacheDir(\"\") = %q, %v; want %q", got, err, want)
+		}
+		if got, err := DefaultDir(); err != nil || got != want {
+			t.Fatalf("DefaultDir() = %q, %v; want %q", got, err, want)
+		}
+	}
+	fsys, err := Dir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package synth_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -28,7 +29,7 @@ func TestSynthRuns(t *testing.T) {
 			if err := synth.Write(path, s, q); err != nil {
 				t.Fatal(err)
 			}
-			m, err := importer.Open(path)
+			m, err := importer.Open(context.Background(), path)
 			if err != nil {
 				t.Fatalf("%s %s: %v", shape, q, err)
 			}
@@ -110,7 +111,7 @@ func TestQ4KM(t *testing.T) {
 			t.Errorf("%s: type %d, want %d", ti.Name, ti.Type, want)
 		}
 	}
-	im, err := importer.Open(path)
+	im, err := importer.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,15 +16,15 @@
 //   - One decode step is one command buffer, one submit, one readback of the
 //     logits (or of k picked ids with ForwardGreedy). A prompt runs in chunks
 //     of Options.Chunk positions, one submit per chunk.
-//   - When the model does not fit Options.VRAMBudget (or CORTIQ_GPU_LAYERS
+//   - When the model does not fit Options.VRAMBudget (or Options.Layers
 //     says so), the device runs a subset of layers and Options.Host runs the
 //     rest on the CPU, the hidden state crossing at each boundary.
 package webgpu
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -67,8 +67,7 @@ type Options struct {
 	// not fit.
 	ReserveContext int
 	// Layers selects the device layers, CORTIQ_GPU_LAYERS syntax
-	// ("0-9,20-29"); empty reads CORTIQ_GPU_LAYERS, and when that is unset
-	// too every layer is eligible.
+	// ("0-9,20-29"); empty makes every layer eligible.
 	Layers string
 	// Chunk is the number of prompt positions per prefill submit (default
 	// 512: the tiled GEMM needs hundreds of tokens to fill a large GPU;
@@ -84,7 +83,7 @@ type Options struct {
 	Device *Device
 	// AllowSoftware accepts a software adapter (lavapipe, SwiftShader,
 	// WARP). By default New declines one with ErrNoAdapter: it is slower
-	// than the CPU backend. CORTIQ_GPU_SOFTWARE=1 allows it too.
+	// than the CPU backend. (The CLI sets it from CORTIQ_GPU_SOFTWARE=1.)
 	AllowSoftware bool
 	// RewindDepth is the number of per-step recurrent states a session of
 	// a model with short-conv or DeltaNet layers keeps, so Rewind can drop
@@ -100,6 +99,8 @@ type Options struct {
 	// position) instead of a ring of the window plus a step and the
 	// rewind depth: the layout before rings, for comparisons.
 	FullKV bool
+	// Tuning sets the kernels' geometry (zero value: the defaults).
+	Tuning Tuning
 }
 
 // Backend runs one model on one device.
@@ -108,6 +109,7 @@ type Backend struct {
 	dev     *Device
 	ownsDev bool
 	opts    Options
+	tune    Tuning // opts.Tuning with the defaults filled in
 
 	emb       *dweight
 	embScale  float32
@@ -156,8 +158,20 @@ type dlayer struct {
 	qGate                                        *dweight // attention output gate rows of q_proj, or nil
 }
 
-// New uploads m's weights to a device and prepares the kernels.
+// New uploads m's weights to a device and prepares the kernels: NewContext
+// with a context that is never done.
 func New(m *model.Model, opts Options) (*Backend, error) {
+	return NewContext(context.Background(), m, opts)
+}
+
+// NewContext uploads m's weights to a device and prepares the kernels. A
+// done ctx stops the upload between two weights (or two row ranges of a
+// large one): NewContext then returns ctx's error, having released every
+// buffer it made and the device if it opened one.
+func NewContext(ctx context.Context, m *model.Model, opts Options) (*Backend, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	a := &m.Arch
 	if err := a.Validate(); err != nil {
 		return nil, fmt.Errorf("webgpu: %w", err)
@@ -171,15 +185,15 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 	if opts.Chunk <= 0 {
 		opts.Chunk = 512
 	}
-	spec := opts.Layers
-	if spec == "" {
-		spec = os.Getenv("CORTIQ_GPU_LAYERS")
+	tune, err := opts.Tuning.resolve()
+	if err != nil {
+		return nil, err
 	}
-	allowed, err := ParseLayerRanges(spec, len(a.Layers))
+	allowed, err := ParseLayerRanges(opts.Layers, len(a.Layers))
 	if err != nil {
 		return nil, fmt.Errorf("webgpu: %w", err)
 	}
-	b := &Backend{arch: a, opts: opts, host: opts.Host}
+	b := &Backend{arch: a, opts: opts, tune: tune, host: opts.Host}
 	b.dev = opts.Device
 	if b.dev == nil {
 		b.dev, err = Open()
@@ -187,10 +201,10 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 			return nil, err
 		}
 		b.ownsDev = true
-		if b.dev.Info().Type == "cpu" && !opts.AllowSoftware && os.Getenv("CORTIQ_GPU_SOFTWARE") != "1" {
+		if b.dev.Info().Type == "cpu" && !opts.AllowSoftware {
 			name := b.dev.Info().Name
 			b.dev.Close()
-			return nil, fmt.Errorf("%w: %q is a software adapter (set AllowSoftware or CORTIQ_GPU_SOFTWARE=1 to use it)", ErrNoAdapter, name)
+			return nil, fmt.Errorf("%w: %q is a software adapter (set AllowSoftware, or CORTIQ_GPU_SOFTWARE=1 from the CLI, to use it)", ErrNoAdapter, name)
 		}
 	}
 	ok := false
@@ -199,10 +213,13 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 			b.Close()
 		}
 	}()
-	if err := b.load(m, allowed); err != nil {
+	if err := b.load(ctx, m, allowed); err != nil {
 		return nil, err
 	}
 	if err := b.dev.Flush(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := b.buildPipelines(); err != nil {
@@ -345,7 +362,7 @@ func layerBytes(m *model.Model, i int) int64 {
 	return n
 }
 
-func (b *Backend) load(m *model.Model, allowed []bool) error {
+func (b *Backend) load(ctx context.Context, m *model.Model, allowed []bool) error {
 	a := b.arch
 	// Headers only here: the embedding and head are read (in row ranges
 	// where the weights allow) when uploaded.
@@ -404,13 +421,13 @@ func (b *Backend) load(m *model.Model, allowed []bool) error {
 	if b.zero, err = b.dev.NewStorage("zero", 16); err != nil {
 		return err
 	}
-	if b.emb, err = b.uploadNamed(m, model.TokenEmbd); err != nil {
+	if b.emb, err = b.uploadNamed(ctx, m, model.TokenEmbd); err != nil {
 		return err
 	}
 	b.embScale = orOne(a.EmbedScale)
 	if a.TiedEmbeddings {
 		b.head = b.emb
-	} else if b.head, err = b.uploadNamed(m, model.Output); err != nil {
+	} else if b.head, err = b.uploadNamed(ctx, m, model.Output); err != nil {
 		return err
 	}
 	if b.head.rows != a.Vocab || b.head.cols != a.Hidden {
@@ -438,6 +455,9 @@ func (b *Backend) load(m *model.Model, allowed []bool) error {
 		}
 		if !onDev[i] {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		dl, err := b.loadLayer(m, i)
 		if err != nil {
@@ -734,8 +754,8 @@ var (
 	kindsAdvance    = []BindKind{ReadWrite}
 )
 
-// Matmul geometry (see matmul_tune.go): gemmTB tokens per workgroup for
-// prefill; mvRows / gemmRows output rows per workgroup for the decode
+// Matmul geometry (see Tuning): GemmTB tokens per workgroup for
+// prefill; MVRows / GemmRows output rows per workgroup for the decode
 // matvec / prefill GEMM.
 
 func (b *Backend) embedPipe(c tensor.Codec) (*Pipeline, error) {
@@ -753,7 +773,8 @@ func (b *Backend) matmulPipe(c tensor.Codec, tb, r int) (*Pipeline, error) {
 // matmulNormPipe is the decode matvec that multiplies by RMSNorm(x) itself
 // (shaders.MatmulRowsNorm).
 func (b *Backend) matmulNormPipe(c tensor.Codec) (*Pipeline, error) {
-	return b.dev.PipelineOf(fmt.Sprintf("matmul-norm/%s/tb1/r%d", c, mvRows), func() (string, error) { return shaders.MatmulRowsNorm(c, 1, mvRows) }, kindsMatmulNorm)
+	r := b.tune.MVRows
+	return b.dev.PipelineOf(fmt.Sprintf("matmul-norm/%s/tb1/r%d", c, r), func() (string, error) { return shaders.MatmulRowsNorm(c, 1, r) }, kindsMatmulNorm)
 }
 
 // matvecPipe is the decode matvec (one token per workgroup row) for a
@@ -768,10 +789,10 @@ func (b *Backend) matvecPipe(c tensor.Codec, rows, cols int, norm bool) (*Pipeli
 	if !staged {
 		if norm {
 			p, err := b.matmulNormPipe(c)
-			return p, mvRows, err
+			return p, b.tune.MVRows, err
 		}
-		p, err := b.matmulPipe(c, 1, mvRows)
-		return p, mvRows, err
+		p, err := b.matmulPipe(c, 1, b.tune.MVRows)
+		return p, b.tune.MVRows, err
 	}
 	kinds := kindsMatmul
 	if norm {
@@ -787,14 +808,11 @@ func (b *Backend) matvecPipe(c tensor.Codec, rows, cols int, norm bool) (*Pipeli
 // per-query kernel, split over the span, keeps more of the GPU busy.
 const tiledMinTokens = 32
 
-// attnBlock is the tokens per workgroup of the tiled attention
-// (CORTIQ_ATTN_BLOCK overrides, for tuning).
-var attnBlock = tuneInt("CORTIQ_ATTN_BLOCK", shaders.AttnPrefillBlock, 16, 256)
-
 // attnPrefillPipe is the tiled prefill attention for head dimension hd, or
 // nil where it does not apply (the per-query kernel then serves).
 func (b *Backend) attnPrefillPipe(hd int) *Pipeline {
-	p, err := b.dev.PipelineOf(fmt.Sprintf("attn_prefill/%d/%d%s", hd, attnBlock, b.kvSuffix()), func() (string, error) { return shaders.AttnPrefillKV(hd, attnBlock, b.opts.KVF16) }, kindsAttn)
+	blk := b.tune.AttnBlock // tokens per workgroup
+	p, err := b.dev.PipelineOf(fmt.Sprintf("attn_prefill/%d/%d%s", hd, blk, b.kvSuffix()), func() (string, error) { return shaders.AttnPrefillKV(hd, blk, b.opts.KVF16) }, kindsAttn)
 	if err != nil {
 		return nil
 	}
@@ -803,10 +821,10 @@ func (b *Backend) attnPrefillPipe(hd int) *Pipeline {
 
 // matvecStaged is the staged matvec's shape for a rows x cols weight of
 // codec c, and whether it is staged at all (else the row-blocked kernel
-// serves, mvRows rows per workgroup).
+// serves, Tuning.MVRows rows per workgroup).
 func (b *Backend) matvecStaged(c tensor.Codec, rows, cols int) (shaders.MatvecShape, bool) {
-	sh := matvecShape(rows)
-	ok := stagedMatvec && stagedCodec(c) && cols%shaders.ChunkOf(c) == 0 &&
+	sh := b.tune.matvecShape(rows)
+	ok := b.tune.stagedCodec(c) && cols%shaders.ChunkOf(c) == 0 &&
 		shaders.MatvecSharedBytes(sh, cols) <= int(b.dev.Limits().MaxComputeWorkgroupStorageSize)
 	return sh, ok
 }
@@ -818,7 +836,7 @@ func (b *Backend) matvecPairsRows(w *dweight) bool {
 	if sh, ok := b.matvecStaged(w.codec, w.rows, w.cols); ok {
 		return sh.Rows%2 == 0
 	}
-	return mvRows%2 == 0
+	return b.tune.MVRows%2 == 0
 }
 
 // kvPipe is qkv_prep or attention for the session's KV cache codec.
@@ -901,10 +919,10 @@ func (b *Backend) buildPipelines() error {
 		return err
 	}
 	for c := range codecs {
-		if _, err := b.matmulPipe(c, 1, mvRows); err != nil {
+		if _, err := b.matmulPipe(c, 1, b.tune.MVRows); err != nil {
 			return err
 		}
-		if _, err := b.matmulPipe(c, gemmTB, gemmRows); err != nil {
+		if _, err := b.matmulPipe(c, b.tune.GemmTB, b.tune.GemmRows); err != nil {
 			return err
 		}
 		if _, err := b.matmulNormPipe(c); err != nil {

@@ -1,6 +1,7 @@
 package webgpu
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,7 @@ func TestRefusesCodec(t *testing.T) {
 	if err := synth.Write(path, shape, tensor.Q4_0); err != nil {
 		t.Fatal(err)
 	}
-	f, err := importer.Open(path)
+	f, err := importer.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

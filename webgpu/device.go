@@ -48,6 +48,7 @@ type Device struct {
 	lost atomic.Pointer[string] // set by the device-lost callback
 
 	readback atomic.Int64 // bytes read back to the host
+	live     atomic.Int64 // buffers created and not yet released
 
 	mu      sync.Mutex
 	pipes   map[string]*Pipeline
@@ -71,6 +72,10 @@ type Faults struct {
 	Readback      atomic.Bool // next readback fails
 	LoseDevice    atomic.Bool // next submit marks the device lost
 }
+
+// LiveBuffers is the number of buffers created on d and not yet released
+// (for leak checks: a failed or cancelled load must leave none).
+func (d *Device) LiveBuffers() int64 { return d.live.Load() }
 
 // Info is the adapter's description.
 func (d *Device) Info() AdapterInfo { return d.info }
@@ -114,6 +119,7 @@ func (d *Device) Close() {
 type Buffer struct {
 	b    *wgpu.Buffer
 	size uint64
+	live *atomic.Int64 // the device's count of live buffers
 }
 
 // Size in bytes.
@@ -125,6 +131,7 @@ func (b *Buffer) Release() {
 		b.b.Destroy()
 		b.b.Release()
 		b.b = nil
+		b.live.Add(-1)
 	}
 }
 
@@ -144,7 +151,8 @@ func (d *Device) newBuffer(label string, size uint64, usage wgpu.BufferUsage) (*
 	if err != nil {
 		return nil, fmt.Errorf("webgpu: create buffer %q (%d bytes): %w", label, size, err)
 	}
-	return &Buffer{b: b, size: size}, nil
+	d.live.Add(1)
+	return &Buffer{b: b, size: size, live: &d.live}, nil
 }
 
 // NewStorage creates a storage buffer usable as a copy source and target.

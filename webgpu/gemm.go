@@ -11,12 +11,11 @@ import (
 // (kindsMatmul), uniform and semantics; only its grid differs: x/y over
 // tiles of rows (split past 65535 like matmulGrid), z over tiles of tokens.
 //
-// gemmLargeRows is the weight height from which gemmFor picks
-// shaders.GemmLarge: on an H200 at 512 tokens it ran the 16384-row fused
-// gate/up weight about 15% faster than the default tiling, and the
-// 2048..3072-row weights slower (too few workgroups to fill the GPU).
-// CORTIQ_GEMM_LARGE_ROWS overrides it for tuning.
-var gemmLargeRows = tuneInt("CORTIQ_GEMM_LARGE_ROWS", 8192, 1, 1<<30)
+// Tuning.GemmLargeRows is the weight height from which gemmFor picks
+// shaders.GemmLarge (default 8192): on an H200 at 512 tokens it ran the
+// 16384-row fused gate/up weight about 15% faster than the default tiling,
+// and the 2048..3072-row weights slower (too few workgroups to fill the
+// GPU).
 
 // gemmMinTokens is the step length from which matmuls use the tiled GEMM:
 // a tile of 64 tokens mostly idles on fewer, where the row-blocked matmul
@@ -57,9 +56,9 @@ func (k gemmKernel) grid(rows, ntok int) (x, y, z uint32) {
 }
 
 // gemmFor is the tiled GEMM suited to a weight of codec c with rows
-// output rows: gemmPipe's, or shaders.GemmLarge from gemmLargeRows on.
+// output rows: gemmPipe's, or shaders.GemmLarge from Tuning.GemmLargeRows on.
 func (b *Backend) gemmFor(c tensor.Codec, rows int) (gemmKernel, error) {
-	if rows < gemmLargeRows {
+	if rows < b.tune.GemmLargeRows {
 		p, err := b.gemmPipe(c)
 		tr, tt := shaders.GemmTile(c)
 		return gemmKernel{p, tr, tt}, err

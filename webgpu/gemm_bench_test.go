@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/cortiq/cortiq/shaders"
@@ -21,7 +22,9 @@ func BenchmarkGemm(b *testing.B) {
 	ntok, reps := 512, 20
 	// Longer chains (CORTIQ_GEMM_BENCH_REPS) show sustained rates: short
 	// bursts between readbacks may run at boost clocks.
-	reps = tuneInt("CORTIQ_GEMM_BENCH_REPS", reps, 1, 1000)
+	if n, err := strconv.Atoi(os.Getenv("CORTIQ_GEMM_BENCH_REPS")); err == nil && n >= 1 && n <= 1000 {
+		reps = n
+	}
 	if d.Info().Type == "cpu" || testing.Short() {
 		shapes, ntok, reps = [][2]int{{256, 512}}, 64, 2
 	}

@@ -35,7 +35,7 @@ func TestGemmParity(t *testing.T) {
 		{Rows: 64, Tokens: 64, K: 32, ThreadRows: 8, ThreadTokens: 4},
 		{Rows: 64, Tokens: 64, K: 16, ThreadRows: 4, ThreadTokens: 8, Unroll: true, Double: true},
 	}
-	be := &Backend{dev: k.d}
+	be := &Backend{dev: k.d, tune: DefaultTuning()}
 	for _, sh := range shapes {
 		c, cols := sh.c, sh.cols
 		data, soff, w := encodeWeight(t, c, rows, cols, randVec(r, rows*cols, 1))
@@ -55,12 +55,12 @@ func TestGemmParity(t *testing.T) {
 		}
 		tilings := []tiled{{"gemm", def}}
 		if c == tensor.Q4_0 {
-			large, err := be.gemmFor(c, gemmLargeRows)
+			large, err := be.gemmFor(c, be.tune.GemmLargeRows)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if large.tileRows != shaders.GemmLarge().Rows || large.tileTokens != shaders.GemmLarge().Tokens {
-				t.Fatalf("gemmFor(%s, %d) tile %dx%d", c, gemmLargeRows, large.tileRows, large.tileTokens)
+				t.Fatalf("gemmFor(%s, %d) tile %dx%d", c, be.tune.GemmLargeRows, large.tileRows, large.tileTokens)
 			}
 			tilings = append(tilings, tiled{"gemm-large", large})
 			for _, g := range others {
@@ -76,7 +76,7 @@ func TestGemmParity(t *testing.T) {
 				tilings = append(tilings, tiled{key, gemmKernel{p, g.Rows, g.Tokens}})
 			}
 		}
-		ref, err := shaders.MatmulRows(c, gemmTB, gemmRows)
+		ref, err := shaders.MatmulRows(c, be.tune.GemmTB, be.tune.GemmRows)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,9 +124,9 @@ func TestGemmParity(t *testing.T) {
 					uni := k.uniform(rows, cols, soff, mode, alpha, capv, sel, hasBias, stride, off)
 
 					outM := k.f32(init)
-					mx, my := matmulGrid(rows, gemmRows)
-					k.run(fmt.Sprintf("matmul/%s/tb%d/r%d", c, gemmTB, gemmRows), ref, kindsMatmul,
-						[3]uint32{mx, my, uint32((ntok + gemmTB - 1) / gemmTB)}, uni, stepb, wb, xb, outM, biasb)
+					mx, my := matmulGrid(rows, be.tune.GemmRows)
+					k.run(fmt.Sprintf("matmul/%s/tb%d/r%d", c, be.tune.GemmTB, be.tune.GemmRows), ref, kindsMatmul,
+						[3]uint32{mx, my, uint32((ntok + be.tune.GemmTB - 1) / be.tune.GemmTB)}, uni, stepb, wb, xb, outM, biasb)
 					old := k.read(outM, len(init))
 
 					closeTo(t, "matmul vs float64", old, want, 1e-5)

@@ -255,7 +255,6 @@ func TestSoftwareAdapterDeclined(t *testing.T) {
 	if d.Info().Type != "cpu" {
 		t.Skipf("adapter %q is not a software one", d.Info().Name)
 	}
-	t.Setenv("CORTIQ_GPU_SOFTWARE", "")
 	m, _ := loadFixture(t, "llama")
 	if _, err := New(m, Options{}); !errors.Is(err, ErrNoAdapter) {
 		t.Fatalf("software adapter not declined: %v", err)

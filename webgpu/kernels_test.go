@@ -173,9 +173,9 @@ func TestKernelMatmul(t *testing.T) {
 							}
 						}
 					}
-					tb, rb := 1, mvRows
+					tb, rb := 1, DefaultTuning().MVRows
 					if n > 1 {
-						tb, rb = gemmTB, gemmRows
+						tb, rb = DefaultTuning().GemmTB, DefaultTuning().GemmRows
 					}
 					for _, r := range []int{1, rb} {
 						src, err := shaders.MatmulRows(dc, tb, r)

@@ -1,6 +1,7 @@
 package webgpu
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestParityLowbit(t *testing.T) {
 	if err := synth.Write(path, shape, tensor.F32); err != nil {
 		t.Fatal(err)
 	}
-	f, err := importer.Open(path)
+	f, err := importer.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestParityLowbit(t *testing.T) {
 				if err := synth.WriteMix(p, sh, mix); err != nil {
 					t.Fatal(err)
 				}
-				if m, err = importer.Open(p); err != nil {
+				if m, err = importer.Open(context.Background(), p); err != nil {
 					t.Fatal(err)
 				}
 				defer m.Close()

@@ -2,32 +2,90 @@ package webgpu
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
 
-// Matmul geometry. Each workgroup of the matmul kernel computes mvRows
-// (decode) or gemmRows x gemmTB (prefill) outputs; more rows per workgroup
-// put more independent 16-byte weight loads in flight per thread and share
-// each read of x between rows. CORTIQ_MV_ROWS, CORTIQ_GEMM_ROWS and
-// CORTIQ_GEMM_TB override them for tuning on a new GPU.
-var (
-	mvRows   = tuneInt("CORTIQ_MV_ROWS", 4, 1, 16)
-	gemmRows = tuneInt("CORTIQ_GEMM_ROWS", 8, 1, 16)
-	gemmTB   = tuneInt("CORTIQ_GEMM_TB", 4, 1, 16)
-)
+// Tuning holds the backend's kernel-geometry knobs, for timing the kernels
+// on a new GPU (A/B runs). Each field's zero value is the measured default,
+// so Tuning{} is what the backend runs unless asked otherwise. The library
+// reads no environment: the CLI builds a Tuning from CORTIQ_MATVEC,
+// CORTIQ_MATVEC_SHAPE, CORTIQ_MV_ROWS, CORTIQ_GEMM_ROWS, CORTIQ_GEMM_TB,
+// CORTIQ_GEMM_LARGE_ROWS, CORTIQ_ATTN_BLOCK and CORTIQ_TRACE_STEPS
+// (cmd/native/env.go). New refuses a value outside the documented range.
+type Tuning struct {
+	// Matvec picks the decode matvec: "" stages the x row in workgroup
+	// memory (shaders.Matvec) for the codecs where that paid (see
+	// stagedCodec) and where the row fits; "rows" keeps the row-blocked
+	// kernel everywhere; "all" stages every codec (both for A/B timing).
+	Matvec string
+	// MatvecShape, when Rows > 0, is the staged matvec's work per
+	// workgroup for every weight instead of the choice by weight height
+	// (see matvecShape). Rows must be even (interleaved gate/up rows),
+	// Sets and Groups at least 1.
+	MatvecShape shaders.MatvecShape
+	// MVRows is the output rows per workgroup of the row-blocked decode
+	// matvec (1..16; 0 = 4). More rows per workgroup put more independent
+	// 16-byte weight loads in flight per thread and share each read of x.
+	MVRows int
+	// GemmRows and GemmTB are the output rows and tokens per workgroup of
+	// the row-blocked prefill matmul and the routed experts' prefill
+	// kernel (1..16 each; 0 = 8 and 4).
+	GemmRows, GemmTB int
+	// GemmLargeRows is the weight height from which prefill takes the
+	// large GEMM tile (shaders.GemmLarge; at least 1; 0 = 8192).
+	GemmLargeRows int
+	// AttnBlock is the tokens per workgroup of the tiled prefill attention
+	// (16..256; 0 = shaders.AttnPrefillBlock).
+	AttnBlock int
+	// TraceSteps prints the host's share of each prefill step to stderr:
+	// encoding and submitting, then waiting and reading back.
+	TraceSteps bool
+}
 
-// stagedMatvec selects the staged decode matvec (shaders.Matvec) where
-// the x row fits workgroup memory; CORTIQ_MATVEC=rows keeps the
-// row-blocked kernel everywhere and CORTIQ_MATVEC=all stages every codec
-// (both for A/B timing).
-var (
-	stagedMatvec = os.Getenv("CORTIQ_MATVEC") != "rows"
-	stagedAll    = os.Getenv("CORTIQ_MATVEC") == "all"
-)
+// DefaultTuning is the tuning Tuning{} stands for, every default filled in.
+func DefaultTuning() Tuning {
+	return Tuning{MVRows: 4, GemmRows: 8, GemmTB: 4, GemmLargeRows: 8192, AttnBlock: shaders.AttnPrefillBlock}
+}
+
+// resolve fills t's zero fields with the defaults and checks the others.
+func (t Tuning) resolve() (Tuning, error) {
+	d := DefaultTuning()
+	set := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	set(&t.MVRows, d.MVRows)
+	set(&t.GemmRows, d.GemmRows)
+	set(&t.GemmTB, d.GemmTB)
+	set(&t.GemmLargeRows, d.GemmLargeRows)
+	set(&t.AttnBlock, d.AttnBlock)
+	for _, c := range []struct {
+		name      string
+		v, lo, hi int
+	}{
+		{"MVRows", t.MVRows, 1, 16},
+		{"GemmRows", t.GemmRows, 1, 16},
+		{"GemmTB", t.GemmTB, 1, 16},
+		{"GemmLargeRows", t.GemmLargeRows, 1, 1 << 30},
+		{"AttnBlock", t.AttnBlock, 16, 256},
+	} {
+		if c.v < c.lo || c.v > c.hi {
+			return t, fmt.Errorf("webgpu: Tuning.%s %d: want %d..%d (or 0 for the default)", c.name, c.v, c.lo, c.hi)
+		}
+	}
+	switch t.Matvec {
+	case "", "rows", "all":
+	default:
+		return t, fmt.Errorf("webgpu: Tuning.Matvec %q: want \"\", \"rows\" or \"all\"", t.Matvec)
+	}
+	if sh := t.MatvecShape; sh != (shaders.MatvecShape{}) && (sh.Rows <= 0 || sh.Rows%2 != 0 || sh.Sets < 1 || sh.Groups < 1) {
+		return t, fmt.Errorf("webgpu: Tuning.MatvecShape %d,%d,%d: want an even Rows and Sets, Groups of at least 1", sh.Rows, sh.Sets, sh.Groups)
+	}
+	return t, nil
+}
 
 // stagedCodec reports whether decode matvecs over weights of codec c are
 // staged: for q4_0 a workgroup's x row outweighs its weight rows (two bytes
@@ -36,7 +94,16 @@ var (
 // H200); for q8_0 it lost (794 → 758: the lm head and the wide weights ran
 // slower), and for a q4_K_M file too (486 → 416, q6_K 569 → 466; timed
 // before RepackQ4_K's scale layout, which may change the q4_K verdict).
-func stagedCodec(c tensor.Codec) bool { return c == tensor.Q4_0 || stagedAll }
+// Tuning.Matvec "rows" stages none, "all" every codec.
+func (t *Tuning) stagedCodec(c tensor.Codec) bool {
+	switch t.Matvec {
+	case "rows":
+		return false
+	case "all":
+		return true
+	}
+	return c == tensor.Q4_0
+}
 
 // matvecShape is the staged matvec's work per workgroup for a weight of
 // rows rows. Measured on an H200 over llama-1b's q4_0 shapes (BenchmarkMatvecVariants):
@@ -45,34 +112,15 @@ func stagedCodec(c tensor.Codec) bool { return c == tensor.Q4_0 || stagedAll }
 // 7.7); for the wide ones (gate/up, the head) 128 threads of 8 rows in two
 // passes halve the workgroups that stage x (gate/up with the fused norm
 // 5.8 µs vs 15, the lm head 56 vs 72). The row count is even, as mode 2
-// (interleaved gate/up rows) needs. CORTIQ_MATVEC_SHAPE=r,s,g overrides.
-func matvecShape(rows int) shaders.MatvecShape {
-	if matvecOverride.Rows > 0 {
-		return matvecOverride
+// (interleaved gate/up rows) needs. Tuning.MatvecShape overrides.
+func (t *Tuning) matvecShape(rows int) shaders.MatvecShape {
+	if t.MatvecShape.Rows > 0 {
+		return t.MatvecShape
 	}
 	if rows >= 8192 {
 		return shaders.MatvecShape{Rows: 8, Sets: 2, Groups: 2}
 	}
 	return shaders.MatvecShape{Rows: 4, Sets: 4, Groups: 1}
-}
-
-var matvecOverride = func() shaders.MatvecShape {
-	var r, s, g int
-	if n, _ := fmt.Sscanf(os.Getenv("CORTIQ_MATVEC_SHAPE"), "%d,%d,%d", &r, &s, &g); n == 3 && r%2 == 0 {
-		return shaders.MatvecShape{Rows: r, Sets: s, Groups: g}
-	}
-	return shaders.MatvecShape{}
-}()
-
-// traceSteps (CORTIQ_TRACE_STEPS=1) prints the host's share of each
-// prefill step: encoding and submitting, then waiting and reading back.
-var traceSteps = os.Getenv("CORTIQ_TRACE_STEPS") == "1"
-
-func tuneInt(env string, def, lo, hi int) int {
-	if n, err := strconv.Atoi(os.Getenv(env)); err == nil && n >= lo && n <= hi {
-		return n
-	}
-	return def
 }
 
 // matmulGrid is the (x, y) workgroup grid covering rows in blocks of r

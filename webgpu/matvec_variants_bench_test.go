@@ -81,7 +81,7 @@ func BenchmarkMatvecVariants(b *testing.B) {
 			if rows > 100000 && k.name != "plain" { // the lm head: a plain matvec
 				continue
 			}
-			vs = append(vs, variant{k.name, k.norm, k.mode, mvRows, shaders.MatvecShape{}})
+			vs = append(vs, variant{k.name, k.norm, k.mode, DefaultTuning().MVRows, shaders.MatvecShape{}})
 			for _, sh := range [][3]int{{4, 1, 4}, {4, 1, 8}, {4, 2, 2}, {4, 2, 4}, {4, 4, 1}, {4, 4, 2}, {4, 4, 4}, {2, 4, 4}, {8, 1, 4}, {8, 2, 2}} {
 				sh := shaders.MatvecShape{Rows: sh[0], Sets: sh[1], Groups: sh[2]}
 				if shaders.MatvecSharedBytes(sh, cols) > int(d.Limits().MaxComputeWorkgroupStorageSize) {

@@ -264,13 +264,14 @@ func (b *Backend) expertPipe(c tensor.Codec) (*Pipeline, error) {
 }
 
 // expertGemmPipe is the prefill expert kernel: picks grouped by expert,
-// gemmTB tokens per workgroup.
+// Tuning.GemmTB tokens per workgroup.
 func (b *Backend) expertGemmPipe(c tensor.Codec) (*Pipeline, error) {
-	src, err := shaders.ExpertGemm(c, gemmTB)
+	tb := b.tune.GemmTB
+	src, err := shaders.ExpertGemm(c, tb)
 	if err != nil {
 		return nil, err
 	}
-	return b.dev.Pipeline(fmt.Sprintf("moe_gemm/%s/tb%d", c, gemmTB), src, kindsExperts)
+	return b.dev.Pipeline(fmt.Sprintf("moe_gemm/%s/tb%d", c, tb), src, kindsExperts)
 }
 
 func (b *Backend) hybridPipe(name string, kinds []BindKind) (*Pipeline, error) {
@@ -377,7 +378,7 @@ func (s *Session) buildMoE(i int, dl *dlayer, in *Buffer, add addFunc, matmul ma
 		gx := min(rows, 65535)
 		gy := (rows + 65534) / 65535
 		// Prefill (mm): x = rows (checkMoE bounds them), y = experts.
-		add(lbl(label), &op{mv: p, mm: mm, mx: uint32(rows), my: uint32(E), rows: rowsTok, x: uint32(gx), y: uint32(gy), zRows: true,
+		add(lbl(label), &op{mv: p, mm: mm, mmTB: s.b.tune.GemmTB, mx: uint32(rows), my: uint32(E), rows: rowsTok, x: uint32(gx), y: uint32(gy), zRows: true,
 			wgBytes: w.bytes * int64(K) / int64(E)}, p,
 			s.hybridParam(rows, w.cols, w.soff, gu, K, act, E, s.chunk, bias != nil, a.SwiGLULimit, a.SwiGLUAlpha, 0),
 			stepB, W(w.buf), W(x), W(out), W(ms.sel), biasB)

@@ -1,6 +1,7 @@
 package webgpu
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -94,7 +95,7 @@ func TestGGUFGptOss(t *testing.T) {
 			if err := writer.SaveGGUF(q, path, writer.SaveOptions{Keep: true}); err != nil {
 				t.Fatal(err)
 			}
-			g, err := importer.Open(path)
+			g, err := importer.Open(context.Background(), path)
 			if err != nil {
 				t.Fatal(err)
 			}

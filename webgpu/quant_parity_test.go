@@ -1,6 +1,7 @@
 package webgpu
 
 import (
+	"context"
 	"github.com/cortiq/cortiq/cpu/kernel"
 	"path/filepath"
 	"testing"
@@ -138,7 +139,7 @@ func TestParityKQuants(t *testing.T) {
 	if err := synth.Write(path, shape, tensor.F32); err != nil {
 		t.Fatal(err)
 	}
-	f, err := importer.Open(path)
+	f, err := importer.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ const (
 // op is one prebuilt kernel launch: pipelines, bind group and grid rule.
 type op struct {
 	mv, mm  *Pipeline // mm (token-blocked) is used when more than one row
+	mmTB    int       // tokens per workgroup of mm (Tuning.GemmTB)
 	g       *wgpu.BindGroup
 	rows    rowsOf
 	x, y    uint32 // workgroups per row (x, y)
@@ -64,7 +65,7 @@ func (o *op) dispatch(ntok, headRows int) Dispatch {
 	p := o.mv
 	tb := 1
 	if n > 1 && o.mm != nil {
-		p, tb = o.mm, gemmTB
+		p, tb = o.mm, o.mmTB
 	}
 	d := Dispatch{P: p, G: o.g, X: o.x, Y: o.y, Z: 1, Label: o.label}
 	if p == o.mm && o.gm != nil {
@@ -413,14 +414,14 @@ func (s *Session) build() error {
 		if err != nil {
 			return err
 		}
-		mm, err := b.matmulPipe(w.codec, gemmTB, gemmRows)
+		mm, err := b.matmulPipe(w.codec, b.tune.GemmTB, b.tune.GemmRows)
 		if err != nil {
 			return err
 		}
 		bb, hasBias := bias(biasBuf)
 		gx, gy := matmulGrid(w.rows, rpw)
-		mx, my := matmulGrid(w.rows, gemmRows)
-		o := &op{mv: mv, mm: mm, rows: rows, x: gx, y: gy, mx: mx, my: my, zRows: true, wgBytes: w.bytes, gemmRows: w.rows, gemmCodec: w.codec}
+		mx, my := matmulGrid(w.rows, b.tune.GemmRows)
+		o := &op{mv: mv, mm: mm, mmTB: b.tune.GemmTB, rows: rows, x: gx, y: gy, mx: mx, my: my, zRows: true, wgBytes: w.bytes, gemmRows: w.rows, gemmCodec: w.codec}
 		add(label, o, mv, s.param(w.rows, w.cols, w.soff, mode, alpha, softcap, sel, hasBias, outStride, outOff),
 			stepB, W(w.buf), W(x), W(out), bb)
 		return nil
@@ -766,7 +767,7 @@ func (s *Session) encodeLayers(ds []Dispatch, from, to, n, headRows, posEnd int)
 				}
 			}
 			if o.tiled != nil && n >= tiledMinTokens {
-				ds = append(ds, Dispatch{P: o.tiled, G: o.g, X: o.x, Y: uint32((n + attnBlock - 1) / attnBlock), Z: 1, Label: o.label + " tiled"})
+				ds = append(ds, Dispatch{P: o.tiled, G: o.g, X: o.x, Y: uint32((n + s.b.tune.AttnBlock - 1) / s.b.tune.AttnBlock), Z: 1, Label: o.label + " tiled"})
 				continue
 			}
 			if o.split != nil {
@@ -871,7 +872,7 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 			return nil, fmt.Errorf("webgpu: token %d outside the vocabulary (%d)", t, a.Vocab)
 		}
 	}
-	if traceSteps {
+	if s.b.tune.TraceSteps {
 		defer func(t0 time.Time) {
 			fmt.Fprintf(os.Stderr, "webgpu: Forward of %d tokens: %v\n", len(tokens), time.Since(t0))
 		}(time.Now())
@@ -1038,7 +1039,7 @@ func (s *Session) forwardChunk(tokens []int, all, last, picks bool) ([]float32, 
 		if err != nil {
 			return nil, nil, err
 		}
-		if traceSteps {
+		if s.b.tune.TraceSteps {
 			fmt.Fprintf(os.Stderr, "webgpu: step of %d tokens: %d dispatches, encode+submit %v, wait+read %v\n", n, len(ds), t1.Sub(t0), time.Since(t1))
 		}
 	} else {

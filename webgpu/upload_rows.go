@@ -1,6 +1,7 @@
 package webgpu
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/cortiq/cortiq/model"
@@ -33,14 +34,17 @@ func weightInfo(m *model.Model, name string) (tensor.Codec, []int, error) {
 
 // uploadNamed uploads the named weight, in row ranges when the weights are
 // read from a file on demand and the tensor is larger than one range.
-func (b *Backend) uploadNamed(m *model.Model, name string) (*dweight, error) {
+func (b *Backend) uploadNamed(ctx context.Context, m *model.Model, name string) (*dweight, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if rr, ok := m.Weights.(model.RangeReader); ok {
 		c, shape, ok := rr.TensorInfo(name)
 		if !ok {
 			return nil, fmt.Errorf("webgpu: missing tensor %q", name)
 		}
 		if n, err := tensor.ByteLen(c, shape); err == nil && n > int64(rowChunkBytes) && len(shape) >= 2 {
-			return b.uploadRows(rr, name, c, shape)
+			return b.uploadRows(ctx, rr, name, c, shape)
 		}
 	}
 	t, err := b.tensor(m, name)
@@ -51,8 +55,9 @@ func (b *Backend) uploadNamed(m *model.Model, name string) (*dweight, error) {
 }
 
 // uploadRows uploads a weight a range of rows at a time, producing the
-// buffer encodeForDevice would for the whole tensor.
-func (b *Backend) uploadRows(rr model.RangeReader, name string, c tensor.Codec, shape []int) (*dweight, error) {
+// buffer encodeForDevice would for the whole tensor. A done ctx stops it
+// between two ranges, the buffer released.
+func (b *Backend) uploadRows(ctx context.Context, rr model.RangeReader, name string, c tensor.Codec, shape []int) (*dweight, error) {
 	ht := tensor.Tensor{Name: name, Codec: c, Shape: shape}
 	w, err := b.newRowWriter(name, c, ht.Rows(), ht.Cols())
 	if err != nil {
@@ -68,6 +73,10 @@ func (b *Backend) uploadRows(rr model.RangeReader, name string, c tensor.Codec, 
 	for r0 := 0; r0 < w.rows; r0 += per {
 		n := min(per, w.rows-r0)
 		chunk := raw[:n*w.rb]
+		if err := ctx.Err(); err != nil {
+			w.buf.Release()
+			return nil, err
+		}
 		if err := rr.ReadTensorRows(name, r0, n, chunk); err != nil {
 			w.buf.Release()
 			return nil, fmt.Errorf("webgpu: %s: %w", name, err)

@@ -2,6 +2,7 @@ package webgpu
 
 import (
 	"bytes"
+	"context"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -72,7 +73,7 @@ func TestUploadRowsMatchesWhole(t *testing.T) {
 				t.Fatal(err)
 			}
 			rw := rangeWeights{model.MapWeights{"w": src}}
-			dw, err := b.uploadRows(rw, "w", c, src.Shape)
+			dw, err := b.uploadRows(context.Background(), rw, "w", c, src.Shape)
 			if err != nil {
 				t.Fatalf("%s/%d: %v", c, cols, err)
 			}

@@ -90,6 +90,9 @@ func SaveCMF(m *model.Model, path string, opts SaveOptions) error {
 	for _, name := range tensorOrder(m.Weights.Names()) {
 		t, ok := m.Weights.Tensor(name)
 		if !ok {
+			if err := model.WeightsErr(m.Weights); err != nil {
+				return fail(fmt.Errorf("cmf: %s: tensor %q: %w", path, name, err))
+			}
 			return fail(fmt.Errorf("cmf: %s: tensor %q listed but absent", path, name))
 		}
 		if requant && shouldConvert(t, target) {

@@ -14,7 +14,6 @@ import (
 	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/storage"
 	"github.com/cortiq/cortiq/storage/download"
-	"github.com/cortiq/cortiq/storage/progress"
 )
 
 // hubDownloader fetches hub files into the cache with resume, verification
@@ -26,17 +25,18 @@ func hubDownloader() resolve.Downloader {
 		if err != nil {
 			return err
 		}
-		url := download.HFResolveURL(f.Repo, f.File, f.Revision)
+		hub := hub()
+		url := hub.ResolveURL(f.Repo, f.File, f.Revision)
 		fmt.Fprintf(os.Stderr, "cortiq: no local copy of %s; fetching %s/%s from the hub\n", filepath.Base(dst), f.Repo, f.File)
 		if err := reachable(ctx, url); err != nil {
 			return err
 		}
-		bar := progress.New(os.Stderr, filepath.Base(f.File))
+		bar := newBar(os.Stderr, filepath.Base(f.File))
 		res, err := download.Fetch(ctx, fsys, url, filepath.Base(dst), download.Options{
 			SHA256:   f.SHA256,
 			Size:     f.Size,
 			Check:    resolve.Check(f.File),
-			Header:   download.HFHeader(),
+			Header:   hub.Header(),
 			Progress: func(p download.Progress) { bar.UpdateStalled(p.Done, p.Total, p.Rate, p.Stalled) },
 			Quota:    download.CheckSpace(func() (int64, error) { return storage.FreeSpace(filepath.Dir(dst)) }),
 			Retries:  3,
@@ -45,7 +45,7 @@ func hubDownloader() resolve.Downloader {
 			bar.Stop()
 			var he *download.HTTPError
 			if errors.As(err, &he) && (he.StatusCode == 401 || he.StatusCode == 403) {
-				if os.Getenv(download.HFTokenEnv) == "" {
+				if hub.Token == "" {
 					return fmt.Errorf("%w; set %s to a Hugging Face access token that can read %s", err, download.HFTokenEnv, f.Repo)
 				}
 				return fmt.Errorf("%w; the token in %s was refused for %s", err, download.HFTokenEnv, f.Repo)

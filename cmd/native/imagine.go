@@ -15,7 +15,6 @@ import (
 
 	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/safetensors"
-	"github.com/cortiq/cortiq/storage/progress"
 	"github.com/cortiq/cortiq/tensor"
 	"github.com/cortiq/cortiq/webgpu"
 )
@@ -223,7 +222,7 @@ type stepBar struct {
 }
 
 func newStepBar(w io.Writer, total int) *stepBar {
-	return &stepBar{w: w, total: total, tty: progress.IsTerminal(w), start: time.Now()}
+	return &stepBar{w: w, total: total, tty: isTerminal(w), start: time.Now()}
 }
 
 func (b *stepBar) step(done, total int) {

@@ -77,11 +77,11 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	e, err := engine.Load(ctx, newResolver(), m.model, engine.Options{
 		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget, MemBudget: memBudget, KV: m.kv,
 		PrefillOnCPU: m.cpuPrefill, RewindDepth: m.rewindDepth, PrefixCacheBytes: m.prefixCache,
-		ProbeCache: probeCachePath(), Progress: lp.stage,
+		ProbeCache: probeCachePath(), Progress: lp.stage, Tuning: gpuTuning(),
 	})
 	lp.done(e)
 	if err != nil {
-		return nil, err
+		return nil, interrupted(ctx, err) // Ctrl-C stopped the load: exit 130
 	}
 	if m.backend == "webgpu" && e.DeviceError() != nil {
 		fmt.Fprintf(os.Stderr, "cortiq: webgpu unavailable, running on the CPU: %v\n", e.DeviceError())

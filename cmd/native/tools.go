@@ -65,7 +65,9 @@ func openModel(nameOrPath string) (*model.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return importer.Open(path)
+	ctx, cancel := interruptible()
+	defer cancel()
+	return importer.Open(ctx, path)
 }
 
 // resolvePath turns a model name or path into a local path, downloading
@@ -297,7 +299,9 @@ func loadTokenizer(arg string) (*tokenizer.Tokenizer, error) {
 	if isGGUF(path) {
 		return tokenizer.FromGGUFFile(path)
 	}
-	m, err := importer.Open(path)
+	ctx, cancel := interruptible()
+	defer cancel()
+	m, err := importer.Open(ctx, path)
 	if err != nil {
 		return nil, err
 	}

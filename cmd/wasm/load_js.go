@@ -191,7 +191,7 @@ func (s *state) load(ctx context.Context, r request) (*loadInfo, error) {
 		info.LoadSeconds = time.Since(t0).Seconds()
 		return info, nil
 	}
-	m, err := importer.Open(p)
+	m, err := importer.Open(ctx, p)
 	hs.sample()
 	if err != nil {
 		return nil, fmt.Errorf("importing %s: %w", r.Source, err)
@@ -222,7 +222,10 @@ func (s *state) load(ctx context.Context, r request) (*loadInfo, error) {
 	if want != "cpu" {
 		dev, err := s.device()
 		if err == nil {
-			s.gpu, err = webgpu.New(m, webgpu.Options{Device: dev})
+			s.gpu, err = webgpu.NewContext(ctx, m, webgpu.Options{Device: dev})
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // stopped: the upload released its buffers
 		}
 		if err != nil {
 			err = weightsErr(m, err)

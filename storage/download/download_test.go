@@ -475,10 +475,9 @@ func TestHuggingFaceRedirect(t *testing.T) {
 	s.linkedSHA, s.linkedSize = sum(data), int64(len(data))
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	t.Setenv(HFEndpointEnv, srv.URL+"/")
-	url := HFResolveURL("org/model", "sub dir/model.safetensors", "")
+	url := Hub{Endpoint: srv.URL + "/"}.ResolveURL("org/model", "sub dir/model.safetensors", "")
 	if want := srv.URL + "/org/model/resolve/main/sub%20dir/model.safetensors"; url != want {
-		t.Fatalf("HFResolveURL = %q, want %q", url, want)
+		t.Fatalf("ResolveURL = %q, want %q", url, want)
 	}
 	fsys := newFS(t)
 	res, err := Fetch(context.Background(), fsys, url, "m.safetensors", Options{})
@@ -492,19 +491,20 @@ func TestHuggingFaceRedirect(t *testing.T) {
 }
 
 func TestHFResolveURL(t *testing.T) {
-	t.Setenv(HFEndpointEnv, "")
 	for _, tc := range []struct{ repo, file, rev, want string }{
 		{"gpt2", "config.json", "", "https://huggingface.co/gpt2/resolve/main/config.json"},
 		{"org/m", "a/b.gguf", "v1.0", "https://huggingface.co/org/m/resolve/v1.0/a/b.gguf"},
 		{"org/m", "x.bin", "refs/pr/1", "https://huggingface.co/org/m/resolve/refs%2Fpr%2F1/x.bin"},
 	} {
-		if got := HFResolveURL(tc.repo, tc.file, tc.rev); got != tc.want {
-			t.Errorf("HFResolveURL(%q, %q, %q) = %q, want %q", tc.repo, tc.file, tc.rev, got, tc.want)
+		if got := (Hub{}).ResolveURL(tc.repo, tc.file, tc.rev); got != tc.want {
+			t.Errorf("ResolveURL(%q, %q, %q) = %q, want %q", tc.repo, tc.file, tc.rev, got, tc.want)
 		}
 	}
-	t.Setenv(HFTokenEnv, "tok")
-	if h := HFHeader(); h.Get("Authorization") != "Bearer tok" {
-		t.Errorf("HFHeader = %v", h)
+	if h := (Hub{Token: "tok"}).Header(); h.Get("Authorization") != "Bearer tok" {
+		t.Errorf("Header = %v", h)
+	}
+	if h := (Hub{}).Header(); h != nil {
+		t.Errorf("Header without a token = %v, want nil", h)
 	}
 }
 

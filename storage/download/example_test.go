@@ -24,12 +24,14 @@ func ExampleFetch() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// The caller reads the environment; the package takes values.
+	hub := download.Hub{Endpoint: os.Getenv(download.HFEndpointEnv), Token: os.Getenv(download.HFTokenEnv)}
 	bar := progress.New(os.Stderr, "model.safetensors")
 	res, err := download.Fetch(context.Background(), fsys,
-		download.HFResolveURL("org/model", "model.safetensors", "main"),
+		hub.ResolveURL("org/model", "model.safetensors", "main"),
 		"hf/org/model/main/model.safetensors",
 		download.Options{
-			Header:   download.HFHeader(),
+			Header:   hub.Header(),
 			Retries:  3,
 			Progress: func(p download.Progress) { bar.UpdateStalled(p.Done, p.Total, p.Rate, p.Stalled) },
 			Quota:    download.CheckSpace(func() (int64, error) { return storage.FreeSpace(dir) }),

@@ -53,11 +53,13 @@ func NewMode(w io.Writer, label string, tty bool) *Bar {
 	return b
 }
 
-// IsTerminal reports whether w is a character device and TERM is not
-// "dumb"; good enough to decide between \r redraws and plain lines.
+// IsTerminal reports whether w is a character device; good enough to
+// decide between \r redraws and plain lines. The package reads no
+// environment: a caller that honours TERM=dumb checks it itself and
+// passes its decision to NewMode.
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok || os.Getenv("TERM") == "dumb" {
+	if !ok {
 		return false
 	}
 	fi, err := f.Stat()
