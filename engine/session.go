@@ -8,7 +8,6 @@ import (
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/sample"
-	"github.com/cortiq/cortiq/webgpu"
 )
 
 // autoDevice is what Backend "auto" tries first; the device backend itself
@@ -38,7 +37,7 @@ type session struct {
 	// ahead is a greedy batch submitted to continue from the last batch's
 	// final pick (aheadFrom) before the host read that batch: the device
 	// runs it while the host handles the tokens just read.
-	ahead     *webgpu.GreedyBatch
+	ahead     backend.Pending
 	aheadFrom int
 }
 
@@ -113,7 +112,7 @@ func (s *session) dropAhead() error {
 	if s.ahead == nil {
 		return nil
 	}
-	if p, ok := s.cur.(greedyPipeliner); ok {
+	if p, ok := s.cur.(backend.GreedyStepper); ok {
 		if err := p.DropGreedy(s.ahead); err != nil {
 			s.ahead = nil
 			return s.toCPU(err)
@@ -201,22 +200,6 @@ func (s *session) toCPU(cause error) error {
 	return nil
 }
 
-// greedyStepper is implemented by device sessions that pick greedy tokens
-// on the device, k per submit, when GreedyOnDevice says they can (a model
-// split with host layers cannot).
-type greedyStepper interface {
-	ForwardGreedy(first, k int) ([]int, error)
-	GreedyOnDevice() bool
-}
-
-// greedyPipeliner is implemented by device sessions that can submit a
-// greedy batch before the host has read the previous one.
-type greedyPipeliner interface {
-	SubmitGreedy(first, k int) (*webgpu.GreedyBatch, error)
-	CollectGreedy(g *webgpu.GreedyBatch) ([]int, error)
-	DropGreedy(g *webgpu.GreedyBatch) error
-}
-
 // ForwardGreedy consumes first and then k-1 greedy picks, returning the k
 // picks (the last is not consumed). On the device it is one submit; on the
 // CPU, or after a device failure, k ordinary steps with the same argmax.
@@ -230,14 +213,8 @@ func (s *session) ForwardGreedy(first, k, next int) ([]int, error) {
 	if len(s.history)+k+next > s.maxLen {
 		next = 0
 	}
-	if g, ok := s.cur.(greedyStepper); ok && s.onDevice && g.GreedyOnDevice() {
-		var ids []int
-		var err error
-		if p, ok := s.cur.(greedyPipeliner); ok {
-			ids, err = s.pipelinedGreedy(p, first, k, next)
-		} else {
-			ids, err = g.ForwardGreedy(first, k)
-		}
+	if g, ok := s.cur.(backend.GreedyStepper); ok && s.onDevice && g.GreedyOnDevice() {
+		ids, err := s.pipelinedGreedy(g, first, k, next)
 		if err == nil && len(ids) == k {
 			s.history = append(s.history, first)
 			s.history = append(s.history, ids[:k-1]...)
@@ -267,7 +244,7 @@ func (s *session) ForwardGreedy(first, k, next int) ([]int, error) {
 // pipelinedGreedy runs the batch (first, k), from the batch submitted
 // ahead when it is that batch, and submits (its last pick, next) before
 // waiting for it.
-func (s *session) pipelinedGreedy(p greedyPipeliner, first, k, next int) ([]int, error) {
+func (s *session) pipelinedGreedy(p backend.GreedyStepper, first, k, next int) ([]int, error) {
 	cur := s.ahead
 	s.ahead = nil
 	if cur != nil && (s.aheadFrom != first || cur.Steps() != k) {

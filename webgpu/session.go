@@ -1068,7 +1068,7 @@ func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
 }
 
 // GreedyBatch is a submitted run of greedy steps whose picks have not been
-// read back yet.
+// read back yet: the backend.Pending of SubmitGreedy.
 type GreedyBatch struct {
 	k, slot int
 }
@@ -1081,7 +1081,7 @@ func (g *GreedyBatch) Steps() int { return g.k }
 // device runs this one. first < 0 continues from the device's own last
 // pick (the previous batch's, which the host may not have read yet). At
 // most two batches may be outstanding; CollectGreedy reads them in order.
-func (s *Session) SubmitGreedy(first, k int) (*GreedyBatch, error) {
+func (s *Session) SubmitGreedy(first, k int) (backend.Pending, error) {
 	if s.broken != nil {
 		return nil, fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
 	}
@@ -1142,7 +1142,8 @@ func (s *Session) SubmitGreedy(first, k int) (*GreedyBatch, error) {
 // a NaN or infinity (POISON in argmax_pick.wgsl).
 const argmaxPoison = 0xFFFFFFFE
 
-func (s *Session) CollectGreedy(g *GreedyBatch) ([]int, error) {
+func (s *Session) CollectGreedy(p backend.Pending) ([]int, error) {
+	g, _ := p.(*GreedyBatch)
 	if s.broken != nil {
 		return nil, fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
 	}
@@ -1171,7 +1172,8 @@ func (s *Session) CollectGreedy(g *GreedyBatch) ([]int, error) {
 // given back exactly, as Rewind does (the cache entries it wrote are
 // overwritten by later steps; the recurrent state is the one kept for the
 // batch's start). A batch longer than Rewindable allows is refused.
-func (s *Session) DropGreedy(g *GreedyBatch) error {
+func (s *Session) DropGreedy(p backend.Pending) error {
+	g, _ := p.(*GreedyBatch)
 	if len(s.inflight) == 0 || s.inflight[len(s.inflight)-1] != g {
 		return errors.New("webgpu: only the newest greedy batch can be dropped")
 	}
@@ -1248,4 +1250,7 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 	return nil
 }
 
-var _ backend.GreedyVerifier = (*Session)(nil)
+var (
+	_ backend.GreedyVerifier = (*Session)(nil)
+	_ backend.GreedyStepper  = (*Session)(nil)
+)
