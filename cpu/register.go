@@ -17,3 +17,5 @@ func init() {
 		return New(m, Options{RewindDepth: o.RewindDepth, KVF16: o.KVF16})
 	})
 }
+
+var _ backend.LayerRunner = (*Session)(nil)

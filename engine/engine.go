@@ -2,11 +2,14 @@
 // it loads a model from any supported source, picks a backend, and runs
 // generation with sampling and streaming detokenization.
 //
-// Backend choice: Options.Backend ("auto", "cpu", "webgpu"), overridden by
-// CORTIQ_GPU=0|1 when Backend is "auto". A device backend that refuses the
-// model, or fails mid-generation, hands over to the CPU backend, which
-// replays the sequence from the start: the tokens are those of a pure CPU
-// run and no half-computed result is ever returned.
+// The engine is the scheduler. Backend choice: one policy (choose.go) for
+// every front end, over the backends this build registers (backends.go):
+// Options.Backend "auto", "cpu" or a device backend's name. A device
+// backend that refuses the model, or fails mid-generation, hands over to
+// the CPU backend, which replays the sequence from the start: the tokens
+// are those of a pure CPU run and no half-computed result is ever
+// returned. A device that holds only some layers runs them and the CPU
+// the rest, one step at a time (split.go); no backend calls another.
 //
 // Generation may decode speculatively (Request.Spec, spec.go: n-gram lookup
 // or a draft model, verified in one batched step, the rejected tail
@@ -18,22 +21,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cortiq/cortiq/backend"
-	"github.com/cortiq/cortiq/cpu"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/sample"
 	"github.com/cortiq/cortiq/tokenizer"
-	"github.com/cortiq/cortiq/webgpu"
 )
 
 // Options select and tune the backend.
 type Options struct {
-	Backend    string // "auto" (default), "cpu" or "webgpu"
+	Backend    string // "auto" (default), "cpu", or a registered device backend ("webgpu"); see choose
 	MaxContext int    // positions per session; 0 = the model's context, capped at 4096; at most max(the model's context, 4096)
 	GPULayers  string // layer ranges for the device ("0-9,20-29"); "" = all that fit
 	// VRAMBudget is the bytes the device may hold (0 = the adapter's
@@ -64,6 +64,12 @@ type Options struct {
 	// ProbeCache is the file where --backend auto's speed verdicts are
 	// remembered (package probe); "" measures on every load.
 	ProbeCache string
+	// NoProbe keeps the device --backend auto opened without timing it
+	// against the CPU (CORTIQ_PROBE=0 in the CLI; the browser tab).
+	NoProbe bool
+	// AllowSoftware lets --backend auto keep a software adapter
+	// (lavapipe, SwiftShader); a backend asked for by name always may.
+	AllowSoftware bool
 	// Progress, when set, is told each slow stage of a load as it starts
 	// ("importing …", "uploading the weights to the device", …).
 	Progress func(stage string)
@@ -90,6 +96,10 @@ type Engine struct {
 
 // NewFromModel builds an engine around an already imported model.
 func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
+	return newFromModel(context.Background(), m, opts)
+}
+
+func newFromModel(ctx context.Context, m *model.Model, opts Options) (*Engine, error) {
 	if opts.Backend == "" {
 		opts.Backend = "auto"
 	}
@@ -98,6 +108,10 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 	case "", "f32", "f16":
 	default:
 		return nil, fmt.Errorf("engine: KV cache %q: want f32 or f16", opts.KV)
+	}
+	c, err := choose(opts.Backend)
+	if err != nil {
+		return nil, err
 	}
 	if err := e.checkContext(opts.MaxContext); err != nil {
 		return nil, err
@@ -115,65 +129,13 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 		}
 		e.Tokenizer = tok
 	}
-	c, err := cpu.New(m, e.cpuOptions())
+	cb, err := backend.Open(ctx, "cpu", m, e.cpuOptions())
 	if err != nil {
 		return nil, err
 	}
-	e.cpu = c
-	switch want := e.wantDevice(); want {
-	case "webgpu":
-		if opts.Progress != nil {
-			opts.Progress("opening the device, uploading the weights and building the kernels")
-		}
-		dev, err := newDeviceBackend(m, opts, c)
-		switch {
-		case err != nil:
-			// Even an explicit request runs, honestly, on the CPU; the
-			// reason is reported in Result.DeviceError.
-			e.devErr = err
-		case e.autoChoice():
-			if opts.Progress != nil {
-				opts.Progress("timing the device against the CPU")
-			}
-			if keep, why := keepDeviceByProbe(m, dev, c, opts.ProbeCache); !keep {
-				dev.Close()
-				var faster *CPUFasterError
-				if errors.As(why, &faster) {
-					e.devReason = why.Error()
-				} else {
-					e.devErr = why
-				}
-				break
-			}
-			c.ReleasePacked() // the probe's CPU steps packed int8 tiles
-			e.dev = dev
-		default:
-			e.dev = dev
-		}
-	}
+	e.cpu = cb
+	e.openDevice(ctx, c, cb)
 	return e, nil
-}
-
-// autoChoice reports whether the device was not asked for explicitly (by
-// --backend webgpu or CORTIQ_GPU=1), so a measurement may decline it.
-func (e *Engine) autoChoice() bool {
-	return e.opts.Backend != "webgpu" && os.Getenv("CORTIQ_GPU") != "1"
-}
-
-func (e *Engine) wantDevice() string {
-	switch e.opts.Backend {
-	case "cpu":
-		return ""
-	case "webgpu":
-		return "webgpu"
-	}
-	switch os.Getenv("CORTIQ_GPU") {
-	case "0":
-		return ""
-	case "1":
-		return "webgpu"
-	}
-	return autoDevice
 }
 
 // NewWithBackends builds an engine around backends its caller made and
@@ -266,8 +228,8 @@ func (e *Engine) checkContext(n int) error {
 	return nil
 }
 
-func (e *Engine) cpuOptions() cpu.Options {
-	return cpu.Options{RewindDepth: e.opts.RewindDepth, KVF16: e.opts.KV == "f16"}
+func (e *Engine) cpuOptions() backend.Options {
+	return backend.Options{RewindDepth: e.opts.RewindDepth, KVF16: e.opts.KV == "f16"}
 }
 
 // Memory is what one session of a context needs on each backend.
@@ -281,12 +243,16 @@ type Memory struct {
 // architecture alone: what `cortiq info --ctx N` prints. The CPU's
 // activations are those of a prompt of ctx tokens in one step.
 func MemoryFor(a *model.Arch, ctx int, opts Options) []Memory {
-	f16 := opts.KV == "f16"
-	return []Memory{
-		{"cpu", cpu.SessionBytes(a, ctx, ctx, cpu.Options{RewindDepth: opts.RewindDepth, KVF16: f16})},
-		{"webgpu", webgpu.SessionBytes(a, ctx, webgpu.Options{RewindDepth: opts.RewindDepth, KVF16: f16})},
+	o := backend.Options{RewindDepth: opts.RewindDepth, KVF16: opts.KV == "f16"}
+	out := make([]Memory, len(sessionBytes))
+	for i, sb := range sessionBytes {
+		out[i] = Memory{sb.name, sb.bytes(a, ctx, o)}
 	}
+	return out
 }
+
+// mib formats a byte count.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // checkMemory refuses a context whose CPU session does not fit MemBudget.
 func (e *Engine) checkMemory(ctx int) error {
@@ -296,7 +262,7 @@ func (e *Engine) checkMemory(ctx int) error {
 	need := MemoryFor(&e.Model.Arch, ctx, e.opts)[0].Memory
 	if need.Total() > e.opts.MemBudget {
 		return fmt.Errorf("engine: a context of %d positions needs %s on the CPU (KV %s, state %s, activations %s); the memory budget is %s: lower the context or use an f16 KV cache",
-			ctx, webgpu.MiB(need.Total()), webgpu.MiB(need.KV), webgpu.MiB(need.State), webgpu.MiB(need.Activations), webgpu.MiB(e.opts.MemBudget))
+			ctx, mib(need.Total()), mib(need.KV), mib(need.State), mib(need.Activations), mib(e.opts.MemBudget))
 	}
 	return nil
 }

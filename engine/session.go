@@ -6,19 +6,8 @@ import (
 	"math"
 
 	"github.com/cortiq/cortiq/backend"
-	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/sample"
 )
-
-// autoDevice is what Backend "auto" tries first; the device backend itself
-// declines software adapters and models it cannot hold.
-const autoDevice = "webgpu"
-
-// newDeviceBackend builds the device backend of this build; device_*.go
-// files replace it.
-var newDeviceBackend = func(m *model.Model, opts Options, host backend.Backend) (backend.Backend, error) {
-	return nil, errors.New("engine: this build has no device backend")
-}
 
 // session runs on the device while it works and moves to the CPU, for
 // good, the first time it fails: the CPU replays every position so far, so
@@ -42,10 +31,12 @@ type session struct {
 }
 
 // newSession starts on the device unless want is "cpu" or there is none.
+// A device session holding only some layers is paired with a CPU session
+// for the rest (splitSession).
 func (e *Engine) newSession(maxLen int, want string) (*session, error) {
 	s := &session{e: e, maxLen: maxLen}
 	if e.dev != nil && want != "cpu" {
-		ds, err := e.dev.NewSession(maxLen)
+		ds, err := e.devSession(maxLen)
 		if err == nil {
 			s.cur, s.onDevice = ds, true
 			return s, nil
@@ -62,6 +53,28 @@ func (e *Engine) newSession(maxLen int, want string) (*session, error) {
 	}
 	s.cur = cs
 	return s, nil
+}
+
+// devSession opens a device session, split with the CPU when the device
+// holds only some layers.
+func (e *Engine) devSession(maxLen int) (backend.Session, error) {
+	ds, err := e.dev.NewSession(maxLen)
+	if err != nil {
+		return nil, err
+	}
+	ss, ok := partial(ds)
+	if !ok {
+		return ds, nil
+	}
+	c, err := e.cpuBackend()
+	if err == nil {
+		var sp *splitSession
+		if sp, err = newSplit(ss, c, maxLen); err == nil {
+			return sp, nil
+		}
+	}
+	ds.Close()
+	return nil, err
 }
 
 // Forward runs tokens and returns logits; see backend.Session.
@@ -180,6 +193,9 @@ func (s *session) toCPU(cause error) error {
 	if sr, ok := s.e.dev.(backend.StatsReporter); ok {
 		s.devStats = sr.Stats()
 	}
+	if sp, ok := s.cur.(*splitSession); ok {
+		s.devStats.FallbackOps += int(sp.runs)
+	}
 	s.cur.Close()
 	s.onDevice = false
 	c, err := s.e.cpuBackend()
@@ -285,13 +301,19 @@ func (s *session) name() string {
 	return "cpu"
 }
 
+// stats are the device's counters; FallbackOps adds the layer runs a
+// split session sent to the CPU.
 func (s *session) stats() backend.Stats {
+	st := s.devStats
 	if s.onDevice {
 		if sr, ok := s.e.dev.(backend.StatsReporter); ok {
-			return sr.Stats()
+			st = sr.Stats()
+		}
+		if sp, ok := s.cur.(*splitSession); ok {
+			st.FallbackOps += int(sp.runs)
 		}
 	}
-	return s.devStats
+	return st
 }
 
 // counters returns the device's raw submit and token counts (zero on the CPU).

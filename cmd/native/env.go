@@ -17,6 +17,8 @@ import (
 //	                    cache, separated like PATH
 //	CORTIQ_PROBE_CACHE  the verdict file instead of $CORTIQ_CACHE/probe.json
 //	                    (0 or off: remember nothing)
+//	CORTIQ_GPU          0 or 1: what --backend auto means (cpu or webgpu)
+//	CORTIQ_PROBE        0: --backend auto keeps the device without timing it
 
 // cacheDir is cortiq's cache directory, "" when there is none.
 func cacheDir() string {
@@ -58,4 +60,18 @@ func probeCachePath() string {
 		return filepath.Join(d, "probe.json")
 	}
 	return ""
+}
+
+// autoFromEnv is the backend CORTIQ_GPU makes of --backend auto: 0 the
+// CPU, 1 the device (forced, as --backend webgpu).
+func autoFromEnv(backend string) string {
+	if backend == "auto" {
+		switch os.Getenv("CORTIQ_GPU") {
+		case "0":
+			return "cpu"
+		case "1":
+			return "webgpu"
+		}
+	}
+	return backend
 }
