@@ -70,6 +70,15 @@ type Options struct {
 	// AllowSoftware lets --backend auto keep a software adapter
 	// (lavapipe, SwiftShader); a backend asked for by name always may.
 	AllowSoftware bool
+	// CPUOnDemand builds the CPU backend only when a session needs it, so
+	// a model the device holds is not also read into memory (the browser
+	// tab's heap); without a device that opens it is built at load. No
+	// probe runs then.
+	CPUOnDemand bool
+	// WrapWeights, when set, wraps the model's weights once the tokenizer
+	// is in, before any backend reads them (the tab paces its garbage
+	// collector between tensors and times the upload).
+	WrapWeights func(model.Weights) model.Weights
 	// Progress, when set, is told each slow stage of a load as it starts
 	// ("importing …", "uploading the weights to the device", …).
 	Progress func(stage string)
@@ -129,26 +138,42 @@ func newFromModel(ctx context.Context, m *model.Model, opts Options) (*Engine, e
 		}
 		e.Tokenizer = tok
 	}
-	cb, err := backend.Open(ctx, "cpu", m, e.cpuOptions())
-	if err != nil {
-		return nil, err
+	if opts.WrapWeights != nil {
+		m.Weights = opts.WrapWeights(m.Weights)
 	}
-	e.cpu = cb
-	e.openDevice(ctx, c, cb)
+	// Built on demand after the load too: not cancelled with it.
+	cpuCtx := context.WithoutCancel(ctx)
+	e.cpuNew = func() (backend.Backend, error) {
+		cb, err := backend.Open(cpuCtx, "cpu", m, e.cpuOptions())
+		if err != nil {
+			return nil, weightsErr(m, err)
+		}
+		return cb, nil
+	}
+	if !opts.CPUOnDemand {
+		if _, err := e.cpuBackend(); err != nil {
+			return nil, err
+		}
+	}
+	e.openDevice(ctx, c, e.cpu)
+	if e.devErr != nil {
+		e.devErr = weightsErr(m, e.devErr)
+	}
+	if e.dev == nil && e.cpu == nil {
+		if _, err := e.cpuBackend(); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
-// NewWithBackends builds an engine around backends its caller made and
-// keeps (the browser build, which loads them its own way): dev may be nil,
-// with devErr saying why; cpu builds the CPU backend the first time a
-// session needs it, so a model the device holds is not also read into
-// memory. Close leaves the backends and the model to the caller.
-func NewWithBackends(m *model.Model, tok *tokenizer.Tokenizer, dev backend.Backend, devErr error, cpu func() (backend.Backend, error), opts Options) *Engine {
-	e := &Engine{Model: m, Tokenizer: tok, opts: opts, dev: dev, devErr: devErr, cpuNew: cpu}
-	if opts.PrefixCacheBytes > 0 {
-		e.prefix = &prefixCache{budget: opts.PrefixCacheBytes}
+// weightsErr prefers the read error a lazily read model recorded over the
+// "missing tensor" it caused.
+func weightsErr(m *model.Model, err error) error {
+	if w, ok := m.Weights.(interface{ Err() error }); ok && w.Err() != nil {
+		return fmt.Errorf("reading weights: %w", w.Err())
 	}
-	return e
+	return err
 }
 
 // cpuBackend is the CPU backend, built on first use.
@@ -177,6 +202,10 @@ func (e *Engine) DeviceError() error { return e.devErr }
 // working device exists (the CPU decodes this model faster); "" otherwise.
 func (e *Engine) BackendReason() string { return e.devReason }
 
+// Device is the device backend new sessions start on, nil when they start
+// on the CPU.
+func (e *Engine) Device() backend.Backend { return e.dev }
+
 // BackendName is the backend new sessions start on.
 func (e *Engine) BackendName() string {
 	if e.dev != nil {
@@ -195,7 +224,9 @@ func (e *Engine) Close() error {
 	if e.dev != nil {
 		errs = append(errs, e.dev.Close())
 	}
-	errs = append(errs, e.cpu.Close())
+	if e.cpu != nil {
+		errs = append(errs, e.cpu.Close())
+	}
 	if e.Model.Close != nil {
 		errs = append(errs, e.Model.Close())
 	}
