@@ -69,10 +69,6 @@ type Options struct {
 	// Device, when set, is used instead of opening one; the backend does not
 	// close it.
 	Device *Device
-	// AllowSoftware accepts a software adapter (lavapipe, SwiftShader,
-	// WARP). By default New declines one with ErrNoAdapter: it is slower
-	// than the CPU backend. CORTIQ_GPU_SOFTWARE=1 allows it too.
-	AllowSoftware bool
 	// RewindDepth is the number of per-step recurrent states a session of
 	// a model with short-conv or DeltaNet layers keeps, so Rewind can drop
 	// that many of its newest positions (0 = backend.DefaultRewindDepth).
@@ -172,11 +168,6 @@ func New(m *model.Model, opts Options) (*Backend, error) {
 			return nil, err
 		}
 		b.ownsDev = true
-		if b.dev.Info().Type == "cpu" && !opts.AllowSoftware && os.Getenv("CORTIQ_GPU_SOFTWARE") != "1" {
-			name := b.dev.Info().Name
-			b.dev.Close()
-			return nil, fmt.Errorf("%w: %q is a software adapter (set AllowSoftware or CORTIQ_GPU_SOFTWARE=1 to use it)", ErrNoAdapter, name)
-		}
 	}
 	ok := false
 	defer func() {

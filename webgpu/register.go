@@ -18,7 +18,8 @@ func init() { backend.Register("webgpu", open) }
 var OnOpen func(*Device)
 
 // open is the registered backend.Opener: it opens the platform's adapter,
-// declines a software one unless allowed, and uploads the model. The
+// declines a software one unless the options allow it (the scheduler's
+// policy: New itself takes any adapter), and uploads the model. The
 // backend owns the device it opened.
 func open(ctx context.Context, m *model.Model, o backend.Options) (backend.Backend, error) {
 	dev, err := Open()
@@ -43,7 +44,6 @@ func open(ctx context.Context, m *model.Model, o backend.Options) (backend.Backe
 		KVF16:          o.KVF16,
 		Layers:         o.Layers,
 		RewindDepth:    o.RewindDepth,
-		AllowSoftware:  true, // declined above
 	})
 	if err != nil {
 		dev.Close()
