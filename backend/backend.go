@@ -1,11 +1,18 @@
-// Package backend states the contract between the engine facade and the
-// devices that run a model's forward pass (cpu, webgpu). The facade (package
-// engine) picks a Backend and falls back to the CPU one when a device backend
-// refuses or fails, replaying the sequence so no half-computed result is ever
-// returned. Optional capabilities are small interfaces a session may
-// implement: StateExporter/StateImporter (hand a sequence to another
-// backend), Rewinder (drop the newest positions exactly: speculative
-// decoding's rejected drafts, a new prompt sharing a kept prefix).
+// Package backend states the contract between the engine and the devices
+// that run a model's forward pass (cpu, webgpu, …). The engine is the
+// scheduler: it opens a Backend by name from the registry (Register, Open,
+// in the style of database/sql: each backend package registers itself
+// under its build constraints), falls back to the CPU one when a device
+// backend refuses or fails, replaying the sequence so no half-computed
+// result is ever returned, and splits a model that does not fit a device
+// between it and the CPU. No backend calls another.
+//
+// Optional capabilities are small interfaces a session may implement:
+// StateExporter/StateImporter (hand a sequence to another backend),
+// Rewinder (drop the newest positions exactly: speculative decoding's
+// rejected drafts, a new prompt sharing a kept prefix), GreedyVerifier and
+// GreedyStepper (greedy picks where the logits are), LayerRunner (run a
+// layer range of a split model), StatsReporter.
 package backend
 
 // Backend runs the forward pass of one loaded model on one kind of device.

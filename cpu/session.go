@@ -479,9 +479,9 @@ func (s *Session) runLayers(x []float32, n, from, to int) error {
 
 // ForwardLayers runs decoder layers [from, to) over n hidden rows x (in
 // place) at positions pos0..pos0+n-1, keeping this session's caches for
-// those layers. It serves a device backend whose model does not fit: the
-// device runs a layer prefix, this session the rest. For each layer,
-// calls must come in position order, as Forward's do.
+// those layers: the backend.LayerRunner the scheduler (package engine)
+// runs the layers of a split model that are off the device with. For
+// each layer, calls must come in position order, as Forward's do.
 func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 	if s.caches == nil {
 		return fmt.Errorf("cpu: session is closed")

@@ -22,17 +22,13 @@ import (
 // probe verdict, no open or mapped file, no device buffer.
 func TestLoadCancelled(t *testing.T) {
 	needAdapter(t)
-	autoKeepsSoftware = true
-	defer func() { autoKeepsSoftware = false }()
-	t.Setenv("CORTIQ_GPU", "")
-	t.Setenv("CORTIQ_PROBE", "")
 	dir := filepath.Join(fixtures.Dir(t), "fixtures", "tiny", "llama")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("fixture %s not found: %v", dir, err)
 	}
 	var dev *webgpu.Device
-	onDeviceOpen = func(d *webgpu.Device) { dev = d }
-	defer func() { onDeviceOpen = nil }()
+	webgpu.OnOpen = func(d *webgpu.Device) { dev = d }
+	defer func() { webgpu.OnOpen = nil }()
 
 	type run struct {
 		cache, verdicts string
@@ -43,7 +39,7 @@ func TestLoadCancelled(t *testing.T) {
 		r.verdicts = filepath.Join(r.cache, "probe.json")
 		dev = nil
 		e, err := Load(ctx, &resolve.Resolver{CacheDir: r.cache}, dir, Options{
-			Backend: "auto", ProbeCache: r.verdicts,
+			Backend: "auto", ProbeCache: r.verdicts, AllowSoftware: true,
 			Progress: func(stage string) { r.stages[stage] = ctx.Checks() },
 		})
 		return e, r, err

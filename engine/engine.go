@@ -2,11 +2,14 @@
 // it loads a model from any supported source, picks a backend, and runs
 // generation with sampling and streaming detokenization.
 //
-// Backend choice: Options.Backend ("auto", "cpu", "webgpu"), overridden by
-// CORTIQ_GPU=0|1 when Backend is "auto". A device backend that refuses the
-// model, or fails mid-generation, hands over to the CPU backend, which
-// replays the sequence from the start: the tokens are those of a pure CPU
-// run and no half-computed result is ever returned.
+// The engine is the scheduler. Backend choice: one policy (choose.go) for
+// every front end, over the backends this build registers (backends.go):
+// Options.Backend "auto", "cpu" or a device backend's name. A device
+// backend that refuses the model, or fails mid-generation, hands over to
+// the CPU backend, which replays the sequence from the start: the tokens
+// are those of a pure CPU run and no half-computed result is ever
+// returned. A device that holds only some layers runs them and the CPU
+// the rest, one step at a time (split.go); no backend calls another.
 //
 // Generation may decode speculatively (Request.Spec, spec.go: n-gram lookup
 // or a draft model, verified in one batched step, the rejected tail
@@ -18,22 +21,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cortiq/cortiq/backend"
-	"github.com/cortiq/cortiq/cpu"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/sample"
 	"github.com/cortiq/cortiq/tokenizer"
-	"github.com/cortiq/cortiq/webgpu"
 )
 
 // Options select and tune the backend.
 type Options struct {
-	Backend    string // "auto" (default), "cpu" or "webgpu"
+	Backend    string // "auto" (default), "cpu", or a registered device backend ("webgpu"); see choose
 	MaxContext int    // positions per session; 0 = the model's context, capped at 4096; at most max(the model's context, 4096)
 	GPULayers  string // layer ranges for the device ("0-9,20-29"); "" = all that fit
 	// VRAMBudget is the bytes the device may hold (0 = the adapter's
@@ -67,6 +67,21 @@ type Options struct {
 	// Tuning is the device backend's own knobs (a webgpu.Tuning), built
 	// by cmd/* from the environment; nil = the backend's defaults.
 	Tuning any
+	// NoProbe keeps the device --backend auto opened without timing it
+	// against the CPU (CORTIQ_PROBE=0 in the CLI; the browser tab).
+	NoProbe bool
+	// AllowSoftware lets --backend auto keep a software adapter
+	// (lavapipe, SwiftShader); a backend asked for by name always may.
+	AllowSoftware bool
+	// CPUOnDemand builds the CPU backend only when a session needs it, so
+	// a model the device holds is not also read into memory (the browser
+	// tab's heap); without a device that opens it is built at load. No
+	// probe runs then.
+	CPUOnDemand bool
+	// WrapWeights, when set, wraps the model's weights once the tokenizer
+	// is in, before any backend reads them (the tab paces its garbage
+	// collector between tensors and times the upload).
+	WrapWeights func(model.Weights) model.Weights
 	// Progress, when set, is told each slow stage of a load as it starts
 	// ("importing …", "uploading the weights to the device", …).
 	Progress func(stage string)
@@ -110,6 +125,10 @@ func newFromModel(ctx context.Context, m *model.Model, opts Options) (*Engine, e
 	default:
 		return nil, fmt.Errorf("engine: KV cache %q: want f32 or f16", opts.KV)
 	}
+	c, err := choose(opts.Backend)
+	if err != nil {
+		return nil, err
+	}
 	if err := e.checkContext(opts.MaxContext); err != nil {
 		return nil, err
 	}
@@ -126,94 +145,62 @@ func newFromModel(ctx context.Context, m *model.Model, opts Options) (*Engine, e
 		}
 		e.Tokenizer = tok
 	}
-	c, err := cpu.New(m, e.cpuOptions())
-	if err != nil {
-		return nil, err
+	if opts.WrapWeights != nil {
+		m.Weights = opts.WrapWeights(m.Weights)
 	}
-	e.cpu = c
-	stopped := func(dev backend.Backend) (*Engine, error) {
-		if dev != nil {
-			dev.Close()
+	// Built on demand after the load too: not cancelled with it.
+	cpuCtx := context.WithoutCancel(ctx)
+	e.cpuNew = func() (backend.Backend, error) {
+		cb, err := backend.Open(cpuCtx, "cpu", m, e.cpuOptions())
+		if err != nil {
+			return nil, weightsErr(m, err)
 		}
-		c.Close()
-		return nil, ctx.Err()
+		return cb, nil
+	}
+	if !opts.CPUOnDemand {
+		if _, err := e.cpuBackend(); err != nil {
+			return nil, err
+		}
 	}
 	if ctx.Err() != nil {
-		return stopped(nil)
+		return e.stopped(ctx)
 	}
-	switch want := e.wantDevice(); want {
-	case "webgpu":
-		if opts.Progress != nil {
-			opts.Progress("opening the device, uploading the weights and building the kernels")
-		}
-		dev, err := newDeviceBackend(ctx, m, opts, c)
-		switch {
-		case ctx.Err() != nil:
-			return stopped(dev)
-		case err != nil:
-			// Even an explicit request runs, honestly, on the CPU; the
-			// reason is reported in Result.DeviceError.
-			e.devErr = err
-		case e.autoChoice():
-			if opts.Progress != nil {
-				opts.Progress("timing the device against the CPU")
-			}
-			keep, why := keepDeviceByProbe(ctx, m, dev, c, opts.ProbeCache)
-			if ctx.Err() != nil {
-				return stopped(dev)
-			}
-			if !keep {
-				dev.Close()
-				var faster *CPUFasterError
-				if errors.As(why, &faster) {
-					e.devReason = why.Error()
-				} else {
-					e.devErr = why
-				}
-				break
-			}
-			c.ReleasePacked() // the probe's CPU steps packed int8 tiles
-			e.dev = dev
-		default:
-			e.dev = dev
+	e.openDevice(ctx, c, e.cpu)
+	if ctx.Err() != nil {
+		return e.stopped(ctx)
+	}
+	if e.devErr != nil {
+		e.devErr = weightsErr(m, e.devErr)
+	}
+	if e.dev == nil && e.cpu == nil {
+		if _, err := e.cpuBackend(); err != nil {
+			return nil, err
 		}
 	}
 	return e, nil
 }
 
-// autoChoice reports whether the device was not asked for explicitly (by
-// --backend webgpu or CORTIQ_GPU=1), so a measurement may decline it.
-func (e *Engine) autoChoice() bool {
-	return e.opts.Backend != "webgpu" && os.Getenv("CORTIQ_GPU") != "1"
+// stopped closes what a load cancelled by ctx opened and returns ctx's
+// error (the model is the caller's).
+func (e *Engine) stopped(ctx context.Context) (*Engine, error) {
+	if e.dev != nil {
+		e.dev.Close()
+		e.dev = nil
+	}
+	if e.cpu != nil {
+		e.cpu.Close()
+		e.cpu = nil
+	}
+	return nil, ctx.Err()
 }
 
-func (e *Engine) wantDevice() string {
-	switch e.opts.Backend {
-	case "cpu":
-		return ""
-	case "webgpu":
-		return "webgpu"
+// weightsErr prefers the read error a lazily read model recorded over the
+// "missing tensor" it caused.
+func weightsErr(m *model.Model, err error) error {
+	if w, ok := m.Weights.(interface{ Err() error }); ok && w.Err() != nil {
+		return fmt.Errorf("reading weights: %w", w.Err())
 	}
-	switch os.Getenv("CORTIQ_GPU") {
-	case "0":
-		return ""
-	case "1":
-		return "webgpu"
-	}
-	return autoDevice
-}
-
-// NewWithBackends builds an engine around backends its caller made and
-// keeps (the browser build, which loads them its own way): dev may be nil,
-// with devErr saying why; cpu builds the CPU backend the first time a
-// session needs it, so a model the device holds is not also read into
-// memory. Close leaves the backends and the model to the caller.
-func NewWithBackends(m *model.Model, tok *tokenizer.Tokenizer, dev backend.Backend, devErr error, cpu func() (backend.Backend, error), opts Options) *Engine {
-	e := &Engine{Model: m, Tokenizer: tok, opts: opts, dev: dev, devErr: devErr, cpuNew: cpu}
-	if opts.PrefixCacheBytes > 0 {
-		e.prefix = &prefixCache{budget: opts.PrefixCacheBytes}
-	}
-	return e
+	return err
 }
 
 // cpuBackend is the CPU backend, built on first use.
@@ -242,6 +229,10 @@ func (e *Engine) DeviceError() error { return e.devErr }
 // working device exists (the CPU decodes this model faster); "" otherwise.
 func (e *Engine) BackendReason() string { return e.devReason }
 
+// Device is the device backend new sessions start on, nil when they start
+// on the CPU.
+func (e *Engine) Device() backend.Backend { return e.dev }
+
 // BackendName is the backend new sessions start on.
 func (e *Engine) BackendName() string {
 	if e.dev != nil {
@@ -260,7 +251,9 @@ func (e *Engine) Close() error {
 	if e.dev != nil {
 		errs = append(errs, e.dev.Close())
 	}
-	errs = append(errs, e.cpu.Close())
+	if e.cpu != nil {
+		errs = append(errs, e.cpu.Close())
+	}
 	if e.Model.Close != nil {
 		errs = append(errs, e.Model.Close())
 	}
@@ -293,8 +286,8 @@ func (e *Engine) checkContext(n int) error {
 	return nil
 }
 
-func (e *Engine) cpuOptions() cpu.Options {
-	return cpu.Options{RewindDepth: e.opts.RewindDepth, KVF16: e.opts.KV == "f16"}
+func (e *Engine) cpuOptions() backend.Options {
+	return backend.Options{RewindDepth: e.opts.RewindDepth, KVF16: e.opts.KV == "f16"}
 }
 
 // Memory is what one session of a context needs on each backend.
@@ -308,12 +301,16 @@ type Memory struct {
 // architecture alone: what `cortiq info --ctx N` prints. The CPU's
 // activations are those of a prompt of ctx tokens in one step.
 func MemoryFor(a *model.Arch, ctx int, opts Options) []Memory {
-	f16 := opts.KV == "f16"
-	return []Memory{
-		{"cpu", cpu.SessionBytes(a, ctx, ctx, cpu.Options{RewindDepth: opts.RewindDepth, KVF16: f16})},
-		{"webgpu", webgpu.SessionBytes(a, ctx, webgpu.Options{RewindDepth: opts.RewindDepth, KVF16: f16})},
+	o := backend.Options{RewindDepth: opts.RewindDepth, KVF16: opts.KV == "f16"}
+	out := make([]Memory, len(sessionBytes))
+	for i, sb := range sessionBytes {
+		out[i] = Memory{sb.name, sb.bytes(a, ctx, o)}
 	}
+	return out
 }
+
+// mib formats a byte count.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // checkMemory refuses a context whose CPU session does not fit MemBudget.
 func (e *Engine) checkMemory(ctx int) error {
@@ -323,7 +320,7 @@ func (e *Engine) checkMemory(ctx int) error {
 	need := MemoryFor(&e.Model.Arch, ctx, e.opts)[0].Memory
 	if need.Total() > e.opts.MemBudget {
 		return fmt.Errorf("engine: a context of %d positions needs %s on the CPU (KV %s, state %s, activations %s); the memory budget is %s: lower the context or use an f16 KV cache",
-			ctx, webgpu.MiB(need.Total()), webgpu.MiB(need.KV), webgpu.MiB(need.State), webgpu.MiB(need.Activations), webgpu.MiB(e.opts.MemBudget))
+			ctx, mib(need.Total()), mib(need.KV), mib(need.State), mib(need.Activations), mib(e.opts.MemBudget))
 	}
 	return nil
 }

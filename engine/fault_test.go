@@ -37,12 +37,12 @@ func TestDeviceFaultsFallBack(t *testing.T) {
 	for _, fault := range []string{"pipeline-build", "submit", "readback", "lose-device", "submit-greedy"} {
 		t.Run(fault, func(t *testing.T) {
 			if fault == "pipeline-build" {
-				onDeviceOpen = func(d *webgpu.Device) { d.Faults.PipelineBuild.Store(true) }
-				defer func() { onDeviceOpen = nil }()
+				webgpu.OnOpen = func(d *webgpu.Device) { d.Faults.PipelineBuild.Store(true) }
+				defer func() { webgpu.OnOpen = nil }()
 			}
 			e := load("webgpu")
 			defer e.Close()
-			db, ok := e.dev.(*deviceBackend)
+			db, ok := e.dev.(*webgpu.Backend)
 			if !ok {
 				if fault == "pipeline-build" && e.DeviceError() != nil {
 					// Refused at load: the whole run is on the CPU.
@@ -64,13 +64,13 @@ func TestDeviceFaultsFallBack(t *testing.T) {
 				if n == 5 {
 					switch fault {
 					case "submit", "submit-greedy":
-						db.dev.Faults.Submit.Store(true)
+						db.Device().Faults.Submit.Store(true)
 					case "readback":
-						db.dev.Faults.Readback.Store(true)
+						db.Device().Faults.Readback.Store(true)
 					case "lose-device":
-						db.dev.Faults.LoseDevice.Store(true)
+						db.Device().Faults.LoseDevice.Store(true)
 					case "pipeline-build":
-						db.dev.Faults.PipelineBuild.Store(true)
+						db.Device().Faults.PipelineBuild.Store(true)
 					}
 				}
 				return nil
@@ -156,7 +156,7 @@ func TestDevicePrefillCPUDecode(t *testing.T) {
 			}
 			e := load("webgpu")
 			defer e.Close()
-			db, ok := e.dev.(*deviceBackend)
+			db, ok := e.dev.(*webgpu.Backend)
 			if !ok {
 				if _, err := webgpu.Open(); err != nil {
 					t.Skipf("no WebGPU adapter: %v", err)
@@ -171,7 +171,7 @@ func TestDevicePrefillCPUDecode(t *testing.T) {
 				t.Fatalf("pure device run ended on %s: %s", pure.Backend, pure.DeviceError)
 			}
 			got, err := e.Generate(context.Background(), Request{IDs: ids, MaxTokens: 12, IgnoreEOS: true}, func(Token) error {
-				db.dev.Faults.Submit.Store(true) // the first decode step fails: the CPU replays the prefill and decodes
+				db.Device().Faults.Submit.Store(true) // the first decode step fails: the CPU replays the prefill and decodes
 				return nil
 			})
 			if err != nil {

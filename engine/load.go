@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cortiq/cortiq/cpu"
+	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/resolve"
@@ -51,8 +51,9 @@ func Check(m *model.Model) error {
 			return fmt.Errorf("engine: tokenizer: %w", err)
 		}
 	}
-	if _, err := cpu.New(m, cpu.Options{}); err != nil {
+	c, err := backend.Open(context.Background(), "cpu", m, backend.Options{})
+	if err != nil {
 		return err
 	}
-	return nil
+	return c.Close()
 }

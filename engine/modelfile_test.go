@@ -188,13 +188,17 @@ func TestDeviceNonFiniteLogitsReplayOnCPU(t *testing.T) {
 	ids := []int{1, 2, 3}
 	req := Request{IDs: ids, MaxTokens: 8, IgnoreEOS: true}
 	m := tinyModelWith(t, "", 0)
-	newCPU := func() (backend.Backend, error) { return cpu.New(m, cpu.Options{}) }
-	c, _ := newCPU()
-	want, err := NewWithBackends(m, nil, nil, nil, newCPU, Options{Backend: "cpu"}).Generate(context.Background(), req, nil)
+	c, err := cpu.New(m, cpu.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := NewWithBackends(m, nil, &nanDevice{cpu: c, poisonAt: 3}, nil, newCPU, Options{Backend: "webgpu"})
+	defer c.Close()
+	want, err := newEngine(t, m, Options{Backend: "cpu"}).Generate(context.Background(), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nanOpen = func() backend.Backend { return &nanDevice{cpu: c, poisonAt: 3} }
+	e := newEngine(t, m, Options{Backend: "nan-test"})
 	got, err := e.Generate(context.Background(), req, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -204,12 +208,35 @@ func TestDeviceNonFiniteLogitsReplayOnCPU(t *testing.T) {
 	}
 
 	bad := tinyModelWith(t, "blk.1.ffn_norm.weight", float32(math.NaN()))
-	newCPU = func() (backend.Backend, error) { return cpu.New(bad, cpu.Options{}) }
-	e = NewWithBackends(bad, nil, &nanDevice{cpu: nanFree{}, poisonAt: 1}, nil, newCPU, Options{Backend: "webgpu"})
+	nanOpen = func() backend.Backend { return &nanDevice{cpu: nanFree{}, poisonAt: 1} }
+	e = newEngine(t, bad, Options{Backend: "nan-test"})
 	_, err = e.Generate(context.Background(), req, nil)
 	if err == nil || !strings.Contains(err.Error(), "layer 1's FFN output") {
 		t.Fatalf("broken model through the device: %v, want the CPU replay naming layer 1", err)
 	}
+}
+
+// nanOpen makes the "nan-test" backend's instance for the test running.
+var nanOpen func() backend.Backend
+
+// The fake device registers as any backend does: the engine opens it by
+// name, forced, as it would open webgpu or cuda.
+func init() {
+	backend.Register("nan-test", func(context.Context, *model.Model, backend.Options) (backend.Backend, error) {
+		return nanOpen(), nil
+	})
+}
+
+// newEngine builds an engine around m that leaves m to the caller.
+func newEngine(t *testing.T, m *model.Model, opts Options) *Engine {
+	t.Helper()
+	e, err := NewFromModel(m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.owned = false
+	t.Cleanup(func() { e.cpu.Close() })
+	return e
 }
 
 // nanFree is a backend whose sessions return finite zero logits (a device

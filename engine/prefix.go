@@ -71,7 +71,7 @@ func (e *Engine) release(s *session, ok bool) {
 	c := e.prefix
 	if s.ahead != nil {
 		// A greedy batch submitted ahead of a stop: give it back.
-		if p, isP := s.cur.(greedyPipeliner); !isP || p.DropGreedy(s.ahead) != nil {
+		if p, isP := s.cur.(backend.GreedyStepper); !isP || p.DropGreedy(s.ahead) != nil {
 			ok = false
 		}
 		s.ahead = nil

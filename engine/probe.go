@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/model"
@@ -27,13 +26,10 @@ const probeSteps = 14
 // hardware adapter is not always faster: a weak integrated GPU, a driver
 // with slow submits, or a model too small to amortize them.
 //
-// CORTIQ_PROBE=0 skips it (the device is kept). An error from the device
+// Options.NoProbe skips it (the device is kept). An error from the device
 // while measuring counts against it. A done ctx stops the measurement
 // (nothing is remembered) and returns ctx's error.
 func keepDeviceByProbe(ctx context.Context, m *model.Model, dev, cpu backend.Backend, path string) (keep bool, why error) {
-	if os.Getenv("CORTIQ_PROBE") == "0" {
-		return true, nil
-	}
 	tbl := probe.NewTable(probeVersion, dev.Name(), path)
 	cls := tbl.Class("decode " + shapeKey(m))
 	switch cls.Verdict() {

@@ -1,26 +1,13 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
 
 	"github.com/cortiq/cortiq/backend"
-	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/sample"
-	"github.com/cortiq/cortiq/webgpu"
 )
-
-// autoDevice is what Backend "auto" tries first; the device backend itself
-// declines software adapters and models it cannot hold.
-const autoDevice = "webgpu"
-
-// newDeviceBackend builds the device backend of this build; device_*.go
-// files replace it.
-var newDeviceBackend = func(ctx context.Context, m *model.Model, opts Options, host backend.Backend) (backend.Backend, error) {
-	return nil, errors.New("engine: this build has no device backend")
-}
 
 // session runs on the device while it works and moves to the CPU, for
 // good, the first time it fails: the CPU replays every position so far, so
@@ -39,15 +26,17 @@ type session struct {
 	// ahead is a greedy batch submitted to continue from the last batch's
 	// final pick (aheadFrom) before the host read that batch: the device
 	// runs it while the host handles the tokens just read.
-	ahead     *webgpu.GreedyBatch
+	ahead     backend.Pending
 	aheadFrom int
 }
 
 // newSession starts on the device unless want is "cpu" or there is none.
+// A device session holding only some layers is paired with a CPU session
+// for the rest (splitSession).
 func (e *Engine) newSession(maxLen int, want string) (*session, error) {
 	s := &session{e: e, maxLen: maxLen}
 	if e.dev != nil && want != "cpu" {
-		ds, err := e.dev.NewSession(maxLen)
+		ds, err := e.devSession(maxLen)
 		if err == nil {
 			s.cur, s.onDevice = ds, true
 			return s, nil
@@ -64,6 +53,28 @@ func (e *Engine) newSession(maxLen int, want string) (*session, error) {
 	}
 	s.cur = cs
 	return s, nil
+}
+
+// devSession opens a device session, split with the CPU when the device
+// holds only some layers.
+func (e *Engine) devSession(maxLen int) (backend.Session, error) {
+	ds, err := e.dev.NewSession(maxLen)
+	if err != nil {
+		return nil, err
+	}
+	ss, ok := partial(ds)
+	if !ok {
+		return ds, nil
+	}
+	c, err := e.cpuBackend()
+	if err == nil {
+		var sp *splitSession
+		if sp, err = newSplit(ss, c, maxLen); err == nil {
+			return sp, nil
+		}
+	}
+	ds.Close()
+	return nil, err
 }
 
 // Forward runs tokens and returns logits; see backend.Session.
@@ -114,7 +125,7 @@ func (s *session) dropAhead() error {
 	if s.ahead == nil {
 		return nil
 	}
-	if p, ok := s.cur.(greedyPipeliner); ok {
+	if p, ok := s.cur.(backend.GreedyStepper); ok {
 		if err := p.DropGreedy(s.ahead); err != nil {
 			s.ahead = nil
 			return s.toCPU(err)
@@ -182,6 +193,9 @@ func (s *session) toCPU(cause error) error {
 	if sr, ok := s.e.dev.(backend.StatsReporter); ok {
 		s.devStats = sr.Stats()
 	}
+	if sp, ok := s.cur.(*splitSession); ok {
+		s.devStats.FallbackOps += int(sp.runs)
+	}
 	s.cur.Close()
 	s.onDevice = false
 	c, err := s.e.cpuBackend()
@@ -202,22 +216,6 @@ func (s *session) toCPU(cause error) error {
 	return nil
 }
 
-// greedyStepper is implemented by device sessions that pick greedy tokens
-// on the device, k per submit, when GreedyOnDevice says they can (a model
-// split with host layers cannot).
-type greedyStepper interface {
-	ForwardGreedy(first, k int) ([]int, error)
-	GreedyOnDevice() bool
-}
-
-// greedyPipeliner is implemented by device sessions that can submit a
-// greedy batch before the host has read the previous one.
-type greedyPipeliner interface {
-	SubmitGreedy(first, k int) (*webgpu.GreedyBatch, error)
-	CollectGreedy(g *webgpu.GreedyBatch) ([]int, error)
-	DropGreedy(g *webgpu.GreedyBatch) error
-}
-
 // ForwardGreedy consumes first and then k-1 greedy picks, returning the k
 // picks (the last is not consumed). On the device it is one submit; on the
 // CPU, or after a device failure, k ordinary steps with the same argmax.
@@ -231,14 +229,8 @@ func (s *session) ForwardGreedy(first, k, next int) ([]int, error) {
 	if len(s.history)+k+next > s.maxLen {
 		next = 0
 	}
-	if g, ok := s.cur.(greedyStepper); ok && s.onDevice && g.GreedyOnDevice() {
-		var ids []int
-		var err error
-		if p, ok := s.cur.(greedyPipeliner); ok {
-			ids, err = s.pipelinedGreedy(p, first, k, next)
-		} else {
-			ids, err = g.ForwardGreedy(first, k)
-		}
+	if g, ok := s.cur.(backend.GreedyStepper); ok && s.onDevice && g.GreedyOnDevice() {
+		ids, err := s.pipelinedGreedy(g, first, k, next)
 		if err == nil && len(ids) == k {
 			s.history = append(s.history, first)
 			s.history = append(s.history, ids[:k-1]...)
@@ -268,7 +260,7 @@ func (s *session) ForwardGreedy(first, k, next int) ([]int, error) {
 // pipelinedGreedy runs the batch (first, k), from the batch submitted
 // ahead when it is that batch, and submits (its last pick, next) before
 // waiting for it.
-func (s *session) pipelinedGreedy(p greedyPipeliner, first, k, next int) ([]int, error) {
+func (s *session) pipelinedGreedy(p backend.GreedyStepper, first, k, next int) ([]int, error) {
 	cur := s.ahead
 	s.ahead = nil
 	if cur != nil && (s.aheadFrom != first || cur.Steps() != k) {
@@ -309,13 +301,19 @@ func (s *session) name() string {
 	return "cpu"
 }
 
+// stats are the device's counters; FallbackOps adds the layer runs a
+// split session sent to the CPU.
 func (s *session) stats() backend.Stats {
+	st := s.devStats
 	if s.onDevice {
 		if sr, ok := s.e.dev.(backend.StatsReporter); ok {
-			return sr.Stats()
+			st = sr.Stats()
+		}
+		if sp, ok := s.cur.(*splitSession); ok {
+			st.FallbackOps += int(sp.runs)
 		}
 	}
-	return s.devStats
+	return st
 }
 
 // counters returns the device's raw submit and token counts (zero on the CPU).

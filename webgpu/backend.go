@@ -17,8 +17,10 @@
 //     logits (or of k picked ids with ForwardGreedy). A prompt runs in chunks
 //     of Options.Chunk positions, one submit per chunk.
 //   - When the model does not fit Options.VRAMBudget (or Options.Layers
-//     says so), the device runs a subset of layers and Options.Host runs the
-//     rest on the CPU, the hidden state crossing at each boundary.
+//     says so), the device holds a subset of layers and its sessions are
+//     backend.SplitSessions: the scheduler (package engine) runs the rest
+//     on the CPU, the hidden state crossing at each boundary. This package
+//     never calls another backend.
 package webgpu
 
 import (
@@ -38,26 +40,13 @@ import (
 // not compute; the facade should use the CPU backend.
 var ErrUnsupported = errors.New("unsupported")
 
-// HostLayers runs decoder layers on the CPU for a device session whose
-// model does not fit on the device. x holds n hidden rows (n*hidden floats)
-// for positions pos0..pos0+n-1 and is updated in place by layers
-// [from, to). The host keeps its own KV cache for those layers.
-type HostLayers interface {
-	ForwardLayers(x []float32, n, pos0, from, to int) error
-	Reset()
-	Close() error
-}
-
-// HostFactory opens a HostLayers for one session of at most maxLen positions.
-type HostFactory func(maxLen int) (HostLayers, error)
-
 // Options configure the backend. The zero value runs everything on the
 // device with its own adapter.
 type Options struct {
 	// VRAMBudget bounds the bytes of weights kept on the device (0 = no
 	// bound but the device's). When the model does not fit, the leading
 	// layers that fit run on the device (embedding and head always do) and
-	// the rest on Host. Sessions (KV cache, activations) allocate beyond
+	// the scheduler runs the rest. Sessions (KV cache, activations) allocate beyond
 	// it unless ReserveContext is set.
 	VRAMBudget int64
 	// ReserveContext, with a VRAMBudget, sets aside the memory of one
@@ -76,15 +65,9 @@ type Options struct {
 	// Steps that return every position's logits go in chunks of at most
 	// headChunk.
 	Chunk int
-	// Host runs the layers the device does not. Required only then.
-	Host HostFactory
 	// Device, when set, is used instead of opening one; the backend does not
 	// close it.
 	Device *Device
-	// AllowSoftware accepts a software adapter (lavapipe, SwiftShader,
-	// WARP). By default New declines one with ErrNoAdapter: it is slower
-	// than the CPU backend. (The CLI sets it from CORTIQ_GPU_SOFTWARE=1.)
-	AllowSoftware bool
 	// RewindDepth is the number of per-step recurrent states a session of
 	// a model with short-conv or DeltaNet layers keeps, so Rewind can drop
 	// that many of its newest positions (0 = backend.DefaultRewindDepth).
@@ -115,8 +98,7 @@ type Backend struct {
 	embScale  float32
 	head      *dweight
 	finalNorm *Buffer
-	layers    []*dlayer // nil where the layer runs on the host
-	host      HostFactory
+	layers    []*dlayer // nil where the layer runs off the device
 
 	zero *Buffer // bound where a kernel's optional input is absent
 
@@ -127,7 +109,6 @@ type Backend struct {
 		sync.Mutex
 		resident, upload int64
 		submits, tokens  int64
-		hostLayerRuns    int64
 	}
 	tokenWeightBytes int64
 	closed           atomic.Bool
@@ -193,7 +174,7 @@ func NewContext(ctx context.Context, m *model.Model, opts Options) (*Backend, er
 	if err != nil {
 		return nil, fmt.Errorf("webgpu: %w", err)
 	}
-	b := &Backend{arch: a, opts: opts, tune: tune, host: opts.Host}
+	b := &Backend{arch: a, opts: opts, tune: tune}
 	b.dev = opts.Device
 	if b.dev == nil {
 		b.dev, err = Open()
@@ -201,11 +182,6 @@ func NewContext(ctx context.Context, m *model.Model, opts Options) (*Backend, er
 			return nil, err
 		}
 		b.ownsDev = true
-		if b.dev.Info().Type == "cpu" && !opts.AllowSoftware {
-			name := b.dev.Info().Name
-			b.dev.Close()
-			return nil, fmt.Errorf("%w: %q is a software adapter (set AllowSoftware, or CORTIQ_GPU_SOFTWARE=1 from the CLI, to use it)", ErrNoAdapter, name)
-		}
 	}
 	ok := false
 	defer func() {
@@ -412,12 +388,6 @@ func (b *Backend) load(ctx context.Context, m *model.Model, allowed []bool) erro
 		used += lb
 		onDev[i] = true
 	}
-	for i, on := range onDev {
-		if !on && b.host == nil {
-			return fmt.Errorf("webgpu: %w: layer %d is off the device (budget or CORTIQ_GPU_LAYERS) and no host runner is set", ErrUnsupported, i)
-		}
-	}
-
 	if b.zero, err = b.dev.NewStorage("zero", 16); err != nil {
 		return err
 	}
@@ -960,13 +930,12 @@ func (b *Backend) DeviceLayers() []bool {
 
 // Stats implements backend.StatsReporter. SubmitsPerToken counts queue
 // submits over consumed positions; WeightBytesToken is the weight bytes one
-// decode step reads on the device; FallbackOps counts layer executions on
-// the host.
+// decode step reads on the device. FallbackOps stays zero: the scheduler
+// counts the layers it runs off the device.
 func (b *Backend) Stats() backend.Stats {
 	b.stats.Lock()
 	defer b.stats.Unlock()
 	st := backend.Stats{
-		FallbackOps:      int(b.stats.hostLayerRuns),
 		UploadBytes:      b.stats.upload,
 		ResidentBytes:    b.stats.resident,
 		WeightBytesToken: b.tokenWeightBytes,
@@ -980,11 +949,10 @@ func (b *Backend) Stats() backend.Stats {
 	return st
 }
 
-func (b *Backend) count(submits, tokens, hostRuns int64) {
+func (b *Backend) count(submits, tokens, _ int64) {
 	b.stats.Lock()
 	b.stats.submits += submits
 	b.stats.tokens += tokens
-	b.stats.hostLayerRuns += hostRuns
 	b.stats.Unlock()
 }
 

@@ -1,12 +1,14 @@
 package webgpu
 
 import (
+	"context"
 	"errors"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/cpu"
 )
 
@@ -250,16 +252,20 @@ func TestFaults(t *testing.T) {
 	})
 }
 
+// TestSoftwareAdapterDeclined: the registered opener declines a software
+// adapter unless the scheduler allows it (backend.Options.AllowSoftware),
+// with an error that is backend.ErrSoftware and ErrNoAdapter.
 func TestSoftwareAdapterDeclined(t *testing.T) {
 	d := testDevice(t)
 	if d.Info().Type != "cpu" {
 		t.Skipf("adapter %q is not a software one", d.Info().Name)
 	}
 	m, _ := loadFixture(t, "llama")
-	if _, err := New(m, Options{}); !errors.Is(err, ErrNoAdapter) {
+	ctx := context.Background()
+	if _, err := backend.Open(ctx, "webgpu", m, backend.Options{}); !errors.Is(err, ErrNoAdapter) || !errors.Is(err, backend.ErrSoftware) {
 		t.Fatalf("software adapter not declined: %v", err)
 	}
-	b, err := New(m, Options{AllowSoftware: true})
+	b, err := backend.Open(ctx, "webgpu", m, backend.Options{AllowSoftware: true})
 	if err != nil {
 		t.Fatal(err)
 	}

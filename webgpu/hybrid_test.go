@@ -55,46 +55,6 @@ func TestGreedyHybrid(t *testing.T) {
 	}
 }
 
-// TestSplitHybridCPU runs qwen3_next with its middle DeltaNet layers on the
-// CPU reference: state crosses device and host at every boundary.
-func TestSplitHybridCPU(t *testing.T) {
-	d := testDevice(t)
-	m, ref := loadFixture(t, "qwen3_next")
-	cb, err := cpu.New(m, cpu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cb.Close()
-	host := func(maxLen int) (HostLayers, error) {
-		s, err := cb.NewSession(maxLen)
-		if err != nil {
-			return nil, err
-		}
-		return s.(HostLayers), nil
-	}
-	b, err := New(m, Options{Device: d, Chunk: 16, Layers: "0,3", Host: host})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	s, err := b.NewSession(64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	got, err := s.Forward(ref.InputIDs, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vocab := m.Arch.Vocab
-	checkRows(t, "prompt", got, ref.Logits, vocab, parityTol)
-	l, err := s.Forward(ref.Generated[:1], false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkRows(t, "decode", l, ref.StepLogits[vocab:2*vocab], vocab, parityTol)
-}
-
 // quantizedWide re-encodes with codec c every matrix whose rows c can
 // encode; the rest (conv taps, narrow matrices) stay as they are.
 func quantizedWide(t *testing.T, m *model.Model, c tensor.Codec) *model.Model {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/cortiq/cortiq/backend"
-	"github.com/cortiq/cortiq/cpu"
 	"github.com/cortiq/cortiq/fixtures"
 )
 
@@ -161,66 +160,5 @@ func TestRewindDevice(t *testing.T) {
 			}
 			var _ backend.Rewinder = s
 		})
-	}
-}
-
-// TestRewindSplit: with DeltaNet layers on the host (the CPU reference),
-// Rewind rewinds both sides: regenerating after a rollback equals, bit
-// for bit, a session that never went there; past the host's depth it is
-// refused.
-func TestRewindSplit(t *testing.T) {
-	d := testDevice(t)
-	m, ref := loadFixture(t, "qwen3_next")
-	cb, err := cpu.New(m, cpu.Options{RewindDepth: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cb.Close()
-	host := func(maxLen int) (HostLayers, error) {
-		s, err := cb.NewSession(maxLen)
-		if err != nil {
-			return nil, err
-		}
-		return s.(HostLayers), nil
-	}
-	b, err := New(m, Options{Device: d, Chunk: 16, Layers: "0,3", Host: host, RewindDepth: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	run := func(x []int, j int) []float32 {
-		s, err := b.newSession(32)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		if _, err := s.Forward(ref.InputIDs, false); err != nil {
-			t.Fatal(err)
-		}
-		for _, tok := range x {
-			if _, err := s.Forward([]int{tok}, false); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got := s.Rewindable(); got != 3 {
-			t.Errorf("Rewindable %d with a host depth of 3", got)
-		}
-		if err := s.Rewind(4); err == nil {
-			t.Error("a rewind past the host's depth was accepted")
-		}
-		if err := s.Rewind(j); err != nil {
-			t.Fatal(err)
-		}
-		l, err := s.Forward([]int{13, 2}, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	x := []int{3, 17, 5, 29, 11}
-	got := run(x, 2)
-	want := run(x[:3], 0)
-	if dd, _ := maxAbsDiff(got, want); dd != 0 {
-		t.Errorf("after rewinding the split session: logits differ by %g", dd)
 	}
 }

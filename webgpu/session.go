@@ -120,10 +120,9 @@ type Session struct {
 	kc, vc                       []*Buffer
 	kvLen                        []int // per layer: rows of a sliding-window layer's KV ring; 0 = maxLen rows, one per position
 	embed                        *op
-	layerOps                     [][]*op // per layer; nil on host layers
+	layerOps                     [][]*op // per layer; nil on layers off the device
 	headOps                      []*op
 	argmaxPart, argmax, advance  *op
-	host                         HostLayers
 	maxGreedy                    int
 	moe                          *moeScratch        // nil without MoE layers
 	mix                          *mixScratch        // nil without hybrid mixers or output gates
@@ -215,15 +214,6 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 	}
 	if err := s.build(); err != nil {
 		return nil, err
-	}
-	for i, dl := range b.layers {
-		if dl == nil && s.host == nil {
-			h, err := b.host(maxLen)
-			if err != nil {
-				return nil, fmt.Errorf("webgpu: host layers (layer %d): %w", i, err)
-			}
-			s.host = h
-		}
 	}
 	ok = true
 	return s, nil
@@ -819,9 +809,6 @@ func (s *Session) Reset() {
 	s.inflight = nil
 	s.greedyTail = false
 	s.broken = nil
-	if s.host != nil {
-		s.host.Reset()
-	}
 }
 
 // Close releases the session's device memory.
@@ -836,11 +823,6 @@ func (s *Session) Close() error {
 	s.b.addResident(-s.resid)
 	s.resid = 0
 	s.bufs = nil
-	if s.host != nil {
-		err := s.host.Close()
-		s.host = nil
-		return err
-	}
 	return nil
 }
 
@@ -862,6 +844,9 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 	}
 	if len(tokens) == 0 {
 		return nil, errors.New("webgpu: Forward with no tokens")
+	}
+	if !s.GreedyOnDevice() {
+		return nil, errSplit
 	}
 	a := s.b.arch
 	if s.pos+len(tokens) > s.maxLen {
@@ -914,6 +899,9 @@ func (s *Session) VerifyGreedy(tokens []int) ([]int, error) {
 	if len(tokens) == 0 {
 		return nil, errors.New("webgpu: VerifyGreedy with no tokens")
 	}
+	if !s.GreedyOnDevice() {
+		return nil, errSplit
+	}
 	a := s.b.arch
 	if s.pos+len(tokens) > s.maxLen {
 		return nil, fmt.Errorf("webgpu: %d positions exceed the session's %d", s.pos+len(tokens), s.maxLen)
@@ -934,6 +922,9 @@ func (s *Session) VerifyGreedy(tokens []int) ([]int, error) {
 	}
 	return out, nil
 }
+
+// errSplit refuses a whole step on a session holding only some layers.
+var errSplit = fmt.Errorf("webgpu: %w: layers off the device: the scheduler runs a split model's steps (EmbedLayers, ForwardLayers, LayersHead)", ErrUnsupported)
 
 // forwardChunk runs one step of tokens; with picks (and all) it returns
 // the argmax of every row instead of the logits.
@@ -962,39 +953,9 @@ func (s *Session) forwardChunk(tokens []int, all, last, picks bool) ([]float32, 
 	if err := s.b.dev.Write(s.tokens, 0, U32Bytes(ids)); err != nil {
 		return nil, nil, err
 	}
-	var submits, hostRuns int64
+	var submits int64
 	ds := []Dispatch{s.embed.dispatch(n, headRows)}
-	for i := 0; i < len(a.Layers); {
-		if s.layerOps[i] != nil {
-			ds = s.encodeLayers(ds, i, i+1, n, headRows, s.pos+n)
-			i++
-			continue
-		}
-		// A host segment: bring x back, run the layers there, send it out.
-		j := i
-		for j < len(a.Layers) && s.layerOps[j] == nil {
-			j++
-		}
-		bytes := uint64(4 * n * a.Hidden)
-		if err := d.Run(nil, ds, []Copy{{Src: s.x, Dst: s.stX, Size: bytes}}); err != nil {
-			return nil, nil, err
-		}
-		submits++
-		raw, err := d.Read(s.stX, bytes)
-		if err != nil {
-			return nil, nil, err
-		}
-		x := BytesF32(raw)
-		if err := s.host.ForwardLayers(x, n, s.pos, i, j); err != nil {
-			return nil, nil, fmt.Errorf("webgpu: host layers %d-%d: %w", i, j-1, err)
-		}
-		hostRuns += int64(j - i)
-		if err := s.b.dev.Write(s.x, 0, F32Bytes(x)); err != nil {
-			return nil, nil, err
-		}
-		ds = ds[:0]
-		i = j
-	}
+	ds = s.encodeLayers(ds, 0, len(a.Layers), n, headRows, s.pos+n)
 	var logits []float32
 	var picked []int
 	if head && picks {
@@ -1049,7 +1010,7 @@ func (s *Session) forwardChunk(tokens []int, all, last, picks bool) ([]float32, 
 		submits++
 	}
 	s.consumed(n)
-	b.count(submits, int64(n), hostRuns)
+	b.count(submits, int64(n), 0)
 	return logits, picked, nil
 }
 
@@ -1069,7 +1030,7 @@ func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
 }
 
 // GreedyBatch is a submitted run of greedy steps whose picks have not been
-// read back yet.
+// read back yet: the backend.Pending of SubmitGreedy.
 type GreedyBatch struct {
 	k, slot int
 }
@@ -1082,7 +1043,7 @@ func (g *GreedyBatch) Steps() int { return g.k }
 // device runs this one. first < 0 continues from the device's own last
 // pick (the previous batch's, which the host may not have read yet). At
 // most two batches may be outstanding; CollectGreedy reads them in order.
-func (s *Session) SubmitGreedy(first, k int) (*GreedyBatch, error) {
+func (s *Session) SubmitGreedy(first, k int) (backend.Pending, error) {
 	if s.broken != nil {
 		return nil, fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
 	}
@@ -1143,7 +1104,8 @@ func (s *Session) SubmitGreedy(first, k int) (*GreedyBatch, error) {
 // a NaN or infinity (POISON in argmax_pick.wgsl).
 const argmaxPoison = 0xFFFFFFFE
 
-func (s *Session) CollectGreedy(g *GreedyBatch) ([]int, error) {
+func (s *Session) CollectGreedy(p backend.Pending) ([]int, error) {
+	g, _ := p.(*GreedyBatch)
 	if s.broken != nil {
 		return nil, fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
 	}
@@ -1172,7 +1134,8 @@ func (s *Session) CollectGreedy(g *GreedyBatch) ([]int, error) {
 // given back exactly, as Rewind does (the cache entries it wrote are
 // overwritten by later steps; the recurrent state is the one kept for the
 // batch's start). A batch longer than Rewindable allows is refused.
-func (s *Session) DropGreedy(g *GreedyBatch) error {
+func (s *Session) DropGreedy(p backend.Pending) error {
+	g, _ := p.(*GreedyBatch)
 	if len(s.inflight) == 0 || s.inflight[len(s.inflight)-1] != g {
 		return errors.New("webgpu: only the newest greedy batch can be dropped")
 	}
@@ -1187,8 +1150,8 @@ func (s *Session) DropGreedy(g *GreedyBatch) error {
 	return nil
 }
 
-// GreedyOnDevice reports whether ForwardGreedy can run: every layer is on
-// the device.
+// GreedyOnDevice reports whether ForwardGreedy (and Forward) can run:
+// every layer is on the device.
 func (s *Session) GreedyOnDevice() bool {
 	for _, ops := range s.layerOps {
 		if ops == nil {
@@ -1200,10 +1163,10 @@ func (s *Session) GreedyOnDevice() bool {
 
 // ForwardLayers runs decoder layers [from, to) on the device for n hidden
 // rows x (n*hidden floats, updated in place) at positions pos0..pos0+n-1,
-// writing those positions into the layers' KV caches. It is the HostLayers
-// contract, so a device session can serve as another backend's layer runner
-// (a model split across two devices). It does not move Len. Every layer in
-// the range must be on the device.
+// writing those positions into the layers' KV caches. It is the
+// backend.LayerRunner contract: the scheduler runs the middle of a split
+// model's step here. It does not move Len. Every layer in the range must
+// be on the device.
 func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 	if s.broken != nil {
 		return fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
@@ -1249,4 +1212,7 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 	return nil
 }
 
-var _ backend.GreedyVerifier = (*Session)(nil)
+var (
+	_ backend.GreedyVerifier = (*Session)(nil)
+	_ backend.GreedyStepper  = (*Session)(nil)
+)

@@ -35,7 +35,7 @@ func (s *Session) ImportState(st *backend.State) error {
 	if s.broken != nil {
 		return fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
 	}
-	if s.host != nil {
+	if !s.GreedyOnDevice() {
 		return fmt.Errorf("webgpu: %w: state import with layers on the host", ErrUnsupported)
 	}
 	a := s.b.arch
@@ -171,14 +171,9 @@ func (s *Session) consumed(n int) {
 var _ backend.Rewinder = (*Session)(nil)
 
 // Rewindable is how many of the newest positions Rewind can drop now.
+// Layers off the device are the scheduler's to rewind.
 func (s *Session) Rewindable() int {
-	n := s.pos - s.lo
-	if r, ok := s.host.(backend.Rewinder); ok {
-		n = min(n, r.Rewindable())
-	} else if s.host != nil {
-		n = 0
-	}
-	return n
+	return s.pos - s.lo
 }
 
 func (s *Session) rewindable(n int) error {
@@ -188,8 +183,8 @@ func (s *Session) rewindable(n int) error {
 	return nil
 }
 
-// Rewind drops the newest n positions; see backend.Rewinder. Layers run on
-// the host are rewound with the host session.
+// Rewind drops the newest n positions; see backend.Rewinder. Layers off
+// the device are rewound by the scheduler, with the session running them.
 func (s *Session) Rewind(n int) error {
 	if s.broken != nil {
 		return fmt.Errorf("webgpu: session unusable after an earlier error: %w", s.broken)
@@ -202,11 +197,6 @@ func (s *Session) Rewind(n int) error {
 	}
 	if n == 0 {
 		return nil
-	}
-	if s.host != nil {
-		if err := s.host.(backend.Rewinder).Rewind(n); err != nil {
-			return s.fail(fmt.Errorf("webgpu: host layers: %w", err))
-		}
 	}
 	s.pos -= n
 	s.greedyTail = false

@@ -25,6 +25,8 @@ import (
 //	                    cache, separated like PATH
 //	CORTIQ_PROBE_CACHE  the verdict file instead of $CORTIQ_CACHE/probe.json
 //	                    (0 or off: remember nothing)
+//	CORTIQ_GPU          0 or 1: what --backend auto means (cpu or webgpu)
+//	CORTIQ_PROBE        0: --backend auto keeps the device without timing it
 //	HF_ENDPOINT         the hub's base URL (default https://huggingface.co)
 //	HF_TOKEN            the hub access token for gated or private repos
 //	TERM                "dumb": progress as plain lines, even on a terminal
@@ -127,4 +129,18 @@ func envInt(env string, lo, hi int) int {
 		return n
 	}
 	return 0
+}
+
+// autoFromEnv is the backend CORTIQ_GPU makes of --backend auto: 0 the
+// CPU, 1 the device (forced, as --backend webgpu).
+func autoFromEnv(backend string) string {
+	if backend == "auto" {
+		switch os.Getenv("CORTIQ_GPU") {
+		case "0":
+			return "cpu"
+		case "1":
+			return "webgpu"
+		}
+	}
+	return backend
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,11 +50,10 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 }
 
 func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
-	switch m.backend {
-	case "auto", "cpu", "webgpu":
-	default:
-		return nil, fmt.Errorf("--backend %q: want auto, cpu or webgpu", m.backend)
+	if !slices.Contains(engine.Backends(), m.backend) {
+		return nil, fmt.Errorf("--backend %q: want one of %s", m.backend, strings.Join(engine.Backends(), ", "))
 	}
+	backend := autoFromEnv(m.backend)
 	if m.ctx < 0 {
 		return nil, fmt.Errorf("--ctx %d: want a context length, or 0 for the model's", m.ctx)
 	}
@@ -73,9 +73,9 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	if _, err := webgpu.ParseLayerRanges(m.gpuLayers, 0); err != nil {
 		return nil, fmt.Errorf("--gpu-layers (or CORTIQ_GPU_LAYERS): %w", err)
 	}
-	lp := newLoadProgress(m.backend == "webgpu")
+	lp := newLoadProgress(backend == "webgpu")
 	e, err := engine.Load(ctx, newResolver(), m.model, engine.Options{
-		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget, MemBudget: memBudget, KV: m.kv,
+		Backend: backend, NoProbe: os.Getenv("CORTIQ_PROBE") == "0", MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget, MemBudget: memBudget, KV: m.kv,
 		PrefillOnCPU: m.cpuPrefill, RewindDepth: m.rewindDepth, PrefixCacheBytes: m.prefixCache,
 		ProbeCache: probeCachePath(), Progress: lp.stage, Tuning: gpuTuning(),
 	})
@@ -83,7 +83,7 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	if err != nil {
 		return nil, interrupted(ctx, err) // Ctrl-C stopped the load: exit 130
 	}
-	if m.backend == "webgpu" && e.DeviceError() != nil {
+	if backend == "webgpu" && e.DeviceError() != nil {
 		fmt.Fprintf(os.Stderr, "cortiq: webgpu unavailable, running on the CPU: %v\n", e.DeviceError())
 	}
 	return e, nil

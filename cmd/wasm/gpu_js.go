@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"syscall/js"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -17,11 +18,39 @@ import (
 // requestDevice with the adapter's own limits, because the binding's
 // RequiredLimits is ignored in the js build and the defaults (128 MiB
 // storage bindings) are too small for real models.
+//
+// The device is requested once per worker: every load (and the image
+// pipeline) opens the webgpu package's Device over the same one.
 func init() {
 	webgpu.AcquireJS = acquireJS
 }
 
+var acquired struct {
+	once sync.Once
+	done bool
+	dev  *wgpu.Device
+	info webgpu.AdapterInfo
+	err  error
+}
+
 func acquireJS() (*wgpu.Device, webgpu.AdapterInfo, error) {
+	acquired.once.Do(func() {
+		acquired.dev, acquired.info, acquired.err = requestDevice()
+		acquired.done = true
+	})
+	return acquired.dev, acquired.info, acquired.err
+}
+
+// adapter is what the worker's device request found (ok is false before
+// the first request).
+func adapter() (info webgpu.AdapterInfo, err error, ok bool) {
+	if !acquired.done {
+		return info, nil, false
+	}
+	return acquired.info, acquired.err, true
+}
+
+func requestDevice() (*wgpu.Device, webgpu.AdapterInfo, error) {
 	var info webgpu.AdapterInfo
 	if !js.Global().Get("navigator").Get("gpu").Truthy() {
 		return nil, info, errors.New("navigator.gpu is undefined: this browser (or its flags) exposes no WebGPU")

@@ -18,18 +18,14 @@ import (
 
 	"github.com/hack-pad/hackpadfs"
 
-	"github.com/cortiq/cortiq/backend"
-	"github.com/cortiq/cortiq/cpu"
 	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/engine"
-	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/storage"
 	"github.com/cortiq/cortiq/storage/download"
 	"github.com/cortiq/cortiq/storage/opfs"
 	"github.com/cortiq/cortiq/tensor"
-	"github.com/cortiq/cortiq/tokenizer"
 	"github.com/cortiq/cortiq/webgpu"
 )
 
@@ -41,22 +37,19 @@ const (
 	modelDir = "models"
 )
 
-// state is the worker's loaded model and its backends.
+// state is the worker's loaded model: an engine (the same facade, backend
+// choice, scheduler and generation loop as the native build) or a
+// text-to-image pipeline.
 type state struct {
 	fsys storage.FS
 
-	dev      *webgpu.Device // opened once per worker, shared by every load
+	dev      *webgpu.Device // the image pipeline's, opened once per worker
 	devErr   error
 	devTried bool
 
-	m      *model.Model
-	tok    *tokenizer.Tokenizer
-	gpu    *webgpu.Backend // nil when the device declined or is absent
-	gpuErr error
-	cpu    backend.Backend // built on first use when the GPU runs the model
-	eng    *engine.Engine  // over the backends above; built on first use
-	info   *loadInfo
-	img    *imageState // a loaded text-to-image pipeline (instead of m)
+	eng  *engine.Engine // the loaded model, nil when none
+	info *loadInfo
+	img  *imageState // a loaded text-to-image pipeline (instead of eng)
 }
 
 func newState() *state { return &state{} }
@@ -108,7 +101,8 @@ func (s *state) opfs() (storage.FS, error) {
 	return f, nil
 }
 
-// device opens the WebGPU device once; later loads reuse it (or its error).
+// device opens the WebGPU device for an image pipeline once; later loads
+// reuse it (or its error).
 func (s *state) device() (*webgpu.Device, error) {
 	if !s.devTried {
 		s.devTried = true
@@ -120,23 +114,13 @@ func (s *state) device() (*webgpu.Device, error) {
 func (s *state) unload() error {
 	var errs []error
 	if s.eng != nil {
-		// The kept sessions first, while their backends are open (the
-		// engine does not own the backends: this closes only them).
+		// The kept sessions, the backends and the model.
 		errs = append(errs, s.eng.Close())
-	}
-	if s.gpu != nil {
-		errs = append(errs, s.gpu.Close())
-	}
-	if s.cpu != nil {
-		errs = append(errs, s.cpu.Close())
-	}
-	if s.m != nil && s.m.Close != nil {
-		errs = append(errs, s.m.Close())
 	}
 	if s.img != nil {
 		errs = append(errs, s.img.close())
 	}
-	s.m, s.tok, s.gpu, s.gpuErr, s.cpu, s.eng, s.info, s.img = nil, nil, nil, nil, nil, nil, nil, nil
+	s.eng, s.info, s.img = nil, nil, nil
 	runtime.GC()
 	return errors.Join(errs...)
 }
@@ -191,102 +175,64 @@ func (s *state) load(ctx context.Context, r request) (*loadInfo, error) {
 		info.LoadSeconds = time.Since(t0).Seconds()
 		return info, nil
 	}
-	m, err := importer.Open(ctx, p)
+	// The engine imports the copy, loads its tokenizer, chooses the
+	// backend (the policy every front end shares: the device when it
+	// takes the model, else the CPU, which is built only when a session
+	// needs it) and uploads the weights; hs paces the garbage collector
+	// between tensors and times the two phases.
+	var tWeights time.Time
+	e, err := engine.Load(ctx, nil, p, engine.Options{
+		Backend: r.Backend,
+		// The page's generations keep their sessions (prefix reuse): the
+		// next turn of a chat prefills only its new tokens, as the CLI
+		// chat and the server do.
+		PrefixCacheBytes: pagePrefixCache,
+		// The browser's adapter is the one the page has: no timing
+		// against the CPU, software (SwiftShader) or not.
+		NoProbe: true, AllowSoftware: true, CPUOnDemand: true,
+		WrapWeights: func(w model.Weights) model.Weights {
+			tWeights = time.Now()
+			info.ImportSeconds = tWeights.Sub(t1).Seconds()
+			hs.markWeights()
+			return &sampledWeights{Weights: w, hs: hs}
+		},
+	})
 	hs.sample()
 	if err != nil {
-		return nil, fmt.Errorf("importing %s: %w", r.Source, err)
+		return nil, fmt.Errorf("%s: %w", r.Source, err)
 	}
-	ok = false
-	defer func() {
-		if !ok && m.Close != nil {
-			m.Close()
-		}
-	}()
-	m.Weights = sampleWeights(m.Weights, hs)
-	if m.Tokenizer != nil {
-		tok, err := tokenizer.Load(m.Tokenizer)
-		if err != nil {
-			return nil, fmt.Errorf("%s: tokenizer: %w", r.Source, err)
-		}
-		s.tok = tok
-		_, info.HasTemplate = tok.ChatTemplate("")
-	}
-	hs.markWeights()
-	info.ImportSeconds = time.Since(t1).Seconds()
-	t2 := time.Now()
-
-	want := r.Backend
-	if want == "" {
-		want = "auto"
-	}
-	if want != "cpu" {
-		dev, err := s.device()
-		if err == nil {
-			s.gpu, err = webgpu.NewContext(ctx, m, webgpu.Options{Device: dev})
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err() // stopped: the upload released its buffers
-		}
-		if err != nil {
-			err = weightsErr(m, err)
-			s.gpuErr = err
-		}
-	}
-	hs.sample()
-	if s.gpu == nil {
-		// The CPU engine holds every weight in the wasm heap.
-		c, err := cpu.New(m, cpu.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", r.Source, weightsErr(m, err))
-		}
-		s.cpu = c
-	}
-	hs.sample()
-	info.BackendSeconds = time.Since(t2).Seconds()
+	info.BackendSeconds = time.Since(tWeights).Seconds()
 	info.Heap = hs.report()
 
-	a := &m.Arch
+	a := &e.Model.Arch
 	info.Family, info.Layers, info.Hidden, info.Vocab, info.Context = a.Family, len(a.Layers), a.Hidden, a.Vocab, a.Context
-	info.HasTokenizer = s.tok != nil
+	info.HasTokenizer = e.Tokenizer != nil
+	if e.Tokenizer != nil {
+		_, info.HasTemplate = e.Tokenizer.ChatTemplate("")
+	}
 	info.BOS = a.BOS
 	info.Persisted = r.Persisted
-	s.m = m
+	s.eng = e
 	s.info = info
 	s.fillBackend()
 	info.LoadSeconds = time.Since(t0).Seconds()
-	ok = true
 	return info, nil
 }
 
 // fillBackend records the default backend and why the GPU is not used.
 func (s *state) fillBackend() {
 	info := s.info
+	info.Backend = s.eng.BackendName()
 	info.DeviceError = ""
-	if s.gpu != nil {
-		info.Backend = s.gpu.Name()
-		info.Adapter = s.dev.Info()
-		return
+	info.Adapter = nil
+	if s.eng.Device() != nil {
+		if ai, err, ok := adapter(); ok && err == nil {
+			info.Adapter = ai
+		}
 	}
-	info.Backend = "cpu"
-	switch {
-	case s.gpuErr != nil:
-		info.DeviceError = s.gpuErr.Error()
-	case s.devErr != nil:
-		info.DeviceError = s.devErr.Error()
+	if err := s.eng.DeviceError(); err != nil {
+		info.DeviceError = err.Error()
 	}
-}
-
-// weightsErr prefers the read error a lazily read model recorded over the
-// "missing tensor" it caused.
-func weightsErr(m *model.Model, err error) error {
-	w := m.Weights
-	if sw, ok := w.(*sampledWeights); ok {
-		w = sw.Weights
-	}
-	if e, ok := w.(interface{ Err() error }); ok && e.Err() != nil {
-		return fmt.Errorf("reading weights: %w", e.Err())
-	}
-	return err
 }
 
 // cachedManifest returns the manifest of a complete copy in OPFS.

@@ -12,46 +12,10 @@ import (
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/chat"
-	"github.com/cortiq/cortiq/cpu"
 	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/sample"
 	"github.com/cortiq/cortiq/webgpu"
 )
-
-// cpuBackend returns the CPU engine, building it on first use (when the
-// GPU holds the model, the CPU copy is only made if it is needed).
-func (s *state) cpuBackend() (backend.Backend, error) {
-	if s.cpu != nil {
-		return s.cpu, nil
-	}
-	c, err := cpu.New(s.m, cpu.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("cpu: %w", weightsErr(s.m, err))
-	}
-	s.cpu = c
-	return c, nil
-}
-
-// engine is the engine facade over this load's backends: one generation
-// loop, device fallback and greedy pipeline for the browser and native
-// builds alike. The state keeps owning the backends and the model.
-func (s *state) engine() *engine.Engine {
-	if s.eng == nil {
-		var dev backend.Backend
-		if s.gpu != nil {
-			dev = s.gpu
-		}
-		devErr := s.gpuErr
-		if devErr == nil && s.gpu == nil {
-			devErr = s.devErr
-		}
-		// The page's generations keep their sessions (prefix reuse): the
-		// next turn of a chat prefills only its new tokens, as the CLI
-		// chat and the server do.
-		s.eng = engine.NewWithBackends(s.m, s.tok, dev, devErr, s.cpuBackend, engine.Options{PrefixCacheBytes: pagePrefixCache})
-	}
-	return s.eng
-}
 
 // pagePrefixCache is the memory (a kept device session counts what it
 // holds on the device) the page's kept sessions may take.
@@ -72,7 +36,7 @@ type genResult struct {
 }
 
 func (s *state) prompt(r request) ([]int, error) {
-	e := s.engine()
+	e := s.eng
 	if r.IDs != nil {
 		return r.IDs, nil
 	}
@@ -91,7 +55,7 @@ func (s *state) prompt(r request) ([]int, error) {
 }
 
 func (s *state) generate(ctx context.Context, r request) (*genResult, error) {
-	if s.m == nil {
+	if s.eng == nil {
 		return nil, errNoModel
 	}
 	t0 := time.Now()
@@ -111,7 +75,7 @@ func (s *state) generate(ctx context.Context, r request) (*genResult, error) {
 		Backend:   r.Backend,
 	}
 	var y yielder
-	res, err := s.engine().Generate(ctx, req, func(t engine.Token) error {
+	res, err := s.eng.Generate(ctx, req, func(t engine.Token) error {
 		reply(r.ID, "token", map[string]any{"token": t.ID, "text": t.Text, "backend": t.Backend})
 		// Let the page's stop request in: the engine checks ctx before
 		// the next token.
@@ -131,19 +95,19 @@ func (s *state) generate(ctx context.Context, r request) (*genResult, error) {
 // logits returns every position's logits of ids as a Float32Array (row
 // major, len(ids) x vocab) with the backend that computed them.
 func (s *state) logits(ctx context.Context, r request) (js.Value, error) {
-	if s.m == nil {
+	if s.eng == nil {
 		return js.Undefined(), errNoModel
 	}
 	if len(r.IDs) == 0 {
 		return js.Undefined(), errors.New("logits: no ids")
 	}
-	res, err := s.engine().LogitsOn(ctx, r.IDs, r.Backend)
+	res, err := s.eng.LogitsOn(ctx, r.IDs, r.Backend)
 	if err != nil {
 		return js.Undefined(), err
 	}
 	o := js.Global().Get("Object").New()
 	o.Set("logits", float32Array(res.Logits))
-	o.Set("vocab", s.m.Arch.Vocab)
+	o.Set("vocab", s.eng.Model.Arch.Vocab)
 	o.Set("positions", len(r.IDs))
 	o.Set("backend", res.Backend)
 	if res.DeviceError != "" {
@@ -169,19 +133,21 @@ func (s *state) stats() any {
 		"wasmMemoryBytes": wasmMemory(),
 		"webgpuAvailable": js.Global().Get("navigator").Get("gpu").Truthy(),
 	}
-	if s.devTried {
-		if s.devErr != nil {
-			out["deviceError"] = s.devErr.Error()
+	if ai, err, ok := adapter(); ok {
+		if err != nil {
+			out["deviceError"] = fmt.Errorf("%w: %v", webgpu.ErrNoAdapter, err).Error()
 		} else {
-			out["adapter"] = s.dev.Info()
+			out["adapter"] = ai
 		}
 	}
 	if s.info != nil {
-		s.fillBackend()
-		out["model"] = s.info
-		if st, ok := any(s.gpu).(backend.StatsReporter); ok && s.gpu != nil {
-			out["gpu"] = st.Stats()
+		if s.eng != nil {
+			s.fillBackend()
+			if st, ok := s.eng.Device().(backend.StatsReporter); ok {
+				out["gpu"] = st.Stats()
+			}
 		}
+		out["model"] = s.info
 	}
 	return out
 }

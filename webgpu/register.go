@@ -1,0 +1,73 @@
+package webgpu
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/model"
+)
+
+// The backend registers itself as "webgpu" (natively wgpu-native, in the
+// browser navigator.gpu): a program links it by importing this package.
+func init() { backend.Register("webgpu", open) }
+
+// OnOpen, when set (tests), sees each device open opens, before the
+// weights are uploaded: fault injection.
+var OnOpen func(*Device)
+
+// open is the registered backend.Opener: it opens the platform's adapter,
+// declines a software one unless the options allow it (the scheduler's
+// policy: New itself takes any adapter), and uploads the model. The
+// backend owns the device it opened.
+func open(ctx context.Context, m *model.Model, o backend.Options) (backend.Backend, error) {
+	dev, err := Open()
+	if err != nil {
+		return nil, err
+	}
+	if OnOpen != nil {
+		OnOpen(dev)
+	}
+	if info := dev.Info(); !o.AllowSoftware && strings.EqualFold(info.Type, "cpu") {
+		dev.Close()
+		return nil, softwareError(info.Name)
+	}
+	if err := ctx.Err(); err != nil {
+		dev.Close()
+		return nil, err
+	}
+	tune, ok := o.Tuning.(Tuning)
+	if !ok && o.Tuning != nil {
+		dev.Close()
+		return nil, fmt.Errorf("webgpu: Options.Tuning is a %T, want a webgpu.Tuning", o.Tuning)
+	}
+	b, err := NewContext(ctx, m, Options{
+		Device:         dev,
+		VRAMBudget:     o.MemBudget,
+		ReserveContext: o.ReserveContext,
+		KVF16:          o.KVF16,
+		Layers:         o.Layers,
+		RewindDepth:    o.RewindDepth,
+		Tuning:         tune,
+	})
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	b.ownsDev = true
+	return b, nil
+}
+
+// softwareError declines a software adapter (lavapipe, SwiftShader, WARP):
+// it runs the kernels correctly but slower than the CPU backend. It is
+// backend.ErrSoftware and ErrNoAdapter.
+type softwareError string
+
+func (e softwareError) Error() string {
+	return fmt.Sprintf("adapter %q is a software rasterizer, slower than the CPU engine", string(e))
+}
+
+func (e softwareError) Is(target error) bool {
+	return target == backend.ErrSoftware || target == ErrNoAdapter
+}
