@@ -9,20 +9,20 @@ import (
 
 	"github.com/cogentcore/webgpu/wgpu"
 
-	"github.com/cortiq/cortiq/webgpu"
+	"github.com/cortiq/cortiq/gpu"
 )
 
-// The browser's device, for the webgpu package's AcquireJS seam. The
+// The browser's device, for the gpu package's AcquireJS seam. The
 // adapter and device are requested by worker.js (cortiqRequestDevice):
 // requestDevice with the adapter's own limits, because the binding's
 // RequiredLimits is ignored in the js build and the defaults (128 MiB
 // storage bindings) are too small for real models.
 func init() {
-	webgpu.AcquireJS = acquireJS
+	gpu.AcquireJS = acquireJS
 }
 
-func acquireJS() (*wgpu.Device, webgpu.AdapterInfo, error) {
-	var info webgpu.AdapterInfo
+func acquireJS() (*wgpu.Device, gpu.AdapterInfo, error) {
+	var info gpu.AdapterInfo
 	if !js.Global().Get("navigator").Get("gpu").Truthy() {
 		return nil, info, errors.New("navigator.gpu is undefined: this browser (or its flags) exposes no WebGPU")
 	}
@@ -42,7 +42,7 @@ func acquireJS() (*wgpu.Device, webgpu.AdapterInfo, error) {
 		}
 		return ""
 	}
-	info = webgpu.AdapterInfo{
+	info = gpu.AdapterInfo{
 		Name:    firstNonEmpty(str("description"), str("device"), str("architecture"), str("vendor"), "browser WebGPU adapter"),
 		Vendor:  str("vendor"),
 		Driver:  str("architecture"),

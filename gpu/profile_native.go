@@ -1,6 +1,6 @@
 //go:build !js
 
-package webgpu
+package gpu
 
 import (
 	"encoding/binary"
@@ -53,7 +53,7 @@ func (d *Device) startProfiler() error {
 		return fmt.Errorf("webgpu: profile query set: %w", err)
 	}
 	p := &profiler{qs: qs, stats: map[string]*profStat{}}
-	if p.resolve, err = d.newBuffer("profile resolve", 8*(maxProfiled+1), wgpu.BufferUsageQueryResolve|wgpu.BufferUsageCopySrc); err != nil {
+	if p.resolve, err = d.NewBuffer("profile resolve", 8*(maxProfiled+1), wgpu.BufferUsageQueryResolve|wgpu.BufferUsageCopySrc); err != nil {
 		return err
 	}
 	if p.staging, err = d.NewStaging("profile staging", 8*(maxProfiled+1)); err != nil {

@@ -1,4 +1,4 @@
-package webgpu
+package gpu
 
 // Open acquires the platform's best adapter and a device with the adapter's
 // full limits. It returns an error wrapping ErrNoAdapter when there is none.
