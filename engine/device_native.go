@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/webgpu"
 )
@@ -18,7 +19,7 @@ func init() { newDeviceBackend = openWebGPU }
 // --backend auto it declines software adapters (lavapipe, SwiftShader):
 // they run the kernels correctly but slower than the CPU engine.
 func openWebGPU(m *model.Model, opts Options, host backend.Backend) (backend.Backend, error) {
-	dev, err := webgpu.Open()
+	dev, err := gpu.Open(opts.GPU)
 	if err != nil {
 		return nil, err
 	}

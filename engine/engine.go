@@ -25,6 +25,7 @@ import (
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/cpu"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/sample"
 	"github.com/cortiq/cortiq/tokenizer"
@@ -41,6 +42,9 @@ type Options struct {
 	// context (KV, state, activations); a context that does not fit beside
 	// the embedding and head is refused on the device (the CPU runs).
 	VRAMBudget int64
+	// GPU is given to the GPU runtime when the engine opens the device:
+	// its profiling aids (gpu.Profile); the zero value profiles nothing.
+	GPU gpu.Options
 	// MemBudget bounds the memory of one CPU session (KV, recurrent state,
 	// the activations of a prompt step): a context that needs more is
 	// refused with what it needs (0 = no bound).

@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,7 +76,9 @@ type Device struct {
 
 	release func()
 
-	prof *profiler // CORTIQ_GPU_PROFILE=1 (native only)
+	prof *profiler // Profile.Timestamps (native only)
+
+	skip, dup []string // Profile.Skip, Profile.Dup
 }
 
 // Faults makes the next matching operation fail, so callers can prove that
@@ -445,13 +446,13 @@ func (d *Device) Run(pre []Copy, ds []Dispatch, post []Copy) error {
 	if len(ds) > 0 {
 		pass := enc.BeginComputePass(nil)
 		for _, x := range ds {
-			if x.X == 0 || x.Y == 0 || x.Z == 0 || skipForProfile(x.Label) {
+			if x.X == 0 || x.Y == 0 || x.Z == 0 || d.skipped(x.Label) {
 				continue
 			}
 			pass.SetPipeline(x.P.pipe)
 			pass.SetBindGroup(0, x.G, nil)
 			pass.DispatchWorkgroups(x.X, x.Y, x.Z)
-			if profileDup != nil && matchesAny(x.Label, profileDup) {
+			if d.dup != nil && matchesAny(x.Label, d.dup) {
 				pass.DispatchWorkgroups(x.X, x.Y, x.Z)
 			}
 		}
@@ -589,25 +590,10 @@ func U32Bytes(v []uint32) []byte {
 	return b
 }
 
-// profileSkip and profileDup list label substrings whose dispatches Run
-// leaves out (CORTIQ_GPU_SKIP=a,b) or issues twice (CORTIQ_GPU_DUP=a,b): a
-// profiling aid that attributes a decode step's time to kernel classes by
-// difference. Results are garbage while either is set.
-var (
-	profileSkip = profileList("CORTIQ_GPU_SKIP")
-	profileDup  = profileList("CORTIQ_GPU_DUP")
-)
-
-func profileList(env string) []string {
-	v := os.Getenv(env)
-	if v == "" {
-		return nil
-	}
-	return strings.Split(v, ",")
-}
-
-func skipForProfile(label string) bool {
-	return profileSkip != nil && matchesAny(label, profileSkip)
+// skipped reports whether Run leaves out a dispatch labelled label
+// (Profile.Skip).
+func (d *Device) skipped(label string) bool {
+	return d.skip != nil && matchesAny(label, d.skip)
 }
 
 func matchesAny(label string, subs []string) bool {

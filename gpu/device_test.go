@@ -15,7 +15,7 @@ var (
 // testDevice opens one device for the whole test binary, or skips.
 func testDevice(t testing.TB) *Device {
 	t.Helper()
-	sharedOnce.Do(func() { sharedDev, sharedErr = Open() })
+	sharedOnce.Do(func() { sharedDev, sharedErr = Open(Options{}) })
 	if sharedErr != nil {
 		if errors.Is(sharedErr, ErrNoAdapter) {
 			t.Skipf("no WebGPU adapter (install a Vulkan driver, e.g. mesa-vulkan-drivers for lavapipe): %v", sharedErr)
@@ -141,5 +141,62 @@ func TestRunAndBindingChecks(t *testing.T) {
 	}
 	if _, err := d.BindGroup(p, "overflow", Whole(b), Whole(b), Binding{Buf: b, Off: 32, Size: 64}); err == nil {
 		t.Error("a binding past the buffer's end accepted")
+	}
+}
+
+// TestProfileSkipDup: a device opened with Profile.Skip leaves out the
+// matching dispatches and one with Profile.Dup issues them twice; the
+// shared device (zero Options) runs each once.
+func TestProfileSkipDup(t *testing.T) {
+	testDevice(t) // skips without an adapter
+	for _, c := range []struct {
+		name string
+		prof Profile
+		want uint32 // counts for the labels "L0 attn", "L0 ffn", "head"
+	}{
+		{"none", Profile{}, 3},
+		{"skip", Profile{Skip: []string{"attn", ""}}, 2},
+		{"skip two", Profile{Skip: []string{"attn", "head"}}, 1},
+		{"dup", Profile{Dup: []string{"ffn"}}, 4},
+		{"empty strings match nothing", Profile{Skip: []string{""}, Dup: []string{""}}, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := Open(Options{Profile: c.prof})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			p, err := d.Pipeline("test/count", countSrc, []BindKind{ReadWrite})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := d.NewStorage("s", 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Release()
+			if err := d.Write(s, 0, make([]byte, 16)); err != nil {
+				t.Fatal(err)
+			}
+			g, err := d.BindGroup(p, "count", Whole(s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Release()
+			var ds []Dispatch
+			for _, l := range []string{"L0 attn", "L0 ffn", "head"} {
+				ds = append(ds, Dispatch{P: p, G: g, X: 1, Y: 1, Z: 1, Label: l})
+			}
+			if err := d.Run(nil, ds, nil); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := d.ReadBuffer(s, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := uint32(raw[0]) | uint32(raw[1])<<8 | uint32(raw[2])<<16 | uint32(raw[3])<<24; got != c.want {
+				t.Errorf("%d dispatches ran, want %d", got, c.want)
+			}
+		})
 	}
 }

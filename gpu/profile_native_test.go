@@ -8,14 +8,12 @@ import (
 	"testing"
 )
 
-// TestProfiler opens a second device with profiling on, runs labelled
+// TestProfiler opens a second device with Profile.Timestamps on, runs labelled
 // dispatches and checks that the report folds the per-layer labels into
 // classes with their counts, and that results are unchanged.
 func TestProfiler(t *testing.T) {
 	testDevice(t) // skips without an adapter
-	gpuProfile = true
-	d, err := Open()
-	gpuProfile = false
+	d, err := Open(Options{Profile: Profile{Timestamps: true}})
 	if err != nil {
 		if errors.Is(err, ErrNoAdapter) {
 			t.Skip(err)

@@ -32,8 +32,8 @@ var (
 	ErrDeviceLost = gpu.ErrDeviceLost
 )
 
-// Open is gpu.Open.
-func Open() (*Device, error) { return gpu.Open() }
+// Open is gpu.Open with the zero gpu.Options.
+func Open() (*Device, error) { return gpu.Open(gpu.Options{}) }
 
 // Whole is gpu.Whole.
 func Whole(b *Buffer) Binding { return gpu.Whole(b) }

@@ -78,6 +78,7 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget, MemBudget: memBudget, KV: m.kv,
 		PrefillOnCPU: m.cpuPrefill, RewindDepth: m.rewindDepth, PrefixCacheBytes: m.prefixCache,
 		ProbeCache: probeCachePath(), Progress: lp.stage,
+		GPU: gpuOptions(),
 	})
 	lp.done(e)
 	if err != nil {
