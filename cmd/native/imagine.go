@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/cortiq/cortiq/diffusion"
+	"github.com/cortiq/cortiq/diffusion/device"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/storage/progress"
 	"github.com/cortiq/cortiq/tensor"
-	"github.com/cortiq/cortiq/webgpu"
 )
 
 func init() {
@@ -273,7 +274,7 @@ func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where strin
 		}
 		return "cpu: " + err.Error(), release, nil
 	}
-	dev, err := webgpu.Open()
+	dev, err := gpu.Open(gpuOptions())
 	if err != nil {
 		return fail(err)
 	}
@@ -291,7 +292,7 @@ func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where strin
 			return fail(err)
 		}
 	}
-	run, err := webgpu.NewDiTRunner(dev, dspec, webgpu.DiTOptions{Codec: codec})
+	run, err := device.NewDiTRunner(dev, dspec, device.DiTOptions{Codec: codec})
 	if err != nil {
 		return fail(err)
 	}
@@ -301,7 +302,7 @@ func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where strin
 	if err != nil {
 		return fail(err)
 	}
-	dec, err := webgpu.NewVAEDecoder(dev, vspec)
+	dec, err := device.NewVAEDecoder(dev, vspec)
 	if err != nil {
 		return fail(err)
 	}
