@@ -276,7 +276,7 @@ func (b *Backend) uploadWeight(label string, ts ...*tensor.Tensor) (*dweight, er
 	if err != nil {
 		return nil, err
 	}
-	buf, err := b.dev.upload(label, data)
+	buf, err := b.dev.Upload(label, data)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +286,7 @@ func (b *Backend) uploadWeight(label string, ts ...*tensor.Tensor) (*dweight, er
 }
 
 func (b *Backend) uploadF32(label string, v []float32) (*Buffer, error) {
-	buf, err := b.dev.upload(label, F32Bytes(v))
+	buf, err := b.dev.Upload(label, F32Bytes(v))
 	if err != nil {
 		return nil, err
 	}

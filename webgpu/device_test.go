@@ -27,34 +27,6 @@ func testDevice(t testing.TB) *Device {
 	return sharedDev
 }
 
-func TestOpen(t *testing.T) {
-	d := testDevice(t)
-	info := d.Info()
-	t.Logf("adapter %+v maxBuffer %d maxBinding %d", info, d.Limits().MaxBufferSize, d.Limits().MaxStorageBufferBindingSize)
-	b, err := d.NewStorage("t", 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Release()
-	want := []float32{1, 2, 3, 4.5}
-	if err := d.Write(b, 16, F32Bytes(want)); err != nil {
-		t.Fatal(err)
-	}
-	got, err := d.ReadBuffer(b, 32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := BytesF32(got)
-	for i, w := range want {
-		if g[4+i] != w {
-			t.Fatalf("readback %v, want %v at 4..", g, want)
-		}
-	}
-	if err := d.Write(b, 60, make([]byte, 8)); err == nil {
-		t.Fatal("overflowing write accepted")
-	}
-}
-
 // testSession builds a backend for m with opts and one session of maxLen
 // positions, both closed when the test ends.
 func testSession(t testing.TB, m *model.Model, opts Options, maxLen int) (*Backend, *Session) {

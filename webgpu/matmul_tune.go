@@ -2,6 +2,7 @@ package webgpu
 
 import (
 	"fmt"
+	"github.com/cortiq/cortiq/gpu"
 
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
@@ -42,6 +43,10 @@ type Tuning struct {
 	// TraceSteps prints the host's share of each prefill step to stderr:
 	// encoding and submitting, then waiting and reading back.
 	TraceSteps bool
+	// GPU is what the device is opened with when the registered opener
+	// opens it (profiling aids: gpu.Profile); the zero value profiles
+	// nothing.
+	GPU gpu.Options
 }
 
 // DefaultTuning is the tuning Tuning{} stands for, every default filled in.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/model"
 )
 
@@ -22,7 +23,11 @@ var OnOpen func(*Device)
 // policy: New itself takes any adapter), and uploads the model. The
 // backend owns the device it opened.
 func open(ctx context.Context, m *model.Model, o backend.Options) (backend.Backend, error) {
-	dev, err := Open()
+	tune, ok := o.Tuning.(Tuning)
+	if !ok && o.Tuning != nil {
+		return nil, fmt.Errorf("webgpu: Options.Tuning is a %T, want a webgpu.Tuning", o.Tuning)
+	}
+	dev, err := gpu.Open(tune.GPU)
 	if err != nil {
 		return nil, err
 	}
@@ -36,11 +41,6 @@ func open(ctx context.Context, m *model.Model, o backend.Options) (backend.Backe
 	if err := ctx.Err(); err != nil {
 		dev.Close()
 		return nil, err
-	}
-	tune, ok := o.Tuning.(Tuning)
-	if !ok && o.Tuning != nil {
-		dev.Close()
-		return nil, fmt.Errorf("webgpu: Options.Tuning is a %T, want a webgpu.Tuning", o.Tuning)
 	}
 	b, err := NewContext(ctx, m, Options{
 		Device:         dev,

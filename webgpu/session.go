@@ -705,7 +705,7 @@ func (s *Session) build() error {
 	s.advance = add("advance", &op{mv: advP, rows: rowsOne, x: 1, y: 1}, advP, W(s.step))
 
 	// One uniform buffer holds every op's parameters.
-	pbuf, err := b.dev.newBuffer("params", uint64(len(s.pData)), wgpu.BufferUsageUniform|wgpu.BufferUsageCopyDst)
+	pbuf, err := b.dev.NewBuffer("params", uint64(len(s.pData)), wgpu.BufferUsageUniform|wgpu.BufferUsageCopyDst)
 	if err != nil {
 		return err
 	}
@@ -716,7 +716,7 @@ func (s *Session) build() error {
 	}
 	for _, p := range pend {
 		binds := p.binds
-		if p.p.kinds[0] == Uniform {
+		if p.p.Kinds()[0] == Uniform {
 			binds[0].Buf = pbuf
 		}
 		g, err := b.dev.BindGroup(p.p, p.label, binds...)

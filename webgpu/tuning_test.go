@@ -1,6 +1,7 @@
 package webgpu
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -71,7 +72,7 @@ func TestTuningRefused(t *testing.T) {
 		}
 	}
 	got, err := Tuning{}.resolve()
-	if err != nil || got != DefaultTuning() {
+	if err != nil || !reflect.DeepEqual(got, DefaultTuning()) {
 		t.Errorf("Tuning{}.resolve() = %+v, %v; want %+v", got, err, DefaultTuning())
 	}
 }

@@ -198,11 +198,8 @@ func (w *rowWriter) write(off int64, data []byte) error {
 	if err := d.Write(w.buf, uint64(off), data); err != nil {
 		return fmt.Errorf("webgpu: upload %s: %w", w.name, err)
 	}
-	d.pending += int64(len(data))
-	if d.pending >= flushEvery {
-		if err := d.Flush(); err != nil {
-			return fmt.Errorf("webgpu: upload %s: %w", w.name, err)
-		}
+	if err := d.Staged(len(data)); err != nil {
+		return fmt.Errorf("webgpu: upload %s: %w", w.name, err)
 	}
 	return nil
 }

@@ -146,39 +146,6 @@ func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows
 	return nil, 0, 0, 0, 0, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, c)
 }
 
-// uploadChunk bounds one WriteBuffer so the driver's staging copy of a
-// multi-GiB model never needs a matching host allocation.
-const uploadChunk = 64 << 20
-
-// flushEvery bounds the bytes written but not yet submitted: the driver
-// stages every WriteBuffer until the next submit, so loading a large model
-// without flushing holds a second copy of it (and crashed lavapipe past a
-// few hundred MiB).
-const flushEvery = 128 << 20
-
-// upload writes data into a new storage buffer.
-func (d *Device) upload(label string, data []byte) (*Buffer, error) {
-	buf, err := d.NewStorage(label, uint64(len(data)))
-	if err != nil {
-		return nil, err
-	}
-	for off := 0; off < len(data); off += uploadChunk {
-		end := min(off+uploadChunk, len(data))
-		if err := d.Write(buf, uint64(off), data[off:end]); err != nil {
-			buf.Release()
-			return nil, fmt.Errorf("webgpu: upload %s: %w", label, err)
-		}
-		d.pending += int64(end - off)
-		if d.pending >= flushEvery {
-			if err := d.Flush(); err != nil {
-				buf.Release()
-				return nil, fmt.Errorf("webgpu: upload %s: %w", label, err)
-			}
-		}
-	}
-	return buf, nil
-}
-
 // vectorF32 decodes a 1-D tensor (norm weight, bias) to float32.
 func vectorF32(t *tensor.Tensor, n int) ([]float32, error) {
 	if t.Elements() != n {

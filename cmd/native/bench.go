@@ -3,7 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/cortiq/cortiq/webgpu"
+	"github.com/cortiq/cortiq/gpu"
 	"io"
 	"os"
 	"runtime"
@@ -164,7 +164,7 @@ func cmdBench(args []string) error {
 		best.KernelLevel, best.KernelMode = kernel.CurrentLevel().String(), kernel.CurrentMode().String()
 	}
 	// CORTIQ_GPU_PROFILE=1: GPU time per kernel class over all reps.
-	if r := webgpu.ProfileReport(); r != "" {
+	if r := gpu.ProfileReport(); r != "" {
 		fmt.Fprint(os.Stderr, r)
 	}
 	if *jsonOut {

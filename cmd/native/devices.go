@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/probe"
-	"github.com/cortiq/cortiq/webgpu"
 )
 
 func init() {
@@ -29,13 +29,13 @@ func cmdDevices(args []string) error {
 		MaxStorageBuffersPerStage      uint32 `json:"max_storage_buffers_per_shader_stage"`
 	}
 	out := struct {
-		Adapter  *webgpu.AdapterInfo `json:"adapter,omitempty"`
-		Error    string              `json:"error,omitempty"`
-		Limits   *limits             `json:"limits,omitempty"`
-		Probe    []probe.Entry       `json:"probe_verdicts"`
-		CPUCores int                 `json:"cpu_cores"`
+		Adapter  *gpu.AdapterInfo `json:"adapter,omitempty"`
+		Error    string           `json:"error,omitempty"`
+		Limits   *limits          `json:"limits,omitempty"`
+		Probe    []probe.Entry    `json:"probe_verdicts"`
+		CPUCores int              `json:"cpu_cores"`
 	}{CPUCores: numCPU()}
-	if dev, err := webgpu.Open(); err != nil {
+	if dev, err := gpu.Open(gpu.Options{}); err != nil {
 		out.Error = err.Error()
 	} else {
 		info := dev.Info()

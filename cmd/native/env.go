@@ -104,7 +104,7 @@ func newBar(w io.Writer, label string) *progress.Bar {
 // same acceptance as when the backend read it itself: values that do not
 // parse or fall outside the range keep the default.
 func gpuTuning() webgpu.Tuning {
-	var t webgpu.Tuning
+	t := webgpu.Tuning{GPU: gpuOptions()}
 	switch v := os.Getenv("CORTIQ_MATVEC"); v {
 	case "rows", "all":
 		t.Matvec = v

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/cortiq/cortiq/shaders"
@@ -18,20 +19,20 @@ func TestGPUTuningFromEnv(t *testing.T) {
 		}
 	}
 	set("", "", "", "", "", "", "", "")
-	if got := gpuTuning(); got != (webgpu.Tuning{}) {
+	if got := gpuTuning(); !reflect.DeepEqual(got, webgpu.Tuning{}) {
 		t.Errorf("no variables: %+v, want the zero Tuning", got)
 	}
 	set("all", "8,2,2", "2", "4", "3", "4096", "32", "1")
 	want := webgpu.Tuning{Matvec: "all", MatvecShape: shaders.MatvecShape{Rows: 8, Sets: 2, Groups: 2}, MVRows: 2, GemmRows: 4, GemmTB: 3, GemmLargeRows: 4096, AttnBlock: 32, TraceSteps: true}
-	if got := gpuTuning(); got != want {
+	if got := gpuTuning(); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 	set("rows", "3,1,1", "17", "0", "x", "-5", "8", "yes")
-	if got := gpuTuning(); got != (webgpu.Tuning{Matvec: "rows"}) {
+	if got := gpuTuning(); !reflect.DeepEqual(got, webgpu.Tuning{Matvec: "rows"}) {
 		t.Errorf("out of range: %+v, want only Matvec rows", got)
 	}
 	set("staged", "", "", "", "", "", "300", "")
-	if got := gpuTuning(); got != (webgpu.Tuning{}) {
+	if got := gpuTuning(); !reflect.DeepEqual(got, webgpu.Tuning{}) {
 		t.Errorf("unknown values: %+v, want the zero Tuning", got)
 	}
 }

@@ -14,9 +14,10 @@ import (
 	"time"
 
 	"github.com/cortiq/cortiq/diffusion"
+	"github.com/cortiq/cortiq/diffusion/device"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/tensor"
-	"github.com/cortiq/cortiq/webgpu"
 )
 
 func init() {
@@ -272,7 +273,7 @@ func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where strin
 		}
 		return "cpu: " + err.Error(), release, nil
 	}
-	dev, err := webgpu.Open()
+	dev, err := gpu.Open(gpuOptions())
 	if err != nil {
 		return fail(err)
 	}
@@ -290,7 +291,7 @@ func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where strin
 			return fail(err)
 		}
 	}
-	run, err := webgpu.NewDiTRunner(dev, dspec, webgpu.DiTOptions{Codec: codec})
+	run, err := device.NewDiTRunner(dev, dspec, device.DiTOptions{Codec: codec})
 	if err != nil {
 		return fail(err)
 	}
@@ -300,7 +301,7 @@ func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where strin
 	if err != nil {
 		return fail(err)
 	}
-	dec, err := webgpu.NewVAEDecoder(dev, vspec)
+	dec, err := device.NewVAEDecoder(dev, vspec)
 	if err != nil {
 		return fail(err)
 	}

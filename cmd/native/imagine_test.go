@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/cortiq/cortiq/diffusion"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/tensor"
-	"github.com/cortiq/cortiq/webgpu"
 )
 
 // TestImagine: cortiq imagine on a random tiny Z-Image writes a PNG of the
@@ -207,7 +207,7 @@ func TestImagineWebGPU(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(model, "model_index.json")); err != nil {
 		t.Skipf("reference model not found at %s: %v", model, err)
 	}
-	if dev, err := webgpu.Open(); err != nil {
+	if dev, err := gpu.Open(gpu.Options{}); err != nil {
 		t.Skipf("no WebGPU adapter: %v", err)
 	} else {
 		dev.Close()

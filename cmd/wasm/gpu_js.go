@@ -10,10 +10,10 @@ import (
 
 	"github.com/cogentcore/webgpu/wgpu"
 
-	"github.com/cortiq/cortiq/webgpu"
+	"github.com/cortiq/cortiq/gpu"
 )
 
-// The browser's device, for the webgpu package's AcquireJS seam. The
+// The browser's device, for the gpu package's AcquireJS seam. The
 // adapter and device are requested by worker.js (cortiqRequestDevice):
 // requestDevice with the adapter's own limits, because the binding's
 // RequiredLimits is ignored in the js build and the defaults (128 MiB
@@ -22,18 +22,18 @@ import (
 // The device is requested once per worker: every load (and the image
 // pipeline) opens the webgpu package's Device over the same one.
 func init() {
-	webgpu.AcquireJS = acquireJS
+	gpu.AcquireJS = acquireJS
 }
 
 var acquired struct {
 	once sync.Once
 	done bool
 	dev  *wgpu.Device
-	info webgpu.AdapterInfo
+	info gpu.AdapterInfo
 	err  error
 }
 
-func acquireJS() (*wgpu.Device, webgpu.AdapterInfo, error) {
+func acquireJS() (*wgpu.Device, gpu.AdapterInfo, error) {
 	acquired.once.Do(func() {
 		acquired.dev, acquired.info, acquired.err = requestDevice()
 		acquired.done = true
@@ -43,15 +43,15 @@ func acquireJS() (*wgpu.Device, webgpu.AdapterInfo, error) {
 
 // adapter is what the worker's device request found (ok is false before
 // the first request).
-func adapter() (info webgpu.AdapterInfo, err error, ok bool) {
+func adapter() (info gpu.AdapterInfo, err error, ok bool) {
 	if !acquired.done {
 		return info, nil, false
 	}
 	return acquired.info, acquired.err, true
 }
 
-func requestDevice() (*wgpu.Device, webgpu.AdapterInfo, error) {
-	var info webgpu.AdapterInfo
+func requestDevice() (*wgpu.Device, gpu.AdapterInfo, error) {
+	var info gpu.AdapterInfo
 	if !js.Global().Get("navigator").Get("gpu").Truthy() {
 		return nil, info, errors.New("navigator.gpu is undefined: this browser (or its flags) exposes no WebGPU")
 	}
@@ -71,7 +71,7 @@ func requestDevice() (*wgpu.Device, webgpu.AdapterInfo, error) {
 		}
 		return ""
 	}
-	info = webgpu.AdapterInfo{
+	info = gpu.AdapterInfo{
 		Name:    firstNonEmpty(str("description"), str("device"), str("architecture"), str("vendor"), "browser WebGPU adapter"),
 		Vendor:  str("vendor"),
 		Driver:  str("architecture"),

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cortiq/cortiq/diffusion"
+	"github.com/cortiq/cortiq/diffusion/device"
 	"github.com/cortiq/cortiq/tensor"
-	"github.com/cortiq/cortiq/webgpu"
 )
 
 // imageState is a loaded text-to-image pipeline (a pipeline CMF file): the
@@ -19,8 +19,8 @@ import (
 // decoder on the device when it takes them.
 type imageState struct {
 	pipe    *diffusion.Pipeline
-	dit     *webgpu.DiTRunner
-	vae     *webgpu.VAEDecoder
+	dit     *device.DiTRunner
+	vae     *device.VAEDecoder
 	backend string
 	devErr  string
 }
@@ -61,14 +61,14 @@ func (s *state) loadPipeline(p string, r request, info *loadInfo) error {
 					return err
 				}
 			}
-			if im.dit, err = webgpu.NewDiTRunner(dev, ds, webgpu.DiTOptions{Codec: codec}); err != nil {
+			if im.dit, err = device.NewDiTRunner(dev, ds, device.DiTOptions{Codec: codec}); err != nil {
 				return err
 			}
 			vs, err := pipe.VAE.Spec()
 			if err != nil {
 				return err
 			}
-			im.vae, err = webgpu.NewVAEDecoder(dev, vs)
+			im.vae, err = device.NewVAEDecoder(dev, vs)
 			return err
 		}()
 		if err != nil {

@@ -53,11 +53,7 @@ var namedBackends = []string{"cpu", "webgpu", "cuda"}
 // pending are today's known offenders, each with the helper (branch) that
 // removes it. Keys are "rule: file" (rules: getenv, engine-imports-backend,
 // backend-imports-backend).
-var pending = map[string]string{
-	"getenv: webgpu/device.go":         "runtime",
-	"getenv: webgpu/profile_native.go": "runtime",
-	"backend-imports-backend: webgpu":  "runtime",
-}
+var pending = map[string]string{}
 
 // pkg is what go list says of one package of the module, plus its parsed
 // files.

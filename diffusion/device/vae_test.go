@@ -1,4 +1,4 @@
-package webgpu
+package device
 
 import (
 	"math"
@@ -13,7 +13,7 @@ import (
 // TestVAEDecoder: the device decoder of the tiny Z-Image VAE equals the
 // CPU reference and diffusers' decode within the device tolerance.
 func TestVAEDecoder(t *testing.T) {
-	ref := filepath.Join("..", "diffusion", "testdata", "zimage")
+	ref := filepath.Join("..", "testdata", "zimage")
 	model := filepath.Join(ref, "zimage-tiny")
 	if _, err := os.Stat(filepath.Join(model, "model_index.json")); err != nil {
 		t.Skipf("reference model not found at %s: %v", model, err)

@@ -1,11 +1,10 @@
 //go:build !js
 
-package webgpu
+package gpu
 
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -13,13 +12,6 @@ import (
 
 	"github.com/cogentcore/webgpu/wgpu"
 )
-
-// gpuProfile (CORTIQ_GPU_PROFILE=1) times every dispatch on the GPU: Run
-// gives each dispatch its own compute pass between two timestamps and
-// waits for them, so a profiled run is slower and its steps serialize,
-// but the per-kernel times say where a step's time goes (ProfileReport).
-// Native only: the browser build has no timestamp queries.
-var gpuProfile = os.Getenv("CORTIQ_GPU_PROFILE") == "1"
 
 // maxProfiled bounds the dispatches timed per Run (a query set's size);
 // later ones in a longer Run go untimed.
@@ -39,9 +31,10 @@ type profStat struct {
 	ns float64
 }
 
-// profileFeatures is what openNative asks the device for when profiling.
-func profileFeatures(ad *wgpu.Adapter) []wgpu.FeatureName {
-	if gpuProfile && ad.HasFeature(wgpu.FeatureNameTimestampQuery) {
+// profileFeatures is what openNative asks the device for when profiling
+// (Profile.Timestamps).
+func profileFeatures(ad *wgpu.Adapter, p Profile) []wgpu.FeatureName {
+	if p.Timestamps && ad.HasFeature(wgpu.FeatureNameTimestampQuery) {
 		return []wgpu.FeatureName{wgpu.FeatureNameTimestampQuery}
 	}
 	return nil
@@ -53,7 +46,7 @@ func (d *Device) startProfiler() error {
 		return fmt.Errorf("webgpu: profile query set: %w", err)
 	}
 	p := &profiler{qs: qs, stats: map[string]*profStat{}}
-	if p.resolve, err = d.newBuffer("profile resolve", 8*(maxProfiled+1), wgpu.BufferUsageQueryResolve|wgpu.BufferUsageCopySrc); err != nil {
+	if p.resolve, err = d.NewBuffer("profile resolve", 8*(maxProfiled+1), wgpu.BufferUsageQueryResolve|wgpu.BufferUsageCopySrc); err != nil {
 		return err
 	}
 	if p.staging, err = d.NewStaging("profile staging", 8*(maxProfiled+1)); err != nil {
@@ -93,7 +86,7 @@ func (d *Device) stopProfiler() {
 }
 
 // ProfileReport is the report of every device opened under
-// CORTIQ_GPU_PROFILE=1 (Device.ProfileReport); empty when not profiling.
+// Profile.Timestamps (Device.ProfileReport); empty when not profiling.
 func ProfileReport() string {
 	profiledMu.Lock()
 	defer profiledMu.Unlock()
@@ -118,7 +111,7 @@ func (d *Device) runProfiled(pre []Copy, ds []Dispatch, post []Copy) error {
 	}
 	var labels []string
 	for _, x := range ds {
-		if x.X == 0 || x.Y == 0 || x.Z == 0 || skipForProfile(x.Label) {
+		if x.X == 0 || x.Y == 0 || x.Z == 0 || d.skipped(x.Label) {
 			continue
 		}
 		timed := len(labels) < maxProfiled
@@ -198,7 +191,7 @@ func profileClass(label string) string {
 }
 
 // ProfileReport is the per-kernel-class GPU time gathered under
-// CORTIQ_GPU_PROFILE=1 since the last report, largest first; empty when
+// Profile.Timestamps since the last report, largest first; empty when
 // not profiling.
 func (d *Device) ProfileReport() string {
 	p := d.prof

@@ -1,6 +1,6 @@
 //go:build js
 
-package webgpu
+package gpu
 
 import (
 	"reflect"

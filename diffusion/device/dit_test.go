@@ -1,4 +1,4 @@
-package webgpu
+package device
 
 import (
 	"github.com/cortiq/cortiq/cpu/kernel"
@@ -16,7 +16,7 @@ import (
 // diffusers' forward within the device tolerance, and with the VAE also on
 // the device the whole pipeline gives diffusers' image (PSNR ≥ 60 dB).
 func TestDiTRunner(t *testing.T) {
-	ref := filepath.Join("..", "diffusion", "testdata", "zimage")
+	ref := filepath.Join("..", "testdata", "zimage")
 	model := filepath.Join(ref, "zimage-tiny")
 	if _, err := os.Stat(filepath.Join(model, "model_index.json")); err != nil {
 		t.Skipf("reference model not found at %s: %v", model, err)
@@ -112,7 +112,7 @@ func TestDiTRunnerCodecs(t *testing.T) {
 	// The device computes float32 math on the dequantized weights: compare
 	// with the CPU's exact kernels, not its int8 activations.
 	defer kernel.SetMode(kernel.SetMode(kernel.Exact))
-	ref := filepath.Join("..", "diffusion", "testdata", "zimage")
+	ref := filepath.Join("..", "testdata", "zimage")
 	model := filepath.Join(ref, "zimage-tiny")
 	if _, err := os.Stat(filepath.Join(model, "model_index.json")); err != nil {
 		t.Skipf("reference model not found at %s: %v", model, err)

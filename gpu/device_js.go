@@ -1,6 +1,6 @@
 //go:build js
 
-package webgpu
+package gpu
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 // and the engine runs on the CPU.
 var AcquireJS func() (*wgpu.Device, AdapterInfo, error)
 
-var openDevice = func() (*Device, error) {
+var openDevice = func(Options) (*Device, error) {
 	if AcquireJS == nil {
 		return nil, fmt.Errorf("%w: browser device acquisition not wired", ErrNoAdapter)
 	}

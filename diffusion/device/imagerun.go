@@ -1,7 +1,9 @@
-package webgpu
+package device
 
 import (
 	"github.com/cogentcore/webgpu/wgpu"
+
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
 )
 
@@ -10,12 +12,12 @@ import (
 // groups to release after it. The first error sticks; later calls do
 // nothing.
 type imgRun struct {
-	d      *Device
-	wts    map[*float32]*Buffer // uploaded weight arrays by their first element
-	ds     []Dispatch
-	temps  []*Buffer
+	d      *gpu.Device
+	wts    map[*float32]*gpu.Buffer // uploaded weight arrays by their first element
+	ds     []gpu.Dispatch
+	temps  []*gpu.Buffer
 	groups []*wgpu.BindGroup
-	none   *Buffer
+	none   *gpu.Buffer
 	err    error
 }
 
@@ -30,7 +32,7 @@ func (r *imgRun) release() {
 }
 
 // buf is a temporary storage buffer of n floats.
-func (r *imgRun) buf(n int) *Buffer {
+func (r *imgRun) buf(n int) *gpu.Buffer {
 	if r.err != nil {
 		return nil
 	}
@@ -44,15 +46,15 @@ func (r *imgRun) buf(n int) *Buffer {
 }
 
 // upload is a temporary buffer holding x.
-func (r *imgRun) upload(x []float32) *Buffer {
+func (r *imgRun) upload(x []float32) *gpu.Buffer {
 	b := r.buf(len(x))
 	if r.err == nil && len(x) > 0 {
-		r.err = r.d.Write(b, 0, F32Bytes(x))
+		r.err = r.d.Write(b, 0, gpu.F32Bytes(x))
 	}
 	return b
 }
 
-func (r *imgRun) uniform(vals ...any) *Buffer {
+func (r *imgRun) uniform(vals ...any) *gpu.Buffer {
 	if r.err != nil {
 		return nil
 	}
@@ -66,7 +68,7 @@ func (r *imgRun) uniform(vals ...any) *Buffer {
 }
 
 // dummy is a small buffer bound where a kernel reads nothing.
-func (r *imgRun) dummy() *Buffer {
+func (r *imgRun) dummy() *gpu.Buffer {
 	if r.none == nil {
 		r.none = r.buf(4)
 	}
@@ -74,7 +76,7 @@ func (r *imgRun) dummy() *Buffer {
 }
 
 // w is the uploaded buffer of a weight array (a dummy for an absent one).
-func (r *imgRun) w(x []float32) *Buffer {
+func (r *imgRun) w(x []float32) *gpu.Buffer {
 	if len(x) == 0 {
 		return r.dummy()
 	}
@@ -82,7 +84,7 @@ func (r *imgRun) w(x []float32) *Buffer {
 }
 
 // dispatch binds bufs to kernel name and queues it on a (x, y, z) grid.
-func (r *imgRun) dispatch(name string, kinds []BindKind, gx, gy, gz uint32, bufs ...*Buffer) {
+func (r *imgRun) dispatch(name string, kinds []gpu.BindKind, gx, gy, gz uint32, bufs ...*gpu.Buffer) {
 	if r.err != nil {
 		return
 	}
@@ -96,9 +98,9 @@ func (r *imgRun) dispatch(name string, kinds []BindKind, gx, gy, gz uint32, bufs
 		r.err = err
 		return
 	}
-	bs := make([]Binding, len(bufs))
+	bs := make([]gpu.Binding, len(bufs))
 	for i, b := range bufs {
-		bs[i] = Whole(b)
+		bs[i] = gpu.Whole(b)
 	}
 	g, err := r.d.BindGroup(p, name, bs...)
 	if err != nil {
@@ -106,7 +108,7 @@ func (r *imgRun) dispatch(name string, kinds []BindKind, gx, gy, gz uint32, bufs
 		return
 	}
 	r.groups = append(r.groups, g)
-	r.ds = append(r.ds, Dispatch{P: p, G: g, X: gx, Y: gy, Z: gz, Label: "img/" + name})
+	r.ds = append(r.ds, gpu.Dispatch{P: p, G: g, X: gx, Y: gy, Z: gz, Label: "img/" + name})
 }
 
 // grid spreads n invocations of wg-wide workgroups over (x, y).
@@ -120,7 +122,7 @@ func grid(n, wg int) (uint32, uint32) {
 
 // uploadWeights uploads float arrays once each (keyed by their first
 // element) into bufs.
-func uploadWeights(d *Device, wts map[*float32]*Buffer, bufs *[]*Buffer, xs ...[]float32) error {
+func uploadWeights(d *gpu.Device, wts map[*float32]*gpu.Buffer, bufs *[]*gpu.Buffer, xs ...[]float32) error {
 	for _, x := range xs {
 		if len(x) == 0 || wts[&x[0]] != nil {
 			continue
@@ -130,7 +132,7 @@ func uploadWeights(d *Device, wts map[*float32]*Buffer, bufs *[]*Buffer, xs ...[
 			return err
 		}
 		*bufs = append(*bufs, b)
-		if err := d.Write(b, 0, F32Bytes(x)); err != nil {
+		if err := d.Write(b, 0, gpu.F32Bytes(x)); err != nil {
 			return err
 		}
 		wts[&x[0]] = b

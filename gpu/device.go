@@ -1,11 +1,27 @@
-package webgpu
+// Package gpu is the WebGPU runtime: it opens a device (wgpu-native, or the
+// browser's navigator.gpu in the GOOS=js build), and gives buffers, compute
+// pipelines with explicit bind group layouts, bind groups, recorded runs of
+// copies and dispatches submitted as one command buffer, writes, readback,
+// and per-kernel profiling. It knows nothing of models: the model backend
+// (package webgpu) and the image pipeline's device path (package
+// diffusion/device) build on it.
+//
+// Contract:
+//   - A Device is used by one goroutine at a time (plus the driver's
+//     callbacks); Close releases it and every pipeline cached on it.
+//   - Every call fails with an error wrapping ErrDeviceLost once the device
+//     is lost; a failed call never leaves partial results behind.
+//   - Bindings stay below 2 GiB (MaxBinding) and within the device's limits;
+//     a bad binding is an error naming the pipeline, never a driver abort.
+//   - Library code reads no environment: profiling aids arrive in Options
+//     at Open.
+package gpu
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,10 +37,10 @@ var ErrNoAdapter = errors.New("webgpu: no adapter")
 // ErrDeviceLost is wrapped by every error after the device is lost.
 var ErrDeviceLost = errors.New("webgpu: device lost")
 
-// maxBinding is the largest storage binding we create. A binding of exactly
+// MaxBinding is the largest storage binding we create. A binding of exactly
 // 2 GiB makes arrayLength() report 0 on wgpu-native (measured), so stay
 // strictly below.
-const maxBinding = 1<<31 - 256
+const MaxBinding = 1<<31 - 256
 
 // AdapterInfo describes the adapter a Device runs on.
 type AdapterInfo struct {
@@ -61,7 +77,9 @@ type Device struct {
 
 	release func()
 
-	prof *profiler // CORTIQ_GPU_PROFILE=1 (native only)
+	prof *profiler // Profile.Timestamps (native only)
+
+	skip, dup []string // Profile.Skip, Profile.Dup
 }
 
 // Faults makes the next matching operation fail, so callers can prove that
@@ -135,7 +153,8 @@ func (b *Buffer) Release() {
 	}
 }
 
-func (d *Device) newBuffer(label string, size uint64, usage wgpu.BufferUsage) (*Buffer, error) {
+// NewBuffer creates a buffer of size bytes (rounded up to 16) with usage.
+func (d *Device) NewBuffer(label string, size uint64, usage wgpu.BufferUsage) (*Buffer, error) {
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
@@ -156,18 +175,18 @@ func (d *Device) newBuffer(label string, size uint64, usage wgpu.BufferUsage) (*
 }
 
 // NewStorage creates a storage buffer usable as a copy source and target.
-// Storage buffers bound whole must stay under 2 GiB (see maxBinding).
+// Storage buffers bound whole must stay under 2 GiB (see MaxBinding).
 func (d *Device) NewStorage(label string, size uint64) (*Buffer, error) {
-	if size > maxBinding || (d.limits.MaxStorageBufferBindingSize > 0 && size > d.limits.MaxStorageBufferBindingSize) {
+	if size > MaxBinding || (d.limits.MaxStorageBufferBindingSize > 0 && size > d.limits.MaxStorageBufferBindingSize) {
 		return nil, fmt.Errorf("webgpu: storage buffer %q of %d bytes exceeds the binding limit", label, size)
 	}
-	return d.newBuffer(label, size, wgpu.BufferUsageStorage|wgpu.BufferUsageCopyDst|wgpu.BufferUsageCopySrc)
+	return d.NewBuffer(label, size, wgpu.BufferUsageStorage|wgpu.BufferUsageCopyDst|wgpu.BufferUsageCopySrc)
 }
 
 // NewUniform creates a uniform buffer holding data.
 func (d *Device) NewUniform(label string, data []byte) (*Buffer, error) {
 	size := uint64(len(data)+15) &^ 15
-	b, err := d.newBuffer(label, size, wgpu.BufferUsageUniform|wgpu.BufferUsageCopyDst)
+	b, err := d.NewBuffer(label, size, wgpu.BufferUsageUniform|wgpu.BufferUsageCopyDst)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +199,7 @@ func (d *Device) NewUniform(label string, data []byte) (*Buffer, error) {
 
 // NewStaging creates a buffer the host can map to read results back.
 func (d *Device) NewStaging(label string, size uint64) (*Buffer, error) {
-	return d.newBuffer(label, size, wgpu.BufferUsageMapRead|wgpu.BufferUsageCopyDst)
+	return d.NewBuffer(label, size, wgpu.BufferUsageMapRead|wgpu.BufferUsageCopyDst)
 }
 
 // Write uploads data at offset off of b (both multiples of 4).
@@ -233,6 +252,9 @@ type sharedLayout struct {
 	bgl *wgpu.BindGroupLayout
 	pl  *wgpu.PipelineLayout
 }
+
+// Kinds are the pipeline's binding kinds, bindings 0..n-1 of group 0.
+func (p *Pipeline) Kinds() []BindKind { return p.kinds }
 
 func (p *Pipeline) release() {
 	if p.pipe != nil {
@@ -378,7 +400,7 @@ func (d *Device) BindGroup(p *Pipeline, key string, bs ...Binding) (*wgpu.BindGr
 		if b.Off+size > b.Buf.size {
 			return nil, fmt.Errorf("webgpu: %s: binding %d [%d,+%d) overflows a %d-byte buffer", key, i, b.Off, size, b.Buf.size)
 		}
-		if p.kinds[i] != Uniform && size > maxBinding {
+		if p.kinds[i] != Uniform && size > MaxBinding {
 			return nil, fmt.Errorf("webgpu: %s: binding %d of %d bytes is not below 2 GiB", key, i, size)
 		}
 		entries[i] = wgpu.BindGroupEntry{Binding: uint32(i), Buffer: b.Buf.b, Offset: b.Off, Size: size}
@@ -432,13 +454,13 @@ func (d *Device) Run(pre []Copy, ds []Dispatch, post []Copy) error {
 	if len(ds) > 0 {
 		pass := enc.BeginComputePass(nil)
 		for _, x := range ds {
-			if x.X == 0 || x.Y == 0 || x.Z == 0 || skipForProfile(x.Label) {
+			if x.X == 0 || x.Y == 0 || x.Z == 0 || d.skipped(x.Label) {
 				continue
 			}
 			pass.SetPipeline(x.P.pipe)
 			pass.SetBindGroup(0, x.G, nil)
 			pass.DispatchWorkgroups(x.X, x.Y, x.Z)
-			if profileDup != nil && matchesAny(x.Label, profileDup) {
+			if d.dup != nil && matchesAny(x.Label, d.dup) {
 				pass.DispatchWorkgroups(x.X, x.Y, x.Z)
 			}
 		}
@@ -576,52 +598,10 @@ func U32Bytes(v []uint32) []byte {
 	return b
 }
 
-// params packs a kernel's uniform struct: each value is a u32 or an f32.
-func params(vals ...any) []byte {
-	b := make([]byte, 0, 4*len(vals))
-	for _, v := range vals {
-		var u uint32
-		switch x := v.(type) {
-		case uint32:
-			u = x
-		case int:
-			u = uint32(x)
-		case float32:
-			u = math.Float32bits(x)
-		case bool:
-			if x {
-				u = 1
-			}
-		default:
-			panic(fmt.Sprintf("webgpu: params: %T", v))
-		}
-		b = binary.LittleEndian.AppendUint32(b, u)
-	}
-	for len(b)%16 != 0 {
-		b = append(b, 0, 0, 0, 0)
-	}
-	return b
-}
-
-// profileSkip and profileDup list label substrings whose dispatches Run
-// leaves out (CORTIQ_GPU_SKIP=a,b) or issues twice (CORTIQ_GPU_DUP=a,b): a
-// profiling aid that attributes a decode step's time to kernel classes by
-// difference. Results are garbage while either is set.
-var (
-	profileSkip = profileList("CORTIQ_GPU_SKIP")
-	profileDup  = profileList("CORTIQ_GPU_DUP")
-)
-
-func profileList(env string) []string {
-	v := os.Getenv(env)
-	if v == "" {
-		return nil
-	}
-	return strings.Split(v, ",")
-}
-
-func skipForProfile(label string) bool {
-	return profileSkip != nil && matchesAny(label, profileSkip)
+// skipped reports whether Run leaves out a dispatch labelled label
+// (Profile.Skip).
+func (d *Device) skipped(label string) bool {
+	return d.skip != nil && matchesAny(label, d.skip)
 }
 
 func matchesAny(label string, subs []string) bool {

@@ -1,10 +1,11 @@
-package webgpu
+package device
 
 import (
 	"fmt"
 	"math"
 
 	"github.com/cortiq/cortiq/diffusion"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
 )
 
@@ -15,21 +16,21 @@ import (
 // MiB in a browser), which bounds the image size until the decoder is
 // tiled.
 type VAEDecoder struct {
-	d    *Device
+	d    *gpu.Device
 	s    *diffusion.VAESpec
-	bufs []*Buffer
-	w    map[*float32]*Buffer // uploaded weight arrays by their first element
+	bufs []*gpu.Buffer
+	w    map[*float32]*gpu.Buffer // uploaded weight arrays by their first element
 }
 
 // NewVAEDecoder uploads the decoder's weights.
-func NewVAEDecoder(d *Device, s *diffusion.VAESpec) (*VAEDecoder, error) {
-	v := &VAEDecoder{d: d, s: s, w: map[*float32]*Buffer{}}
+func NewVAEDecoder(d *gpu.Device, s *diffusion.VAESpec) (*VAEDecoder, error) {
+	v := &VAEDecoder{d: d, s: s, w: map[*float32]*gpu.Buffer{}}
 	var err error
 	up := func(x []float32) {
 		if err != nil || len(x) == 0 || v.w[&x[0]] != nil {
 			return
 		}
-		var b *Buffer
+		var b *gpu.Buffer
 		if b, err = v.upload("vae.weight", x); err == nil {
 			v.w[&x[0]] = b
 		}
@@ -78,14 +79,14 @@ func NewVAEDecoder(d *Device, s *diffusion.VAESpec) (*VAEDecoder, error) {
 	return v, nil
 }
 
-func (v *VAEDecoder) upload(label string, x []float32) (*Buffer, error) {
+func (v *VAEDecoder) upload(label string, x []float32) (*gpu.Buffer, error) {
 	b, err := v.d.NewStorage(label, uint64(max(4*len(x), 16)))
 	if err != nil {
 		return nil, err
 	}
 	v.bufs = append(v.bufs, b)
 	if len(x) > 0 {
-		if err := v.d.Write(b, 0, F32Bytes(x)); err != nil {
+		if err := v.d.Write(b, 0, gpu.F32Bytes(x)); err != nil {
 			return nil, err
 		}
 	}
@@ -107,7 +108,7 @@ type vaeRun struct {
 }
 
 // conv returns y = conv(x) (+ res).
-func (r *vaeRun) conv(c *diffusion.ConvSpec, x *Buffer, H, W int, res *Buffer) *Buffer {
+func (r *vaeRun) conv(c *diffusion.ConvSpec, x *gpu.Buffer, H, W int, res *gpu.Buffer) *gpu.Buffer {
 	y := r.buf(H * W * c.Out)
 	hasRes := 0
 	if res != nil {
@@ -116,24 +117,24 @@ func (r *vaeRun) conv(c *diffusion.ConvSpec, x *Buffer, H, W int, res *Buffer) *
 		res = r.dummy() // unread; y cannot be bound twice
 	}
 	gx, gy := grid(H*W*c.Out, 256)
-	r.dispatch(shaders.Conv2D, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+	r.dispatch(shaders.Conv2D, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
 		r.uniform(H, W, c.In, c.Out, c.K, hasRes, 0, 0), x, r.w(c.W), r.w(c.B), res, y)
 	return y
 }
 
 // groupNorm normalizes x [H·W, C] into a new buffer (then SiLU when silu).
-func (r *vaeRun) groupNorm(n diffusion.NormSpec, x *Buffer, P, C int, silu bool) *Buffer {
+func (r *vaeRun) groupNorm(n diffusion.NormSpec, x *gpu.Buffer, P, C int, silu bool) *gpu.Buffer {
 	y := r.buf(P * C)
 	stats := r.buf(2 * r.v.s.Groups)
-	r.dispatch(shaders.GroupNormStats, []BindKind{Uniform, ReadOnly, ReadWrite}, uint32(r.v.s.Groups), 1, 1,
+	r.dispatch(shaders.GroupNormStats, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadWrite}, uint32(r.v.s.Groups), 1, 1,
 		r.uniform(P, C, r.v.s.Groups, r.v.s.Eps), x, stats)
 	gx, gy := grid(P*C, 256)
-	r.dispatch(shaders.GroupNormApply, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+	r.dispatch(shaders.GroupNormApply, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
 		r.uniform(P, C, r.v.s.Groups, silu), stats, r.w(n.W), r.w(n.B), x, y)
 	return y
 }
 
-func (r *vaeRun) resnet(s *diffusion.ResnetSpec, x *Buffer, H, W int) *Buffer {
+func (r *vaeRun) resnet(s *diffusion.ResnetSpec, x *gpu.Buffer, H, W int) *gpu.Buffer {
 	P := H * W
 	h := r.groupNorm(s.Norm1, x, P, s.Conv1.In, true)
 	h = r.conv(&s.Conv1, h, H, W, nil)
@@ -145,7 +146,7 @@ func (r *vaeRun) resnet(s *diffusion.ResnetSpec, x *Buffer, H, W int) *Buffer {
 	return r.conv(&s.Conv2, h, H, W, short)
 }
 
-func (r *vaeRun) attention(a *diffusion.AttnSpec, x *Buffer, H, W int) *Buffer {
+func (r *vaeRun) attention(a *diffusion.AttnSpec, x *gpu.Buffer, H, W int) *gpu.Buffer {
 	P, C := H*W, a.Q.In
 	if C > 1024 {
 		r.err = fmt.Errorf("webgpu: vae mid attention of width %d (the kernel takes at most 1024)", C)
@@ -157,7 +158,7 @@ func (r *vaeRun) attention(a *diffusion.AttnSpec, x *Buffer, H, W int) *Buffer {
 	v := r.conv(&a.V, h, H, W, nil)
 	o := r.buf(P * C)
 	gx, gy := uint32(min(P, 65535)), uint32((P+65534)/65535)
-	r.dispatch(shaders.AttentionFull, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+	r.dispatch(shaders.AttentionFull, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
 		r.uniform(P, C, float32(1/math.Sqrt(float64(C))), C, 0, 0, 0, 0), q, k, v, o)
 	return r.conv(&a.O, o, H, W, x)
 }
@@ -179,7 +180,7 @@ func (v *VAEDecoder) Decode(z []float32, h, w int) ([]float32, error) {
 	defer r.release()
 	x := r.buf(len(hwc))
 	if r.err == nil {
-		r.err = v.d.Write(x, 0, F32Bytes(hwc))
+		r.err = v.d.Write(x, 0, gpu.F32Bytes(hwc))
 	}
 	H, W := h, w
 	if s.PostQuantConv != nil {
@@ -201,7 +202,7 @@ func (v *VAEDecoder) Decode(z []float32, h, w int) ([]float32, error) {
 		if u.Upsample != nil {
 			y := r.buf(4 * H * W * C)
 			gx, gy := grid(4*H*W*C, 256)
-			r.dispatch(shaders.Upsample2x, []BindKind{Uniform, ReadOnly, ReadWrite}, gx, gy, 1, r.uniform(H, W, C, 0), x, y)
+			r.dispatch(shaders.Upsample2x, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1, r.uniform(H, W, C, 0), x, y)
 			H, W = 2*H, 2*W
 			x = r.conv(u.Upsample, y, H, W, nil)
 		}
@@ -219,7 +220,7 @@ func (v *VAEDecoder) Decode(z []float32, h, w int) ([]float32, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webgpu: vae: %w", err)
 	}
-	out := BytesF32(raw)
+	out := gpu.BytesF32(raw)
 	chw := make([]float32, len(out))
 	for p := range H * W {
 		for c := range O {

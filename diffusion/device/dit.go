@@ -1,10 +1,11 @@
-package webgpu
+package device
 
 import (
 	"fmt"
 	"math"
 
 	"github.com/cortiq/cortiq/diffusion"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -16,16 +17,16 @@ import (
 // layer's output. The embedders and the timestep MLP stay on the CPU
 // (diffusion.DiT.Prepare).
 type DiTRunner struct {
-	d    *Device
+	d    *gpu.Device
 	s    *diffusion.DiTSpec
-	wts  map[*float32]*Buffer
+	wts  map[*float32]*gpu.Buffer
 	qw   map[*float32]codedWeight // block matrices stored in a codec
-	bufs []*Buffer
+	bufs []*gpu.Buffer
 }
 
 // codedWeight is a matrix in the device layout of a codec.
 type codedWeight struct {
-	buf   *Buffer
+	buf   *gpu.Buffer
 	codec tensor.Codec
 	soff  uint32 // q8_0/q4_0: the scale plane's offset in u32
 }
@@ -39,7 +40,7 @@ type DiTOptions struct {
 }
 
 // NewDiTRunner uploads the blocks' weights.
-func NewDiTRunner(d *Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRunner, error) {
+func NewDiTRunner(d *gpu.Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRunner, error) {
 	if s.HeadDim > 1024 || s.HeadDim%2 != 0 {
 		return nil, fmt.Errorf("webgpu: dit: head dimension %d (the kernels take even sizes up to 1024)", s.HeadDim)
 	}
@@ -48,7 +49,7 @@ func NewDiTRunner(d *Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRunner,
 	default:
 		return nil, fmt.Errorf("webgpu: dit: weights as %s (f32, f16, q8_0 or q4_0)", opts.Codec)
 	}
-	r := &DiTRunner{d: d, s: s, wts: map[*float32]*Buffer{}, qw: map[*float32]codedWeight{}}
+	r := &DiTRunner{d: d, s: s, wts: map[*float32]*gpu.Buffer{}, qw: map[*float32]codedWeight{}}
 	var xs [][]float32
 	for _, bs := range [][]diffusion.BlockSpec{s.NoiseRefiner, s.ContextRefiner, s.Layers} {
 		for _, b := range bs {
@@ -129,39 +130,39 @@ type ditRun struct {
 	imgRun
 	qw                    map[*float32]codedWeight
 	s                     *diffusion.DiTSpec
-	u, h, q, k, v, att, a *Buffer
-	hn, g, up, f          *Buffer
-	rope, mod, finalScale *Buffer
+	u, h, q, k, v, att, a *gpu.Buffer
+	hn, g, up, f          *gpu.Buffer
+	rope, mod, finalScale *gpu.Buffer
 	rows                  int
 }
 
-func (r *ditRun) linear(x *Buffer, w, b []float32, in, out, row0, rows int, y *Buffer) {
+func (r *ditRun) linear(x *gpu.Buffer, w, b []float32, in, out, row0, rows int, y *gpu.Buffer) {
 	gx, gy := grid(rows*out, 256)
 	hasB := len(b) > 0
 	if q, ok := r.qw[&w[0]]; ok {
-		r.dispatchCoded(q, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy,
+		r.dispatchCoded(q, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy,
 			r.uniform(rows, in, out, row0, hasB, q.soff, 0, 0), x, q.buf, r.w(b), y)
 		return
 	}
-	r.dispatch(shaders.Linear, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+	r.dispatch(shaders.Linear, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
 		r.uniform(rows, in, out, row0, hasB, 0, 0, 0), x, r.w(w), r.w(b), y)
 }
 
 // norm writes rows of x normalized (mode 0 RMS, 1 LayerNorm) into y, times
 // w and the modulation vector at scaleOff (< 0: none).
-func (r *ditRun) norm(x *Buffer, w []float32, scaleOff, mode, row0, rows int, eps float32, y *Buffer) {
+func (r *ditRun) norm(x *gpu.Buffer, w []float32, scaleOff, mode, row0, rows int, eps float32, y *gpu.Buffer) {
 	scale := r.mod
 	if scaleOff == -2 {
 		scale, scaleOff = r.finalScale, 0
 	}
 	gx, gy := uint32(min(rows, 65535)), uint32((rows+65534)/65535)
-	r.dispatch(shaders.RowsNorm, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+	r.dispatch(shaders.RowsNorm, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
 		r.uniform(r.s.Dim, row0, rows, mode, eps, len(w) > 0, scaleOff >= 0, max(scaleOff, 0)), x, r.w(w), scale, y)
 }
 
-func (r *ditRun) gatedAdd(y *Buffer, gateOff, row0, rows int) {
+func (r *ditRun) gatedAdd(y *gpu.Buffer, gateOff, row0, rows int) {
 	gx, gy := grid(rows*r.s.Dim, 256)
-	r.dispatch(shaders.GatedAdd, []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+	r.dispatch(shaders.GatedAdd, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
 		r.uniform(r.s.Dim, row0, rows, gateOff >= 0, max(gateOff, 0), 0, 0, 0), y, r.mod, r.u)
 }
 
@@ -181,14 +182,14 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int) {
 	r.linear(r.h, b.K, nil, D, D, row0, rows, r.k)
 	r.linear(r.h, b.V, nil, D, D, row0, rows, r.v)
 	for _, x := range []struct {
-		buf *Buffer
+		buf *gpu.Buffer
 		nw  []float32
 	}{{r.q, b.QNorm}, {r.k, b.KNorm}} {
 		gx, gy := grid(rows*s.Heads, 64)
-		r.dispatch(shaders.QKRope, []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+		r.dispatch(shaders.QKRope, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
 			r.uniform(s.Heads, s.HeadDim, row0, rows, s.QKEps, len(x.nw) > 0, D, 0), r.w(x.nw), r.rope, x.buf)
 	}
-	r.dispatch(shaders.AttentionFull, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite},
+	r.dispatch(shaders.AttentionFull, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite},
 		uint32(min(rows, 65535)), uint32((rows+65534)/65535), uint32(s.Heads),
 		r.uniform(rows, s.HeadDim, float32(1/math.Sqrt(float64(s.HeadDim))), D, row0, 0, 0, 0), r.q, r.k, r.v, r.att)
 	r.linear(r.att, b.O, nil, D, D, row0, rows, r.a)
@@ -199,7 +200,7 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int) {
 	r.linear(r.h, b.W1, nil, D, F, row0, rows, r.g)
 	r.linear(r.h, b.W3, nil, D, F, row0, rows, r.up)
 	gx, gy := grid(rows*F, 256)
-	r.dispatch(shaders.SiLUMul, []BindKind{Uniform, ReadOnly, ReadWrite}, gx, gy, 1,
+	r.dispatch(shaders.SiLUMul, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
 		r.uniform(rows*F, row0*F, 0, 0), r.up, r.g)
 	r.linear(r.g, b.W2, nil, F, D, row0, rows, r.f)
 	r.norm(r.f, b.FFNNorm2, -1, 0, row0, rows, s.Eps, r.hn)
@@ -207,7 +208,7 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int) {
 }
 
 // dispatchCoded queues the codec's linear kernel.
-func (r *ditRun) dispatchCoded(q codedWeight, kinds []BindKind, gx, gy uint32, bufs ...*Buffer) {
+func (r *ditRun) dispatchCoded(q codedWeight, kinds []gpu.BindKind, gx, gy uint32, bufs ...*gpu.Buffer) {
 	if r.err != nil {
 		return
 	}
@@ -217,9 +218,9 @@ func (r *ditRun) dispatchCoded(q codedWeight, kinds []BindKind, gx, gy uint32, b
 		r.err = err
 		return
 	}
-	bs := make([]Binding, len(bufs))
+	bs := make([]gpu.Binding, len(bufs))
 	for i, b := range bufs {
-		bs[i] = Whole(b)
+		bs[i] = gpu.Whole(b)
 	}
 	g, err := r.d.BindGroup(p, key, bs...)
 	if err != nil {
@@ -227,7 +228,7 @@ func (r *ditRun) dispatchCoded(q codedWeight, kinds []BindKind, gx, gy uint32, b
 		return
 	}
 	r.groups = append(r.groups, g)
-	r.ds = append(r.ds, Dispatch{P: p, G: g, X: gx, Y: gy, Z: 1, Label: key})
+	r.ds = append(r.ds, gpu.Dispatch{P: p, G: g, X: gx, Y: gy, Z: 1, Label: key})
 }
 
 // Run implements diffusion.DiTDevice.
@@ -251,7 +252,7 @@ func (d *DiTRunner) Run(in *diffusion.DiTInput) ([]float32, error) {
 	}
 	r.mod = r.upload(mods)
 	r.finalScale = r.upload(in.FinalScale)
-	for _, p := range []**Buffer{&r.h, &r.q, &r.k, &r.v, &r.att, &r.a, &r.hn, &r.f} {
+	for _, p := range []**gpu.Buffer{&r.h, &r.q, &r.k, &r.v, &r.att, &r.a, &r.hn, &r.f} {
 		*p = r.buf(n * D)
 	}
 	r.g, r.up = r.buf(n*F), r.buf(n*F)
@@ -278,5 +279,5 @@ func (d *DiTRunner) Run(in *diffusion.DiTInput) ([]float32, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webgpu: dit: %w", err)
 	}
-	return BytesF32(raw), nil
+	return gpu.BytesF32(raw), nil
 }

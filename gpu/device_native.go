@@ -1,6 +1,6 @@
 //go:build !js
 
-package webgpu
+package gpu
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // openDevice acquires the best adapter and a device with its full limits.
 var openDevice = openNative
 
-func openNative() (*Device, error) {
+func openNative(opts Options) (*Device, error) {
 	wgpu.SetLogLevel(wgpu.LogLevelOff)
 	inst := wgpu.CreateInstance(nil)
 	if inst == nil {
@@ -50,7 +50,7 @@ func openNative() (*Device, error) {
 	dev, err := ad.RequestDevice(&wgpu.DeviceDescriptor{
 		Label:            "cortiq",
 		RequiredLimits:   &wgpu.RequiredLimits{Limits: lim},
-		RequiredFeatures: profileFeatures(ad),
+		RequiredFeatures: profileFeatures(ad, opts.Profile),
 		// No DeviceLostCallback: the binding (v0.23.0) stores a Go pointer
 		// in C-visible memory for it and panics under the default cgocheck.
 		// A lost device surfaces instead as failing calls, a failed map or
@@ -82,7 +82,7 @@ func openNative() (*Device, error) {
 		ad.Release()
 		inst.Release()
 	}
-	if len(profileFeatures(ad)) > 0 {
+	if len(profileFeatures(ad, opts.Profile)) > 0 {
 		if err := d.startProfiler(); err != nil {
 			d.Close()
 			return nil, err

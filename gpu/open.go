@@ -1,0 +1,36 @@
+package gpu
+
+// Options tune Open. The zero value opens a device for normal use.
+type Options struct {
+	// Profile holds the profiling aids; cmd/native sets them from
+	// CORTIQ_GPU_PROFILE, CORTIQ_GPU_SKIP and CORTIQ_GPU_DUP.
+	Profile Profile
+}
+
+// Profile holds the profiling aids of one device. The zero value profiles
+// nothing.
+type Profile struct {
+	// Timestamps times every dispatch on the GPU: Run gives each dispatch
+	// its own compute pass between two timestamps and waits for them, so a
+	// profiled run is slower and its steps serialize, but the per-kernel
+	// times say where a step's time goes (ProfileReport). Native only, and
+	// only on an adapter with timestamp queries; ignored otherwise.
+	Timestamps bool
+	// Skip and Dup list label substrings whose dispatches Run leaves out
+	// (Skip) or issues twice (Dup): a profiling aid that attributes a
+	// step's time to kernel classes by difference. Results are garbage
+	// while either is set. Empty strings match nothing.
+	Skip, Dup []string
+}
+
+// Open acquires the platform's best adapter and a device with the adapter's
+// full limits. It returns an error wrapping ErrNoAdapter when there is none.
+func Open(opts Options) (*Device, error) {
+	d, err := openDevice(opts)
+	if err != nil {
+		return nil, err
+	}
+	d.skip = append([]string(nil), opts.Profile.Skip...)
+	d.dup = append([]string(nil), opts.Profile.Dup...)
+	return d, nil
+}
