@@ -2,8 +2,8 @@
 // it loads a model from any supported source, picks a backend, and runs
 // generation with sampling and streaming detokenization.
 //
-// Backend choice: Options.Backend ("auto", "cpu", "webgpu"), overridden by
-// CORTIQ_GPU=0|1 when Backend is "auto". A device backend that refuses the
+// Backend choice: Options.Backend ("auto", "cpu", "webgpu", "cuda"),
+// overridden by CORTIQ_GPU=0|1|cuda when Backend is "auto". A device backend that refuses the
 // model, or fails mid-generation, hands over to the CPU backend, which
 // replays the sequence from the start: the tokens are those of a pure CPU
 // run and no half-computed result is ever returned.
@@ -33,7 +33,7 @@ import (
 
 // Options select and tune the backend.
 type Options struct {
-	Backend    string // "auto" (default), "cpu" or "webgpu"
+	Backend    string // "auto" (default), "cpu", "webgpu" or "cuda"
 	MaxContext int    // positions per session; 0 = the model's context, capped at 4096; at most max(the model's context, 4096)
 	GPULayers  string // layer ranges for the device ("0-9,20-29"); "" = all that fit
 	// VRAMBudget is the bytes the device may hold (0 = the adapter's
@@ -121,11 +121,15 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 	}
 	e.cpu = c
 	switch want := e.wantDevice(); want {
-	case "webgpu":
+	case "webgpu", "cuda":
 		if opts.Progress != nil {
 			opts.Progress("opening the device, uploading the weights and building the kernels")
 		}
-		dev, err := newDeviceBackend(m, opts, c)
+		open := newDeviceBackend
+		if want == "cuda" {
+			open = newCUDABackend
+		}
+		dev, err := open(m, opts, c)
 		switch {
 		case err != nil:
 			// Even an explicit request runs, honestly, on the CPU; the
@@ -157,7 +161,7 @@ func NewFromModel(m *model.Model, opts Options) (*Engine, error) {
 // autoChoice reports whether the device was not asked for explicitly (by
 // --backend webgpu or CORTIQ_GPU=1), so a measurement may decline it.
 func (e *Engine) autoChoice() bool {
-	return e.opts.Backend != "webgpu" && os.Getenv("CORTIQ_GPU") != "1"
+	return e.opts.Backend != "webgpu" && e.opts.Backend != "cuda" && os.Getenv("CORTIQ_GPU") != "1" && os.Getenv("CORTIQ_GPU") != "cuda"
 }
 
 func (e *Engine) wantDevice() string {
@@ -166,12 +170,16 @@ func (e *Engine) wantDevice() string {
 		return ""
 	case "webgpu":
 		return "webgpu"
+	case "cuda":
+		return "cuda"
 	}
 	switch os.Getenv("CORTIQ_GPU") {
 	case "0":
 		return ""
 	case "1":
 		return "webgpu"
+	case "cuda":
+		return "cuda"
 	}
 	return autoDevice
 }

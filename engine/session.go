@@ -346,3 +346,8 @@ func (s *session) uploadBytes() int64 {
 	}
 	return 0
 }
+
+// newCUDABackend builds the native CUDA backend (device_cuda.go).
+var newCUDABackend = func(m *model.Model, opts Options, host backend.Backend) (backend.Backend, error) {
+	return nil, errors.New("engine: this build has no CUDA backend")
+}

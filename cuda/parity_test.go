@@ -1,0 +1,191 @@
+package cuda_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cortiq/cortiq/cpu"
+	"github.com/cortiq/cortiq/cuda"
+	"github.com/cortiq/cortiq/cuda/driver"
+	"github.com/cortiq/cortiq/engine"
+	"github.com/cortiq/cortiq/fixtures"
+	"github.com/cortiq/cortiq/importer"
+	"github.com/cortiq/cortiq/resolve"
+)
+
+// needGPU skips without a CUDA device, naming why.
+func needGPU(t testing.TB) {
+	t.Helper()
+	if _, err := driver.Devices(); err != nil {
+		t.Skipf("no CUDA device: %v", err)
+	}
+}
+
+// parityTol is the absolute logit tolerance against the CPU backend.
+const parityTol = 2e-3
+
+func maxDiff(a, b []float32) float64 {
+	var m float64
+	for i := range a {
+		d := math.Abs(float64(a[i] - b[i]))
+		if d > m || math.IsNaN(d) {
+			m = d
+		}
+	}
+	return m
+}
+
+// TestParity: every llama-like fixture on the device against the CPU
+// backend (every prompt row within 2e-3, then decode steps one by one),
+// and greedy graphs pick the CPU's tokens.
+func TestParity(t *testing.T) {
+	needGPU(t)
+	for _, name := range fixtures.Dense {
+		t.Run(name, func(t *testing.T) {
+			m := loadTiny(t, name)
+			b, err := cuda.Open(context.Background(), m, cuda.Options{})
+			if errors.Is(err, cuda.ErrUnsupported) {
+				t.Skipf("refused: %v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			c, err := cpu.New(m, cpu.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ref := fixtures.LoadReference(t, fixtures.Tiny(t, name))
+			ids := ref.InputIDs
+			V := m.Arch.Vocab
+			ds, _ := b.NewSession(64)
+			cs, _ := c.NewSession(64)
+			got, err := ds.Forward(ids, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := cs.Forward(ids, true)
+			d := maxDiff(got, want)
+			t.Logf("prompt of %d: max |Δlogit| %.2e (vs transformers %.2e)", len(ids), d, maxDiff(got, ref.Logits))
+			if d > parityTol {
+				t.Errorf("prompt logits: max |Δ| %.3g", d)
+			}
+			// Decode steps one by one (the greedy graph, k=1, is what the
+			// engine uses; Forward of one token is the plain matvec path).
+			tok := argmax(want[len(want)-V:])
+			for step := range 8 {
+				g, err := ds.Forward([]int{tok}, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, _ := cs.Forward([]int{tok}, false)
+				if d := maxDiff(g, w); d > parityTol {
+					t.Errorf("decode step %d: max |Δ| %.3g", step, d)
+				}
+				tok = argmax(w)
+			}
+			// Greedy graphs of 1 and 5 steps from here.
+			gs := ds.(interface{ ForwardGreedy(int, int) ([]int, error) })
+			var cpuPicks []int
+			ctok := tok
+			for range 11 {
+				w, _ := cs.Forward([]int{ctok}, false)
+				ctok = argmax(w)
+				cpuPicks = append(cpuPicks, ctok)
+			}
+			var picks []int
+			p, err := gs.ForwardGreedy(tok, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			picks = append(picks, p...)
+			for range 2 {
+				p, err = gs.ForwardGreedy(picks[len(picks)-1], 5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				picks = append(picks, p...)
+			}
+			if !equal(picks, cpuPicks) {
+				t.Errorf("greedy graph picks %v, CPU %v", picks, cpuPicks)
+			}
+			// Verify (speculative decoding's batched argmax) and rewind.
+			ver := ds.(interface {
+				VerifyGreedy([]int) ([]int, error)
+				Rewind(int) error
+			})
+			if err := ver.Rewind(10); err != nil {
+				t.Fatal(err)
+			}
+			vp, err := ver.VerifyGreedy(append([]int{picks[0]}, picks[1:5]...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equal(vp, cpuPicks[1:6]) {
+				t.Errorf("verify picks %v, CPU %v", vp, cpuPicks[1:6])
+			}
+		})
+	}
+}
+
+func argmax(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+func equal(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// storiesText is stories260K's greedy continuation of "Once upon a time"
+// (../shared/README.md).
+const storiesText = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily's mom said"
+
+// TestStories: stories260K on the device, 64 greedy tokens word for word,
+// with one launch per token and with greedy batches of 8.
+func TestStories(t *testing.T) {
+	needGPU(t)
+	path := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("no %s", path)
+	}
+	for _, batch := range []int{0, 8} {
+		e, err := engine.Load(context.Background(), &resolve.Resolver{CacheDir: t.TempDir()}, path, engine.Options{Backend: "cuda"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Generate(context.Background(), engine.Request{Prompt: "Once upon a time", MaxTokens: 64, GreedyBatch: batch}, nil)
+		e.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(res.Backend, "cuda") || res.DeviceError != "" {
+			t.Fatalf("ran on %s: %s", res.Backend, res.DeviceError)
+		}
+		t.Logf("batch %d: %.0f tok/s decode, %.2f submits/token", batch, res.DecodeTokS, res.SubmitsPerToken)
+		if got := "Once upon a time" + res.Text; got != storiesText {
+			t.Errorf("batch %d:\n got %q\nwant %q", batch, got, storiesText)
+		}
+	}
+}
+
+var _ = importer.FromHF

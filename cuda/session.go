@@ -1,0 +1,636 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/cuda/driver"
+	"github.com/cortiq/cortiq/cuda/kernels"
+	"github.com/cortiq/cortiq/model"
+)
+
+// histLen is the device ring of greedy picks: the most steps one greedy
+// graph runs.
+const histLen = 256
+
+// maxLogitRows bounds the rows of logits computed at once.
+const maxLogitRows = 64
+
+// Session is one sequence on the device: its KV cache (full length, rows
+// indexed by position, so any number of positions can be rewound), the
+// activations of one chunk, and the device step state the kernels read
+// their positions from.
+type Session struct {
+	b      *Backend
+	maxLen int
+	chunk  int
+	pos    int
+	kc, vc []driver.Ptr // per layer, [maxLen][kvHeads*headDim] f32
+	// activations
+	x, h, q, k, v, att, o, g, u driver.Ptr
+	partO, partML               driver.Ptr
+	logits                      driver.Ptr // [maxLogitRows][vocab]
+	ids, state, hist, picks     driver.Ptr
+	nsplit                      int32
+	graphs                      map[int]driver.Graph
+	allocs                      []driver.Ptr
+	bytes                       int64
+	closed                      bool
+}
+
+// NewSession allocates a session of at most maxLen positions.
+func (b *Backend) NewSession(maxLen int) (backend.Session, error) {
+	s, err := b.newSession(maxLen)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (b *Backend) newSession(maxLen int) (*Session, error) {
+	if maxLen <= 0 {
+		return nil, fmt.Errorf("cuda: session of %d positions", maxLen)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a := b.arch
+	s := &Session{b: b, maxLen: maxLen, chunk: min(b.opts.Chunk, maxLen), graphs: map[int]driver.Graph{}}
+	qd, kvd, ff, heads, hdMax := 0, 0, 0, 0, 0
+	for _, l := range a.Layers {
+		hdMax = max(hdMax, l.Attn.HeadDim)
+		qd = max(qd, l.Attn.Heads*l.Attn.HeadDim)
+		kvd = max(kvd, l.Attn.KVHeads*l.Attn.HeadDim)
+		ff = max(ff, ffnWidth(l.FFNHidden))
+		heads = max(heads, l.Attn.Heads)
+	}
+	s.nsplit = kernels.DecodeSplits(b.dev.Info().SMs, max(1, a.Layers[0].Attn.KVHeads))
+	C := int64(s.chunk)
+	dec := int64(kernels.MaxBatch)
+	bufs := []struct {
+		dst *driver.Ptr
+		n   int64
+	}{
+		{&s.x, C * int64(a.Hidden) * 4}, {&s.h, C * int64(a.Hidden) * 4}, {&s.o, C * int64(a.Hidden) * 4},
+		{&s.q, C * int64(qd) * 4}, {&s.att, C * int64(qd) * 4},
+		{&s.k, C * int64(kvd) * 4}, {&s.v, C * int64(kvd) * 4},
+		{&s.g, C * int64(ff) * 4}, {&s.u, C * int64(ff) * 4},
+		{&s.partO, dec * int64(heads) * int64(s.nsplit) * int64(hdMax) * 4},
+		{&s.partML, dec * int64(heads) * int64(s.nsplit) * 2 * 4},
+		{&s.logits, int64(min(s.chunk, maxLogitRows)) * int64(a.Vocab) * 4},
+		{&s.ids, C * 4}, {&s.picks, C * 4},
+		{&s.state, kernels.StateSize * 4}, {&s.hist, histLen * 4},
+	}
+	for _, x := range bufs {
+		p, err := s.alloc(x.n)
+		if err != nil {
+			s.free()
+			return nil, err
+		}
+		*x.dst = p
+	}
+	for _, l := range a.Layers {
+		n := int64(maxLen) * int64(l.Attn.KVHeads*l.Attn.HeadDim) * 4
+		kc, err := s.alloc(n)
+		if err != nil {
+			s.free()
+			return nil, err
+		}
+		vc, err := s.alloc(n)
+		if err != nil {
+			s.free()
+			return nil, err
+		}
+		s.kc, s.vc = append(s.kc, kc), append(s.vc, vc)
+	}
+	return s, nil
+}
+
+func (s *Session) alloc(n int64) (driver.Ptr, error) {
+	b := s.b
+	if b.budget > 0 && b.bytes+n > b.budget {
+		return 0, fmt.Errorf("cuda: a session of %d positions needs %d MiB more than the device budget of %d MiB leaves", s.maxLen, n>>20, b.budget>>20)
+	}
+	p, err := b.dev.Alloc(n)
+	if err != nil {
+		return 0, err
+	}
+	if err := b.dev.Zero(p, n); err != nil {
+		b.dev.Free(p)
+		return 0, err
+	}
+	s.allocs = append(s.allocs, p)
+	s.bytes += n
+	b.bytes += n
+	return p, nil
+}
+
+func (s *Session) free() {
+	for _, g := range s.graphs {
+		s.b.dev.DestroyGraph(g)
+	}
+	s.graphs = nil
+	for _, p := range s.allocs {
+		s.b.dev.Free(p)
+	}
+	s.b.bytes -= s.bytes
+	s.allocs, s.bytes = nil, 0
+}
+
+// Len is the number of positions consumed.
+func (s *Session) Len() int { return s.pos }
+
+// Reset forgets every position.
+func (s *Session) Reset() { s.pos = 0 }
+
+// Close frees the session's device memory.
+func (s *Session) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	s.closed = true
+	if s.b.dev != nil {
+		s.free()
+	}
+	return nil
+}
+
+// Rewindable is every consumed position: the KV rows are indexed by
+// position and the model has no recurrent state.
+func (s *Session) Rewindable() int { return s.pos }
+
+// Rewind drops the newest n positions.
+func (s *Session) Rewind(n int) error {
+	if n < 0 || n > s.pos {
+		return fmt.Errorf("cuda: rewind of %d positions, %d rewindable", n, s.pos)
+	}
+	s.pos -= n
+	return nil
+}
+
+// setState writes the device step state: position and next token.
+func (s *Session) setState(pos, tok int) error {
+	st := []int32{int32(pos), int32(tok), 0, 0}
+	return s.b.dev.Upload(s.state, driver.Bytes(st))
+}
+
+// Forward runs tokens at positions Len()... and returns the last row's
+// logits, or every row's when all is true.
+func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
+	if err := s.check(tokens); err != nil {
+		return nil, err
+	}
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	V := b.arch.Vocab
+	var out []float32
+	for t0 := 0; t0 < len(tokens); t0 += s.chunk {
+		ch := tokens[t0:min(len(tokens), t0+s.chunk)]
+		T := len(ch)
+		last := t0+T == len(tokens)
+		if err := s.upload(ch); err != nil {
+			return nil, err
+		}
+		if err := s.layers(T, 0); err != nil {
+			return nil, err
+		}
+		// Logits of the rows asked for, maxLogitRows at a time.
+		from := T - 1
+		if all {
+			from = 0
+		} else if !last {
+			from = T
+		}
+		for r := from; r < T; r += maxLogitRows {
+			n := min(T-r, maxLogitRows)
+			if err := s.head(r, n); err != nil {
+				return nil, err
+			}
+			rows := make([]float32, n*V)
+			if err := b.dev.Read(driver.Bytes(rows), s.logits); err != nil {
+				return nil, err
+			}
+			b.stats.ReadbackBytes += int64(len(rows) * 4)
+			out = append(out, rows...)
+		}
+		if !(last && len(out) > 0) {
+			if err := b.dev.Sync(); err != nil {
+				return nil, err
+			}
+		}
+		s.pos += T
+		b.stats.Submits++
+	}
+	b.stats.Tokens += int64(len(tokens))
+	return out, nil
+}
+
+func (s *Session) check(tokens []int) error {
+	if s.closed {
+		return fmt.Errorf("cuda: session is closed")
+	}
+	if len(tokens) == 0 {
+		return fmt.Errorf("cuda: forward of no tokens")
+	}
+	if s.pos+len(tokens) > s.maxLen {
+		return fmt.Errorf("cuda: %d positions + %d tokens exceed the session length %d", s.pos, len(tokens), s.maxLen)
+	}
+	for _, t := range tokens {
+		if t < 0 || t >= s.b.arch.Vocab {
+			return fmt.Errorf("cuda: token %d outside the vocabulary of %d", t, s.b.arch.Vocab)
+		}
+	}
+	return nil
+}
+
+// upload writes a chunk's token ids and the step state, then embeds them
+// into x.
+func (s *Session) upload(ch []int) error {
+	ids := make([]int32, len(ch))
+	for i, t := range ch {
+		ids[i] = int32(t)
+	}
+	if err := s.b.dev.Upload(s.ids, driver.Bytes(ids)); err != nil {
+		return err
+	}
+	if err := s.setState(s.pos, ch[0]); err != nil {
+		return err
+	}
+	return s.embed(s.ids, len(ch))
+}
+
+func (s *Session) embed(ids driver.Ptr, T int) error {
+	b, a := s.b, s.b.arch
+	return b.launch(kernels.EmbedPrefix+b.embd.codec, &kernels.EmbedArgs{
+		Out: kernels.Ptr(s.x), Table: kernels.Ptr(b.embd.ptr), IDs: kernels.Ptr(ids), T: int32(T),
+		Dim: int32(a.Hidden), RowBytes: int32(b.embd.rowBytes), Scale: f32ok(a.EmbedScale)})
+}
+
+// mm is y[T][rows] = x[T][cols]·Wᵀ: a matvec for one token, the batched
+// matvec for a few, the tensor-core GEMM for more.
+func (s *Session) mm(y driver.Ptr, w matrix, x driver.Ptr, T int) error {
+	P := func(p driver.Ptr) kernels.Ptr { return kernels.Ptr(p) }
+	switch {
+	case T == 1:
+		return s.b.launch(kernels.MatvecPrefix+w.codec, &kernels.MatvecArgs{Y: P(y), W: P(w.ptr), X: P(x),
+			Rows: int32(w.rows), Cols: int32(w.cols), RowBytes: int32(w.rowBytes)})
+	case T <= kernels.MaxBatch:
+		return s.b.launch(kernels.MatvecBatchPrefix+w.codec, &kernels.MatvecBatchArgs{Y: P(y), W: P(w.ptr), X: P(x),
+			Rows: int32(w.rows), Cols: int32(w.cols), RowBytes: int32(w.rowBytes), N: int32(T)})
+	}
+	return s.b.launch(kernels.GemmPrefix+w.codec, &kernels.GemmArgs{Y: P(y), W: P(w.ptr), X: P(x),
+		Rows: int32(w.rows), Cols: int32(w.cols), RowBytes: int32(w.rowBytes), T: int32(T)})
+}
+
+func (s *Session) rmsnorm(out, x, w driver.Ptr, rows, dim int) error {
+	a := s.b.arch
+	return s.b.launch(kernels.RMSNorm, &kernels.RMSNormArgs{Out: kernels.Ptr(out), X: kernels.Ptr(x), W: kernels.Ptr(w),
+		Rows: int32(rows), Dim: int32(dim), Eps: a.NormEps, PlusOne: plusOne(a)})
+}
+
+func plusOne(a *model.Arch) int32 {
+	if a.Norm == model.NormRMSPlusOne {
+		return 1
+	}
+	return 0
+}
+
+// residual adds the branch output o (post-normed when post != 0) to x and
+// leaves in h the input of the next block: norm(x) with next, or x itself
+// when next is 0 (a block without a pre-norm).
+func (s *Session) residual(post, next driver.Ptr, T int) (driver.Ptr, error) {
+	b, a := s.b, s.b.arch
+	H := a.Hidden
+	if post != 0 {
+		if err := s.rmsnorm(s.o, s.o, post, T, H); err != nil {
+			return 0, err
+		}
+	}
+	rs := f32ok(a.ResidualScale)
+	if next == 0 {
+		return s.x, b.launch(kernels.Add, &kernels.AddArgs{Out: kernels.Ptr(s.x), A: kernels.Ptr(s.x), B: kernels.Ptr(s.o), N: int32(T * H), BScale: rs})
+	}
+	return s.h, b.launch(kernels.AddRMSNorm, &kernels.AddRMSNormArgs{Resid: kernels.Ptr(s.x), Delta: kernels.Ptr(s.o),
+		Out: kernels.Ptr(s.h), W: kernels.Ptr(next), Rows: int32(T), Dim: int32(H), Eps: a.NormEps, PlusOne: plusOne(a), DeltaScale: rs})
+}
+
+// layers runs every decoder layer over the T rows of x (positions from the
+// device state) and leaves the output norm of x in h.
+func (s *Session) layers(T int, _ int) error {
+	b, a := s.b, s.b.arch
+	H := a.Hidden
+	P := func(p driver.Ptr) kernels.Ptr { return kernels.Ptr(p) }
+	in := s.x
+	if l0 := &b.layers[0]; l0.attnNorm != 0 {
+		if err := s.rmsnorm(s.h, s.x, l0.attnNorm, T, H); err != nil {
+			return err
+		}
+		in = s.h
+	}
+	for i := range b.layers {
+		l := &b.layers[i]
+		at := l.spec.Attn
+		hd := at.HeadDim
+		for _, p := range []struct {
+			y driver.Ptr
+			w matrix
+		}{{s.q, l.q}, {s.k, l.k}, {s.v, l.v}} {
+			if err := s.mm(p.y, p.w, in, T); err != nil {
+				return err
+			}
+		}
+		if l.qNorm != 0 {
+			if err := s.rmsnorm(s.q, s.q, l.qNorm, T*at.Heads, hd); err != nil {
+				return err
+			}
+			if err := s.rmsnorm(s.k, s.k, l.kNorm, T*at.KVHeads, hd); err != nil {
+				return err
+			}
+		}
+		if at.Rope.Dims > 0 {
+			neox := int32(0)
+			if at.Rope.Style == model.RopeNeoX {
+				neox = 1
+			}
+			for _, x := range []struct {
+				p     driver.Ptr
+				heads int
+			}{{s.q, at.Heads}, {s.k, at.KVHeads}} {
+				if err := b.launch(kernels.Rope, &kernels.RopeArgs{X: P(x.p), Pos0: P(s.state), InvFreq: P(l.invFreq),
+					T: int32(T), Heads: int32(x.heads), HeadDim: int32(hd), RotDims: int32(at.Rope.Dims), NeoX: neox, MScale: l.mscale}); err != nil {
+					return err
+				}
+			}
+		}
+		kvd := at.KVHeads * hd
+		if err := b.launch(kernels.KVWritePrefix+"f32", &kernels.KVWriteArgs{KCache: P(s.kc[i]), VCache: P(s.vc[i]),
+			K: P(s.k), V: P(s.v), Pos0: P(s.state), T: int32(T), KVDim: int32(kvd), Ring: int32(s.maxLen)}); err != nil {
+			return err
+		}
+		if T <= kernels.MaxBatch {
+			if err := b.launch(kernels.AttnDecodePrefix+"f32", &kernels.AttnDecodeArgs{PartO: P(s.partO), PartML: P(s.partML),
+				Q: P(s.q), KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
+				KVHeads: int32(at.KVHeads), HeadDim: int32(hd), Ring: int32(s.maxLen), Window: int32(at.Window),
+				Scale: at.Scale, Softcap: at.Softcap, NSplit: s.nsplit}); err != nil {
+				return err
+			}
+			if err := b.launch(kernels.AttnCombine, &kernels.AttnCombineArgs{Out: P(s.att), PartO: P(s.partO), PartML: P(s.partML),
+				T: int32(T), Heads: int32(at.Heads), HeadDim: int32(hd), NSplit: s.nsplit}); err != nil {
+				return err
+			}
+		} else if err := b.launch(kernels.AttnPrefillPrefix+"f32", &kernels.AttnPrefillArgs{Out: P(s.att), Q: P(s.q),
+			KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
+			KVHeads: int32(at.KVHeads), HeadDim: int32(hd), Ring: int32(s.maxLen), Window: int32(at.Window),
+			Scale: at.Scale, Softcap: at.Softcap}); err != nil {
+			return err
+		}
+		if err := s.mm(s.o, l.o, s.att, T); err != nil {
+			return err
+		}
+		var err error
+		if in, err = s.residual(l.postAttnNorm, l.ffnNorm, T); err != nil {
+			return err
+		}
+		// Feed-forward: act(gate·h) * (up·h), then down.
+		act := kernels.ActSiLU
+		if a.Act == model.ActGELUTanh {
+			act = kernels.ActGELUTanh
+		}
+		if T == 1 && l.gate.codec == l.up.codec {
+			if err := b.launch(kernels.MatvecPrefix+l.gate.codec, &kernels.MatvecArgs{Y: P(s.g), W: P(l.gate.ptr), W2: P(l.up.ptr),
+				X: P(in), Rows: int32(l.gate.rows), Cols: int32(l.gate.cols), RowBytes: int32(l.gate.rowBytes), Act: act}); err != nil {
+				return err
+			}
+		} else {
+			if err := s.mm(s.g, l.gate, in, T); err != nil {
+				return err
+			}
+			if err := s.mm(s.u, l.up, in, T); err != nil {
+				return err
+			}
+			n := l.gate.rows
+			if err := b.launch(kernels.ActMul, &kernels.ActMulArgs{Out: P(s.g), G: P(s.g), U: P(s.u), T: int32(T), N: int32(n),
+				GStride: int32(n), UStride: int32(n), Act: act}); err != nil {
+				return err
+			}
+		}
+		if err := s.mm(s.o, l.down, s.g, T); err != nil {
+			return err
+		}
+		next := b.outNrm
+		if i+1 < len(b.layers) {
+			next = b.layers[i+1].attnNorm
+		}
+		if in, err = s.residual(l.postFF, next, T); err != nil {
+			return err
+		}
+	}
+	if in != s.h { // the output norm always has a weight
+		return fmt.Errorf("cuda: internal: no output norm")
+	}
+	return nil
+}
+
+// head computes the logits of rows [r, r+n) of h into the logits buffer.
+func (s *Session) head(r, n int) error {
+	b, a := s.b, s.b.arch
+	x := s.h + driver.Ptr(r*a.Hidden*4)
+	if err := s.mm(s.logits, b.out, x, n); err != nil {
+		return err
+	}
+	if sc := f32ok(a.LogitScale); sc != 1 {
+		return b.launch(kernels.Add, &kernels.AddArgs{Out: kernels.Ptr(s.logits), A: kernels.Ptr(s.logits),
+			B: kernels.Ptr(s.logits), N: int32(n * a.Vocab), BScale: sc - 1})
+	}
+	return nil
+}
+
+// GreedyOnDevice is true: the whole model is on the device.
+func (s *Session) GreedyOnDevice() bool { return true }
+
+// ForwardGreedy consumes first and then k-1 greedy picks and returns the k
+// picks: one CUDA graph launch of k steps (embed → layers → head → argmax,
+// the argmax writing the next step's input on the device).
+func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
+	if k <= 0 || k > histLen {
+		return nil, fmt.Errorf("cuda: greedy batch of %d steps (1..%d)", k, histLen)
+	}
+	if err := s.check([]int{first}); err != nil {
+		return nil, err
+	}
+	if s.pos+k > s.maxLen {
+		return nil, fmt.Errorf("cuda: %d positions + %d greedy steps exceed the session length %d", s.pos, k, s.maxLen)
+	}
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	g, ok := s.graphs[k]
+	if !ok {
+		var err error
+		if g, err = s.capture(k); err != nil {
+			return nil, err
+		}
+		s.graphs[k] = g
+	}
+	if err := s.setState(s.pos, first); err != nil {
+		return nil, err
+	}
+	if err := b.dev.LaunchGraph(g); err != nil {
+		return nil, err
+	}
+	picks := make([]int32, k)
+	if err := b.dev.Read(driver.Bytes(picks), s.hist); err != nil {
+		return nil, err
+	}
+	b.stats.ReadbackBytes += int64(4 * k)
+	b.stats.Submits++
+	b.stats.Tokens += int64(k)
+	s.pos += k
+	ids := make([]int, k)
+	for i, p := range picks {
+		if p < 0 || int(p) >= b.arch.Vocab {
+			return nil, fmt.Errorf("cuda: greedy step %d picked token %d (non-finite logits?)", i, p)
+		}
+		ids[i] = int(p)
+	}
+	return ids, nil
+}
+
+// capture records k greedy steps into a graph.
+func (s *Session) capture(k int) (driver.Graph, error) {
+	b := s.b
+	if err := b.dev.BeginCapture(); err != nil {
+		return 0, err
+	}
+	err := func() error {
+		for range k {
+			if err := s.embed(s.state+4*kernels.StateToken, 1); err != nil {
+				return err
+			}
+			if err := s.layers(1, 0); err != nil {
+				return err
+			}
+			if err := s.head(0, 1); err != nil {
+				return err
+			}
+			if err := b.launch(kernels.ArgmaxStep, &kernels.ArgmaxStepArgs{Logits: kernels.Ptr(s.logits), Vocab: int32(b.arch.Vocab),
+				State: kernels.Ptr(s.state), Hist: kernels.Ptr(s.hist), HistLen: histLen}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	g, endErr := b.dev.EndCapture()
+	if err != nil {
+		if endErr == nil {
+			b.dev.DestroyGraph(g)
+		}
+		return 0, err
+	}
+	return g, endErr
+}
+
+// VerifyGreedy consumes tokens and returns each position's argmax, read
+// back as ids rather than logits.
+func (s *Session) VerifyGreedy(tokens []int) ([]int, error) {
+	if err := s.check(tokens); err != nil {
+		return nil, err
+	}
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var picks []int
+	for t0 := 0; t0 < len(tokens); t0 += s.chunk {
+		ch := tokens[t0:min(len(tokens), t0+s.chunk)]
+		T := len(ch)
+		if err := s.upload(ch); err != nil {
+			return nil, err
+		}
+		if err := s.layers(T, 0); err != nil {
+			return nil, err
+		}
+		for r := 0; r < T; r += maxLogitRows {
+			n := min(T-r, maxLogitRows)
+			if err := s.head(r, n); err != nil {
+				return nil, err
+			}
+			if err := b.launch(kernels.ArgmaxRows, &kernels.ArgmaxRowsArgs{IDs: kernels.Ptr(s.picks), Logits: kernels.Ptr(s.logits),
+				T: int32(n), Vocab: int32(b.arch.Vocab)}); err != nil {
+				return nil, err
+			}
+			ids := make([]int32, n)
+			if err := b.dev.Read(driver.Bytes(ids), s.picks); err != nil {
+				return nil, err
+			}
+			b.stats.ReadbackBytes += int64(4 * n)
+			for _, id := range ids {
+				if id < 0 || int(id) >= b.arch.Vocab {
+					return nil, fmt.Errorf("cuda: verify picked token %d (non-finite logits?)", id)
+				}
+				picks = append(picks, int(id))
+			}
+		}
+		s.pos += T
+		b.stats.Submits++
+	}
+	b.stats.Tokens += int64(len(tokens))
+	return picks, nil
+}
+
+// ExportState reads the KV cache back (f32, [Pos][kvDim] per layer).
+func (s *Session) ExportState() (*backend.State, error) {
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := &backend.State{Pos: s.pos, Layers: make([]backend.LayerState, len(b.layers))}
+	for i, l := range b.layers {
+		n := s.pos * l.spec.Attn.KVHeads * l.spec.Attn.HeadDim
+		k, v := make([]float32, n), make([]float32, n)
+		if err := b.dev.Read(driver.Bytes(k), s.kc[i]); err != nil {
+			return nil, err
+		}
+		if err := b.dev.Read(driver.Bytes(v), s.vc[i]); err != nil {
+			return nil, err
+		}
+		st.Layers[i] = backend.LayerState{K: k, V: v}
+	}
+	return st, nil
+}
+
+// ImportState continues from a snapshot.
+func (s *Session) ImportState(st *backend.State) error {
+	b := s.b
+	kv := make([]int, len(b.layers))
+	zero := make([]int, len(b.layers))
+	for i, l := range b.layers {
+		kv[i] = l.spec.Attn.KVHeads * l.spec.Attn.HeadDim
+	}
+	if err := st.Check(kv, zero, zero); err != nil {
+		return err
+	}
+	if st.Pos > s.maxLen {
+		return fmt.Errorf("cuda: state of %d positions for a session of %d", st.Pos, s.maxLen)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, l := range st.Layers {
+		if err := b.dev.Upload(s.kc[i], driver.Bytes(l.K)); err != nil {
+			return err
+		}
+		if err := b.dev.Upload(s.vc[i], driver.Bytes(l.V)); err != nil {
+			return err
+		}
+	}
+	s.pos = st.Pos
+	return nil
+}
+
+var (
+	_ backend.Session        = (*Session)(nil)
+	_ backend.Rewinder       = (*Session)(nil)
+	_ backend.GreedyVerifier = (*Session)(nil)
+	_ backend.StateExporter  = (*Session)(nil)
+	_ backend.StateImporter  = (*Session)(nil)
+)
