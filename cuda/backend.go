@@ -13,7 +13,9 @@
 package cuda
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"errors"
 	"fmt"
 	"math"
@@ -45,6 +47,11 @@ type Options struct {
 	VRAMBudget int64
 	// Chunk is the most tokens one prefill step runs (0 = 512).
 	Chunk int
+	// Int8 runs the decode matvecs of quantized weights with the
+	// activation rounded to int8 per 32 (ck_mvq_*, the CPU's Int8 mode,
+	// llama.cpp's MMVQ); false keeps f32 activations (exact dequantized
+	// weights).
+	Int8 bool
 	// Profile records an event around every kernel launch of Forward
 	// (slow: one sync per kernel); Profile() reports the times.
 	Profile bool
@@ -74,6 +81,29 @@ type Backend struct {
 type kernelTime struct {
 	Calls int
 	MS    float64
+}
+
+// KernelTime is the GPU time of one kernel over the profiled launches.
+type KernelTime struct {
+	Name  string
+	Calls int
+	MS    float64
+}
+
+// Profile returns the per-kernel GPU times recorded since the last call
+// (Options.Profile; empty otherwise), most time first, and resets them.
+func (b *Backend) Profile() []KernelTime {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []KernelTime
+	for n, k := range b.prof {
+		out = append(out, KernelTime{n, k.Calls, k.MS})
+	}
+	slices.SortFunc(out, func(x, y KernelTime) int { return cmp.Compare(y.MS, x.MS) })
+	if b.prof != nil {
+		b.prof = map[string]*kernelTime{}
+	}
+	return out
 }
 
 // matrix is a weight on the device.
@@ -121,6 +151,9 @@ func Open(ctx context.Context, m *model.Model, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b.stats.ResidentBytes = b.bytes
+	if opts.Profile {
+		b.prof = map[string]*kernelTime{}
+	}
 	return b, nil
 }
 
@@ -145,8 +178,8 @@ func Check(a *model.Arch) error {
 	default:
 		return fmt.Errorf("cuda: %w: activation %q", ErrUnsupported, a.Act)
 	}
-	if a.Hidden%32 != 0 {
-		return fmt.Errorf("cuda: %w: hidden %d is not a multiple of 32", ErrUnsupported, a.Hidden)
+	if a.Hidden%kernels.GemmBK != 0 {
+		return fmt.Errorf("cuda: %w: hidden %d is not a multiple of %d", ErrUnsupported, a.Hidden, kernels.GemmBK)
 	}
 	for i, l := range a.Layers {
 		if l.Mixer != model.MixerAttention {
@@ -165,6 +198,8 @@ func Check(a *model.Arch) error {
 			return fmt.Errorf("cuda: %w: layer %d attention output gate", ErrUnsupported, i)
 		case at.QKNorm == model.QKNormFull:
 			return fmt.Errorf("cuda: %w: layer %d full-width q/k norm", ErrUnsupported, i)
+		case (at.Heads*at.HeadDim)%kernels.GemmBK != 0:
+			return fmt.Errorf("cuda: %w: layer %d attention width %d is not a multiple of %d", ErrUnsupported, i, at.Heads*at.HeadDim, kernels.GemmBK)
 		case at.HeadDim > 256 || at.HeadDim%2 != 0:
 			return fmt.Errorf("cuda: %w: layer %d head dim %d", ErrUnsupported, i, at.HeadDim)
 		case at.Heads%at.KVHeads != 0:
@@ -270,7 +305,7 @@ func (b *Backend) load(ctx context.Context, m *model.Model) error {
 				return err
 			}
 		}
-		// The FFN width is padded to a multiple of 32 with zero rows of
+		// The FFN width is padded to a multiple of GemmBK with zero rows of
 		// gate and up (act(0)·0 = 0) and zero columns of down, so the
 		// kernels see whole blocks and the sums are unchanged.
 		ff := ffnWidth(spec.FFNHidden)
@@ -358,8 +393,9 @@ func (b *Backend) matrix(m *model.Model, name string, rows, cols int) (matrix, e
 	return matrix{ptr: p, codec: codec, rows: rows, cols: cols, rowBytes: rb}, nil
 }
 
-// ffnWidth is the FFN width on the device: a multiple of 32.
-func ffnWidth(n int) int { return (n + 31) &^ 31 }
+// ffnWidth is the FFN width on the device: a multiple of the GEMM's
+// column step.
+func ffnWidth(n int) int { return (n + kernels.GemmBK - 1) / kernels.GemmBK * kernels.GemmBK }
 
 // padded uploads a plain-codec (f32/f16/bf16) rows×cols weight as a
 // prows×pcols one with zeros around it; a weight already of that shape
@@ -409,6 +445,20 @@ func (b *Backend) fn(name string, shared uint32) (driver.Func, error) {
 	}
 	b.funcs[name] = f
 	return f, nil
+}
+
+// int8mv launches a MatvecArgs as ck_mvq_* with its geometry.
+type int8mv struct{ *kernels.MatvecArgs }
+
+func (a int8mv) Launch() kernels.Geometry { return a.LaunchInt8() }
+
+// matvec launches y = W·x, or the fused GLU with a.W2, in the codec's
+// int8 form when Options.Int8 asks for it and the kernels have one.
+func (b *Backend) matvec(codec string, a *kernels.MatvecArgs) error {
+	if b.opts.Int8 && slices.Contains(kernels.Int8Codecs, codec) {
+		return b.launch(kernels.MatvecInt8Prefix+codec, int8mv{a})
+	}
+	return b.launch(kernels.MatvecPrefix+codec, a)
 }
 
 // launchable is a kernels.XxxArgs.

@@ -116,7 +116,7 @@ func (s *Session) alloc(n int64) (driver.Ptr, error) {
 	}
 	if err := b.dev.Zero(p, n); err != nil {
 		b.dev.Free(p)
-		return 0, err
+		return 0, fmt.Errorf("%w (clearing %d bytes at %#x)", err, n, p)
 	}
 	s.allocs = append(s.allocs, p)
 	s.bytes += n
@@ -274,11 +274,19 @@ func (s *Session) mm(y driver.Ptr, w matrix, x driver.Ptr, T int) error {
 	P := func(p driver.Ptr) kernels.Ptr { return kernels.Ptr(p) }
 	switch {
 	case T == 1:
-		return s.b.launch(kernels.MatvecPrefix+w.codec, &kernels.MatvecArgs{Y: P(y), W: P(w.ptr), X: P(x),
+		return s.b.matvec(w.codec, &kernels.MatvecArgs{Y: P(y), W: P(w.ptr), X: P(x),
 			Rows: int32(w.rows), Cols: int32(w.cols), RowBytes: int32(w.rowBytes)})
-	case T <= kernels.MaxBatch:
-		return s.b.launch(kernels.MatvecBatchPrefix+w.codec, &kernels.MatvecBatchArgs{Y: P(y), W: P(w.ptr), X: P(x),
-			Rows: int32(w.rows), Cols: int32(w.cols), RowBytes: int32(w.rowBytes), N: int32(T)})
+	case T <= kernels.MaxBatch || w.codec == "f32":
+		// f32 weights keep f32 activations at every size (the tensor-core
+		// GEMM rounds both to f16): batched matvecs of up to MaxBatch rows.
+		for t0 := 0; t0 < T; t0 += kernels.MaxBatch {
+			n := min(T-t0, kernels.MaxBatch)
+			if err := s.b.launch(kernels.MatvecBatchPrefix+w.codec, &kernels.MatvecBatchArgs{Y: P(y + driver.Ptr(t0*w.rows*4)),
+				W: P(w.ptr), X: P(x + driver.Ptr(t0*w.cols*4)), Rows: int32(w.rows), Cols: int32(w.cols), RowBytes: int32(w.rowBytes), N: int32(n)}); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	return s.b.launch(kernels.GemmPrefix+w.codec, &kernels.GemmArgs{Y: P(y), W: P(w.ptr), X: P(x),
 		Rows: int32(w.rows), Cols: int32(w.cols), RowBytes: int32(w.rowBytes), T: int32(T)})
@@ -399,7 +407,7 @@ func (s *Session) layers(T int, _ int) error {
 			act = kernels.ActGELUTanh
 		}
 		if T == 1 && l.gate.codec == l.up.codec {
-			if err := b.launch(kernels.MatvecPrefix+l.gate.codec, &kernels.MatvecArgs{Y: P(s.g), W: P(l.gate.ptr), W2: P(l.up.ptr),
+			if err := b.matvec(l.gate.codec, &kernels.MatvecArgs{Y: P(s.g), W: P(l.gate.ptr), W2: P(l.up.ptr),
 				X: P(in), Rows: int32(l.gate.rows), Cols: int32(l.gate.cols), RowBytes: int32(l.gate.rowBytes), Act: act}); err != nil {
 				return err
 			}
@@ -466,6 +474,9 @@ func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
 	b := s.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.prof != nil {
+		return nil, fmt.Errorf("cuda: greedy graphs cannot be captured while profiling kernels")
+	}
 	g, ok := s.graphs[k]
 	if !ok {
 		var err error

@@ -39,7 +39,7 @@ type modelFlags struct {
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.model, "m", "", "model: a path (HF directory, .gguf, .cmf) or a name (default "+resolve.DefaultModel+")")
-	fs.StringVar(&m.backend, "backend", "auto", "backend: auto, cpu or webgpu")
+	fs.StringVar(&m.backend, "backend", "auto", "backend: auto, cpu, webgpu or cuda (native NVIDIA; chosen only explicitly)")
 	fs.IntVar(&m.ctx, "ctx", 0, "context length, up to the model's (0 = the model's, at most 4096; `cortiq info --ctx N` prints what it needs)")
 	fs.StringVar(&m.gpuLayers, "gpu-layers", os.Getenv("CORTIQ_GPU_LAYERS"), "layer ranges on the device, e.g. 0-9,20-29")
 	fs.StringVar(&m.vramBudget, "vram-budget", os.Getenv("CORTIQ_VRAM_BUDGET"), "bytes of device memory (e.g. 2GiB): weights, and with --ctx one session of that context")
@@ -50,9 +50,9 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 
 func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	switch m.backend {
-	case "auto", "cpu", "webgpu":
+	case "auto", "cpu", "webgpu", "cuda":
 	default:
-		return nil, fmt.Errorf("--backend %q: want auto, cpu or webgpu", m.backend)
+		return nil, fmt.Errorf("--backend %q: want auto, cpu, webgpu or cuda", m.backend)
 	}
 	if m.ctx < 0 {
 		return nil, fmt.Errorf("--ctx %d: want a context length, or 0 for the model's", m.ctx)
@@ -83,8 +83,8 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.backend == "webgpu" && e.DeviceError() != nil {
-		fmt.Fprintf(os.Stderr, "cortiq: webgpu unavailable, running on the CPU: %v\n", e.DeviceError())
+	if (m.backend == "webgpu" || m.backend == "cuda") && e.DeviceError() != nil {
+		fmt.Fprintf(os.Stderr, "cortiq: %s unavailable, running on the CPU: %v\n", m.backend, e.DeviceError())
 	}
 	return e, nil
 }

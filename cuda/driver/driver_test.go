@@ -155,6 +155,16 @@ func TestDevice(t *testing.T) {
 	} else {
 		t.Logf("broken image: %v", err)
 	}
+	for _, n := range []int64{1, 16, 1 << 20, 33 << 20, 1 << 30} {
+		p, err := c.Alloc(n)
+		if err != nil {
+			t.Fatalf("alloc %d: %v", n, err)
+		}
+		if err := c.Zero(p, n); err != nil {
+			t.Errorf("zero %d bytes: %v", n, err)
+		}
+		c.Free(p)
+	}
 	if _, err := c.Alloc(1 << 50); Code(err) != ErrorOutOfMemory {
 		t.Fatalf("a petabyte allocation: %v", err)
 	}
