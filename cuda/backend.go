@@ -15,10 +15,10 @@ package cuda
 import (
 	"cmp"
 	"context"
-	"slices"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"unsafe"
 
