@@ -47,6 +47,9 @@ type Options struct {
 	VRAMBudget int64
 	// Chunk is the most tokens one prefill step runs (0 = 512).
 	Chunk int
+	// KVF16 keeps the KV cache in f16 (half the memory; the attention
+	// kernels read it back to f32).
+	KVF16 bool
 	// Int8 runs the decode matvecs of quantized weights with the
 	// activation rounded to int8 per 32 (ck_mvq_*, the CPU's Int8 mode,
 	// llama.cpp's MMVQ); false keeps f32 activations (exact dequantized
@@ -196,8 +199,6 @@ func Check(a *model.Arch) error {
 			return fmt.Errorf("cuda: %w: layer %d attention sinks", ErrUnsupported, i)
 		case at.OutputGate:
 			return fmt.Errorf("cuda: %w: layer %d attention output gate", ErrUnsupported, i)
-		case at.QKNorm == model.QKNormFull:
-			return fmt.Errorf("cuda: %w: layer %d full-width q/k norm", ErrUnsupported, i)
 		case (at.Heads*at.HeadDim)%kernels.GemmBK != 0:
 			return fmt.Errorf("cuda: %w: layer %d attention width %d is not a multiple of %d", ErrUnsupported, i, at.Heads*at.HeadDim, kernels.GemmBK)
 		case at.HeadDim > 256 || at.HeadDim%2 != 0:
@@ -280,8 +281,8 @@ func (b *Backend) load(ctx context.Context, m *model.Model) error {
 			{&l.postAttnNorm, model.PostAttnNorm, a.Hidden, spec.PostMixerNorm},
 			{&l.ffnNorm, model.FFNNorm, a.Hidden, spec.PreFFNNorm},
 			{&l.postFF, model.PostFFNNorm, a.Hidden, spec.PostFFNNorm},
-			{&l.qNorm, model.AttnQNorm, at.HeadDim, at.QKNorm == model.QKNormPerHead},
-			{&l.kNorm, model.AttnKNorm, at.HeadDim, at.QKNorm == model.QKNormPerHead},
+			{&l.qNorm, model.AttnQNorm, qkNormLen(at, at.Heads), at.QKNorm != model.QKNormNone},
+			{&l.kNorm, model.AttnKNorm, qkNormLen(at, at.KVHeads), at.QKNorm != model.QKNormNone},
 		}
 		for _, v := range vecs {
 			if !v.want {
@@ -391,6 +392,15 @@ func (b *Backend) matrix(m *model.Model, name string, rows, cols int) (matrix, e
 		return matrix{}, err
 	}
 	return matrix{ptr: p, codec: codec, rows: rows, cols: cols, rowBytes: rb}, nil
+}
+
+// qkNormLen is the length of a q or k norm weight: one head's (per head)
+// or the whole projection's (full).
+func qkNormLen(at *model.Attention, heads int) int {
+	if at.QKNorm == model.QKNormFull {
+		return heads * at.HeadDim
+	}
+	return at.HeadDim
 }
 
 // ffnWidth is the FFN width on the device: a multiple of the GEMM's

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/cpu"
 	"github.com/cortiq/cortiq/cuda"
 	"github.com/cortiq/cortiq/cuda/driver"
@@ -189,3 +190,66 @@ func TestStories(t *testing.T) {
 }
 
 var _ = importer.FromHF
+
+// TestKVF16: the f16 KV cache against the CPU's f16 cache (both round the
+// same K/V to f16): prompt and decode logits within the f32 tolerance;
+// and against transformers within 5e-2, webgpu's kvF16Tol.
+func TestKVF16(t *testing.T) {
+	needGPU(t)
+	for _, name := range []string{"llama", "qwen3", "gemma3_text_sw8"} {
+		t.Run(name, func(t *testing.T) {
+			m := loadTiny(t, name)
+			b, err := cuda.Open(context.Background(), m, cuda.Options{KVF16: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			c, err := cpu.New(m, cpu.Options{KVF16: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ref := fixtures.LoadReference(t, fixtures.Tiny(t, name))
+			ds, _ := b.NewSession(64)
+			cs, _ := c.NewSession(64)
+			got, err := ds.Forward(ref.InputIDs, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := cs.Forward(ref.InputIDs, true)
+			t.Logf("prompt: max |Δ| %.2e vs the CPU (f16 KV), %.2e vs transformers", maxDiff(got, want), maxDiff(got, ref.Logits))
+			if d := maxDiff(got, want); d > parityTol {
+				t.Errorf("prompt: max |Δ| %.3g vs the CPU's f16 KV", d)
+			}
+			if d := maxDiff(got, ref.Logits); d > 5e-2 {
+				t.Errorf("prompt: max |Δ| %.3g vs transformers", d)
+			}
+			for _, tok := range ref.Generated[:4] {
+				g, err := ds.Forward([]int{tok}, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, _ := cs.Forward([]int{tok}, false)
+				if d := maxDiff(g, w); d > parityTol {
+					t.Errorf("decode: max |Δ| %.3g vs the CPU's f16 KV", d)
+				}
+			}
+			// The state round-trips through f32.
+			st, err := ds.(interface {
+				ExportState() (*backend.State, error)
+			}).ExportState()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds2, _ := b.NewSession(64)
+			if err := ds2.(interface{ ImportState(*backend.State) error }).ImportState(st); err != nil {
+				t.Fatal(err)
+			}
+			a1, _ := ds.Forward([]int{7}, false)
+			a2, _ := ds2.Forward([]int{7}, false)
+			if d := maxDiff(a1, a2); d != 0 {
+				t.Errorf("after export/import: max |Δ| %.3g", d)
+			}
+		})
+	}
+}

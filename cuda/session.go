@@ -7,6 +7,7 @@ import (
 	"github.com/cortiq/cortiq/cuda/driver"
 	"github.com/cortiq/cortiq/cuda/kernels"
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/tensor"
 )
 
 // histLen is the device ring of greedy picks: the most steps one greedy
@@ -25,7 +26,8 @@ type Session struct {
 	maxLen int
 	chunk  int
 	pos    int
-	kc, vc []driver.Ptr // per layer, [maxLen][kvHeads*headDim] f32
+	kc, vc []driver.Ptr // per layer, [maxLen][kvHeads*headDim] f32 or f16
+	kv     string       // the cache element: "f32" or "f16"
 	// activations
 	x, h, q, k, v, att, o, g, u driver.Ptr
 	partO, partML               driver.Ptr
@@ -54,7 +56,10 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	a := b.arch
-	s := &Session{b: b, maxLen: maxLen, chunk: min(b.opts.Chunk, maxLen), graphs: map[int]driver.Graph{}}
+	s := &Session{b: b, maxLen: maxLen, chunk: min(b.opts.Chunk, maxLen), graphs: map[int]driver.Graph{}, kv: "f32"}
+	if b.opts.KVF16 {
+		s.kv = "f16"
+	}
 	qd, kvd, ff, heads, hdMax := 0, 0, 0, 0, 0
 	for _, l := range a.Layers {
 		hdMax = max(hdMax, l.Attn.HeadDim)
@@ -89,7 +94,7 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		*x.dst = p
 	}
 	for _, l := range a.Layers {
-		n := int64(maxLen) * int64(l.Attn.KVHeads*l.Attn.HeadDim) * 4
+		n := int64(maxLen) * int64(l.Attn.KVHeads*l.Attn.HeadDim) * int64(s.elem())
 		kc, err := s.alloc(n)
 		if err != nil {
 			s.free()
@@ -103,6 +108,14 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		s.kc, s.vc = append(s.kc, kc), append(s.vc, vc)
 	}
 	return s, nil
+}
+
+// elem is the bytes of one KV element.
+func (s *Session) elem() int {
+	if s.kv == "f16" {
+		return 2
+	}
+	return 4
 }
 
 func (s *Session) alloc(n int64) (driver.Ptr, error) {
@@ -349,11 +362,19 @@ func (s *Session) layers(T int, _ int) error {
 				return err
 			}
 		}
-		if l.qNorm != 0 {
+		switch at.QKNorm {
+		case model.QKNormPerHead:
 			if err := s.rmsnorm(s.q, s.q, l.qNorm, T*at.Heads, hd); err != nil {
 				return err
 			}
 			if err := s.rmsnorm(s.k, s.k, l.kNorm, T*at.KVHeads, hd); err != nil {
+				return err
+			}
+		case model.QKNormFull:
+			if err := s.rmsnorm(s.q, s.q, l.qNorm, T, at.Heads*hd); err != nil {
+				return err
+			}
+			if err := s.rmsnorm(s.k, s.k, l.kNorm, T, at.KVHeads*hd); err != nil {
 				return err
 			}
 		}
@@ -373,12 +394,12 @@ func (s *Session) layers(T int, _ int) error {
 			}
 		}
 		kvd := at.KVHeads * hd
-		if err := b.launch(kernels.KVWritePrefix+"f32", &kernels.KVWriteArgs{KCache: P(s.kc[i]), VCache: P(s.vc[i]),
+		if err := b.launch(kernels.KVWritePrefix+s.kv, &kernels.KVWriteArgs{KCache: P(s.kc[i]), VCache: P(s.vc[i]),
 			K: P(s.k), V: P(s.v), Pos0: P(s.state), T: int32(T), KVDim: int32(kvd), Ring: int32(s.maxLen)}); err != nil {
 			return err
 		}
 		if T <= kernels.MaxBatch {
-			if err := b.launch(kernels.AttnDecodePrefix+"f32", &kernels.AttnDecodeArgs{PartO: P(s.partO), PartML: P(s.partML),
+			if err := b.launch(kernels.AttnDecodePrefix+s.kv, &kernels.AttnDecodeArgs{PartO: P(s.partO), PartML: P(s.partML),
 				Q: P(s.q), KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
 				KVHeads: int32(at.KVHeads), HeadDim: int32(hd), Ring: int32(s.maxLen), Window: int32(at.Window),
 				Scale: at.Scale, Softcap: at.Softcap, NSplit: s.nsplit}); err != nil {
@@ -388,7 +409,7 @@ func (s *Session) layers(T int, _ int) error {
 				T: int32(T), Heads: int32(at.Heads), HeadDim: int32(hd), NSplit: s.nsplit}); err != nil {
 				return err
 			}
-		} else if err := b.launch(kernels.AttnPrefillPrefix+"f32", &kernels.AttnPrefillArgs{Out: P(s.att), Q: P(s.q),
+		} else if err := b.launch(kernels.AttnPrefillPrefix+s.kv, &kernels.AttnPrefillArgs{Out: P(s.att), Q: P(s.q),
 			KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
 			KVHeads: int32(at.KVHeads), HeadDim: int32(hd), Ring: int32(s.maxLen), Window: int32(at.Window),
 			Scale: at.Scale, Softcap: at.Softcap}); err != nil {
@@ -598,11 +619,12 @@ func (s *Session) ExportState() (*backend.State, error) {
 	st := &backend.State{Pos: s.pos, Layers: make([]backend.LayerState, len(b.layers))}
 	for i, l := range b.layers {
 		n := s.pos * l.spec.Attn.KVHeads * l.spec.Attn.HeadDim
-		k, v := make([]float32, n), make([]float32, n)
-		if err := b.dev.Read(driver.Bytes(k), s.kc[i]); err != nil {
+		k, err := s.readKV(s.kc[i], n)
+		if err != nil {
 			return nil, err
 		}
-		if err := b.dev.Read(driver.Bytes(v), s.vc[i]); err != nil {
+		v, err := s.readKV(s.vc[i], n)
+		if err != nil {
 			return nil, err
 		}
 		st.Layers[i] = backend.LayerState{K: k, V: v}
@@ -627,15 +649,43 @@ func (s *Session) ImportState(st *backend.State) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i, l := range st.Layers {
-		if err := b.dev.Upload(s.kc[i], driver.Bytes(l.K)); err != nil {
+		if err := s.writeKV(s.kc[i], l.K); err != nil {
 			return err
 		}
-		if err := b.dev.Upload(s.vc[i], driver.Bytes(l.V)); err != nil {
+		if err := s.writeKV(s.vc[i], l.V); err != nil {
 			return err
 		}
 	}
 	s.pos = st.Pos
 	return nil
+}
+
+// readKV reads n cache elements as f32.
+func (s *Session) readKV(p driver.Ptr, n int) ([]float32, error) {
+	out := make([]float32, n)
+	if s.kv == "f32" {
+		return out, s.b.dev.Read(driver.Bytes(out), p)
+	}
+	h := make([]uint16, n)
+	if err := s.b.dev.Read(driver.Bytes(h), p); err != nil {
+		return nil, err
+	}
+	for i, x := range h {
+		out[i] = tensor.F16ToF32(x)
+	}
+	return out, nil
+}
+
+// writeKV writes f32 values into the cache in its element.
+func (s *Session) writeKV(p driver.Ptr, x []float32) error {
+	if s.kv == "f32" {
+		return s.b.dev.Upload(p, driver.Bytes(x))
+	}
+	h := make([]uint16, len(x))
+	for i, v := range x {
+		h[i] = tensor.F32ToF16(v)
+	}
+	return s.b.dev.Upload(p, driver.Bytes(h))
 }
 
 var (

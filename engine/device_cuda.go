@@ -17,5 +17,5 @@ func init() { newCUDABackend = openCUDA }
 // user's back; a refusal or a missing driver runs the CPU, with the reason
 // in Result.DeviceError.
 func openCUDA(m *model.Model, opts Options, _ backend.Backend) (backend.Backend, error) {
-	return cuda.Open(context.Background(), m, cuda.Options{VRAMBudget: opts.VRAMBudget})
+	return cuda.Open(context.Background(), m, cuda.Options{VRAMBudget: opts.VRAMBudget, KVF16: opts.KV == "f16"})
 }
