@@ -121,6 +121,7 @@ type layer struct {
 	spec                                    model.Layer
 	attnNorm, postAttnNorm, ffnNorm, postFF driver.Ptr
 	q, k, v, o                              matrix
+	qkv                                     matrix // [q;k;v] rows in one matrix (0 when their codecs differ)
 	qNorm, kNorm                            driver.Ptr
 	invFreq                                 driver.Ptr
 	mscale                                  float32
@@ -293,18 +294,11 @@ func (b *Backend) load(ctx context.Context, m *model.Model) error {
 			}
 		}
 		qd, kvd := at.Heads*at.HeadDim, at.KVHeads*at.HeadDim
-		mats := []struct {
-			dst        *matrix
-			name       string
-			rows, cols int
-		}{
-			{&l.q, model.AttnQ, qd, a.Hidden}, {&l.k, model.AttnK, kvd, a.Hidden}, {&l.v, model.AttnV, kvd, a.Hidden},
-			{&l.o, model.AttnOut, a.Hidden, qd},
+		if l.o, err = b.matrix(m, pre+model.AttnOut, a.Hidden, qd); err != nil {
+			return err
 		}
-		for _, x := range mats {
-			if *x.dst, err = b.matrix(m, pre+x.name, x.rows, x.cols); err != nil {
-				return err
-			}
+		if err := b.qkvMatrices(m, pre, l, qd, kvd); err != nil {
+			return err
 		}
 		// The FFN width is padded to a multiple of GemmBK with zero rows of
 		// gate and up (act(0)·0 = 0) and zero columns of down, so the
@@ -375,6 +369,11 @@ func (b *Backend) matrix(m *model.Model, name string, rows, cols int) (matrix, e
 	if err != nil {
 		return matrix{}, err
 	}
+	return b.upmatrix(t, name, rows, cols)
+}
+
+// upmatrix uploads tensor t (named name in errors) as a rows×cols matrix.
+func (b *Backend) upmatrix(t *tensor.Tensor, name string, rows, cols int) (matrix, error) {
 	codec := t.Codec.String()
 	if !kernels.Supported(codec) {
 		return matrix{}, fmt.Errorf("cuda: %w: tensor %s is %s (the kernels run %v)", ErrUnsupported, name, codec, kernels.Codecs)
@@ -392,6 +391,50 @@ func (b *Backend) matrix(m *model.Model, name string, rows, cols int) (matrix, e
 		return matrix{}, err
 	}
 	return matrix{ptr: p, codec: codec, rows: rows, cols: cols, rowBytes: rb}, nil
+}
+
+// qkvMatrices uploads q, k and v. When they share a codec they sit in one
+// matrix of [q;k;v] rows (one decode matvec for the three); l.q, l.k and
+// l.v are then views of its row ranges, which prefill multiplies apart.
+func (b *Backend) qkvMatrices(m *model.Model, pre string, l *layer, qd, kvd int) error {
+	H := b.arch.Hidden
+	var ts [3]*tensor.Tensor
+	for i, x := range []struct {
+		name string
+		rows int
+	}{{model.AttnQ, qd}, {model.AttnK, kvd}, {model.AttnV, kvd}} {
+		t, err := readTensor(m, pre+x.name, x.rows, H)
+		if err != nil {
+			return err
+		}
+		ts[i] = t
+	}
+	if ts[0].Codec != ts[1].Codec || ts[0].Codec != ts[2].Codec {
+		var err error
+		if l.q, err = b.matrix(m, pre+model.AttnQ, qd, H); err != nil {
+			return err
+		}
+		if l.k, err = b.matrix(m, pre+model.AttnK, kvd, H); err != nil {
+			return err
+		}
+		l.v, err = b.matrix(m, pre+model.AttnV, kvd, H)
+		return err
+	}
+	fused := &tensor.Tensor{Name: pre + "attn_qkv", Codec: ts[0].Codec, Shape: []int{qd + 2*kvd, H}}
+	fused.Data = append(append(append([]byte(nil), ts[0].Data...), ts[1].Data...), ts[2].Data...)
+	w, err := b.upmatrix(fused, pre+model.AttnQ+"+k+v", qd+2*kvd, H)
+	if err != nil {
+		return err
+	}
+	l.qkv = w
+	view := func(row0, rows int) matrix {
+		v := w
+		v.ptr += driver.Ptr(row0 * w.rowBytes)
+		v.rows = rows
+		return v
+	}
+	l.q, l.k, l.v = view(0, qd), view(qd, kvd), view(qd+kvd, kvd)
+	return nil
 }
 
 // qkNormLen is the length of a q or k norm weight: one head's (per head)

@@ -76,8 +76,7 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		n   int64
 	}{
 		{&s.x, C * int64(a.Hidden) * 4}, {&s.h, C * int64(a.Hidden) * 4}, {&s.o, C * int64(a.Hidden) * 4},
-		{&s.q, C * int64(qd) * 4}, {&s.att, C * int64(qd) * 4},
-		{&s.k, C * int64(kvd) * 4}, {&s.v, C * int64(kvd) * 4},
+		{&s.q, C * int64(qd+2*kvd) * 4}, {&s.att, C * int64(qd) * 4},
 		{&s.g, C * int64(ff) * 4}, {&s.u, C * int64(ff) * 4},
 		{&s.partO, dec * int64(heads) * int64(s.nsplit) * int64(hdMax) * 4},
 		{&s.partML, dec * int64(heads) * int64(s.nsplit) * 2 * 4},
@@ -93,6 +92,10 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		}
 		*x.dst = p
 	}
+	// k and v follow q in one region: a chunk's [T][qd] q, then [T][kvd]
+	// k and v (one token's q|k|v is also what the fused QKV matvec writes).
+	s.k = s.q + driver.Ptr(C*int64(qd)*4)
+	s.v = s.k + driver.Ptr(C*int64(kvd)*4)
 	for _, l := range a.Layers {
 		n := int64(maxLen) * int64(l.Attn.KVHeads*l.Attn.HeadDim) * int64(s.elem())
 		kc, err := s.alloc(n)
@@ -354,27 +357,37 @@ func (s *Session) layers(T int, _ int) error {
 		l := &b.layers[i]
 		at := l.spec.Attn
 		hd := at.HeadDim
-		for _, p := range []struct {
-			y driver.Ptr
-			w matrix
-		}{{s.q, l.q}, {s.k, l.k}, {s.v, l.v}} {
-			if err := s.mm(p.y, p.w, in, T); err != nil {
+		// q, k, v: one matvec over the fused [q;k;v] rows for one token
+		// (q|k|v contiguous), else one product each.
+		qp, kp, vp := s.q, s.k, s.v
+		if T == 1 && l.qkv.ptr != 0 {
+			kp, vp = s.q+driver.Ptr(l.q.rows*4), s.q+driver.Ptr((l.q.rows+l.k.rows)*4)
+			if err := s.mm(s.q, l.qkv, in, 1); err != nil {
 				return err
+			}
+		} else {
+			for _, p := range []struct {
+				y driver.Ptr
+				w matrix
+			}{{qp, l.q}, {kp, l.k}, {vp, l.v}} {
+				if err := s.mm(p.y, p.w, in, T); err != nil {
+					return err
+				}
 			}
 		}
 		switch at.QKNorm {
 		case model.QKNormPerHead:
-			if err := s.rmsnorm(s.q, s.q, l.qNorm, T*at.Heads, hd); err != nil {
+			if err := s.rmsnorm(qp, qp, l.qNorm, T*at.Heads, hd); err != nil {
 				return err
 			}
-			if err := s.rmsnorm(s.k, s.k, l.kNorm, T*at.KVHeads, hd); err != nil {
+			if err := s.rmsnorm(kp, kp, l.kNorm, T*at.KVHeads, hd); err != nil {
 				return err
 			}
 		case model.QKNormFull:
-			if err := s.rmsnorm(s.q, s.q, l.qNorm, T, at.Heads*hd); err != nil {
+			if err := s.rmsnorm(qp, qp, l.qNorm, T, at.Heads*hd); err != nil {
 				return err
 			}
-			if err := s.rmsnorm(s.k, s.k, l.kNorm, T, at.KVHeads*hd); err != nil {
+			if err := s.rmsnorm(kp, kp, l.kNorm, T, at.KVHeads*hd); err != nil {
 				return err
 			}
 		}
@@ -383,10 +396,16 @@ func (s *Session) layers(T int, _ int) error {
 			if at.Rope.Style == model.RopeNeoX {
 				neox = 1
 			}
-			for _, x := range []struct {
+			// One token's q and k heads are contiguous: one launch.
+			ropes := []struct {
 				p     driver.Ptr
 				heads int
-			}{{s.q, at.Heads}, {s.k, at.KVHeads}} {
+			}{{qp, at.Heads}, {kp, at.KVHeads}}
+			if kp == qp+driver.Ptr(at.Heads*hd*4) {
+				ropes = ropes[:1]
+				ropes[0].heads += at.KVHeads
+			}
+			for _, x := range ropes {
 				if err := b.launch(kernels.Rope, &kernels.RopeArgs{X: P(x.p), Pos0: P(s.state), InvFreq: P(l.invFreq),
 					T: int32(T), Heads: int32(x.heads), HeadDim: int32(hd), RotDims: int32(at.Rope.Dims), NeoX: neox, MScale: l.mscale}); err != nil {
 					return err
@@ -395,12 +414,12 @@ func (s *Session) layers(T int, _ int) error {
 		}
 		kvd := at.KVHeads * hd
 		if err := b.launch(kernels.KVWritePrefix+s.kv, &kernels.KVWriteArgs{KCache: P(s.kc[i]), VCache: P(s.vc[i]),
-			K: P(s.k), V: P(s.v), Pos0: P(s.state), T: int32(T), KVDim: int32(kvd), Ring: int32(s.maxLen)}); err != nil {
+			K: P(kp), V: P(vp), Pos0: P(s.state), T: int32(T), KVDim: int32(kvd), Ring: int32(s.maxLen)}); err != nil {
 			return err
 		}
 		if T <= kernels.MaxBatch {
 			if err := b.launch(kernels.AttnDecodePrefix+s.kv, &kernels.AttnDecodeArgs{PartO: P(s.partO), PartML: P(s.partML),
-				Q: P(s.q), KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
+				Q: P(qp), KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
 				KVHeads: int32(at.KVHeads), HeadDim: int32(hd), Ring: int32(s.maxLen), Window: int32(at.Window),
 				Scale: at.Scale, Softcap: at.Softcap, NSplit: s.nsplit}); err != nil {
 				return err
@@ -409,7 +428,7 @@ func (s *Session) layers(T int, _ int) error {
 				T: int32(T), Heads: int32(at.Heads), HeadDim: int32(hd), NSplit: s.nsplit}); err != nil {
 				return err
 			}
-		} else if err := b.launch(kernels.AttnPrefillPrefix+s.kv, &kernels.AttnPrefillArgs{Out: P(s.att), Q: P(s.q),
+		} else if err := b.launch(kernels.AttnPrefillPrefix+s.kv, &kernels.AttnPrefillArgs{Out: P(s.att), Q: P(qp),
 			KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
 			KVHeads: int32(at.KVHeads), HeadDim: int32(hd), Ring: int32(s.maxLen), Window: int32(at.Window),
 			Scale: at.Scale, Softcap: at.Softcap}); err != nil {
