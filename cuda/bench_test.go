@@ -86,8 +86,26 @@ func run(t *testing.T, b *cuda.Backend, prof bool, vocab int) {
 		report(t, "16 decode steps", b.Profile())
 		return
 	}
-	// Warm up (module JIT, graph capture).
-	s.Forward(prompt(64), false)
+	// The prefill GEMM (weights and activations in f16 on tensor cores)
+	// against token-by-token matvecs (f32 activations) on the same prompt:
+	// how far apart the two paths put the last logits.
+	gemm, err := s.Forward(prompt(64), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := b.NewSession(128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mv []float32
+	for _, tok := range prompt(64) {
+		if mv, err = s2.Forward([]int{tok}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s2.Close()
+	t.Logf("64-token prompt, last logits: GEMM vs matvec path max |Δ| %.3g (max |logit| %.3g), argmax %d vs %d",
+		maxDiff(gemm, mv), maxAbs(mv), argmax(gemm), argmax(mv))
 	s.(greedy).ForwardGreedy(1, 1)
 	s.(greedy).ForwardGreedy(1, 8)
 	for _, n := range []int{512, 2048} {
@@ -117,6 +135,14 @@ func run(t *testing.T, b *cuda.Backend, prof bool, vocab int) {
 			t.Logf("tg128 at depth %d, %d steps per graph launch: %.0f tok/s", depth, k, float64(steps)/d.Seconds())
 		}
 	}
+}
+
+func maxAbs(x []float32) float64 {
+	var m float64
+	for _, v := range x {
+		m = max(m, float64(v), -float64(v))
+	}
+	return m
 }
 
 func report(t *testing.T, what string, ks []cuda.KernelTime) {

@@ -74,6 +74,12 @@ func load() (*lib, error) {
 	return loaded, loadErr
 }
 
+// call runs a driver entry point. Pointer arguments are converted to
+// uintptr at the call site: uintptrescapes moves what they point to to the
+// heap and keeps it alive for the call (a stack that grew during the call
+// would otherwise leave the driver writing to its old copy).
+//
+//go:uintptrescapes
 func (l *lib) call(name string, args ...uintptr) int {
 	r, _, _ := purego.SyscallN(l.fn[name], args...)
 	return int(int32(r))
@@ -244,6 +250,10 @@ func (c *Context) exit() {
 	c.mu.Unlock()
 }
 
+// do makes the context current and runs a driver entry point (pointer
+// arguments as for lib.call).
+//
+//go:uintptrescapes
 func (c *Context) do(op string, args ...uintptr) error {
 	if err := c.enter(); err != nil {
 		return err
