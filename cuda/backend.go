@@ -55,6 +55,11 @@ type Options struct {
 	// llama.cpp's MMVQ); false keeps f32 activations (exact dequantized
 	// weights).
 	Int8 bool
+	// From and To select the decoder layers [From, To) this backend holds
+	// (To 0 = through the last): a part of a model split over devices
+	// (Split). The part holding layer 0 embeds the tokens; the part
+	// holding the last layer computes the logits.
+	From, To int
 	// Profile records an event around every kernel launch of Forward
 	// (slow: one sync per kernel); Profile() reports the times.
 	Profile bool
@@ -68,7 +73,10 @@ type Backend struct {
 	mod    driver.Module
 	funcs  map[string]driver.Func
 	name   string
-	layers []layer
+	layers []layer // layers [from, from+len(layers))
+	from   int
+	first  bool // embeds (holds layer 0)
+	last   bool // computes the logits (holds the last layer)
 	embd   matrix // token_embd
 	out    matrix // output (or token_embd when tied)
 	outNrm driver.Ptr
@@ -150,6 +158,9 @@ func Open(ctx context.Context, m *model.Model, opts Options) (*Backend, error) {
 	}
 	info := dev.Info()
 	b.name = fmt.Sprintf("cuda:%d:%s", info.Ordinal, info.Name)
+	if to := cmp.Or(opts.To, len(m.Arch.Layers)); opts.From != 0 || to != len(m.Arch.Layers) {
+		b.name += fmt.Sprintf("[%d-%d]", opts.From, to-1)
+	}
 	if err := b.load(ctx, m); err != nil {
 		b.Close()
 		return nil, err
@@ -251,24 +262,42 @@ func (b *Backend) load(ctx context.Context, m *model.Model) error {
 		return fmt.Errorf("cuda: loading the kernels: %w", err)
 	}
 	a := &m.Arch
-	if b.embd, err = b.matrix(m, model.TokenEmbd, a.Vocab, a.Hidden); err != nil {
-		return err
+	from, to := b.opts.From, b.opts.To
+	if to == 0 {
+		to = len(a.Layers)
 	}
-	b.out = b.embd
-	if !a.TiedEmbeddings {
-		if b.out, err = b.matrix(m, model.Output, a.Vocab, a.Hidden); err != nil {
+	if from < 0 || from >= to || to > len(a.Layers) {
+		return fmt.Errorf("cuda: layers %d..%d of a %d-layer model", from, to-1, len(a.Layers))
+	}
+	b.from, b.first, b.last = from, from == 0, to == len(a.Layers)
+	if b.first {
+		if b.embd, err = b.matrix(m, model.TokenEmbd, a.Vocab, a.Hidden); err != nil {
 			return err
 		}
 	}
-	if b.outNrm, err = b.vector(m, model.OutputNorm, a.Hidden, true); err != nil {
-		return err
+	if b.last {
+		if a.TiedEmbeddings && b.first {
+			b.out = b.embd
+		} else {
+			name := model.Output
+			if a.TiedEmbeddings {
+				name = model.TokenEmbd
+			}
+			if b.out, err = b.matrix(m, name, a.Vocab, a.Hidden); err != nil {
+				return err
+			}
+		}
+		if b.outNrm, err = b.vector(m, model.OutputNorm, a.Hidden, true); err != nil {
+			return err
+		}
 	}
-	b.layers = make([]layer, len(a.Layers))
-	for i, spec := range a.Layers {
+	b.layers = make([]layer, to-from)
+	for i := from; i < to; i++ {
+		spec := a.Layers[i]
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		l := &b.layers[i]
+		l := &b.layers[i-from]
 		l.spec = spec
 		pre := fmt.Sprintf("blk.%d.", i)
 		at := spec.Attn

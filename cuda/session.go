@@ -10,6 +10,13 @@ import (
 	"github.com/cortiq/cortiq/tensor"
 )
 
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // histLen is the device ring of greedy picks: the most steps one greedy
 // graph runs.
 const histLen = 256
@@ -80,7 +87,7 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		{&s.g, C * int64(ff) * 4}, {&s.u, C * int64(ff) * 4},
 		{&s.partO, dec * int64(heads) * int64(s.nsplit) * int64(hdMax) * 4},
 		{&s.partML, dec * int64(heads) * int64(s.nsplit) * 2 * 4},
-		{&s.logits, int64(min(s.chunk, maxLogitRows)) * int64(a.Vocab) * 4},
+		{&s.logits, int64(min(s.chunk, maxLogitRows)) * int64(a.Vocab) * 4 * int64(b2i(b.last))},
 		{&s.ids, C * 4}, {&s.picks, C * 4},
 		{&s.state, kernels.StateSize * 4}, {&s.hist, histLen * 4},
 	}
@@ -96,7 +103,8 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 	// k and v (one token's q|k|v is also what the fused QKV matvec writes).
 	s.k = s.q + driver.Ptr(C*int64(qd)*4)
 	s.v = s.k + driver.Ptr(C*int64(kvd)*4)
-	for _, l := range a.Layers {
+	for _, bl := range b.layers {
+		l := bl.spec
 		n := int64(maxLen) * int64(l.Attn.KVHeads*l.Attn.HeadDim) * int64(s.elem())
 		kc, err := s.alloc(n)
 		if err != nil {
@@ -200,7 +208,6 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 	b := s.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	V := b.arch.Vocab
 	var out []float32
 	for t0 := 0; t0 < len(tokens); t0 += s.chunk {
 		ch := tokens[t0:min(len(tokens), t0+s.chunk)]
@@ -212,30 +219,11 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 		if err := s.layers(T, 0); err != nil {
 			return nil, err
 		}
-		// Logits of the rows asked for, maxLogitRows at a time.
-		from := T - 1
-		if all {
-			from = 0
-		} else if !last {
-			from = T
+		rows, err := s.logitRows(T, all, last)
+		if err != nil {
+			return nil, err
 		}
-		for r := from; r < T; r += maxLogitRows {
-			n := min(T-r, maxLogitRows)
-			if err := s.head(r, n); err != nil {
-				return nil, err
-			}
-			rows := make([]float32, n*V)
-			if err := b.dev.Read(driver.Bytes(rows), s.logits); err != nil {
-				return nil, err
-			}
-			b.stats.ReadbackBytes += int64(len(rows) * 4)
-			out = append(out, rows...)
-		}
-		if !(last && len(out) > 0) {
-			if err := b.dev.Sync(); err != nil {
-				return nil, err
-			}
-		}
+		out = append(out, rows...)
 		s.pos += T
 		b.stats.Submits++
 	}
@@ -243,9 +231,40 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 	return out, nil
 }
 
+// logitRows computes and reads the logits a chunk of T rows owes the
+// caller: every row's when all, else the last row's of the last chunk
+// (none of an earlier chunk, which is only synchronized).
+func (s *Session) logitRows(T int, all, last bool) ([]float32, error) {
+	b := s.b
+	V := b.arch.Vocab
+	from := T - 1
+	if all {
+		from = 0
+	} else if !last {
+		return nil, b.dev.Sync()
+	}
+	var out []float32
+	for r := from; r < T; r += maxLogitRows {
+		n := min(T-r, maxLogitRows)
+		if err := s.head(r, n); err != nil {
+			return nil, err
+		}
+		rows := make([]float32, n*V)
+		if err := b.dev.Read(driver.Bytes(rows), s.logits); err != nil {
+			return nil, err
+		}
+		b.stats.ReadbackBytes += int64(len(rows) * 4)
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
 func (s *Session) check(tokens []int) error {
 	if s.closed {
 		return fmt.Errorf("cuda: session is closed")
+	}
+	if !s.b.first || !s.b.last {
+		return fmt.Errorf("cuda: %s holds a part of the model's layers: run it through a Split", s.b.name)
 	}
 	if len(tokens) == 0 {
 		return fmt.Errorf("cuda: forward of no tokens")
@@ -467,15 +486,21 @@ func (s *Session) layers(T int, _ int) error {
 		if err := s.mm(s.o, l.down, s.g, T); err != nil {
 			return err
 		}
-		next := b.outNrm
-		if i+1 < len(b.layers) {
+		// The next block's pre-norm is fused into the residual add: the
+		// next layer's, the output norm after the last layer, none at the
+		// end of a part (the next device normalizes its input itself).
+		var next driver.Ptr
+		switch {
+		case i+1 < len(b.layers):
 			next = b.layers[i+1].attnNorm
+		case b.last:
+			next = b.outNrm
 		}
 		if in, err = s.residual(l.postFF, next, T); err != nil {
 			return err
 		}
 	}
-	if in != s.h { // the output norm always has a weight
+	if b.last && in != s.h { // the output norm always has a weight
 		return fmt.Errorf("cuda: internal: no output norm")
 	}
 	return nil

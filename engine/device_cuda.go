@@ -4,6 +4,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/cuda"
@@ -17,5 +19,13 @@ func init() { newCUDABackend = openCUDA }
 // user's back; a refusal or a missing driver runs the CPU, with the reason
 // in Result.DeviceError.
 func openCUDA(m *model.Model, opts Options, _ backend.Backend) (backend.Backend, error) {
-	return cuda.Open(context.Background(), m, cuda.Options{VRAMBudget: opts.VRAMBudget, KVF16: opts.KV == "f16"})
+	if opts.GPULayers != "" && !strings.Contains(opts.GPULayers, ":") {
+		return nil, fmt.Errorf("cuda: layer ranges %q: --backend cuda takes device:first-last ranges (0:0-13,1:14-27)", opts.GPULayers)
+	}
+	ctx := opts.MaxContext
+	if ctx == 0 {
+		ctx = min(m.Arch.Context, 4096)
+	}
+	return cuda.OpenDevices(context.Background(), m, cuda.Options{VRAMBudget: opts.VRAMBudget, KVF16: opts.KV == "f16"},
+		opts.Devices, opts.GPULayers, ctx)
 }

@@ -35,7 +35,10 @@ import (
 type Options struct {
 	Backend    string // "auto" (default), "cpu", "webgpu" or "cuda"
 	MaxContext int    // positions per session; 0 = the model's context, capped at 4096; at most max(the model's context, 4096)
-	GPULayers  string // layer ranges for the device ("0-9,20-29"); "" = all that fit
+	GPULayers  string // layer ranges for the device ("0-9,20-29"); "" = all that fit; cuda: per device ("0:0-13,1:14-27")
+	// Devices are the CUDA devices of --backend cuda (nil = device 0);
+	// several split the layers by GPULayers or by their free memory.
+	Devices []int
 	// VRAMBudget is the bytes the device may hold (0 = the adapter's
 	// limit): weights, and with an explicit MaxContext one session of that
 	// context (KV, state, activations); a context that does not fit beside

@@ -27,6 +27,7 @@ type modelFlags struct {
 	backend    string
 	ctx        int
 	gpuLayers  string
+	devices    string
 	vramBudget string
 	memBudget  string
 	kv         string
@@ -41,6 +42,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.model, "m", "", "model: a path (HF directory, .gguf, .cmf) or a name (default "+resolve.DefaultModel+")")
 	fs.StringVar(&m.backend, "backend", "auto", "backend: auto, cpu, webgpu or cuda (native NVIDIA; chosen only explicitly)")
 	fs.IntVar(&m.ctx, "ctx", 0, "context length, up to the model's (0 = the model's, at most 4096; `cortiq info --ctx N` prints what it needs)")
+	fs.StringVar(&m.devices, "devices", "", "CUDA devices for --backend cuda, e.g. 0,1 (layers split by --gpu-layers 0:0-13,1:14-27 or by free memory)")
 	fs.StringVar(&m.gpuLayers, "gpu-layers", os.Getenv("CORTIQ_GPU_LAYERS"), "layer ranges on the device, e.g. 0-9,20-29")
 	fs.StringVar(&m.vramBudget, "vram-budget", os.Getenv("CORTIQ_VRAM_BUDGET"), "bytes of device memory (e.g. 2GiB): weights, and with --ctx one session of that context")
 	fs.StringVar(&m.memBudget, "mem-budget", os.Getenv("CORTIQ_MEM_BUDGET"), "bytes of memory one CPU session may take (KV, state, activations), e.g. 8GiB")
@@ -53,6 +55,17 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	case "auto", "cpu", "webgpu", "cuda":
 	default:
 		return nil, fmt.Errorf("--backend %q: want auto, cpu, webgpu or cuda", m.backend)
+	}
+	var devices []int
+	for _, d := range strings.Split(m.devices, ",") {
+		if d = strings.TrimSpace(d); d == "" {
+			continue
+		}
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("--devices %q: want CUDA device numbers, e.g. 0,1", m.devices)
+		}
+		devices = append(devices, n)
 	}
 	if m.ctx < 0 {
 		return nil, fmt.Errorf("--ctx %d: want a context length, or 0 for the model's", m.ctx)
@@ -75,7 +88,7 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	}
 	lp := newLoadProgress(m.backend == "webgpu")
 	e, err := engine.Load(ctx, newResolver(), m.model, engine.Options{
-		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget, MemBudget: memBudget, KV: m.kv,
+		Backend: m.backend, MaxContext: m.ctx, GPULayers: m.gpuLayers, Devices: devices, VRAMBudget: budget, MemBudget: memBudget, KV: m.kv,
 		PrefillOnCPU: m.cpuPrefill, RewindDepth: m.rewindDepth, PrefixCacheBytes: m.prefixCache,
 		ProbeCache: probeCachePath(), Progress: lp.stage,
 	})
