@@ -75,8 +75,8 @@ type Backend struct {
 	name   string
 	layers []layer // layers [from, from+len(layers))
 	from   int
-	first  bool // embeds (holds layer 0)
-	last   bool // computes the logits (holds the last layer)
+	first  bool   // embeds (holds layer 0)
+	last   bool   // computes the logits (holds the last layer)
 	embd   matrix // token_embd
 	out    matrix // output (or token_embd when tied)
 	outNrm driver.Ptr
