@@ -50,11 +50,12 @@ type Options struct {
 	// KVF16 keeps the KV cache in f16 (half the memory; the attention
 	// kernels read it back to f32).
 	KVF16 bool
-	// Int8 runs the decode matvecs of quantized weights with the
-	// activation rounded to int8 per 32 (ck_mvq_*, the CPU's Int8 mode,
-	// llama.cpp's MMVQ); false keeps f32 activations (exact dequantized
-	// weights).
-	Int8 bool
+	// Exact keeps f32 activations in the decode matvecs of quantized
+	// weights (ck_mv_*) and f32 K/V in prefill attention; by default they
+	// round the activation to int8 per 32 (ck_mvq_*: the CPU's Int8 mode,
+	// llama.cpp's MMVQ) and prefill attention runs on tensor cores with
+	// K/V in f16 (head dims 64 and 128).
+	Exact bool
 	// From and To select the decoder layers [From, To) this backend holds
 	// (To 0 = through the last): a part of a model split over devices
 	// (Split). The part holding layer 0 embeds the tokens; the part
@@ -67,22 +68,23 @@ type Options struct {
 
 // Backend is one model on one CUDA device.
 type Backend struct {
-	dev    driver.Device
-	arch   *model.Arch
-	opts   Options
-	mod    driver.Module
-	funcs  map[string]driver.Func
-	name   string
-	layers []layer // layers [from, from+len(layers))
-	from   int
-	first  bool   // embeds (holds layer 0)
-	last   bool   // computes the logits (holds the last layer)
-	embd   matrix // token_embd
-	out    matrix // output (or token_embd when tied)
-	outNrm driver.Ptr
-	allocs []driver.Ptr
-	bytes  int64 // allocated
-	budget int64
+	dev       driver.Device
+	arch      *model.Arch
+	opts      Options
+	mod       driver.Module
+	funcs     map[string]driver.Func
+	name      string
+	layers    []layer // layers [from, from+len(layers))
+	from      int
+	first     bool   // embeds (holds layer 0)
+	postNorms bool   // some layer has a post-mixer or post-FFN norm
+	last      bool   // computes the logits (holds the last layer)
+	embd      matrix // token_embd
+	out       matrix // output (or token_embd when tied)
+	outNrm    driver.Ptr
+	allocs    []driver.Ptr
+	bytes     int64 // allocated
+	budget    int64
 
 	mu    sync.Mutex // one session computes at a time (one stream)
 	stats backend.Stats
@@ -213,10 +215,9 @@ func Check(a *model.Arch) error {
 			return fmt.Errorf("cuda: %w: layer %d attention output gate", ErrUnsupported, i)
 		case (at.Heads*at.HeadDim)%kernels.GemmBK != 0:
 			return fmt.Errorf("cuda: %w: layer %d attention width %d is not a multiple of %d", ErrUnsupported, i, at.Heads*at.HeadDim, kernels.GemmBK)
-		case at.HeadDim > 256 || at.HeadDim%2 != 0:
-			return fmt.Errorf("cuda: %w: layer %d head dim %d", ErrUnsupported, i, at.HeadDim)
-		case at.Heads%at.KVHeads != 0:
-			return fmt.Errorf("cuda: %w: layer %d: %d heads over %d KV heads", ErrUnsupported, i, at.Heads, at.KVHeads)
+		}
+		if err := kernels.CheckAttention(at.Heads, at.KVHeads, at.HeadDim); err != nil {
+			return fmt.Errorf("cuda: %w: layer %d: %v", ErrUnsupported, i, err)
 		}
 		switch at.Rope.Style {
 		case model.RopeNeoX, model.RopeInterleaved:
@@ -292,6 +293,9 @@ func (b *Backend) load(ctx context.Context, m *model.Model) error {
 		}
 	}
 	b.layers = make([]layer, to-from)
+	for _, l := range a.Layers[from:to] {
+		b.postNorms = b.postNorms || l.PostMixerNorm || l.PostFFNNorm
+	}
 	for i := from; i < to; i++ {
 		spec := a.Layers[i]
 		if err := ctx.Err(); err != nil {
@@ -407,8 +411,8 @@ func (b *Backend) upmatrix(t *tensor.Tensor, name string, rows, cols int) (matri
 	if !kernels.Supported(codec) {
 		return matrix{}, fmt.Errorf("cuda: %w: tensor %s is %s (the kernels run %v)", ErrUnsupported, name, codec, kernels.Codecs)
 	}
-	if cols%kernels.BlockLen(codec) != 0 || cols%32 != 0 {
-		return matrix{}, fmt.Errorf("cuda: %w: tensor %s: %d columns of %s (a multiple of %d and of 32 is needed)", ErrUnsupported, name, cols, codec, kernels.BlockLen(codec))
+	if err := kernels.CheckMatrix(codec, rows, cols, codec != "f32"); err != nil {
+		return matrix{}, fmt.Errorf("cuda: %w: tensor %s: %v", ErrUnsupported, name, err)
 	}
 	rb := kernels.DeviceRowBytes(codec, cols)
 	dst := make([]byte, rows*rb)
@@ -535,9 +539,9 @@ type int8mv struct{ *kernels.MatvecArgs }
 func (a int8mv) Launch() kernels.Geometry { return a.LaunchInt8() }
 
 // matvec launches y = W·x, or the fused GLU with a.W2, in the codec's
-// int8 form when Options.Int8 asks for it and the kernels have one.
+// int8 form unless Options.Exact asks otherwise or the kernels have none.
 func (b *Backend) matvec(codec string, a *kernels.MatvecArgs) error {
-	if b.opts.Int8 && slices.Contains(kernels.Int8Codecs, codec) {
+	if !b.opts.Exact && slices.Contains(kernels.Int8Codecs, codec) {
 		return b.launch(kernels.MatvecInt8Prefix+codec, int8mv{a})
 	}
 	return b.launch(kernels.MatvecPrefix+codec, a)

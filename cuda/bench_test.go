@@ -46,13 +46,13 @@ func TestBenchShapes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			for _, o := range []cuda.Options{{}, {Profile: true}, {Int8: true}, {Int8: true, Profile: true}} {
+			for _, o := range []cuda.Options{{}, {Profile: true}, {Exact: true}, {Exact: true, Profile: true}} {
 				t0 := time.Now()
 				b, err := cuda.Open(context.Background(), m, o)
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Logf("int8 matvecs %v, profile %v: upload %.2fs", o.Int8, o.Profile, time.Since(t0).Seconds())
+				t.Logf("exact %v, profile %v: upload %.2fs", o.Exact, o.Profile, time.Since(t0).Seconds())
 				run(t, b, o.Profile, m.Arch.Vocab)
 				b.Close()
 			}

@@ -74,12 +74,12 @@ func TestNoDriver(t *testing.T) {
 	if _, err := driver.Devices(); !errors.Is(err, driver.ErrNoDriver) {
 		t.Skipf("a CUDA driver is installed here (%v)", err)
 	}
-	m := loadTiny(t, "llama")
+	m := synthModel(t, "f32")
 	_, err := cuda.Open(context.Background(), m, cuda.Options{})
 	if err == nil || !strings.Contains(err.Error(), "cuda: no libcuda.so.1 (NVIDIA driver not installed)") {
 		t.Fatalf("open without a driver: %v", err)
 	}
-	e, err := engine.NewFromModel(loadTiny(t, "llama"), engine.Options{Backend: "cuda"}) // the engine closes its model
+	e, err := engine.NewFromModel(synthModel(t, "f32"), engine.Options{Backend: "cuda"}) // the engine closes its model
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,17 +95,19 @@ func TestNoDriver(t *testing.T) {
 
 // TestRefusals: what the kernels cannot run is refused naming it.
 func TestRefusals(t *testing.T) {
-	for _, c := range []struct{ fixture, want string }{
-		{"lfm2", "mixer"}, {"qwen2", "biases"}, {"qwen3_moe", "FFN"}, {"gemma2", "softcap"},
-	} {
-		m := loadTiny(t, c.fixture)
-		_, err := cuda.Open(context.Background(), m, cuda.Options{Device: driver.NewFake(1 << 30)})
-		if !errors.Is(err, cuda.ErrUnsupported) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want ErrUnsupported naming %q", c.fixture, err, c.want)
+	t.Run("fixtures", func(t *testing.T) {
+		for _, c := range []struct{ fixture, want string }{
+			{"lfm2", "mixer"}, {"qwen2", "biases"}, {"qwen3_moe", "FFN"}, {"gemma2", "softcap"},
+		} {
+			m := loadTiny(t, c.fixture)
+			_, err := cuda.Open(context.Background(), m, cuda.Options{Device: driver.NewFake(1 << 30)})
+			if !errors.Is(err, cuda.ErrUnsupported) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v, want ErrUnsupported naming %q", c.fixture, err, c.want)
+			}
 		}
-	}
+	})
 	// A codec the kernels lack is refused naming the tensor and the codec.
-	m := loadTiny(t, "llama")
+	m := synthModel(t, "f32")
 	w := model.MapWeights{}
 	for _, n := range m.Weights.Names() {
 		tt, _ := m.Weights.Tensor(n)
@@ -135,7 +137,7 @@ func TestRefusals(t *testing.T) {
 // (on a real GPU the device's own tokens equal the CPU's as well; on the
 // fake device, whose kernels compute nothing, they are zeros).
 func TestFaultsFallBack(t *testing.T) {
-	m := loadTiny(t, "llama")
+	m := synthModel(t, "f32")
 	prompt := []int{1, 17, 33, 101, 7, 250, 64, 3}
 	const n = 16
 	want := cpuContinue(t, m, prompt, n)
@@ -145,7 +147,7 @@ func TestFaultsFallBack(t *testing.T) {
 		old := cuda.OpenDevice
 		cuda.OpenDevice = func(int) (driver.Device, error) { return fake, nil }
 		defer func() { cuda.OpenDevice = old }()
-		e, err := engine.NewFromModel(loadTiny(t, "llama"), engine.Options{Backend: "cuda"})
+		e, err := engine.NewFromModel(synthModel(t, "f32"), engine.Options{Backend: "cuda"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +183,7 @@ func TestFaultsFallBack(t *testing.T) {
 			old := cuda.OpenDevice
 			cuda.OpenDevice = func(int) (driver.Device, error) { return f, nil }
 			defer func() { cuda.OpenDevice = old }()
-			e, err := engine.NewFromModel(loadTiny(t, "llama"), engine.Options{Backend: "cuda"}) // the engine closes its model
+			e, err := engine.NewFromModel(synthModel(t, "f32"), engine.Options{Backend: "cuda"}) // the engine closes its model
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -42,6 +42,7 @@ type Session struct {
 	ids, state, hist, picks     driver.Ptr
 	nsplit                      int32
 	graphs                      map[int]driver.Graph
+	raw                         bool // the head reads x un-normalized (after a fused pass)
 	allocs                      []driver.Ptr
 	bytes                       int64
 	closed                      bool
@@ -360,28 +361,47 @@ func (s *Session) residual(post, next driver.Ptr, T int) (driver.Ptr, error) {
 }
 
 // layers runs every decoder layer over the T rows of x (positions from the
-// device state) and leaves the output norm of x in h.
+// device state). On return the head's input is in h, normalized (s.raw
+// false), or, after a fused single-token pass, the raw residual stream in
+// x, which the head's matvec normalizes itself (s.raw true).
+//
+// One token of a model without residual scaling or post-norms takes the
+// fused path (7 launches a layer): the pre-norms ride in the matvecs
+// (NormW) and the residual adds in their R input (Y = R = x).
 func (s *Session) layers(T int, _ int) error {
 	b, a := s.b, s.b.arch
 	H := a.Hidden
 	P := func(p driver.Ptr) kernels.Ptr { return kernels.Ptr(p) }
+	fuse := T == 1 && f32ok(a.ResidualScale) == 1 && !b.postNorms
+	s.raw = fuse
 	in := s.x
-	if l0 := &b.layers[0]; l0.attnNorm != 0 {
+	if l0 := &b.layers[0]; !fuse && l0.attnNorm != 0 {
 		if err := s.rmsnorm(s.h, s.x, l0.attnNorm, T, H); err != nil {
 			return err
 		}
 		in = s.h
 	}
+	act := kernels.ActSiLU
+	if a.Act == model.ActGELUTanh {
+		act = kernels.ActGELUTanh
+	}
 	for i := range b.layers {
 		l := &b.layers[i]
 		at := l.spec.Attn
 		hd := at.HeadDim
+		qd, kvd := at.Heads*hd, at.KVHeads*hd
+		var norm driver.Ptr // the pre-norm the matvecs apply (fused path)
+		if fuse {
+			norm = l.attnNorm
+		}
 		// q, k, v: one matvec over the fused [q;k;v] rows for one token
 		// (q|k|v contiguous), else one product each.
 		qp, kp, vp := s.q, s.k, s.v
+		qStride, kvStride := qd, kvd
 		if T == 1 && l.qkv.ptr != 0 {
-			kp, vp = s.q+driver.Ptr(l.q.rows*4), s.q+driver.Ptr((l.q.rows+l.k.rows)*4)
-			if err := s.mm(s.q, l.qkv, in, 1); err != nil {
+			kp, vp = s.q+driver.Ptr(qd*4), s.q+driver.Ptr((qd+kvd)*4)
+			qStride, kvStride = qd+2*kvd, qd+2*kvd
+			if err := s.mv(s.q, l.qkv, in, 0, norm); err != nil {
 				return err
 			}
 		} else {
@@ -389,7 +409,13 @@ func (s *Session) layers(T int, _ int) error {
 				y driver.Ptr
 				w matrix
 			}{{qp, l.q}, {kp, l.k}, {vp, l.v}} {
-				if err := s.mm(p.y, p.w, in, T); err != nil {
+				var err error
+				if T == 1 {
+					err = s.mv(p.y, p.w, in, 0, norm)
+				} else {
+					err = s.mm(p.y, p.w, in, T)
+				}
+				if err != nil {
 					return err
 				}
 			}
@@ -403,55 +429,55 @@ func (s *Session) layers(T int, _ int) error {
 				return err
 			}
 		case model.QKNormFull:
-			if err := s.rmsnorm(qp, qp, l.qNorm, T, at.Heads*hd); err != nil {
+			if err := s.rmsnorm(qp, qp, l.qNorm, T, qd); err != nil {
 				return err
 			}
-			if err := s.rmsnorm(kp, kp, l.kNorm, T, at.KVHeads*hd); err != nil {
+			if err := s.rmsnorm(kp, kp, l.kNorm, T, kvd); err != nil {
 				return err
 			}
 		}
-		if at.Rope.Dims > 0 {
-			neox := int32(0)
-			if at.Rope.Style == model.RopeNeoX {
-				neox = 1
+		// RoPE on q and k and the K/V cache write, one launch.
+		neox := int32(0)
+		if at.Rope.Style == model.RopeNeoX {
+			neox = 1
+		}
+		if err := b.launch(kernels.RopeKVPrefix+s.kv, &kernels.RopeKVArgs{Q: P(qp), K: P(kp), V: P(vp),
+			KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), InvFreq: P(l.invFreq),
+			T: int32(T), Heads: int32(at.Heads), KVHeads: int32(at.KVHeads), HeadDim: int32(hd), RotDims: int32(at.Rope.Dims),
+			NeoX: neox, MScale: l.mscale, QStride: int32(qStride), KVStride: int32(kvStride), Ring: int32(s.maxLen)}); err != nil {
+			return err
+		}
+		if err := s.attention(l, i, qp, T); err != nil {
+			return err
+		}
+		if fuse {
+			// x += o·att; x += down·glu(norm(x)): the residual adds in
+			// the matvecs.
+			if err := s.mv(s.x, l.o, s.att, s.x, 0); err != nil {
+				return err
 			}
-			// One token's q and k heads are contiguous: one launch.
-			ropes := []struct {
-				p     driver.Ptr
-				heads int
-			}{{qp, at.Heads}, {kp, at.KVHeads}}
-			if kp == qp+driver.Ptr(at.Heads*hd*4) {
-				ropes = ropes[:1]
-				ropes[0].heads += at.KVHeads
-			}
-			for _, x := range ropes {
-				if err := b.launch(kernels.Rope, &kernels.RopeArgs{X: P(x.p), Pos0: P(s.state), InvFreq: P(l.invFreq),
-					T: int32(T), Heads: int32(x.heads), HeadDim: int32(hd), RotDims: int32(at.Rope.Dims), NeoX: neox, MScale: l.mscale}); err != nil {
+			if l.gate.codec == l.up.codec {
+				if err := b.matvec(l.gate.codec, &kernels.MatvecArgs{Y: P(s.g), W: P(l.gate.ptr), W2: P(l.up.ptr),
+					X: P(s.x), Rows: int32(l.gate.rows), Cols: int32(l.gate.cols), RowBytes: int32(l.gate.rowBytes), Act: act,
+					NormW: P(l.ffnNorm), Eps: a.NormEps, PlusOne: plusOne(a)}); err != nil {
+					return err
+				}
+			} else {
+				if err := s.mv(s.g, l.gate, s.x, 0, l.ffnNorm); err != nil {
+					return err
+				}
+				if err := s.mv(s.u, l.up, s.x, 0, l.ffnNorm); err != nil {
+					return err
+				}
+				if err := b.launch(kernels.ActMul, &kernels.ActMulArgs{Out: P(s.g), G: P(s.g), U: P(s.u), T: 1, N: int32(l.gate.rows),
+					GStride: int32(l.gate.rows), UStride: int32(l.gate.rows), Act: act}); err != nil {
 					return err
 				}
 			}
-		}
-		kvd := at.KVHeads * hd
-		if err := b.launch(kernels.KVWritePrefix+s.kv, &kernels.KVWriteArgs{KCache: P(s.kc[i]), VCache: P(s.vc[i]),
-			K: P(kp), V: P(vp), Pos0: P(s.state), T: int32(T), KVDim: int32(kvd), Ring: int32(s.maxLen)}); err != nil {
-			return err
-		}
-		if T <= kernels.MaxBatch {
-			if err := b.launch(kernels.AttnDecodePrefix+s.kv, &kernels.AttnDecodeArgs{PartO: P(s.partO), PartML: P(s.partML),
-				Q: P(qp), KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
-				KVHeads: int32(at.KVHeads), HeadDim: int32(hd), Ring: int32(s.maxLen), Window: int32(at.Window),
-				Scale: at.Scale, Softcap: at.Softcap, NSplit: s.nsplit}); err != nil {
+			if err := s.mv(s.x, l.down, s.g, s.x, 0); err != nil {
 				return err
 			}
-			if err := b.launch(kernels.AttnCombine, &kernels.AttnCombineArgs{Out: P(s.att), PartO: P(s.partO), PartML: P(s.partML),
-				T: int32(T), Heads: int32(at.Heads), HeadDim: int32(hd), NSplit: s.nsplit}); err != nil {
-				return err
-			}
-		} else if err := b.launch(kernels.AttnPrefillPrefix+s.kv, &kernels.AttnPrefillArgs{Out: P(s.att), Q: P(qp),
-			KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
-			KVHeads: int32(at.KVHeads), HeadDim: int32(hd), Ring: int32(s.maxLen), Window: int32(at.Window),
-			Scale: at.Scale, Softcap: at.Softcap}); err != nil {
-			return err
+			continue
 		}
 		if err := s.mm(s.o, l.o, s.att, T); err != nil {
 			return err
@@ -461,10 +487,6 @@ func (s *Session) layers(T int, _ int) error {
 			return err
 		}
 		// Feed-forward: act(gate·h) * (up·h), then down.
-		act := kernels.ActSiLU
-		if a.Act == model.ActGELUTanh {
-			act = kernels.ActGELUTanh
-		}
 		if T == 1 && l.gate.codec == l.up.codec {
 			if err := b.matvec(l.gate.codec, &kernels.MatvecArgs{Y: P(s.g), W: P(l.gate.ptr), W2: P(l.up.ptr),
 				X: P(in), Rows: int32(l.gate.rows), Cols: int32(l.gate.cols), RowBytes: int32(l.gate.rowBytes), Act: act}); err != nil {
@@ -500,17 +522,67 @@ func (s *Session) layers(T int, _ int) error {
 			return err
 		}
 	}
-	if b.last && in != s.h { // the output norm always has a weight
+	if !fuse && b.last && in != s.h { // the output norm always has a weight
 		return fmt.Errorf("cuda: internal: no output norm")
 	}
 	return nil
 }
 
-// head computes the logits of rows [r, r+n) of h into the logits buffer.
+// mv is one token's y = W·x (+r), x first normalized by norm when norm is
+// not 0.
+func (s *Session) mv(y driver.Ptr, w matrix, x, r, norm driver.Ptr) error {
+	a := s.b.arch
+	P := func(p driver.Ptr) kernels.Ptr { return kernels.Ptr(p) }
+	return s.b.matvec(w.codec, &kernels.MatvecArgs{Y: P(y), W: P(w.ptr), X: P(x), R: P(r),
+		Rows: int32(w.rows), Cols: int32(w.cols), RowBytes: int32(w.rowBytes),
+		NormW: P(norm), Eps: a.NormEps, PlusOne: plusOne(a)})
+}
+
+// attention runs layer l's attention for T queries at qp into att:
+// flash-decoding for a few tokens, else the prefill kernel (tensor cores
+// for head dims 64 and 128).
+func (s *Session) attention(l *layer, i int, qp driver.Ptr, T int) error {
+	b := s.b
+	at := l.spec.Attn
+	hd := at.HeadDim
+	P := func(p driver.Ptr) kernels.Ptr { return kernels.Ptr(p) }
+	if T <= kernels.MaxBatch {
+		// q rows of a fused qkv (one token) need no stride: T is 1.
+		if err := b.launch(kernels.AttnDecodePrefix+s.kv, &kernels.AttnDecodeArgs{PartO: P(s.partO), PartML: P(s.partML),
+			Q: P(qp), KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
+			KVHeads: int32(at.KVHeads), HeadDim: int32(hd), Ring: int32(s.maxLen), Window: int32(at.Window),
+			Scale: at.Scale, Softcap: at.Softcap, NSplit: s.nsplit}); err != nil {
+			return err
+		}
+		return b.launch(kernels.AttnCombine, &kernels.AttnCombineArgs{Out: P(s.att), PartO: P(s.partO), PartML: P(s.partML),
+			T: int32(T), Heads: int32(at.Heads), HeadDim: int32(hd), NSplit: s.nsplit})
+	}
+	args := &kernels.AttnPrefillArgs{Out: P(s.att), Q: P(qp),
+		KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
+		KVHeads: int32(at.KVHeads), HeadDim: int32(hd), Ring: int32(s.maxLen), Window: int32(at.Window),
+		Scale: at.Scale, Softcap: at.Softcap}
+	// f32 weights keep f32 K/V (exact); otherwise tensor cores, K/V in f16.
+	if kernels.FATensorCores(hd) && !b.opts.Exact && l.q.codec != "f32" {
+		return b.launch(kernels.FAPrefillPrefix+s.kv, faPrefill{args})
+	}
+	return b.launch(kernels.AttnPrefillPrefix+s.kv, args)
+}
+
+// faPrefill launches AttnPrefillArgs as ck_fa_prefill_* with its geometry.
+type faPrefill struct{ *kernels.AttnPrefillArgs }
+
+func (a faPrefill) Launch() kernels.Geometry { return a.LaunchTC() }
+
+// head computes the logits of rows [r, r+n) into the logits buffer: from
+// h, or from the raw stream in x after a fused pass (one row, the output
+// norm in the matvec).
 func (s *Session) head(r, n int) error {
 	b, a := s.b, s.b.arch
-	x := s.h + driver.Ptr(r*a.Hidden*4)
-	if err := s.mm(s.logits, b.out, x, n); err != nil {
+	if s.raw {
+		if err := s.mv(s.logits, b.out, s.x+driver.Ptr(r*a.Hidden*4), 0, b.outNrm); err != nil {
+			return err
+		}
+	} else if err := s.mm(s.logits, b.out, s.h+driver.Ptr(r*a.Hidden*4), n); err != nil {
 		return err
 	}
 	if sc := f32ok(a.LogitScale); sc != 1 {

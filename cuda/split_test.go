@@ -58,7 +58,7 @@ func TestPlanParts(t *testing.T) {
 // when there is one — the logits must then match the CPU — else two fake
 // devices, which check the plumbing: parts, hand-over, state).
 func TestSplit(t *testing.T) {
-	m := loadTiny(t, "llama")
+	m := synthModel(t, "f32")
 	_, real := baseDevice(t)
 	var opened []string
 	old := cuda.OpenDevice
