@@ -12,6 +12,7 @@ import (
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/cpu"
+	"github.com/cortiq/cortiq/cpu/kernel"
 	"github.com/cortiq/cortiq/cuda"
 	"github.com/cortiq/cortiq/cuda/driver"
 	"github.com/cortiq/cortiq/engine"
@@ -273,10 +274,13 @@ func TestKVF16(t *testing.T) {
 }
 
 // TestCodecParity: the synthetic llama in every codec the kernels run,
-// against the CPU backend: f32 exact (2e-3); quantized and half weights
-// within 1% of the largest logit (the prefill GEMM rounds activations to
-// f16, the decode matvecs to int8 per 32 as the CPU's Int8 mode does), and
-// in Exact mode too. The numbers are logged for the report.
+// against the CPU backend. f32 weights: exact on both sides, within 2e-3.
+// Other codecs, Exact mode against the CPU's Exact kernels: within 1% of
+// the largest logit (the prefill GEMM still rounds activations to f16).
+// Default mode (int8 activations in the decode matvecs, as the CPU's Int8
+// mode, but rounded by other kernels) against the CPU's default: within
+// 2% (measured on the H200: 1.0–1.4%, both sides' int8 rounding). The
+// numbers are logged for the report.
 func TestCodecParity(t *testing.T) {
 	needGPU(t)
 	for _, mix := range []string{"f32", "f16", "q8_0", "q4_0", "q4_K", "q6_K", "q4_K_M"} {
@@ -288,6 +292,9 @@ func TestCodecParity(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer b.Close()
+				if exact {
+					defer kernel.SetMode(kernel.SetMode(kernel.Exact))
+				}
 				c, _ := cpu.New(m, cpu.Options{})
 				defer c.Close()
 				ds, _ := b.NewSession(128)
@@ -302,9 +309,12 @@ func TestCodecParity(t *testing.T) {
 				}
 				want, _ := cs.Forward(ids, false)
 				scale := maxAbsF(want)
-				tol := 1e-2 * scale
-				if mix == "f32" {
+				tol := 2e-2 * scale
+				switch {
+				case mix == "f32":
 					tol = parityTol
+				case exact:
+					tol = 1e-2 * scale
 				}
 				d := maxDiff(got, want)
 				t.Logf("prompt of %d: max |Δ| %.3g (max |logit| %.3g)", len(ids), d, scale)
