@@ -132,10 +132,13 @@ type layer struct {
 	attnNorm, postAttnNorm, ffnNorm, postFF driver.Ptr
 	q, k, v, o                              matrix
 	qkv                                     matrix // [q;k;v] rows in one matrix (0 when their codecs differ)
-	qNorm, kNorm                            driver.Ptr
-	invFreq                                 driver.Ptr
-	mscale                                  float32
-	gate, up, down                          matrix
+	// q, k and v biases (qwen2), each repeated for Chunk rows: the R input
+	// of the products ([T][rows], added to y); bqkv is one row of [q|k|v].
+	bq, bk, bv, bqkv driver.Ptr
+	qNorm, kNorm     driver.Ptr
+	invFreq          driver.Ptr
+	mscale           float32
+	gate, up, down   matrix
 }
 
 // Open opens the CUDA device and uploads the model, or refuses it.
@@ -207,8 +210,8 @@ func Check(a *model.Arch) error {
 		}
 		at := l.Attn
 		switch {
-		case at.Bias || at.OutBias:
-			return fmt.Errorf("cuda: %w: layer %d attention biases", ErrUnsupported, i)
+		case at.OutBias:
+			return fmt.Errorf("cuda: %w: layer %d attention output bias", ErrUnsupported, i)
 		case at.Sinks:
 			return fmt.Errorf("cuda: %w: layer %d attention sinks", ErrUnsupported, i)
 		case at.OutputGate:
@@ -332,6 +335,11 @@ func (b *Backend) load(ctx context.Context, m *model.Model) error {
 		}
 		if err := b.qkvMatrices(m, pre, l, qd, kvd); err != nil {
 			return err
+		}
+		if at.Bias {
+			if err := b.biases(m, pre, l, qd, kvd); err != nil {
+				return err
+			}
 		}
 		// The FFN width is padded to a multiple of GemmBK with zero rows of
 		// gate and up (act(0)·0 = 0) and zero columns of down, so the
@@ -468,6 +476,38 @@ func (b *Backend) qkvMatrices(m *model.Model, pre string, l *layer, qd, kvd int)
 	}
 	l.q, l.k, l.v = view(0, qd), view(qd, kvd), view(qd+kvd, kvd)
 	return nil
+}
+
+// biases uploads the q, k and v biases repeated for a chunk's rows (the
+// products add their R input row by row), and one row of [q|k|v] for the
+// fused single-token matvec.
+func (b *Backend) biases(m *model.Model, pre string, l *layer, qd, kvd int) error {
+	var all []float32
+	for _, x := range []struct {
+		dst  *driver.Ptr
+		name string
+		n    int
+	}{{&l.bq, model.AttnQBias, qd}, {&l.bk, model.AttnKBias, kvd}, {&l.bv, model.AttnVBias, kvd}} {
+		t, err := readTensor(m, pre+x.name, 1, x.n)
+		if err != nil {
+			return err
+		}
+		v := make([]float32, x.n)
+		if err := tensor.Dequantize(v, t.Codec, t.Data); err != nil {
+			return fmt.Errorf("cuda: %s: %w", pre+x.name, err)
+		}
+		all = append(all, v...)
+		rep := make([]float32, 0, b.opts.Chunk*x.n)
+		for range b.opts.Chunk {
+			rep = append(rep, v...)
+		}
+		if *x.dst, err = b.upload(driver.Bytes(rep)); err != nil {
+			return err
+		}
+	}
+	var err error
+	l.bqkv, err = b.upload(driver.Bytes(all))
+	return err
 }
 
 // qkNormLen is the length of a q or k norm weight: one head's (per head)

@@ -283,10 +283,15 @@ func TestKVF16(t *testing.T) {
 // numbers are logged for the report.
 func TestCodecParity(t *testing.T) {
 	needGPU(t)
-	for _, mix := range []string{"f32", "f16", "q8_0", "q4_0", "q4_K", "q6_K", "q4_K_M"} {
+	for _, mix := range []string{"f32", "f16", "q8_0", "q4_0", "q4_K", "q6_K", "q4_K_M", "qwen2-f32", "qwen2-q4_0"} {
 		for _, exact := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/exact=%v", mix, exact), func(t *testing.T) {
-				m := synthModel(t, mix)
+				var m *model.Model
+				if q, ok := strings.CutPrefix(mix, "qwen2-"); ok {
+					m = synthShape(t, tinyQwen2, q) // q/k/v biases
+				} else {
+					m = synthModel(t, mix)
+				}
 				b, err := cuda.Open(context.Background(), m, cuda.Options{Exact: exact})
 				if err != nil {
 					t.Fatal(err)
@@ -311,7 +316,7 @@ func TestCodecParity(t *testing.T) {
 				scale := maxAbsF(want)
 				tol := 2e-2 * scale
 				switch {
-				case mix == "f32":
+				case strings.HasSuffix(mix, "f32"):
 					tol = parityTol
 				case exact:
 					tol = 1e-2 * scale

@@ -307,10 +307,21 @@ func (s *Session) embed(ids driver.Ptr, T int) error {
 // mm is y[T][rows] = x[T][cols]·Wᵀ: a matvec for one token, the batched
 // matvec for a few, the tensor-core GEMM for more.
 func (s *Session) mm(y driver.Ptr, w matrix, x driver.Ptr, T int) error {
+	return s.mmr(y, w, x, 0, T)
+}
+
+// mmr is mm plus r ([T][rows], or 0), added to y.
+func (s *Session) mmr(y driver.Ptr, w matrix, x, r driver.Ptr, T int) error {
 	P := func(p driver.Ptr) kernels.Ptr { return kernels.Ptr(p) }
+	at := func(p driver.Ptr, off int) driver.Ptr {
+		if p == 0 {
+			return 0
+		}
+		return p + driver.Ptr(off)
+	}
 	switch {
 	case T == 1:
-		return s.b.matvec(w.codec, &kernels.MatvecArgs{Y: P(y), W: P(w.ptr), X: P(x),
+		return s.b.matvec(w.codec, &kernels.MatvecArgs{Y: P(y), W: P(w.ptr), X: P(x), R: P(r),
 			Rows: int32(w.rows), Cols: int32(w.cols), RowBytes: int32(w.rowBytes)})
 	case T <= kernels.MaxBatch || w.codec == "f32":
 		// f32 weights keep f32 activations at every size (the tensor-core
@@ -318,13 +329,14 @@ func (s *Session) mm(y driver.Ptr, w matrix, x driver.Ptr, T int) error {
 		for t0 := 0; t0 < T; t0 += kernels.MaxBatch {
 			n := min(T-t0, kernels.MaxBatch)
 			if err := s.b.launch(kernels.MatvecBatchPrefix+w.codec, &kernels.MatvecBatchArgs{Y: P(y + driver.Ptr(t0*w.rows*4)),
-				W: P(w.ptr), X: P(x + driver.Ptr(t0*w.cols*4)), Rows: int32(w.rows), Cols: int32(w.cols), RowBytes: int32(w.rowBytes), N: int32(n)}); err != nil {
+				W: P(w.ptr), X: P(x + driver.Ptr(t0*w.cols*4)), R: P(at(r, t0*w.rows*4)), Rows: int32(w.rows), Cols: int32(w.cols),
+				RowBytes: int32(w.rowBytes), N: int32(n)}); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return s.b.launch(kernels.GemmPrefix+w.codec, &kernels.GemmArgs{Y: P(y), W: P(w.ptr), X: P(x),
+	return s.b.launch(kernels.GemmPrefix+w.codec, &kernels.GemmArgs{Y: P(y), W: P(w.ptr), X: P(x), R: P(r),
 		Rows: int32(w.rows), Cols: int32(w.cols), RowBytes: int32(w.rowBytes), T: int32(T)})
 }
 
@@ -401,19 +413,19 @@ func (s *Session) layers(T int, _ int) error {
 		if T == 1 && l.qkv.ptr != 0 {
 			kp, vp = s.q+driver.Ptr(qd*4), s.q+driver.Ptr((qd+kvd)*4)
 			qStride, kvStride = qd+2*kvd, qd+2*kvd
-			if err := s.mv(s.q, l.qkv, in, 0, norm); err != nil {
+			if err := s.mv(s.q, l.qkv, in, l.bqkv, norm); err != nil {
 				return err
 			}
 		} else {
 			for _, p := range []struct {
-				y driver.Ptr
-				w matrix
-			}{{qp, l.q}, {kp, l.k}, {vp, l.v}} {
+				y, bias driver.Ptr
+				w       matrix
+			}{{qp, l.bq, l.q}, {kp, l.bk, l.k}, {vp, l.bv, l.v}} {
 				var err error
 				if T == 1 {
-					err = s.mv(p.y, p.w, in, 0, norm)
+					err = s.mv(p.y, p.w, in, p.bias, norm)
 				} else {
-					err = s.mm(p.y, p.w, in, T)
+					err = s.mmr(p.y, p.w, in, p.bias, T)
 				}
 				if err != nil {
 					return err

@@ -130,3 +130,33 @@ func TestSplit(t *testing.T) {
 		t.Error("ranges missing a layer accepted")
 	}
 }
+
+// TestBiasPlumbing runs qwen2's biased q/k/v through every product path
+// (one token fused, a verify batch, a prefill chunk) on the fake device or
+// the GPU; on the GPU the logits must match the CPU.
+func TestBiasPlumbing(t *testing.T) {
+	m := synthShape(t, tinyQwen2, "f32")
+	dev, real := baseDevice(t)
+	b, err := cuda.Open(context.Background(), m, cuda.Options{Device: dev, Chunk: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c, _ := cpu.New(m, cpu.Options{})
+	defer c.Close()
+	s, _ := b.NewSession(64)
+	cs, _ := c.NewSession(64)
+	for _, ids := range [][]int{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, {21, 22, 23}, {24}} {
+		got, err := s.Forward(ids, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := cs.Forward(ids, true)
+		if len(got) != len(want) {
+			t.Fatalf("%d logits, want %d", len(got), len(want))
+		}
+		if real && maxDiff(got, want) > parityTol {
+			t.Errorf("%d tokens: max |Δ| %.3g", len(ids), maxDiff(got, want))
+		}
+	}
+}
