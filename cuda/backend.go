@@ -171,6 +171,15 @@ func Open(ctx context.Context, m *model.Model, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b.stats.ResidentBytes = b.bytes
+	// A decode step reads every projection once, and the head.
+	for _, l := range b.layers {
+		for _, w := range []matrix{l.q, l.k, l.v, l.o, l.gate, l.up, l.down} {
+			b.stats.WeightBytesToken += int64(w.rows) * int64(w.rowBytes)
+		}
+	}
+	if b.last {
+		b.stats.WeightBytesToken += int64(b.out.rows) * int64(b.out.rowBytes)
+	}
 	if opts.Profile {
 		b.prof = map[string]*kernelTime{}
 	}
