@@ -232,6 +232,7 @@ func (sp *Split) Stats() backend.Stats {
 		s.ResidentBytes += p.ResidentBytes
 		s.ReadbackBytes += p.ReadbackBytes
 		s.Submits += p.Submits
+		s.WeightBytesToken += p.WeightBytesToken
 	}
 	s.Tokens = sp.parts[len(sp.parts)-1].Stats().Tokens
 	if s.Tokens > 0 {
