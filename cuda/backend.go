@@ -197,6 +197,9 @@ var OpenDevice = func(ordinal int) (driver.Device, error) {
 	return c, nil
 }
 
+// errUnsupportedPTX is CUDA_ERROR_UNSUPPORTED_PTX_VERSION.
+const errUnsupportedPTX = 222
+
 // Check reports whether the kernels can run an architecture.
 func Check(a *model.Arch) error {
 	if a.FinalSoftcap != 0 {
@@ -272,6 +275,10 @@ func (b *Backend) load(ctx context.Context, m *model.Model) error {
 		return fmt.Errorf("cuda: %w: this binary carries no kernel image (run make cuda-kernels)", ErrUnsupported)
 	}
 	if b.mod, err = b.dev.Load(ptx); err != nil {
+		if driver.Code(err) == errUnsupportedPTX {
+			return fmt.Errorf("cuda: loading the kernels: %w (the driver, CUDA %s, is older than the kernels' PTX: an NVIDIA driver for CUDA 13, 580 or newer, is needed)",
+				err, driver.DriverString(b.dev.Info().DriverVersion))
+		}
 		return fmt.Errorf("cuda: loading the kernels: %w", err)
 	}
 	a := &m.Arch
