@@ -45,7 +45,9 @@ type Options struct {
 	// VRAMBudget bounds the bytes the backend allocates (0 = the free
 	// memory the driver reports, less 5%).
 	VRAMBudget int64
-	// Chunk is the most tokens one prefill step runs (0 = 512).
+	// Chunk is the most tokens one prefill step runs (0 = 2048: the
+	// GEMMs fill the GPU better in one long step than in several short
+	// ones; a session's chunk is at most its length).
 	Chunk int
 	// KVF16 keeps the KV cache in f16 (half the memory; the attention
 	// kernels read it back to f32).
@@ -132,7 +134,7 @@ type layer struct {
 	attnNorm, postAttnNorm, ffnNorm, postFF driver.Ptr
 	q, k, v, o                              matrix
 	qkv                                     matrix // [q;k;v] rows in one matrix (0 when their codecs differ)
-	// q, k and v biases (qwen2), each repeated for Chunk rows: the R input
+	// q, k and v biases (qwen2), each repeated for biasRows rows: the R input
 	// of the products ([T][rows], added to y); bqkv is one row of [q|k|v].
 	bq, bk, bv, bqkv driver.Ptr
 	qNorm, kNorm     driver.Ptr
@@ -159,7 +161,7 @@ func Open(ctx context.Context, m *model.Model, opts Options) (*Backend, error) {
 	}
 	b := &Backend{dev: dev, arch: &m.Arch, opts: opts, funcs: map[string]driver.Func{}}
 	if opts.Chunk <= 0 {
-		b.opts.Chunk = 512
+		b.opts.Chunk = 2048
 	}
 	info := dev.Info()
 	b.name = fmt.Sprintf("cuda:%d:%s", info.Ordinal, info.Name)
@@ -494,7 +496,11 @@ func (b *Backend) qkvMatrices(m *model.Model, pre string, l *layer, qd, kvd int)
 	return nil
 }
 
-// biases uploads the q, k and v biases repeated for a chunk's rows (the
+// biasRows is how many rows the repeated biases hold: a longer product
+// runs in pieces of this many rows.
+const biasRows = 512
+
+// biases uploads the q, k and v biases repeated for biasRows rows (the
 // products add their R input row by row), and one row of [q|k|v] for the
 // fused single-token matvec.
 func (b *Backend) biases(m *model.Model, pre string, l *layer, qd, kvd int) error {
@@ -513,8 +519,8 @@ func (b *Backend) biases(m *model.Model, pre string, l *layer, qd, kvd int) erro
 			return fmt.Errorf("cuda: %s: %w", pre+x.name, err)
 		}
 		all = append(all, v...)
-		rep := make([]float32, 0, b.opts.Chunk*x.n)
-		for range b.opts.Chunk {
+		rep := make([]float32, 0, biasRows*x.n)
+		for range biasRows {
 			rep = append(rep, v...)
 		}
 		if *x.dst, err = b.upload(driver.Bytes(rep)); err != nil {

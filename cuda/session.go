@@ -310,8 +310,17 @@ func (s *Session) mm(y driver.Ptr, w matrix, x driver.Ptr, T int) error {
 	return s.mmr(y, w, x, 0, T)
 }
 
-// mmr is mm plus r ([T][rows], or 0), added to y.
+// mmr is mm plus a repeated bias r ([biasRows][rows], or 0), added to y.
 func (s *Session) mmr(y driver.Ptr, w matrix, x, r driver.Ptr, T int) error {
+	if r != 0 && T > biasRows {
+		for t0 := 0; t0 < T; t0 += biasRows {
+			n := min(T-t0, biasRows)
+			if err := s.mmr(y+driver.Ptr(t0*w.rows*4), w, x+driver.Ptr(t0*w.cols*4), r, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	P := func(p driver.Ptr) kernels.Ptr { return kernels.Ptr(p) }
 	at := func(p driver.Ptr, off int) driver.Ptr {
 		if p == 0 {
