@@ -76,7 +76,8 @@ type Backend struct {
 	mod       driver.Module
 	funcs     map[string]driver.Func
 	name      string
-	layers    []layer // layers [from, from+len(layers))
+	pads      []headPad // per model layer: its head dims and the device's (pad.go)
+	layers    []layer   // layers [from, from+len(layers))
 	from      int
 	first     bool   // embeds (holds layer 0)
 	postNorms bool   // some layer has a post-mixer or post-FFN norm
@@ -138,6 +139,8 @@ type layer struct {
 	// of the products ([T][rows], added to y); bqkv is one row of [q|k|v].
 	bq, bk, bv, bqkv driver.Ptr
 	qNorm, kNorm     driver.Ptr
+	qkEps            float32 // the q/k norms' epsilon and (1+w) flag: padded heads
+	qkPlusOne        int32   // pre-scale their weights (pad.go)
 	invFreq          driver.Ptr
 	mscale           float32
 	gate, up, down   matrix
@@ -151,6 +154,17 @@ func Open(ctx context.Context, m *model.Model, opts Options) (*Backend, error) {
 		}
 		return nil, err
 	}
+	// Heads narrower than the kernels take are padded (pad.go); the
+	// backend runs the padded model and converts exported state back.
+	pm, pads, err := padHeads(m)
+	if err != nil {
+		if opts.Device != nil {
+			opts.Device.Close()
+		}
+		return nil, err
+	}
+	orig := m
+	m = pm
 	dev := opts.Device
 	if dev == nil {
 		d, err := OpenDevice(opts.Ordinal)
@@ -159,7 +173,10 @@ func Open(ctx context.Context, m *model.Model, opts Options) (*Backend, error) {
 		}
 		dev = d
 	}
-	b := &Backend{dev: dev, arch: &m.Arch, opts: opts, funcs: map[string]driver.Func{}}
+	b := &Backend{dev: dev, arch: &m.Arch, opts: opts, funcs: map[string]driver.Func{}, pads: pads}
+	if len(orig.Arch.Layers) != len(m.Arch.Layers) {
+		return nil, fmt.Errorf("cuda: internal: padded model of %d layers", len(m.Arch.Layers))
+	}
 	if opts.Chunk <= 0 {
 		b.opts.Chunk = 2048
 	}
@@ -230,10 +247,15 @@ func Check(a *model.Arch) error {
 			return fmt.Errorf("cuda: %w: layer %d attention sinks", ErrUnsupported, i)
 		case at.OutputGate:
 			return fmt.Errorf("cuda: %w: layer %d attention output gate", ErrUnsupported, i)
-		case (at.Heads*at.HeadDim)%kernels.GemmBK != 0:
-			return fmt.Errorf("cuda: %w: layer %d attention width %d is not a multiple of %d", ErrUnsupported, i, at.Heads*at.HeadDim, kernels.GemmBK)
 		}
-		if err := kernels.CheckAttention(at.Heads, at.KVHeads, at.HeadDim); err != nil {
+		hd := at.HeadDim
+		if hd < minHeadDim && hd >= 4 && hd%4 == 0 {
+			hd = minHeadDim // padded (pad.go)
+		}
+		if (at.Heads*hd)%kernels.GemmBK != 0 {
+			return fmt.Errorf("cuda: %w: layer %d attention width %d is not a multiple of %d", ErrUnsupported, i, at.Heads*hd, kernels.GemmBK)
+		}
+		if err := kernels.CheckAttention(at.Heads, at.KVHeads, hd); err != nil {
 			return fmt.Errorf("cuda: %w: layer %d: %v", ErrUnsupported, i, err)
 		}
 		switch at.Rope.Style {
@@ -324,6 +346,10 @@ func (b *Backend) load(ctx context.Context, m *model.Model) error {
 		}
 		l := &b.layers[i-from]
 		l.spec = spec
+		l.qkEps, l.qkPlusOne = a.NormEps, plusOne(a)
+		if p := b.pads[i]; p.padded() {
+			l.qkEps, l.qkPlusOne = a.NormEps*float32(p.hd)/float32(p.dev), 0
+		}
 		pre := fmt.Sprintf("blk.%d.", i)
 		at := spec.Attn
 		vecs := []struct {

@@ -355,6 +355,13 @@ func (s *Session) rmsnorm(out, x, w driver.Ptr, rows, dim int) error {
 		Rows: int32(rows), Dim: int32(dim), Eps: a.NormEps, PlusOne: plusOne(a)})
 }
 
+// qkNorm normalizes q or k rows in place with the layer's q/k norm
+// epsilon (adjusted for padded heads, pad.go).
+func (s *Session) qkNorm(l *layer, x, w driver.Ptr, rows, dim int) error {
+	return s.b.launch(kernels.RMSNorm, &kernels.RMSNormArgs{Out: kernels.Ptr(x), X: kernels.Ptr(x), W: kernels.Ptr(w),
+		Rows: int32(rows), Dim: int32(dim), Eps: l.qkEps, PlusOne: l.qkPlusOne})
+}
+
 func plusOne(a *model.Arch) int32 {
 	if a.Norm == model.NormRMSPlusOne {
 		return 1
@@ -443,17 +450,17 @@ func (s *Session) layers(T int, _ int) error {
 		}
 		switch at.QKNorm {
 		case model.QKNormPerHead:
-			if err := s.rmsnorm(qp, qp, l.qNorm, T*at.Heads, hd); err != nil {
+			if err := s.qkNorm(l, qp, l.qNorm, T*at.Heads, hd); err != nil {
 				return err
 			}
-			if err := s.rmsnorm(kp, kp, l.kNorm, T*at.KVHeads, hd); err != nil {
+			if err := s.qkNorm(l, kp, l.kNorm, T*at.KVHeads, hd); err != nil {
 				return err
 			}
 		case model.QKNormFull:
-			if err := s.rmsnorm(qp, qp, l.qNorm, T, qd); err != nil {
+			if err := s.qkNorm(l, qp, l.qNorm, T, qd); err != nil {
 				return err
 			}
-			if err := s.rmsnorm(kp, kp, l.kNorm, T, kvd); err != nil {
+			if err := s.qkNorm(l, kp, l.kNorm, T, kvd); err != nil {
 				return err
 			}
 		}
@@ -755,7 +762,8 @@ func (s *Session) ExportState() (*backend.State, error) {
 	defer b.mu.Unlock()
 	st := &backend.State{Pos: s.pos, Layers: make([]backend.LayerState, len(b.layers))}
 	for i, l := range b.layers {
-		n := s.pos * l.spec.Attn.KVHeads * l.spec.Attn.HeadDim
+		at, p := l.spec.Attn, b.pads[b.from+i]
+		n := s.pos * at.KVHeads * at.HeadDim
 		k, err := s.readKV(s.kc[i], n)
 		if err != nil {
 			return nil, err
@@ -764,7 +772,7 @@ func (s *Session) ExportState() (*backend.State, error) {
 		if err != nil {
 			return nil, err
 		}
-		st.Layers[i] = backend.LayerState{K: k, V: v}
+		st.Layers[i] = backend.LayerState{K: unpadRows(k, p), V: unpadRows(v, p)}
 	}
 	return st, nil
 }
@@ -775,7 +783,7 @@ func (s *Session) ImportState(st *backend.State) error {
 	kv := make([]int, len(b.layers))
 	zero := make([]int, len(b.layers))
 	for i, l := range b.layers {
-		kv[i] = l.spec.Attn.KVHeads * l.spec.Attn.HeadDim
+		kv[i] = l.spec.Attn.KVHeads * b.pads[b.from+i].hd
 	}
 	if err := st.Check(kv, zero, zero); err != nil {
 		return err
@@ -786,15 +794,41 @@ func (s *Session) ImportState(st *backend.State) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i, l := range st.Layers {
-		if err := s.writeKV(s.kc[i], l.K); err != nil {
+		p := b.pads[b.from+i]
+		if err := s.writeKV(s.kc[i], padRows(l.K, p)); err != nil {
 			return err
 		}
-		if err := s.writeKV(s.vc[i], l.V); err != nil {
+		if err := s.writeKV(s.vc[i], padRows(l.V, p)); err != nil {
 			return err
 		}
 	}
 	s.pos = st.Pos
 	return nil
+}
+
+// unpadRows drops the padding of K or V rows ([pos][kvHeads*dev] →
+// [pos][kvHeads*hd]).
+func unpadRows(x []float32, p headPad) []float32 {
+	if !p.padded() {
+		return x
+	}
+	out := make([]float32, 0, len(x)/p.dev*p.hd)
+	for h := 0; h < len(x); h += p.dev {
+		out = append(out, x[h:h+p.hd]...)
+	}
+	return out
+}
+
+// padRows is unpadRows' inverse.
+func padRows(x []float32, p headPad) []float32 {
+	if !p.padded() {
+		return x
+	}
+	out := make([]float32, len(x)/p.hd*p.dev)
+	for h, o := 0, 0; h < len(x); h, o = h+p.hd, o+p.dev {
+		copy(out[o:], x[h:h+p.hd])
+	}
+	return out
 }
 
 // readKV reads n cache elements as f32.
