@@ -221,9 +221,6 @@ const errUnsupportedPTX = 222
 
 // Check reports whether the kernels can run an architecture.
 func Check(a *model.Arch) error {
-	if a.FinalSoftcap != 0 {
-		return fmt.Errorf("cuda: %w: final logit softcap (%s)", ErrUnsupported, a.Family)
-	}
 	switch a.Act {
 	case model.ActSiLU, model.ActGELUTanh:
 	default:

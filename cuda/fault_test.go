@@ -97,7 +97,7 @@ func TestNoDriver(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	t.Run("fixtures", func(t *testing.T) {
 		for _, c := range []struct{ fixture, want string }{
-			{"lfm2", "mixer"}, {"qwen3_moe", "FFN"}, {"gemma2", "softcap"},
+			{"lfm2", "mixer"}, {"qwen3_moe", "FFN"},
 		} {
 			m := loadTiny(t, c.fixture)
 			_, err := cuda.Open(context.Background(), m, cuda.Options{Device: driver.NewFake(1 << 30)})

@@ -19,7 +19,11 @@ import (
 // the padding is exact math, checked without a GPU.
 func TestPadHeadsCPU(t *testing.T) {
 	shared := fixtures.Dir(t)
-	for _, p := range []string{"fixtures/tiny/llama", "fixtures/tiny/mistral_sw8", "fixtures/tiny/phi3", "fixtures/models/stories260K.gguf"} {
+	// qwen3's q/k norms have no 1+w: the CPU's own epsilon on the
+	// pre-scaled weight differs from the adjusted one by ~eps (gemma3's
+	// 1+w norms the CPU cannot take padded: TestPadNorm checks that math).
+	for _, p := range []string{"fixtures/tiny/llama", "fixtures/tiny/mistral_sw8", "fixtures/tiny/phi3", "fixtures/tiny/gemma2",
+		"fixtures/tiny/qwen3", "fixtures/tiny/granite", "fixtures/models/stories260K.gguf"} {
 		t.Run(filepath.Base(p), func(t *testing.T) {
 			path := filepath.Join(shared, p)
 			if _, err := os.Stat(path); err != nil {

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/cuda/driver"
@@ -236,8 +237,8 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 // caller: every row's when all, else the last row's of the last chunk
 // (none of an earlier chunk, which is only synchronized).
 func (s *Session) logitRows(T int, all, last bool) ([]float32, error) {
-	b := s.b
-	V := b.arch.Vocab
+	b, a := s.b, s.b.arch
+	V := a.Vocab
 	from := T - 1
 	if all {
 		from = 0
@@ -255,6 +256,13 @@ func (s *Session) logitRows(T int, all, last bool) ([]float32, error) {
 			return nil, err
 		}
 		b.stats.ReadbackBytes += int64(len(rows) * 4)
+		// The final softcap (gemma2) on the host, as the CPU computes it;
+		// greedy picks on the device need none (tanh keeps the order).
+		if c := a.FinalSoftcap; c > 0 {
+			for i, v := range rows {
+				rows[i] = float32(math.Tanh(float64(v/c))) * c
+			}
+		}
 		out = append(out, rows...)
 	}
 	return out, nil
