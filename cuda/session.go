@@ -44,6 +44,7 @@ type Session struct {
 	nsplit                      int32
 	graphs                      map[int]driver.Graph
 	raw                         bool // the head reads x un-normalized (after a fused pass)
+	hist0                       int  // where the next greedy batch's picks land in the ring (-1: no chain)
 	allocs                      []driver.Ptr
 	bytes                       int64
 	closed                      bool
@@ -65,7 +66,7 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	a := b.arch
-	s := &Session{b: b, maxLen: maxLen, chunk: min(b.opts.Chunk, maxLen), graphs: map[int]driver.Graph{}, kv: "f32"}
+	s := &Session{b: b, maxLen: maxLen, chunk: min(b.opts.Chunk, maxLen), graphs: map[int]driver.Graph{}, kv: "f32", hist0: -1}
 	if b.opts.KVF16 {
 		s.kv = "f16"
 	}
@@ -166,7 +167,7 @@ func (s *Session) free() {
 func (s *Session) Len() int { return s.pos }
 
 // Reset forgets every position.
-func (s *Session) Reset() { s.pos = 0 }
+func (s *Session) Reset() { s.pos, s.hist0 = 0, -1 }
 
 // Close frees the session's device memory.
 func (s *Session) Close() error {
@@ -192,6 +193,7 @@ func (s *Session) Rewind(n int) error {
 		return fmt.Errorf("cuda: rewind of %d positions, %d rewindable", n, s.pos)
 	}
 	s.pos -= n
+	s.hist0 = -1
 	return nil
 }
 
@@ -292,6 +294,7 @@ func (s *Session) check(tokens []int) error {
 // upload writes a chunk's token ids and the step state, then embeds them
 // into x.
 func (s *Session) upload(ch []int) error {
+	s.hist0 = -1 // no greedy batch continues past an ordinary step
 	ids := make([]int32, len(ch))
 	for i, t := range ch {
 		ids[i] = int32(t)
@@ -635,11 +638,40 @@ func (s *Session) GreedyOnDevice() bool { return true }
 // picks: one CUDA graph launch of k steps (embed → layers → head → argmax,
 // the argmax writing the next step's input on the device).
 func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
-	if k <= 0 || k > histLen {
-		return nil, fmt.Errorf("cuda: greedy batch of %d steps (1..%d)", k, histLen)
+	if first < 0 {
+		return nil, fmt.Errorf("cuda: greedy batch from token %d", first)
 	}
-	if err := s.check([]int{first}); err != nil {
+	g, err := s.SubmitGreedyBatch(first, k)
+	if err != nil {
 		return nil, err
+	}
+	return s.CollectGreedyBatch(g)
+}
+
+// GreedyBatch is a submitted batch of greedy steps whose picks have not
+// been collected: where they land in the device's ring of picks.
+type GreedyBatch struct {
+	start, k int
+	first    int // the token the batch started from; -1 when it continued
+}
+
+// Steps is the number of greedy steps in the batch.
+func (g *GreedyBatch) Steps() int { return g.k }
+
+// SubmitGreedyBatch launches k greedy steps (one graph) without waiting:
+// from first, or (first < 0) from the last pick of the batch before,
+// which the device state already holds. The picks land in the device's
+// ring; CollectGreedyBatch reads them.
+func (s *Session) SubmitGreedyBatch(first, k int) (*GreedyBatch, error) {
+	if k <= 0 || k > histLen/2 {
+		return nil, fmt.Errorf("cuda: greedy batch of %d steps (1..%d)", k, histLen/2)
+	}
+	if first >= 0 {
+		if err := s.check([]int{first}); err != nil {
+			return nil, err
+		}
+	} else if s.pos == 0 || s.hist0 < 0 {
+		return nil, fmt.Errorf("cuda: a greedy batch continues a batch, but none was submitted")
 	}
 	if s.pos+k > s.maxLen {
 		return nil, fmt.Errorf("cuda: %d positions + %d greedy steps exceed the session length %d", s.pos, k, s.maxLen)
@@ -658,28 +690,67 @@ func (s *Session) ForwardGreedy(first, k int) ([]int, error) {
 		}
 		s.graphs[k] = g
 	}
-	if err := s.setState(s.pos, first); err != nil {
-		return nil, err
+	if first >= 0 {
+		// A new chain: position, token, and the ring from its start.
+		if err := s.setState(s.pos, first); err != nil {
+			return nil, err
+		}
+		s.hist0 = 0
 	}
 	if err := b.dev.LaunchGraph(g); err != nil {
 		return nil, err
 	}
-	picks := make([]int32, k)
-	if err := b.dev.Read(driver.Bytes(picks), s.hist); err != nil {
-		return nil, err
-	}
-	b.stats.ReadbackBytes += int64(4 * k)
+	batch := &GreedyBatch{start: s.hist0, k: k, first: first}
+	s.hist0 += k
+	s.pos += k
 	b.stats.Submits++
 	b.stats.Tokens += int64(k)
-	s.pos += k
-	ids := make([]int, k)
-	for i, p := range picks {
+	return batch, nil
+}
+
+// CollectGreedyBatch waits for a batch and returns its k picks.
+func (s *Session) CollectGreedyBatch(g *GreedyBatch) ([]int, error) {
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ring := make([]int32, histLen)
+	if err := b.dev.Read(driver.Bytes(ring), s.hist); err != nil {
+		return nil, err
+	}
+	b.stats.ReadbackBytes += int64(4 * g.k)
+	ids := make([]int, g.k)
+	for i := range ids {
+		p := ring[(g.start+i)%histLen]
 		if p < 0 || int(p) >= b.arch.Vocab {
 			return nil, fmt.Errorf("cuda: greedy step %d picked token %d (non-finite logits?)", i, p)
 		}
 		ids[i] = int(p)
 	}
 	return ids, nil
+}
+
+// DropGreedyBatch forgets the newest batch, uncollected: its positions
+// are given back and the device state is the one before it (the batch
+// before's last pick, or the token the dropped batch started from).
+func (s *Session) DropGreedyBatch(g *GreedyBatch) error {
+	if g.start+g.k != s.hist0 {
+		return fmt.Errorf("cuda: only the newest greedy batch can be dropped")
+	}
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s.pos -= g.k
+	s.hist0 = g.start
+	st := []int32{int32(s.pos), int32(g.first), int32(g.start), 0}
+	if err := b.dev.Upload(s.state, driver.Bytes(st)); err != nil {
+		return err
+	}
+	if g.first < 0 {
+		// The batch before's last pick, still in the ring.
+		at := s.hist + driver.Ptr(4*((g.start-1+histLen)%histLen))
+		return b.dev.Copy(s.state+4*kernels.StateToken, at, 4)
+	}
+	return nil
 }
 
 // capture records k greedy steps into a graph.
@@ -810,7 +881,7 @@ func (s *Session) ImportState(st *backend.State) error {
 			return err
 		}
 	}
-	s.pos = st.Pos
+	s.pos, s.hist0 = st.Pos, -1
 	return nil
 }
 

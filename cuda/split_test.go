@@ -160,3 +160,73 @@ func TestBiasPlumbing(t *testing.T) {
 		}
 	}
 }
+
+// TestGreedyBatches: greedy batches submitted ahead (the second continues
+// from the first's last pick on the device), collected in order, and the
+// newest dropped and submitted again: the positions add up and, on a GPU,
+// the picks are the CPU's greedy tokens.
+func TestGreedyBatches(t *testing.T) {
+	m := synthModel(t, "f32")
+	dev, real := baseDevice(t)
+	b, err := cuda.Open(context.Background(), m, cuda.Options{Device: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	bs, _ := b.NewSession(64)
+	s := bs.(*cuda.Session)
+	prompt := []int{1, 17, 33, 101, 7, 250, 64, 3}
+	l, err := s.Forward(prompt, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SubmitGreedyBatch(-1, 2); err == nil {
+		t.Fatal("a batch continued after an ordinary step")
+	}
+	tok := argmax(l)
+	b1, err := s.SubmitGreedyBatch(tok, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := s.SubmitGreedyBatch(-1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DropGreedyBatch(b1); err == nil {
+		t.Fatal("dropped a batch that is not the newest")
+	}
+	ids1, err := s.CollectGreedyBatch(b1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids2, err := s.CollectGreedyBatch(b2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b3, err := s.SubmitGreedyBatch(-1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DropGreedyBatch(b3); err != nil {
+		t.Fatal(err)
+	}
+	b4, err := s.SubmitGreedyBatch(-1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids4, err := s.CollectGreedyBatch(b4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != len(prompt)+3+4+2 {
+		t.Fatalf("Len %d after batches of 3, 4 and 2 (one of 2 dropped)", s.Len())
+	}
+	if !real {
+		return
+	}
+	got := append(append(ids1, ids2...), ids4...)
+	want := cpuContinue(t, m, append(append([]int(nil), prompt...), tok), len(got))
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("picks %v, CPU %v", got, want)
+	}
+}
