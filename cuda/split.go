@@ -400,3 +400,27 @@ var (
 	_ backend.StateExporter = (*splitSession)(nil)
 	_ backend.StateImporter = (*splitSession)(nil)
 )
+
+// SessionBytes is what one session of ctx positions holds on the device
+// (per Backend, all layers): the KV cache, and the activations of one
+// prefill chunk.
+func SessionBytes(a *model.Arch, ctx int, kvF16 bool) backend.Memory {
+	elem := int64(4)
+	if kvF16 {
+		elem = 2
+	}
+	chunk := int64(min(ctx, 2048))
+	var m backend.Memory
+	var qkv, ff int64
+	for _, l := range a.Layers {
+		if l.Attn == nil {
+			continue
+		}
+		hd := max(l.Attn.HeadDim, minHeadDim)
+		m.KV += 2 * int64(ctx) * int64(l.Attn.KVHeads*hd) * elem
+		qkv = max(qkv, int64((l.Attn.Heads+2*l.Attn.KVHeads)*hd))
+		ff = max(ff, int64(ffnWidth(l.FFNHidden)))
+	}
+	m.Activations = chunk*4*(4*int64(a.Hidden)+2*qkv+2*ff) + int64(min(int(chunk), maxLogitRows))*int64(a.Vocab)*4
+	return m
+}
