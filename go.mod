@@ -8,6 +8,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cogentcore/webgpu v0.23.0
 	github.com/dlclark/regexp2 v1.12.0
+	github.com/ebitengine/purego v0.11.3
 	github.com/gorilla/websocket v1.5.3
 	github.com/hack-pad/hackpadfs v0.2.4
 	golang.org/x/sys v0.50.0

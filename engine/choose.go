@@ -13,7 +13,11 @@ import (
 // autoDevices is the order in which Backend "auto" tries the device
 // backends this build links (see backends.go); a name not registered is
 // skipped.
-var autoDevices = []string{"cuda", "webgpu"}
+//
+// The CUDA backend is not among them: as in the seed's facade, it runs
+// only when asked for by name (--backend cuda, CORTIQ_GPU=cuda) and is
+// never swapped for another behind the user's back.
+var autoDevices = []string{"webgpu"}
 
 // choice is what the scheduler's policy (choose) decided to try.
 type choice struct {

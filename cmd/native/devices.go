@@ -3,16 +3,18 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
 
+	"github.com/cortiq/cortiq/cuda/driver"
 	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/probe"
 )
 
 func init() {
-	register("devices", "devices [--json]", "list the WebGPU adapter, its limits and the probe's verdicts", cmdDevices)
+	register("devices", "devices [--json]", "list the WebGPU adapter, its limits, the CUDA devices and the probe's verdicts", cmdDevices)
 }
 
 func cmdDevices(args []string) error {
@@ -29,11 +31,13 @@ func cmdDevices(args []string) error {
 		MaxStorageBuffersPerStage      uint32 `json:"max_storage_buffers_per_shader_stage"`
 	}
 	out := struct {
-		Adapter  *gpu.AdapterInfo `json:"adapter,omitempty"`
-		Error    string           `json:"error,omitempty"`
-		Limits   *limits          `json:"limits,omitempty"`
-		Probe    []probe.Entry    `json:"probe_verdicts"`
-		CPUCores int              `json:"cpu_cores"`
+		Adapter   *gpu.AdapterInfo `json:"adapter,omitempty"`
+		Error     string           `json:"error,omitempty"`
+		Limits    *limits          `json:"limits,omitempty"`
+		CUDA      []driver.Info    `json:"cuda,omitempty"`
+		CUDAError string           `json:"cuda_error,omitempty"`
+		Probe     []probe.Entry    `json:"probe_verdicts"`
+		CPUCores  int              `json:"cpu_cores"`
 	}{CPUCores: numCPU()}
 	if dev, err := gpu.Open(gpu.Options{}); err != nil {
 		out.Error = err.Error()
@@ -44,6 +48,11 @@ func cmdDevices(args []string) error {
 		out.Limits = &limits{l.MaxBufferSize, l.MaxStorageBufferBindingSize, l.MaxComputeWorkgroupStorageSize,
 			l.MaxComputeInvocationsPerWorkgroup, l.MaxStorageBuffersPerShaderStage}
 		dev.Close()
+	}
+	if cd, err := driver.Devices(); err != nil {
+		out.CUDAError = err.Error()
+	} else {
+		out.CUDA = cd
 	}
 	if p := probeCachePath(); p != "" {
 		if data, err := os.ReadFile(p); err == nil {
@@ -67,6 +76,12 @@ func cmdDevices(args []string) error {
 			out.Limits.MaxBufferSize>>20, out.Limits.MaxStorageBufferBindingSize>>20, out.Limits.MaxComputeWorkgroupStorageSize>>10,
 			out.Limits.MaxComputeInvocations, out.Limits.MaxStorageBuffersPerStage)
 		fmt.Printf("features    f32 and packed-f16 (unpack2x16float) kernels; no shader-f16, subgroups or overrides needed\n")
+	}
+	if len(out.CUDA) == 0 {
+		fmt.Printf("cuda        none: %s\n", cmp.Or(out.CUDAError, "no CUDA device"))
+	}
+	for _, d := range out.CUDA {
+		fmt.Printf("cuda        %s\n", d)
 	}
 	if len(out.Probe) == 0 {
 		fmt.Printf("probe       no verdicts cached\n")

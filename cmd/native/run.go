@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cortiq/cortiq/chat"
+	"github.com/cortiq/cortiq/cuda"
 	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/sample"
@@ -28,6 +29,7 @@ type modelFlags struct {
 	backend    string
 	ctx        int
 	gpuLayers  string
+	devices    string
 	vramBudget string
 	memBudget  string
 	kv         string
@@ -40,7 +42,8 @@ type modelFlags struct {
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.model, "m", "", "model: a path (HF directory, .gguf, .cmf) or a name (default "+resolve.DefaultModel+")")
-	fs.StringVar(&m.backend, "backend", "auto", "backend: auto, cpu or webgpu")
+	fs.StringVar(&m.backend, "backend", "auto", "backend: auto, cpu, webgpu or cuda")
+	fs.StringVar(&m.devices, "devices", "", "CUDA devices for --backend cuda, e.g. 0,1 (layers split by --gpu-layers 0:0-13,1:14-27 or by free memory)")
 	fs.IntVar(&m.ctx, "ctx", 0, "context length, up to the model's (0 = the model's, at most 4096; `cortiq info --ctx N` prints what it needs)")
 	fs.StringVar(&m.gpuLayers, "gpu-layers", os.Getenv("CORTIQ_GPU_LAYERS"), "layer ranges on the device, e.g. 0-9,20-29")
 	fs.StringVar(&m.vramBudget, "vram-budget", os.Getenv("CORTIQ_VRAM_BUDGET"), "bytes of device memory (e.g. 2GiB): weights, and with --ctx one session of that context")
@@ -69,22 +72,37 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 		return nil, fmt.Errorf("--kv %q: want f32 or f16", m.kv)
 	}
 	// A bad layer list is the user's mistake, not a device failure: refuse
-	// it rather than run on the CPU.
-	if _, err := webgpu.ParseLayerRanges(m.gpuLayers, 0); err != nil {
+	// it rather than run on the CPU. (cuda's per-device ranges are checked
+	// against the model when it opens.)
+	tuning := any(gpuTuning())
+	if backend == "cuda" {
+		var devices []int
+		for _, d := range strings.Split(m.devices, ",") {
+			if d = strings.TrimSpace(d); d == "" {
+				continue
+			}
+			n, err := strconv.Atoi(d)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("--devices %q: want CUDA device numbers, e.g. 0,1", m.devices)
+			}
+			devices = append(devices, n)
+		}
+		tuning = cuda.Tuning{Devices: devices}
+	} else if _, err := webgpu.ParseLayerRanges(m.gpuLayers, 0); err != nil {
 		return nil, fmt.Errorf("--gpu-layers (or CORTIQ_GPU_LAYERS): %w", err)
 	}
 	lp := newLoadProgress(backend == "webgpu")
 	e, err := engine.Load(ctx, newResolver(), m.model, engine.Options{
 		Backend: backend, NoProbe: os.Getenv("CORTIQ_PROBE") == "0", MaxContext: m.ctx, GPULayers: m.gpuLayers, VRAMBudget: budget, MemBudget: memBudget, KV: m.kv,
 		PrefillOnCPU: m.cpuPrefill, RewindDepth: m.rewindDepth, PrefixCacheBytes: m.prefixCache,
-		ProbeCache: probeCachePath(), Progress: lp.stage, Tuning: gpuTuning(),
+		ProbeCache: probeCachePath(), Progress: lp.stage, Tuning: tuning,
 	})
 	lp.done(e)
 	if err != nil {
 		return nil, interrupted(ctx, err) // Ctrl-C stopped the load: exit 130
 	}
-	if backend == "webgpu" && e.DeviceError() != nil {
-		fmt.Fprintf(os.Stderr, "cortiq: webgpu unavailable, running on the CPU: %v\n", e.DeviceError())
+	if (backend == "webgpu" || backend == "cuda") && e.DeviceError() != nil {
+		fmt.Fprintf(os.Stderr, "cortiq: %s unavailable, running on the CPU: %v\n", backend, e.DeviceError())
 	}
 	return e, nil
 }
