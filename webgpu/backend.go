@@ -147,8 +147,7 @@ type dlayer struct {
 	gu                                           []*dweight // fused and interleaved (see guInterleaved) or gate, up
 	guInterleaved                                bool       // gu[0] rows are gate 0, up 0, gate 1, up 1, ...
 	down                                         *dweight
-	invFreq                                      []float32
-	mscale                                       float32
+	rope                                         *model.RopeTable // nil on a NoPE layer
 	qw, kvw, f                                   int
 	moe                                          *dmoe    // routed experts instead of gu/down
 	conv                                         *dconv   // short-conv mixer (o is its out projection)
@@ -256,13 +255,6 @@ func checkArch(a *model.Arch) error {
 		return fmt.Errorf("webgpu: %w: activation %q", ErrUnsupported, a.Act)
 	}
 	return nil
-}
-
-func orOne(v float32) float32 {
-	if v == 0 {
-		return 1
-	}
-	return v
 }
 
 func (b *Backend) tensor(m *model.Model, name string) (*tensor.Tensor, error) {
@@ -407,7 +399,7 @@ func (b *Backend) load(m *model.Model, allowed []bool) error {
 	if b.emb, err = b.uploadNamed(m, model.TokenEmbd); err != nil {
 		return err
 	}
-	b.embScale = orOne(a.EmbedScale)
+	b.embScale = a.Scales().Embed
 	if a.TiedEmbeddings {
 		b.head = b.emb
 	} else if b.head, err = b.uploadNamed(m, model.Output); err != nil {
@@ -704,14 +696,12 @@ func (b *Backend) finishLayer(dl *dlayer, i int) (*dlayer, error) {
 		return dl, nil
 	}
 	if r := at.Rope; r.Dims > 0 {
-		dl.invFreq, dl.mscale, err = ropeFreqs(r)
+		dl.rope, err = model.NewRopeTable(r, at.HeadDim)
+		if errors.Is(err, model.ErrRopeScaling) || errors.Is(err, model.ErrRopeStyle) {
+			return nil, fmt.Errorf("webgpu: layer %d: %w: %v", i, ErrUnsupported, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("webgpu: layer %d: %w", i, err)
-		}
-		switch r.Style {
-		case model.RopeNeoX, model.RopeInterleaved:
-		default:
-			return nil, fmt.Errorf("webgpu: %w: rope style %q", ErrUnsupported, r.Style)
 		}
 	}
 	return dl, nil

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -308,11 +309,12 @@ func TestKernelQKVPrep(t *testing.T) {
 			stride := (heads + 2*kvh) * hd
 			x := randVec(r, ntok*stride, 2)
 			qn, kn := randVec(r, hd, 1), randVec(r, hd, 1)
-			inv, _, err := ropeInvFreq(10000, max(tc.rot, 2), "llama3", 8, 1, 4, 8, 0, 0, 0)
+			rt, err := model.NewRopeTable(model.Rope{Theta: 10000, Dims: max(tc.rot, 2), Style: model.RopeNeoX,
+				Scaling: model.RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 8}}, hd)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cs := ropeTable(inv, 1, maxLen)
+			cs := rt.CosSinRows(maxLen)
 			wantQ := append([]float32(nil), x...)
 			wantK := make([]float32, maxLen*kvh*hd)
 			wantV := make([]float32, maxLen*kvh*hd)

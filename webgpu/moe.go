@@ -350,7 +350,7 @@ func (s *Session) buildMoE(i int, dl *dlayer, in *Buffer, add addFunc, matmul ma
 	if dm.selBias != nil {
 		biasB, hasBias = W(dm.selBias), true
 	}
-	scale := orOne(sp.RoutedScale)
+	scale := sp.Routed()
 	add(lbl("moe route"), &op{mv: routeP, rows: rowsOne, x: 1, y: 1}, routeP,
 		s.hybridParam(E, K, routeScoring(sp.Scoring), sp.NormTopK, hasBias, scale, s.chunk, 0),
 		stepB, W(ms.logits), biasB, W(ms.sel), W(ms.wts))
@@ -416,7 +416,7 @@ func (s *Session) buildMoE(i int, dl *dlayer, in *Buffer, add addFunc, matmul ma
 	if err != nil {
 		return err
 	}
-	rs := orOne(a.ResidualScale)
+	rs := a.Scales().Residual
 	l := dl.spec
 	mode, alpha, out := 1, rs, s.x
 	if l.PostFFNNorm {

@@ -478,7 +478,7 @@ func (s *Session) build() error {
 	s.embed = add("embed", &op{mv: ep, rows: rowsTok, x: uint32((a.Hidden/4 + 63) / 64), y: 1, perRow: true}, ep,
 		s.param(a.Hidden, b.emb.soff, b.embScale, 0), stepB, W(s.tokens), W(b.emb.buf), W(s.x))
 
-	rs := orOne(a.ResidualScale)
+	rs := a.Scales().Residual
 	prepP, err := b.kvPipe("qkv_prep", kindsPrep)
 	if err != nil {
 		return err
@@ -559,12 +559,12 @@ func (s *Session) build() error {
 			cs := b.zero
 			rot := at.Rope.Dims
 			if rot > 0 {
-				key := fmt.Sprint(dl.invFreq, dl.mscale)
+				key := fmt.Sprint(dl.rope.InvFreq, dl.rope.MScale)
 				if cs = csTables[key]; cs == nil {
 					if cs, err = s.buf(lbl("rope"), 4*2*(rot/2)*s.maxLen); err != nil {
 						return err
 					}
-					if err := b.dev.Write(cs, 0, F32Bytes(ropeTable(dl.invFreq, dl.mscale, s.maxLen))); err != nil {
+					if err := b.dev.Write(cs, 0, F32Bytes(dl.rope.CosSinRows(s.maxLen))); err != nil {
 						return err
 					}
 					csTables[key] = cs
@@ -684,7 +684,7 @@ func (s *Session) build() error {
 	if err := norm("final norm", b.finalNorm, s.x, s.h, a.Hidden, 1, 0, 1, 1, a.Hidden, 0, a.Hidden, 0, rowsHead); err != nil {
 		return err
 	}
-	if err := matmul("lm head", b.head, s.h, s.logits, nil, 0, orOne(a.LogitScale), a.FinalSoftcap, 2, a.Vocab, 0, rowsHead); err != nil {
+	if err := matmul("lm head", b.head, s.h, s.logits, nil, 0, a.Scales().Logit, a.FinalSoftcap, 2, a.Vocab, 0, rowsHead); err != nil {
 		return err
 	}
 	for _, p := range pend[start:] {

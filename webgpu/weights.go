@@ -1,11 +1,8 @@
 package webgpu
 
 import (
-	"errors"
 	"fmt"
-	"math"
 
-	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -189,40 +186,4 @@ func vectorF32(t *tensor.Tensor, n int) ([]float32, error) {
 		return nil, fmt.Errorf("webgpu: %s: %w", t.Name, err)
 	}
 	return out, nil
-}
-
-// ropeInvFreq is model.RopeFrequencies for a rope given by its parts; an
-// unknown scaling is ErrUnsupported.
-func ropeInvFreq(theta float64, dims int, typ string, factor, lowFF, highFF float64, orig int, betaFast, betaSlow, attnFactor float64) ([]float32, float32, error) {
-	return ropeFreqs(model.Rope{Theta: theta, Dims: dims, Scaling: model.RopeScaling{Type: typ, Factor: factor,
-		LowFreqFactor: lowFF, HighFreqFactor: highFF, OriginalContext: orig, BetaFast: betaFast, BetaSlow: betaSlow, AttnFactor: attnFactor}})
-}
-
-// ropeFreqs is model.RopeFrequencies with an unknown scaling reported as
-// ErrUnsupported.
-func ropeFreqs(r model.Rope) ([]float32, float32, error) {
-	inv, mscale, err := model.RopeFrequencies(r)
-	if errors.Is(err, model.ErrRopeScaling) {
-		return nil, 0, fmt.Errorf("webgpu: %w: %v", ErrUnsupported, err)
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("webgpu: %w", err)
-	}
-	return inv, mscale, nil
-}
-
-// ropeTable is (cos, sin)·mscale per position and rotary pair, the angle
-// float32(pos)·invFreq rounded to float32 as the reference does, the
-// trigonometry in float64 (GPU sin/cos are too coarse for parity).
-func ropeTable(inv []float32, mscale float32, maxLen int) []float32 {
-	half := len(inv)
-	out := make([]float32, 2*half*maxLen)
-	for p := 0; p < maxLen; p++ {
-		for i, f := range inv {
-			a := float64(float32(p) * f)
-			out[2*(p*half+i)] = float32(math.Cos(a)) * mscale
-			out[2*(p*half+i)+1] = float32(math.Sin(a)) * mscale
-		}
-	}
-	return out
 }
