@@ -707,23 +707,6 @@ func (b *Backend) finishLayer(dl *dlayer, i int) (*dlayer, error) {
 	return dl, nil
 }
 
-// Kinds of the kernels' bindings.
-var (
-	kindsEmbed  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
-	kindsMatmul = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadOnly}
-	// kindsMatmulNorm adds the norm weights of the fused-norm matvec.
-	kindsMatmulNorm = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadOnly, ReadOnly}
-	kindsNorm       = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
-	kindsNormIP     = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
-	kindsPrep       = []BindKind{Uniform, ReadOnly, ReadWrite, ReadWrite, ReadWrite, ReadOnly, ReadOnly}
-	kindsAttn       = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
-	kindsCombine    = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
-	kindsAct        = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
-	kindsArgmax     = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
-	kindsArgmaxPart = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
-	kindsAdvance    = []BindKind{ReadWrite}
-)
-
 // Matmul geometry (see matmul_tune.go): gemmTB tokens per workgroup for
 // prefill; mvRows / gemmRows output rows per workgroup for the decode
 // matvec / prefill GEMM.
@@ -733,17 +716,17 @@ func (b *Backend) embedPipe(c tensor.Codec) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.dev.Pipeline("embed/"+c.String(), src, kindsEmbed)
+	return b.dev.Pipeline("embed/"+c.String(), src, kinds(shaders.KEmbed))
 }
 
 func (b *Backend) matmulPipe(c tensor.Codec, tb, r int) (*Pipeline, error) {
-	return b.dev.PipelineOf(fmt.Sprintf("matmul/%s/tb%d/r%d", c, tb, r), func() (string, error) { return shaders.MatmulRows(c, tb, r) }, kindsMatmul)
+	return b.dev.PipelineOf(fmt.Sprintf("matmul/%s/tb%d/r%d", c, tb, r), func() (string, error) { return shaders.MatmulRows(c, tb, r) }, kinds(shaders.KMatmul))
 }
 
 // matmulNormPipe is the decode matvec that multiplies by RMSNorm(x) itself
 // (shaders.MatmulRowsNorm).
 func (b *Backend) matmulNormPipe(c tensor.Codec) (*Pipeline, error) {
-	return b.dev.PipelineOf(fmt.Sprintf("matmul-norm/%s/tb1/r%d", c, mvRows), func() (string, error) { return shaders.MatmulRowsNorm(c, 1, mvRows) }, kindsMatmulNorm)
+	return b.dev.PipelineOf(fmt.Sprintf("matmul-norm/%s/tb1/r%d", c, mvRows), func() (string, error) { return shaders.MatmulRowsNorm(c, 1, mvRows) }, kinds(shaders.KMatmulNorm))
 }
 
 // matvecPipe is the decode matvec (one token per workgroup row) for a
@@ -763,12 +746,12 @@ func (b *Backend) matvecPipe(c tensor.Codec, rows, cols int, norm bool) (*Pipeli
 		p, err := b.matmulPipe(c, 1, mvRows)
 		return p, mvRows, err
 	}
-	kinds := kindsMatmul
+	kernel := shaders.KMatmul
 	if norm {
-		kinds = kindsMatmulNorm
+		kernel = shaders.KMatmulNorm
 	}
 	p, err := b.dev.PipelineOf(fmt.Sprintf("matvec/%s/r%ds%dg%d/%d/%v", c, sh.Rows, sh.Sets, sh.Groups, cols, norm),
-		func() (string, error) { return shaders.Matvec(c, sh, cols, norm) }, kinds)
+		func() (string, error) { return shaders.Matvec(c, sh, cols, norm) }, kinds(kernel))
 	return p, sh.RowsPerWorkgroup(), err
 }
 
@@ -784,7 +767,7 @@ var attnBlock = tuneInt("CORTIQ_ATTN_BLOCK", shaders.AttnPrefillBlock, 16, 256)
 // attnPrefillPipe is the tiled prefill attention for head dimension hd, or
 // nil where it does not apply (the per-query kernel then serves).
 func (b *Backend) attnPrefillPipe(hd int) *Pipeline {
-	p, err := b.dev.PipelineOf(fmt.Sprintf("attn_prefill/%d/%d%s", hd, attnBlock, b.kvSuffix()), func() (string, error) { return shaders.AttnPrefillKV(hd, attnBlock, b.opts.KVF16) }, kindsAttn)
+	p, err := b.dev.PipelineOf(fmt.Sprintf("attn_prefill/%d/%d%s", hd, attnBlock, b.kvSuffix()), func() (string, error) { return shaders.AttnPrefillKV(hd, attnBlock, b.opts.KVF16) }, kinds(shaders.Attention))
 	if err != nil {
 		return nil
 	}
@@ -812,12 +795,12 @@ func (b *Backend) matvecPairsRows(w *dweight) bool {
 }
 
 // kvPipe is qkv_prep or attention for the session's KV cache codec.
-func (b *Backend) kvPipe(name string, kinds []BindKind) (*Pipeline, error) {
+func (b *Backend) kvPipe(name string) (*Pipeline, error) {
 	src, err := shaders.SourceKV(name, b.opts.KVF16)
 	if err != nil {
 		return nil, err
 	}
-	return b.dev.Pipeline(name+b.kvSuffix(), src, kinds)
+	return b.dev.Pipeline(name+b.kvSuffix(), src, kinds(name))
 }
 
 func (b *Backend) kvSuffix() string {
@@ -835,19 +818,19 @@ func (b *Backend) kvElem() int {
 	return 4
 }
 
-func (b *Backend) namedPipe(name string, kinds []BindKind) (*Pipeline, error) {
+func (b *Backend) namedPipe(name string) (*Pipeline, error) {
 	src, err := shaders.Source(name)
 	if err != nil {
 		return nil, err
 	}
-	return b.dev.Pipeline(name, src, kinds)
+	return b.dev.Pipeline(name, src, kinds(name))
 }
 
 func (b *Backend) normPipe(inPlace bool) (*Pipeline, error) {
 	if inPlace {
-		return b.dev.Pipeline("rmsnorm/ip", shaders.RMSNorm(true), kindsNormIP)
+		return b.dev.Pipeline("rmsnorm/ip", shaders.RMSNorm(true), kinds(shaders.KRMSNormIP))
 	}
-	return b.dev.Pipeline("rmsnorm", shaders.RMSNorm(false), kindsNorm)
+	return b.dev.Pipeline("rmsnorm", shaders.RMSNorm(false), kinds(shaders.KRMSNorm))
 }
 
 // buildPipelines compiles every kernel the model needs up front, so a
@@ -880,8 +863,8 @@ func (b *Backend) buildPipelines() error {
 					return err
 				}
 			}
-			for name, k := range map[string][]BindKind{shaders.MoERoute: kindsRoute, shaders.MoECombine: kindsMoESum} {
-				if _, err := b.hybridPipe(name, k); err != nil {
+			for _, name := range []string{shaders.MoERoute, shaders.MoECombine} {
+				if _, err := b.hybridPipe(name); err != nil {
 					return err
 				}
 			}
@@ -906,9 +889,8 @@ func (b *Backend) buildPipelines() error {
 			return err
 		}
 	}
-	for name, k := range map[string][]BindKind{shaders.QKVPrep: kindsPrep, shaders.Attention: kindsAttn, shaders.Combine: kindsCombine,
-		shaders.ActMul: kindsAct, shaders.Argmax: kindsArgmax, shaders.ArgmaxPart: kindsArgmaxPart, shaders.Advance: kindsAdvance} {
-		if _, err := b.namedPipe(name, k); err != nil {
+	for _, name := range []string{shaders.QKVPrep, shaders.Attention, shaders.Combine, shaders.ActMul, shaders.Argmax, shaders.ArgmaxPart, shaders.Advance} {
+		if _, err := b.namedPipe(name); err != nil {
 			return err
 		}
 	}

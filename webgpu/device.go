@@ -568,33 +568,6 @@ func U32Bytes(v []uint32) []byte {
 	return b
 }
 
-// params packs a kernel's uniform struct: each value is a u32 or an f32.
-func params(vals ...any) []byte {
-	b := make([]byte, 0, 4*len(vals))
-	for _, v := range vals {
-		var u uint32
-		switch x := v.(type) {
-		case uint32:
-			u = x
-		case int:
-			u = uint32(x)
-		case float32:
-			u = math.Float32bits(x)
-		case bool:
-			if x {
-				u = 1
-			}
-		default:
-			panic(fmt.Sprintf("webgpu: params: %T", v))
-		}
-		b = binary.LittleEndian.AppendUint32(b, u)
-	}
-	for len(b)%16 != 0 {
-		b = append(b, 0, 0, 0, 0)
-	}
-	return b
-}
-
 // profileSkip and profileDup list label substrings whose dispatches Run
 // leaves out (CORTIQ_GPU_SKIP=a,b) or issues twice (CORTIQ_GPU_DUP=a,b): a
 // profiling aid that attributes a decode step's time to kernel classes by

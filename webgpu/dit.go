@@ -140,11 +140,11 @@ func (r *ditRun) linear(x *Buffer, w, b []float32, in, out, row0, rows int, y *B
 	hasB := len(b) > 0
 	if q, ok := r.qw[&w[0]]; ok {
 		r.dispatchCoded(q, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy,
-			r.uniform(rows, in, out, row0, hasB, q.soff, 0, 0), x, q.buf, r.w(b), y)
+			r.uniform(shaders.LinearParams{Rows: u32(rows), NIn: u32(in), NOut: u32(out), Row0: u32(row0), HasBias: flag(hasB), SOff: q.soff}), x, q.buf, r.w(b), y)
 		return
 	}
 	r.dispatch(shaders.Linear, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
-		r.uniform(rows, in, out, row0, hasB, 0, 0, 0), x, r.w(w), r.w(b), y)
+		r.uniform(shaders.LinearParams{Rows: u32(rows), NIn: u32(in), NOut: u32(out), Row0: u32(row0), HasBias: flag(hasB)}), x, r.w(w), r.w(b), y)
 }
 
 // norm writes rows of x normalized (mode 0 RMS, 1 LayerNorm) into y, times
@@ -156,13 +156,14 @@ func (r *ditRun) norm(x *Buffer, w []float32, scaleOff, mode, row0, rows int, ep
 	}
 	gx, gy := uint32(min(rows, 65535)), uint32((rows+65534)/65535)
 	r.dispatch(shaders.RowsNorm, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
-		r.uniform(r.s.Dim, row0, rows, mode, eps, len(w) > 0, scaleOff >= 0, max(scaleOff, 0)), x, r.w(w), scale, y)
+		r.uniform(shaders.RowsNormParams{Width: u32(r.s.Dim), Row0: u32(row0), Rows: u32(rows), Mode: u32(mode), Eps: eps, HasW: flag(len(w) > 0),
+			HasScale: flag(scaleOff >= 0), ScaleOff: u32(max(scaleOff, 0))}), x, r.w(w), scale, y)
 }
 
 func (r *ditRun) gatedAdd(y *Buffer, gateOff, row0, rows int) {
 	gx, gy := grid(rows*r.s.Dim, 256)
 	r.dispatch(shaders.GatedAdd, []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
-		r.uniform(r.s.Dim, row0, rows, gateOff >= 0, max(gateOff, 0), 0, 0, 0), y, r.mod, r.u)
+		r.uniform(shaders.GatedAddParams{Width: u32(r.s.Dim), Row0: u32(row0), Rows: u32(rows), HasGate: flag(gateOff >= 0), GateOff: u32(max(gateOff, 0))}), y, r.mod, r.u)
 }
 
 // block runs one transformer block on rows [row0, row0+rows) of u; m is
@@ -186,11 +187,11 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int) {
 	}{{r.q, b.QNorm}, {r.k, b.KNorm}} {
 		gx, gy := grid(rows*s.Heads, 64)
 		r.dispatch(shaders.QKRope, []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
-			r.uniform(s.Heads, s.HeadDim, row0, rows, s.QKEps, len(x.nw) > 0, D, 0), r.w(x.nw), r.rope, x.buf)
+			r.uniform(shaders.QKRopeParams{Heads: u32(s.Heads), HD: u32(s.HeadDim), Row0: u32(row0), Rows: u32(rows), Eps: s.QKEps, HasNorm: flag(len(x.nw) > 0), Width: u32(D)}), r.w(x.nw), r.rope, x.buf)
 	}
 	r.dispatch(shaders.AttentionFull, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite},
 		uint32(min(rows, 65535)), uint32((rows+65534)/65535), uint32(s.Heads),
-		r.uniform(rows, s.HeadDim, float32(1/math.Sqrt(float64(s.HeadDim))), D, row0, 0, 0, 0), r.q, r.k, r.v, r.att)
+		r.uniform(shaders.AttentionFullParams{N: u32(rows), D: u32(s.HeadDim), Scale: float32(1 / math.Sqrt(float64(s.HeadDim))), Stride: u32(D), Row0: u32(row0)}), r.q, r.k, r.v, r.att)
 	r.linear(r.att, b.O, nil, D, D, row0, rows, r.a)
 	r.norm(r.a, b.AttnNorm2, -1, 0, row0, rows, s.Eps, r.hn)
 	r.gatedAdd(r.hn, off(1), row0, rows)
@@ -200,7 +201,7 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int) {
 	r.linear(r.h, b.W3, nil, D, F, row0, rows, r.up)
 	gx, gy := grid(rows*F, 256)
 	r.dispatch(shaders.SiLUMul, []BindKind{Uniform, ReadOnly, ReadWrite}, gx, gy, 1,
-		r.uniform(rows*F, row0*F, 0, 0), r.up, r.g)
+		r.uniform(shaders.SiLUMulParams{N: u32(rows * F), Off: u32(row0 * F)}), r.up, r.g)
 	r.linear(r.g, b.W2, nil, F, D, row0, rows, r.f)
 	r.norm(r.f, b.FFNNorm2, -1, 0, row0, rows, s.Eps, r.hn)
 	r.gatedAdd(r.hn, off(3), row0, rows)

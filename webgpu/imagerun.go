@@ -52,11 +52,11 @@ func (r *imgRun) upload(x []float32) *Buffer {
 	return b
 }
 
-func (r *imgRun) uniform(vals ...any) *Buffer {
+func (r *imgRun) uniform(p shaders.Params) *Buffer {
 	if r.err != nil {
 		return nil
 	}
-	b, err := r.d.NewUniform("img.p", params(vals...))
+	b, err := r.d.NewUniform("img.p", shaders.Pack(p))
 	if err != nil {
 		r.err = err
 		return nil

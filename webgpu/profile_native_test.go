@@ -46,7 +46,7 @@ func TestProfiler(t *testing.T) {
 		t.Fatal(err)
 	}
 	gu, out := k.f32([]float32{1, 2, 3, 4}), k.zeros(2)
-	g, err := d.BindGroup(p, "act", Whole(k.uniform(2, 0, 0, 0)), Whole(k.step(0, 1, 0, 1)), Whole(gu), Whole(out))
+	g, err := d.BindGroup(p, "act", Whole(k.uniform(shaders.ActMulParams{F: 2})), Whole(k.step(0, 1, 0, 1)), Whole(gu), Whole(out))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,15 +109,13 @@ type vaeRun struct {
 // conv returns y = conv(x) (+ res).
 func (r *vaeRun) conv(c *diffusion.ConvSpec, x *Buffer, H, W int, res *Buffer) *Buffer {
 	y := r.buf(H * W * c.Out)
-	hasRes := 0
-	if res != nil {
-		hasRes = 1
-	} else {
+	hasRes := flag(res != nil)
+	if res == nil {
 		res = r.dummy() // unread; y cannot be bound twice
 	}
 	gx, gy := grid(H*W*c.Out, 256)
 	r.dispatch(shaders.Conv2D, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
-		r.uniform(H, W, c.In, c.Out, c.K, hasRes, 0, 0), x, r.w(c.W), r.w(c.B), res, y)
+		r.uniform(shaders.Conv2DParams{H: u32(H), W: u32(W), CIn: u32(c.In), COut: u32(c.Out), K: u32(c.K), Res: hasRes}), x, r.w(c.W), r.w(c.B), res, y)
 	return y
 }
 
@@ -126,10 +124,10 @@ func (r *vaeRun) groupNorm(n diffusion.NormSpec, x *Buffer, P, C int, silu bool)
 	y := r.buf(P * C)
 	stats := r.buf(2 * r.v.s.Groups)
 	r.dispatch(shaders.GroupNormStats, []BindKind{Uniform, ReadOnly, ReadWrite}, uint32(r.v.s.Groups), 1, 1,
-		r.uniform(P, C, r.v.s.Groups, r.v.s.Eps), x, stats)
+		r.uniform(shaders.GroupNormStatsParams{Pixels: u32(P), C: u32(C), Groups: u32(r.v.s.Groups), Eps: r.v.s.Eps}), x, stats)
 	gx, gy := grid(P*C, 256)
 	r.dispatch(shaders.GroupNormApply, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
-		r.uniform(P, C, r.v.s.Groups, silu), stats, r.w(n.W), r.w(n.B), x, y)
+		r.uniform(shaders.GroupNormApplyParams{Pixels: u32(P), C: u32(C), Groups: u32(r.v.s.Groups), SiLU: flag(silu)}), stats, r.w(n.W), r.w(n.B), x, y)
 	return y
 }
 
@@ -158,7 +156,7 @@ func (r *vaeRun) attention(a *diffusion.AttnSpec, x *Buffer, H, W int) *Buffer {
 	o := r.buf(P * C)
 	gx, gy := uint32(min(P, 65535)), uint32((P+65534)/65535)
 	r.dispatch(shaders.AttentionFull, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
-		r.uniform(P, C, float32(1/math.Sqrt(float64(C))), C, 0, 0, 0, 0), q, k, v, o)
+		r.uniform(shaders.AttentionFullParams{N: u32(P), D: u32(C), Scale: float32(1 / math.Sqrt(float64(C))), Stride: u32(C)}), q, k, v, o)
 	return r.conv(&a.O, o, H, W, x)
 }
 
@@ -201,7 +199,7 @@ func (v *VAEDecoder) Decode(z []float32, h, w int) ([]float32, error) {
 		if u.Upsample != nil {
 			y := r.buf(4 * H * W * C)
 			gx, gy := grid(4*H*W*C, 256)
-			r.dispatch(shaders.Upsample2x, []BindKind{Uniform, ReadOnly, ReadWrite}, gx, gy, 1, r.uniform(H, W, C, 0), x, y)
+			r.dispatch(shaders.Upsample2x, []BindKind{Uniform, ReadOnly, ReadWrite}, gx, gy, 1, r.uniform(shaders.Upsample2xParams{H: u32(H), W: u32(W), C: u32(C)}), x, y)
 			H, W = 2*H, 2*W
 			x = r.conv(u.Upsample, y, H, W, nil)
 		}
