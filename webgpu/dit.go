@@ -93,11 +93,8 @@ func (r *DiTRunner) uploadCoded(w []float32, out, in int, c tensor.Codec) error 
 		return err
 	}
 	var soff uint32
-	switch c {
-	case tensor.Q8_0:
-		enc, soff, err = shaders.RepackQ8_0(enc)
-	case tensor.Q4_0:
-		enc, soff, err = shaders.RepackQ4_0(enc)
+	if d := shaders.DeviceCodecOf(c); d != nil && d.Pack != nil {
+		enc, soff, err = d.Pack(nil, enc)
 	}
 	if err != nil {
 		return err
