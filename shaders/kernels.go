@@ -3,6 +3,10 @@ package shaders
 import (
 	"encoding/binary"
 	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"unicode"
 
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -109,132 +113,142 @@ func perCodec(gen func(c tensor.Codec) (string, error)) func() (map[string]strin
 	}
 }
 
-var table = []Kernel{
-	{KEmbed, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, EmbedParams{}, perCodec(Embed)},
-	{KMatmul, bindsMatmul, MatmulParams{}, func() (map[string]string, error) {
-		m := map[string]string{}
-		for _, c := range Codecs {
-			for _, v := range []struct{ tb, r int }{{1, 1}, {1, 4}, {8, 2}} {
-				src, err := MatmulRows(c, v.tb, v.r)
+// table is the kernel table, filled by init (its entries' variants read
+// sources, and read expands the params structs from the table).
+var (
+	table  []Kernel
+	byName map[string]*Kernel
+	byType map[string]Params // params struct name → zero value, for read
+)
+
+func init() {
+	table = []Kernel{
+		{KEmbed, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, EmbedParams{}, perCodec(Embed)},
+		{KMatmul, bindsMatmul, MatmulParams{}, func() (map[string]string, error) {
+			m := map[string]string{}
+			for _, c := range Codecs {
+				for _, v := range []struct{ tb, r int }{{1, 1}, {1, 4}, {8, 2}} {
+					src, err := MatmulRows(c, v.tb, v.r)
+					if err != nil {
+						return nil, err
+					}
+					m[fmt.Sprintf("%s/tb%d/r%d", c, v.tb, v.r)] = src
+				}
+				src, err := Gemm(c)
 				if err != nil {
 					return nil, err
 				}
-				m[fmt.Sprintf("%s/tb%d/r%d", c, v.tb, v.r)] = src
+				m["gemm/"+c.String()] = src
+				if ChunkOf(c) <= 32 && 256%ChunkOf(c) == 0 {
+					if src, err = Matvec(c, MatvecShape{Rows: 2, Sets: 1, Groups: 1}, 256, false); err != nil {
+						return nil, err
+					}
+					m["matvec/"+c.String()] = src
+				}
 			}
-			src, err := Gemm(c)
-			if err != nil {
-				return nil, err
-			}
-			m["gemm/"+c.String()] = src
-			if ChunkOf(c) <= 32 && 256%ChunkOf(c) == 0 {
-				if src, err = Matvec(c, MatvecShape{Rows: 2, Sets: 1, Groups: 1}, 256, false); err != nil {
+			return m, nil
+		}},
+		{KMatmulNorm, bindsMatmulNorm, MatmulParams{}, func() (map[string]string, error) {
+			m := map[string]string{}
+			for _, c := range Codecs {
+				src, err := MatmulRowsNorm(c, 1, 4)
+				if err != nil {
 					return nil, err
 				}
-				m["matvec/"+c.String()] = src
+				m[c.String()] = src
+				if ChunkOf(c) <= 32 && 256%ChunkOf(c) == 0 {
+					if src, err = Matvec(c, MatvecShape{Rows: 2, Sets: 1, Groups: 1}, 256, true); err != nil {
+						return nil, err
+					}
+					m["matvec/"+c.String()] = src
+				}
 			}
-		}
-		return m, nil
-	}},
-	{KMatmulNorm, bindsMatmulNorm, MatmulParams{}, func() (map[string]string, error) {
-		m := map[string]string{}
-		for _, c := range Codecs {
-			src, err := MatmulRowsNorm(c, 1, 4)
-			if err != nil {
-				return nil, err
-			}
-			m[c.String()] = src
-			if ChunkOf(c) <= 32 && 256%ChunkOf(c) == 0 {
-				if src, err = Matvec(c, MatvecShape{Rows: 2, Sets: 1, Groups: 1}, 256, true); err != nil {
+			return m, nil
+		}},
+		{KRMSNorm, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, NormParams{}, func() (map[string]string, error) {
+			return map[string]string{"": RMSNorm(false)}, nil
+		}},
+		{KRMSNormIP, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, NormParams{}, func() (map[string]string, error) {
+			return map[string]string{"": RMSNorm(true)}, nil
+		}},
+		{QKVPrep, []Bind{Uniform, ReadOnly, ReadWrite, ReadWrite, ReadWrite, ReadOnly, ReadOnly}, PrepParams{}, func() (map[string]string, error) {
+			m := map[string]string{}
+			for _, f16 := range []bool{false, true} {
+				src, err := SourceKV(QKVPrep, f16)
+				if err != nil {
 					return nil, err
 				}
-				m["matvec/"+c.String()] = src
+				m[fmt.Sprint("f16=", f16)] = src
 			}
-		}
-		return m, nil
-	}},
-	{KRMSNorm, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, NormParams{}, func() (map[string]string, error) {
-		return map[string]string{"": RMSNorm(false)}, nil
-	}},
-	{KRMSNormIP, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, NormParams{}, func() (map[string]string, error) {
-		return map[string]string{"": RMSNorm(true)}, nil
-	}},
-	{QKVPrep, []Bind{Uniform, ReadOnly, ReadWrite, ReadWrite, ReadWrite, ReadOnly, ReadOnly}, PrepParams{}, func() (map[string]string, error) {
-		m := map[string]string{}
-		for _, f16 := range []bool{false, true} {
-			src, err := SourceKV(QKVPrep, f16)
+			return m, nil
+		}},
+		{Attention, bindsAttn, AttnParams{}, func() (map[string]string, error) {
+			m := map[string]string{}
+			for _, f16 := range []bool{false, true} {
+				src, err := SourceKV(Attention, f16)
+				if err != nil {
+					return nil, err
+				}
+				m[fmt.Sprint("f16=", f16)] = src
+				if src, err = AttnPrefillKV(64, AttnPrefillBlock, f16); err != nil {
+					return nil, err
+				}
+				m[fmt.Sprint("prefill/f16=", f16)] = src
+			}
+			return m, nil
+		}},
+		{Combine, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, CombineParams{}, one(Combine)},
+		{ActMul, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, ActMulParams{}, one(ActMul)},
+		{ArgmaxPart, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, ArgmaxPartParams{}, one(ArgmaxPart)},
+		{Argmax, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite, ReadWrite}, ArgmaxParams{}, one(Argmax)},
+		{Advance, []Bind{ReadWrite}, nil, one(Advance)},
+
+		{ShortConv, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}, ShortConvParams{}, hybrid(ShortConv)},
+		{DeltaConv, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}, DeltaConvParams{}, hybrid(DeltaConv)},
+		{DeltaRule, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}, DeltaRuleParams{}, hybrid(DeltaRule)},
+		{AttnGate, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, AttnGateParams{}, hybrid(AttnGate)},
+		{MoERoute, []Bind{Uniform, ReadOnly, ReadWrite, ReadOnly, ReadWrite, ReadWrite}, RouteParams{}, hybrid(MoERoute)},
+		{KExperts, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadOnly, ReadOnly}, ExpertParams{}, func() (map[string]string, error) {
+			m, err := perCodec(ExpertMatmul)()
 			if err != nil {
 				return nil, err
 			}
-			m[fmt.Sprint("f16=", f16)] = src
-		}
-		return m, nil
-	}},
-	{Attention, bindsAttn, AttnParams{}, func() (map[string]string, error) {
-		m := map[string]string{}
-		for _, f16 := range []bool{false, true} {
-			src, err := SourceKV(Attention, f16)
-			if err != nil {
-				return nil, err
+			g, err := perCodec(func(c tensor.Codec) (string, error) { return ExpertGemm(c, 8) })()
+			for k, v := range g {
+				m["gemm/"+k] = v
 			}
-			m[fmt.Sprint("f16=", f16)] = src
-			if src, err = AttnPrefillKV(64, AttnPrefillBlock, f16); err != nil {
-				return nil, err
-			}
-			m[fmt.Sprint("prefill/f16=", f16)] = src
-		}
-		return m, nil
-	}},
-	{Combine, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, CombineParams{}, one(Combine)},
-	{ActMul, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, ActMulParams{}, one(ActMul)},
-	{ArgmaxPart, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, ArgmaxPartParams{}, one(ArgmaxPart)},
-	{Argmax, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite, ReadWrite}, ArgmaxParams{}, one(Argmax)},
-	{Advance, []Bind{ReadWrite}, nil, one(Advance)},
+			return m, err
+		}},
+		{MoECombine, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, MoECombineParams{}, hybrid(MoECombine)},
 
-	{ShortConv, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}, ShortConvParams{}, hybrid(ShortConv)},
-	{DeltaConv, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}, DeltaConvParams{}, hybrid(DeltaConv)},
-	{DeltaRule, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}, DeltaRuleParams{}, hybrid(DeltaRule)},
-	{AttnGate, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, AttnGateParams{}, hybrid(AttnGate)},
-	{MoERoute, []Bind{Uniform, ReadOnly, ReadWrite, ReadOnly, ReadWrite, ReadWrite}, RouteParams{}, hybrid(MoERoute)},
-	{KExperts, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadOnly, ReadOnly}, ExpertParams{}, func() (map[string]string, error) {
-		m, err := perCodec(ExpertMatmul)()
-		if err != nil {
-			return nil, err
-		}
-		g, err := perCodec(func(c tensor.Codec) (string, error) { return ExpertGemm(c, 8) })()
-		for k, v := range g {
-			m["gemm/"+k] = v
-		}
-		return m, err
-	}},
-	{MoECombine, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, MoECombineParams{}, hybrid(MoECombine)},
-
-	{Conv2D, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, Conv2DParams{}, one(Conv2D)},
-	{GroupNormStats, []Bind{Uniform, ReadOnly, ReadWrite}, GroupNormStatsParams{}, one(GroupNormStats)},
-	{GroupNormApply, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, GroupNormApplyParams{}, one(GroupNormApply)},
-	{Upsample2x, []Bind{Uniform, ReadOnly, ReadWrite}, Upsample2xParams{}, one(Upsample2x)},
-	{AttentionFull, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, AttentionFullParams{}, one(AttentionFull)},
-	{Linear, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, LinearParams{}, one(Linear)},
-	{KLinearC, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, LinearParams{}, perCodec(LinearCodec)},
-	{RowsNorm, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, RowsNormParams{}, one(RowsNorm)},
-	{QKRope, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, QKRopeParams{}, one(QKRope)},
-	{GatedAdd, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, GatedAddParams{}, one(GatedAdd)},
-	{SiLUMul, []Bind{Uniform, ReadOnly, ReadWrite}, SiLUMulParams{}, one(SiLUMul)},
-}
-
-var byName = func() map[string]*Kernel {
-	m := map[string]*Kernel{}
+		{Conv2D, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, Conv2DParams{}, one(Conv2D)},
+		{GroupNormStats, []Bind{Uniform, ReadOnly, ReadWrite}, GroupNormStatsParams{}, one(GroupNormStats)},
+		{GroupNormApply, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, GroupNormApplyParams{}, one(GroupNormApply)},
+		{Upsample2x, []Bind{Uniform, ReadOnly, ReadWrite}, Upsample2xParams{}, one(Upsample2x)},
+		{AttentionFull, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, AttentionFullParams{}, one(AttentionFull)},
+		{Linear, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, LinearParams{}, one(Linear)},
+		{KLinearC, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, LinearParams{}, perCodec(LinearCodec)},
+		{RowsNorm, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, RowsNormParams{}, one(RowsNorm)},
+		{QKRope, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, QKRopeParams{}, one(QKRope)},
+		{GatedAdd, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, GatedAddParams{}, one(GatedAdd)},
+		{SiLUMul, []Bind{Uniform, ReadOnly, ReadWrite}, SiLUMulParams{}, one(SiLUMul)},
+	}
+	byName, byType = map[string]*Kernel{}, map[string]Params{}
 	for i := range table {
 		k := &table[i]
-		if m[k.Name] != nil {
+		if byName[k.Name] != nil {
 			panic("shaders: kernel " + k.Name + " twice in the table")
 		}
-		if k.Params != nil && k.Params.Kernel() != k.Name && !sharedParams(k) {
+		byName[k.Name] = k
+		if k.Params == nil {
+			continue
+		}
+		if k.Params.Kernel() != k.Name && !sharedParams(k) {
 			panic("shaders: kernel " + k.Name + " has the params of " + k.Params.Kernel())
 		}
-		m[k.Name] = k
+		byType[reflect.TypeOf(k.Params).Name()] = k.Params
 	}
-	return m
-}()
+}
 
 // sharedParams reports whether k reuses another entry's params struct (its
 // variant with one more binding).
@@ -257,6 +271,83 @@ func Lookup(name string) *Kernel {
 		panic("shaders: no kernel " + name + " in the table")
 	}
 	return k
+}
+
+// paramsLine is a WGSL source's line naming its params struct: read
+// replaces it with the struct's WGSL declaration.
+var paramsLine = regexp.MustCompile(`(?m)^//!P (\w+)\b.*$`)
+
+// expandParams replaces every `//!P <struct>` line of src by the WGSL
+// `struct P` of that params struct.
+func expandParams(src string) string {
+	return paramsLine.ReplaceAllStringFunc(src, func(line string) string {
+		name := paramsLine.FindStringSubmatch(line)[1]
+		p, ok := byType[name]
+		if !ok {
+			panic("shaders: WGSL names params struct " + name + ", not in the kernel table") // a build defect
+		}
+		return wgslStruct(p)
+	})
+}
+
+// wgslStruct is the WGSL declaration of params struct p: `struct P` with
+// one member per 4-byte word, u32 for uint32 and Flag, i32 for int32, f32
+// for float32, named by the field's wgsl tag or its name in snake case;
+// blank fields (arrays of them too) are padding words _pad0, _pad1, ….
+func wgslStruct(p Params) string {
+	var b strings.Builder
+	b.WriteString("struct P {\n")
+	rt := reflect.TypeOf(p)
+	pad := 0
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		ft, n := f.Type, 1
+		if ft.Kind() == reflect.Array {
+			ft, n = ft.Elem(), ft.Len()
+		}
+		var typ string
+		switch ft.Kind() {
+		case reflect.Uint32:
+			typ = "u32"
+		case reflect.Int32:
+			typ = "i32"
+		case reflect.Float32:
+			typ = "f32"
+		default:
+			panic(fmt.Sprintf("shaders: %s.%s: %s is not a WGSL scalar", rt.Name(), f.Name, ft)) // a table defect
+		}
+		for range n {
+			name := f.Tag.Get("wgsl")
+			switch {
+			case f.Name == "_":
+				name = fmt.Sprintf("_pad%d", pad)
+				pad++
+			case name == "":
+				name = snake(f.Name)
+			}
+			fmt.Fprintf(&b, "    %s: %s,\n", name, typ)
+		}
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// snake is a Go field name in snake case: KVHeads kv_heads, HasBias
+// has_bias, HD hd, Row0 row0.
+func snake(name string) string {
+	rs := []rune(name)
+	var b strings.Builder
+	for i, r := range rs {
+		if i > 0 && unicode.IsUpper(r) {
+			prev := rs[i-1]
+			nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) || (unicode.IsUpper(prev) && nextLower) {
+				b.WriteByte('_')
+			}
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
 }
 
 // paramsSize is the bytes of a params struct as Pack writes it.

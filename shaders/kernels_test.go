@@ -1,7 +1,6 @@
 package shaders
 
 import (
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,49 +13,10 @@ var (
 	comment = regexp.MustCompile(`//[^\n]*`)
 )
 
-type wgslField struct{ name, typ string }
-
-// goFields flattens a params struct into its 4-byte words: name ("" for
-// blank) and WGSL type.
-func goFields(t *testing.T, p Params) []wgslField {
-	var out []wgslField
-	rt := reflect.TypeOf(p)
-	for i := range rt.NumField() {
-		f := rt.Field(i)
-		name := f.Name
-		if name == "_" {
-			name = ""
-		}
-		ft, n := f.Type, 1
-		if ft.Kind() == reflect.Array {
-			if name != "" {
-				t.Fatalf("%T.%s: only padding may be an array", p, f.Name)
-			}
-			ft, n = ft.Elem(), ft.Len()
-		}
-		var typ string
-		switch ft.Kind() {
-		case reflect.Uint32:
-			typ = "u32"
-		case reflect.Int32:
-			typ = "i32"
-		case reflect.Float32:
-			typ = "f32"
-		default:
-			t.Fatalf("%T.%s: %s is not a WGSL scalar", p, f.Name, ft)
-		}
-		for range n {
-			out = append(out, wgslField{name, typ})
-		}
-	}
-	return out
-}
-
 // TestKernelTable checks every source variant of every kernel in the table
-// against its entry: the WGSL `struct P` has the params struct's fields in
-// order (names without underscores and case, types; a WGSL padding field
-// may be a word another variant names), and the bindings of group 0 are
-// the entry's, kind for kind.
+// against its entry: its one `struct P` is the one generated from the
+// params struct, and the bindings of group 0 are the entry's, kind for
+// kind.
 func TestKernelTable(t *testing.T) {
 	for _, k := range Kernels() {
 		t.Run(k.Name, func(t *testing.T) {
@@ -67,47 +27,20 @@ func TestKernelTable(t *testing.T) {
 			if len(vs) == 0 {
 				t.Fatal("no source variants")
 			}
-			var want []wgslField
 			if k.Params != nil {
-				want = goFields(t, k.Params)
 				if got := len(Pack(k.Params)); got != paramsSize(k.Params) || got%16 != 0 {
 					t.Fatalf("Pack gives %d bytes", got)
 				}
 			}
 			for name, src := range vs {
 				src = comment.ReplaceAllString(src, "")
-				m := structP.FindStringSubmatch(src)
-				if (m == nil) != (k.Params == nil) {
-					t.Fatalf("%s: struct P in the source %v, params struct %T", name, m != nil, k.Params)
-				}
-				if m != nil {
-					var got []wgslField
-					for _, f := range strings.Split(m[1], ",") {
-						if f = strings.TrimSpace(f); f == "" {
-							continue
-						}
-						n, ty, ok := strings.Cut(f, ":")
-						if !ok {
-							t.Fatalf("%s: struct P field %q", name, f)
-						}
-						got = append(got, wgslField{strings.TrimSpace(n), strings.TrimSpace(ty)})
+				ps := structP.FindAllString(src, -1)
+				if k.Params == nil {
+					if len(ps) != 0 {
+						t.Fatalf("%s: a struct P in a kernel without params", name)
 					}
-					if len(got) != len(want) {
-						t.Fatalf("%s: struct P has %d words, %T %d", name, len(got), k.Params, len(want))
-					}
-					for i, g := range got {
-						w := want[i]
-						switch {
-						case strings.HasPrefix(g.name, "_"):
-							// padding here; any 4-byte word in Go
-						case w.name == "":
-							t.Errorf("%s: word %d is %s in WGSL, padding in %T", name, i, g.name, k.Params)
-						case strings.ReplaceAll(g.name, "_", "") != strings.ToLower(w.name):
-							t.Errorf("%s: word %d is %s in WGSL, %s in %T", name, i, g.name, w.name, k.Params)
-						case g.typ != w.typ:
-							t.Errorf("%s: %s is %s in WGSL, %s in %T", name, g.name, g.typ, w.typ, k.Params)
-						}
-					}
+				} else if len(ps) != 1 || ps[0]+"\n" != wgslStruct(k.Params) {
+					t.Fatalf("%s: struct P %q, want the one generated from %T:\n%s", name, ps, k.Params, wgslStruct(k.Params))
 				}
 				kinds := map[int]Bind{}
 				for _, b := range binding.FindAllStringSubmatch(src, -1) {
@@ -138,6 +71,36 @@ func TestKernelTable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNoHandWrittenParams: every WGSL file names its params struct
+// (//!P) instead of declaring a struct P of its own.
+func TestNoHandWrittenParams(t *testing.T) {
+	es, err := files.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		b, err := files.ReadFile(e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if structP.Match(b) {
+			t.Errorf("%s declares struct P: name the params struct with //!P", e.Name())
+		}
+	}
+}
+
+func TestWGSLStruct(t *testing.T) {
+	for in, want := range map[string]string{"KVHeads": "kv_heads", "HasBias": "has_bias", "HD": "hd", "Row0": "row0", "QKNorm": "qk_norm", "NIn": "n_in", "E": "e"} {
+		if got := snake(in); got != want {
+			t.Errorf("snake(%s) = %s, want %s", in, got, want)
+		}
+	}
+	want := "struct P {\n    n: u32,\n    per: u32,\n    _pad0: u32,\n    _pad1: u32,\n}\n"
+	if got := wgslStruct(ArgmaxPartParams{}); got != want {
+		t.Errorf("ArgmaxPartParams:\n%s\nwant\n%s", got, want)
 	}
 }
 

@@ -1,14 +1,17 @@
 package shaders
 
-// The kernels' params structs: each mirrors its kernel's WGSL `struct P`
-// field for field (TestKernelTable checks it). Blank fields are WGSL
-// padding (a variant may use the word: MatmulParams.Eps is the fused-norm
-// matmul's; the plain one pads there).
+// The kernels' params structs. Each is its kernels' WGSL `struct P` too:
+// a WGSL source names it with a line `//!P <struct name>` where read
+// expands the struct generated from the Go one (wgslStruct: u32 for uint32
+// and Flag, f32 for float32, names in snake case or from the wgsl tag,
+// blank fields as padding). A field only some variants read (Eps of the
+// fused-norm matmul, E and Stride of the expert GEMM, SOff of the coded
+// linear) is declared in all.
 
 // EmbedParams is embed.wgsl's P.
 type EmbedParams struct {
 	Hidden uint32
-	SOff   uint32 // the weight's scale plane, in u32 words
+	SOff   uint32 `wgsl:"soff"` // the weight's scale plane, in u32 words
 	Scale  float32
 	TokOff uint32 // index of the first token in `tokens`
 }
@@ -17,7 +20,7 @@ type EmbedParams struct {
 // the fused-norm matmul): out[t*OutStride+OutOff+o] (= or +=, Mode) Alpha·W·x.
 type MatmulParams struct {
 	Rows, Cols uint32
-	SOff       uint32
+	SOff       uint32 `wgsl:"soff"`
 	Mode       uint32 // 0 write, 1 add, 2 interleaved gate/up through the activation
 	Alpha      float32
 	Softcap    float32
@@ -25,8 +28,8 @@ type MatmulParams struct {
 	HasBias    Flag
 	OutStride  uint32
 	OutOff     uint32
-	Act        uint32 // bit 0 GELU-tanh; bit 1 the fused norm's (1+w)
-	Eps        float32
+	Act        uint32  // bit 0 GELU-tanh; bit 1 the fused norm's (1+w)
+	Eps        float32 // the fused norm's epsilon
 }
 
 // NormParams is rmsnorm.wgsl's P.
@@ -53,7 +56,7 @@ type PrepParams struct {
 	Eps                float32
 	PlusOne            Flag
 	KNOff              uint32 // k-norm weights start here in qkn
-	KVLen              uint32 // ring rows; 0 = one row per position
+	KVLen              uint32 // rows of kc/vc: position p goes to row p % KVLen (a sliding-window ring); 0 = row p
 	_                  [2]uint32
 }
 
@@ -61,15 +64,15 @@ type PrepParams struct {
 // attn_prefill).
 type AttnParams struct {
 	Heads, KVHeads, HD uint32
-	Window             uint32 // 0 = unlimited
+	Window             uint32 // 0 = unlimited, else the last Window positions
 	Scale              float32
 	Softcap            float32
 	QStride            uint32
 	SplitLen           uint32
-	MaxSplits          uint32
-	KVLen              uint32
-	HasSink            Flag
-	SinkOff            uint32
+	MaxSplits          uint32 // partial slots per (token, head)
+	KVLen              uint32 // rows of kc/vc: position j lives in row j % KVLen (a sliding-window ring); 0 = row j
+	HasSink            Flag   // head h's sink logit joins each softmax's denominator (gpt-oss)
+	SinkOff            uint32 // the sinks' offset in kc's elements, after the cache's last row (sink_load)
 }
 
 // CombineParams is attn_combine.wgsl's P.
@@ -117,16 +120,19 @@ type ShortConvParams struct {
 
 // DeltaConvParams is delta_conv.wgsl's P.
 type DeltaConvParams struct {
-	CDim, K, KH, DK, DV, R, RW, Slots uint32
-	_                                 [4]uint32
+	CDim                        uint32 `wgsl:"cdim"`
+	K, KH, DK, DV, R, RW, Slots uint32
+	_                           [4]uint32
 }
 
 // DeltaRuleParams is delta_rule.wgsl's P.
 type DeltaRuleParams struct {
-	KH, VH, DK, DV, CDim, RW uint32
-	Eps                      float32
-	Slots                    uint32
-	_                        [4]uint32
+	KH, VH, DK, DV uint32
+	CDim           uint32 `wgsl:"cdim"`
+	RW             uint32
+	Eps            float32
+	Slots          uint32
+	_              [4]uint32
 }
 
 // AttnGateParams is attn_gate.wgsl's P.
@@ -139,7 +145,7 @@ type AttnGateParams struct {
 type RouteParams struct {
 	E, K     uint32
 	Scoring  uint32
-	NormTopK Flag
+	NormTopK Flag `wgsl:"norm_topk"`
 	HasBias  Flag
 	Scale    float32
 	Stride   uint32
@@ -150,14 +156,14 @@ type RouteParams struct {
 // are the GEMM's).
 type ExpertParams struct {
 	Rows, Cols uint32
-	SOff       uint32
+	SOff       uint32 `wgsl:"soff"`
 	GU         Flag
 	K          uint32
 	Act        uint32
 	E, Stride  uint32
-	HasBias    Flag
-	Limit      float32
-	Alpha      float32
+	HasBias    Flag    // bias: per expert [gate rows; up rows] (GU) or rows
+	Limit      float32 // act 2
+	Alpha      float32 // act 2
 	_          uint32
 }
 
@@ -173,9 +179,12 @@ type MoECombineParams struct {
 
 // Conv2DParams is conv2d.wgsl's P.
 type Conv2DParams struct {
-	H, W, CIn, COut, K uint32
-	Res                Flag
-	_                  [2]uint32
+	H, W uint32
+	CIn  uint32 `wgsl:"cin"`
+	COut uint32 `wgsl:"cout"`
+	K    uint32
+	Res  Flag
+	_    [2]uint32
 }
 
 // GroupNormStatsParams is group_norm_stats.wgsl's P.
@@ -187,7 +196,7 @@ type GroupNormStatsParams struct {
 // GroupNormApplyParams is group_norm_apply.wgsl's P.
 type GroupNormApplyParams struct {
 	Pixels, C, Groups uint32
-	SiLU              Flag
+	SiLU              Flag `wgsl:"silu"`
 }
 
 // Upsample2xParams is upsample2x.wgsl's P.
@@ -210,7 +219,7 @@ type AttentionFullParams struct {
 type LinearParams struct {
 	Rows, NIn, NOut, Row0 uint32
 	HasBias               Flag
-	SOff                  uint32
+	SOff                  uint32 `wgsl:"soff"`
 	_                     [2]uint32
 }
 

@@ -72,7 +72,7 @@ func read(name string) string {
 	if err != nil {
 		panic("shaders: missing embedded " + name + ".wgsl") // a build defect, not input
 	}
-	return string(b)
+	return expandParams(string(b))
 }
 
 // Kernel names of the self-contained modules (see Module for the others).
@@ -198,9 +198,6 @@ func matmulRows(c tensor.Codec, tb, r int, norm bool) (string, error) {
 		"__NO__", fmt.Sprint(no), "__NN__", fmt.Sprint(nn), "__RED__", fmt.Sprint(64*nn), "__RED2__", fmt.Sprint(8*nn),
 		"__CQ__", fmt.Sprint(ChunkOf(c)/4), "__XLOAD__", xload, "__NORMDECL__", decl,
 		"__NORMY__", normY, "__NORMGU__", normGU, "__MATMUL_IO__", read("matmul_io")).Replace(read("matmul"))
-	if norm {
-		src = strings.Replace(src, "    _p1: u32,\n}", "    eps: f32,\n}", 1)
-	}
 	return src + "\n" + pre, nil
 }
 
