@@ -136,11 +136,11 @@ func (r *ditRun) linear(x *Buffer, w, b []float32, in, out, row0, rows int, y *B
 	gx, gy := grid(rows*out, 256)
 	hasB := len(b) > 0
 	if q, ok := r.qw[&w[0]]; ok {
-		r.dispatchCoded(q, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy,
+		r.dispatchCoded(q, gx, gy,
 			r.uniform(shaders.LinearParams{Rows: u32(rows), NIn: u32(in), NOut: u32(out), Row0: u32(row0), HasBias: flag(hasB), SOff: q.soff}), x, q.buf, r.w(b), y)
 		return
 	}
-	r.dispatch(shaders.Linear, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+	r.dispatch(shaders.Linear, gx, gy, 1,
 		r.uniform(shaders.LinearParams{Rows: u32(rows), NIn: u32(in), NOut: u32(out), Row0: u32(row0), HasBias: flag(hasB)}), x, r.w(w), r.w(b), y)
 }
 
@@ -152,14 +152,14 @@ func (r *ditRun) norm(x *Buffer, w []float32, scaleOff, mode, row0, rows int, ep
 		scale, scaleOff = r.finalScale, 0
 	}
 	gx, gy := uint32(min(rows, 65535)), uint32((rows+65534)/65535)
-	r.dispatch(shaders.RowsNorm, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+	r.dispatch(shaders.RowsNorm, gx, gy, 1,
 		r.uniform(shaders.RowsNormParams{Width: u32(r.s.Dim), Row0: u32(row0), Rows: u32(rows), Mode: u32(mode), Eps: eps, HasW: flag(len(w) > 0),
 			HasScale: flag(scaleOff >= 0), ScaleOff: u32(max(scaleOff, 0))}), x, r.w(w), scale, y)
 }
 
 func (r *ditRun) gatedAdd(y *Buffer, gateOff, row0, rows int) {
 	gx, gy := grid(rows*r.s.Dim, 256)
-	r.dispatch(shaders.GatedAdd, []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+	r.dispatch(shaders.GatedAdd, gx, gy, 1,
 		r.uniform(shaders.GatedAddParams{Width: u32(r.s.Dim), Row0: u32(row0), Rows: u32(rows), HasGate: flag(gateOff >= 0), GateOff: u32(max(gateOff, 0))}), y, r.mod, r.u)
 }
 
@@ -183,10 +183,10 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int) {
 		nw  []float32
 	}{{r.q, b.QNorm}, {r.k, b.KNorm}} {
 		gx, gy := grid(rows*s.Heads, 64)
-		r.dispatch(shaders.QKRope, []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}, gx, gy, 1,
+		r.dispatch(shaders.QKRope, gx, gy, 1,
 			r.uniform(shaders.QKRopeParams{Heads: u32(s.Heads), HD: u32(s.HeadDim), Row0: u32(row0), Rows: u32(rows), Eps: s.QKEps, HasNorm: flag(len(x.nw) > 0), Width: u32(D)}), r.w(x.nw), r.rope, x.buf)
 	}
-	r.dispatch(shaders.AttentionFull, []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite},
+	r.dispatch(shaders.AttentionFull,
 		uint32(min(rows, 65535)), uint32((rows+65534)/65535), uint32(s.Heads),
 		r.uniform(shaders.AttentionFullParams{N: u32(rows), D: u32(s.HeadDim), Scale: float32(1 / math.Sqrt(float64(s.HeadDim))), Stride: u32(D), Row0: u32(row0)}), r.q, r.k, r.v, r.att)
 	r.linear(r.att, b.O, nil, D, D, row0, rows, r.a)
@@ -197,7 +197,7 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int) {
 	r.linear(r.h, b.W1, nil, D, F, row0, rows, r.g)
 	r.linear(r.h, b.W3, nil, D, F, row0, rows, r.up)
 	gx, gy := grid(rows*F, 256)
-	r.dispatch(shaders.SiLUMul, []BindKind{Uniform, ReadOnly, ReadWrite}, gx, gy, 1,
+	r.dispatch(shaders.SiLUMul, gx, gy, 1,
 		r.uniform(shaders.SiLUMulParams{N: u32(rows * F), Off: u32(row0 * F)}), r.up, r.g)
 	r.linear(r.g, b.W2, nil, F, D, row0, rows, r.f)
 	r.norm(r.f, b.FFNNorm2, -1, 0, row0, rows, s.Eps, r.hn)
@@ -205,12 +205,12 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int) {
 }
 
 // dispatchCoded queues the codec's linear kernel.
-func (r *ditRun) dispatchCoded(q codedWeight, kinds []BindKind, gx, gy uint32, bufs ...*Buffer) {
+func (r *ditRun) dispatchCoded(q codedWeight, gx, gy uint32, bufs ...*Buffer) {
 	if r.err != nil {
 		return
 	}
 	key := "img/linear/" + q.codec.String()
-	p, err := r.d.PipelineOf(key, func() (string, error) { return shaders.LinearCodec(q.codec) }, kinds)
+	p, err := r.d.PipelineOf(key, func() (string, error) { return shaders.LinearCodec(q.codec) }, kinds(shaders.KLinearC))
 	if err != nil {
 		r.err = err
 		return

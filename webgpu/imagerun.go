@@ -81,8 +81,9 @@ func (r *imgRun) w(x []float32) *Buffer {
 	return r.wts[&x[0]]
 }
 
-// dispatch binds bufs to kernel name and queues it on a (x, y, z) grid.
-func (r *imgRun) dispatch(name string, kinds []BindKind, gx, gy, gz uint32, bufs ...*Buffer) {
+// dispatch binds bufs to kernel name (its binding kinds from the kernel
+// table) and queues it on a (x, y, z) grid.
+func (r *imgRun) dispatch(name string, gx, gy, gz uint32, bufs ...*Buffer) {
 	if r.err != nil {
 		return
 	}
@@ -91,7 +92,7 @@ func (r *imgRun) dispatch(name string, kinds []BindKind, gx, gy, gz uint32, bufs
 		r.err = err
 		return
 	}
-	p, err := r.d.Pipeline("img/"+name, src, kinds)
+	p, err := r.d.Pipeline("img/"+name, src, kinds(name))
 	if err != nil {
 		r.err = err
 		return
