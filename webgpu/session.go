@@ -99,7 +99,6 @@ type Session struct {
 	groups []*wgpu.BindGroup
 	resid  int64
 	params *Buffer
-	pOff   uint64
 	pData  []byte
 	slot   uint64
 
