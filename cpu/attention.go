@@ -78,8 +78,8 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 				kernel.RMSNorm(kt, kt, w.kNorm, a.NormEps, plusOne)
 			}
 			pos := s.pos + t
-			w.rope.apply(qt, at.Heads, hd, pos, cos, sin)
-			w.rope.apply(kt, at.KVHeads, hd, pos, cos, sin)
+			applyRope(w.rope, qt, at.Heads, hd, pos, cos, sin)
+			applyRope(w.rope, kt, at.KVHeads, hd, pos, cos, sin)
 			cache.put(pos, kt, vt)
 		}
 		s.attend(at, w.sinks, cache, q, att, t0, t1)

@@ -80,7 +80,7 @@ type attnWeights struct {
 	qb, kb, vb, ob []float32 // nil when absent
 	qNorm, kNorm   []float32 // nil when absent
 	sinks          []float32 // [heads] attention sinks, nil when absent
-	rope           *ropeTable
+	rope           *model.RopeTable
 }
 
 type ffnWeights struct {
@@ -202,7 +202,7 @@ func loadAttention(w *weightGetter, i int, at *model.Attention, hidden int) *att
 	default:
 		w.fail(fmt.Errorf("cpu: layer %d: unknown q/k norm %q", i, at.QKNorm))
 	}
-	rt, err := newRopeTable(&at.Rope, at.HeadDim)
+	rt, err := model.NewRopeTable(at.Rope, at.HeadDim)
 	if err != nil {
 		w.fail(fmt.Errorf("cpu: layer %d: %w", i, err))
 	}

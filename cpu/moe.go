@@ -116,9 +116,7 @@ func (s *Session) moeFFN(mw *moeWeights, h []float32, n int) []float32 {
 			kernel.Softmax(w)
 			for j, e := range sel {
 				wt := w[j]
-				if m.RoutedScale != 0 {
-					wt *= m.RoutedScale
-				}
+				wt *= m.Routed()
 				perExpert[e] = append(perExpert[e], pick{t, wt})
 			}
 			continue
@@ -150,9 +148,7 @@ func (s *Session) moeFFN(mw *moeWeights, h []float32, n int) []float32 {
 			if m.NormTopK {
 				wt /= sum
 			}
-			if m.RoutedScale != 0 {
-				wt *= m.RoutedScale
-			}
+			wt *= m.Routed()
 			perExpert[e] = append(perExpert[e], pick{t, wt})
 		}
 	}

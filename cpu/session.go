@@ -247,8 +247,8 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 	}
 	logits := make([]float32, n*a.Vocab)
 	kernel.MatMul(logits, b.output, rows, n)
-	if a.LogitScale != 1 && a.LogitScale != 0 {
-		kernel.Scale(logits, a.LogitScale)
+	if sc := a.Scales().Logit; sc != 1 {
+		kernel.Scale(logits, sc)
 	}
 	if c := a.FinalSoftcap; c > 0 {
 		for i, v := range logits {
@@ -328,8 +328,8 @@ func (s *Session) embed(tokens []int) ([]float32, error) {
 		if err := tensor.Dequantize(row, b.embd.Codec, b.embd.Row(tok)); err != nil {
 			return nil, fmt.Errorf("cpu: embedding: %w", err)
 		}
-		if a.EmbedScale != 1 && a.EmbedScale != 0 {
-			kernel.Scale(row, a.EmbedScale)
+		if sc := a.Scales().Embed; sc != 1 {
+			kernel.Scale(row, sc)
 		}
 	}
 	if s.hook != nil {
@@ -387,8 +387,8 @@ func (s *Session) residual(x, out, postNorm []float32, n int) {
 	if postNorm != nil {
 		s.norm(out, out, postNorm, n)
 	}
-	if a.ResidualScale != 1 && a.ResidualScale != 0 {
-		kernel.Axpy(x, a.ResidualScale, out)
+	if sc := a.Scales().Residual; sc != 1 {
+		kernel.Axpy(x, sc, out)
 		return
 	}
 	kernel.Add(x, out)

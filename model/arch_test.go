@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -77,5 +78,60 @@ func TestValidateNumbers(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "&{") {
 			t.Errorf("error %q prints a Go struct", err)
 		}
+	}
+}
+
+func TestRopeTable(t *testing.T) {
+	r := Rope{Theta: 10000, Dims: 8, Style: RopeNeoX, Scaling: RopeScaling{Type: "yarn", Factor: 4, OriginalContext: 64, BetaFast: 32, BetaSlow: 1, AttnFactor: 1.5}}
+	tab, err := NewRopeTable(r, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, mscale, err := RopeFrequencies(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tab.MScale != mscale || len(tab.InvFreq) != len(inv) {
+		t.Fatalf("table %v ×%v, frequencies %v ×%v", tab.InvFreq, tab.MScale, inv, mscale)
+	}
+	rows := tab.CosSinRows(5)
+	cos, sin := make([]float32, 4), make([]float32, 4)
+	for p := range 5 {
+		tab.CosSin(p, cos, sin)
+		for i := range 4 {
+			if rows[2*(p*4+i)] != cos[i] || rows[2*(p*4+i)+1] != sin[i] {
+				t.Fatalf("position %d pair %d: rows (%v, %v), CosSin (%v, %v)", p, i, rows[2*(p*4+i)], rows[2*(p*4+i)+1], cos[i], sin[i])
+			}
+		}
+	}
+	if tab.CosSinRows(1)[0] != 1.5 {
+		t.Fatalf("cos at position 0 is %v, want the attention factor", tab.CosSinRows(1)[0])
+	}
+	for _, bad := range []struct {
+		r    Rope
+		want error
+	}{{Rope{Theta: 1e4, Dims: 8, Style: "odd"}, ErrRopeStyle}, {Rope{Theta: 1e4, Dims: 8, Style: RopeNeoX, Scaling: RopeScaling{Type: "dynamic", Factor: 2}}, ErrRopeScaling}} {
+		if _, err := NewRopeTable(bad.r, 16); !errors.Is(err, bad.want) {
+			t.Errorf("%+v: error %v, want %v", bad.r, err, bad.want)
+		}
+	}
+	if _, err := NewRopeTable(Rope{Theta: 1e4, Dims: 32, Style: RopeNeoX}, 16); err == nil {
+		t.Error("32 rotated dims of a 16-wide head accepted")
+	}
+	if nope, err := NewRopeTable(Rope{}, 16); err != nil || nope.Dims != 0 || len(nope.InvFreq) != 0 {
+		t.Errorf("NoPE: %+v, %v", nope, err)
+	}
+}
+
+func TestScales(t *testing.T) {
+	a := Arch{ResidualScale: 0.25}
+	if s := a.Scales(); s != (Scales{Embed: 1, Residual: 0.25, Logit: 1}) {
+		t.Fatalf("scales %+v", s)
+	}
+	if r := (&MoE{}).Routed(); r != 1 {
+		t.Fatalf("routed scale of 0 is %v, want 1", r)
+	}
+	if r := (&MoE{RoutedScale: 2.5}).Routed(); r != 2.5 {
+		t.Fatalf("routed scale %v, want 2.5", r)
 	}
 }

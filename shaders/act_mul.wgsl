@@ -2,12 +2,7 @@
 // (width 2f): the gate projection then the up projection, or with
 // interleaved = 1 the two alternating (gate_0, up_0, gate_1, ...).
 // act 0 = SiLU, 1 = GELU (tanh approximation). Dispatch (ceil(f/64), ntok, 1).
-struct P {
-    f: u32,
-    act: u32,
-    interleaved: u32,
-    _p1: u32,
-}
+//!P ActMulParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> gu: array<f32>;

@@ -8,12 +8,7 @@
 // rows > 1 workgroup row y reduces parts [y*n, (y+1)*n) (argmax_part.wgsl
 // over as many rows) into ids[step[4]+y], and only the last row's pick
 // feeds tokens[0].
-struct P {
-    n: u32,
-    _p0: u32,
-    _p1: u32,
-    _p2: u32,
-}
+//!P ArgmaxParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> part: array<vec2<u32>>;

@@ -9,12 +9,7 @@
 // reduces the parts. With rows > 1 workgroup row y reads head row
 // step[3]-rows+y (the last rows of the step's logits: every row of a
 // verification step) and writes part[y*ceil(n/per) + g].
-struct P {
-    n: u32,
-    per: u32,
-    _p1: u32,
-    _p2: u32,
-}
+//!P ArgmaxPartParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> logits: array<f32>;

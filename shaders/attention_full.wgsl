@@ -5,16 +5,7 @@
 // workgroup reduction; the softmax is online (running max and sum), each
 // invocation accumulating the output channels c ≡ lid (mod 64).
 // Dispatch (n, 1, heads) up to 65535 rows, then rows continue in y.
-struct P {
-    n: u32,
-    d: u32,
-    scale: f32,
-    stride: u32,
-    row0: u32,
-    _p0: u32,
-    _p1: u32,
-    _p2: u32,
-}
+//!P AttentionFullParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<f32>;

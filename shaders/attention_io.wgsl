@@ -2,20 +2,7 @@
 // steps and split-K decode, attn_prefill.wgsl for long steps): one bind
 // group layout and uniform, so a session binds a layer's attention once and
 // dispatches whichever kernel suits the step.
-struct P {
-    heads: u32,
-    kv_heads: u32,
-    hd: u32,
-    window: u32,   // 0 = unlimited, else the last `window` positions
-    scale: f32,
-    softcap: f32,
-    q_stride: u32,
-    split_len: u32,
-    max_splits: u32, // partial slots per (token, head)
-    kv_len: u32,     // rows of kc/vc: position j lives in row j % kv_len (a sliding-window ring); 0 = row j
-    has_sink: u32,   // 1: head h's sink logit joins each softmax's denominator (gpt-oss)
-    sink_off: u32,   // the sinks' offset in kc's elements, after the cache's last row (sink_load)
-}
+//!P AttnParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> qkv: array<vec4<f32>>;

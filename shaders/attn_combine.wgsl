@@ -1,16 +1,7 @@
 // Merges the split-K partials of attention (see attention.wgsl) for each
 // (head, token): out = Σ_z acc_z·e^(m_z-M) / Σ_z l_z·e^(m_z-M), M = max m_z,
 // over the splits that cover the token's span. Dispatch (heads, ntok, 1).
-struct P {
-    heads: u32,
-    hd: u32,
-    window: u32,
-    split_len: u32,
-    max_splits: u32,
-    _p0: u32,
-    _p1: u32,
-    _p2: u32,
-}
+//!P CombineParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> part: array<f32>;

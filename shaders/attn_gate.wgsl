@@ -1,20 +1,7 @@
 // Attention output gate (qwen3_next): att[t*w + i] *= sigmoid(gate[t*w + i]).
 // Dispatch (ceil(w/64), ntok, 1).
 // 48 bytes, the largest parameter block: see hybridParam in webgpu/hybrid.go.
-struct P {
-    w: u32,
-    _p0: u32,
-    _p1: u32,
-    _p2: u32,
-    _w0: u32,
-    _w1: u32,
-    _w2: u32,
-    _w3: u32,
-    _w4: u32,
-    _w5: u32,
-    _w6: u32,
-    _w7: u32,
-}
+//!P AttnGateParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> gate: array<f32>;

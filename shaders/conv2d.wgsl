@@ -4,16 +4,7 @@
 // inner loop walks contiguous channels of one neighbour pixel.
 // One invocation per output value; the flat index spans the grid
 // (x, y) of 256-wide workgroups.
-struct P {
-    h: u32,
-    w: u32,
-    cin: u32,
-    cout: u32,
-    k: u32,
-    res: u32,
-    _p0: u32,
-    _p1: u32,
-}
+//!P Conv2DParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> wt: array<f32>;

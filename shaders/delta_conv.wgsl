@@ -7,20 +7,7 @@
 // windows as in shortconv.wgsl (slot L % slots: the window after L positions).
 // out[t*cdim + c] = SiLU(Σ_j taps[c*k+j]·win[j]). Dispatch (ceil(cdim/64), 1, 1).
 // 48 bytes, the largest parameter block: see hybridParam in webgpu/hybrid.go.
-struct P {
-    cdim: u32,
-    k: u32,
-    kh: u32,
-    dk: u32,
-    dv: u32,
-    r: u32,
-    rw: u32,
-    slots: u32,
-    _w0: u32,
-    _w1: u32,
-    _w2: u32,
-    _w3: u32,
-}
+//!P DeltaConvParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> qkvz: array<f32>;

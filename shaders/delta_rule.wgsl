@@ -12,20 +12,7 @@
 // then the gated RMSNorm o·rsqrt(mean(o²)+eps)·w·SiLU(z), z from the qkvz
 // row. out[t*vh*dv + vi*dv + j]. dk <= 128, dv <= 128. Dispatch (vh, 1, 1).
 // 48 bytes, the largest parameter block: see hybridParam in webgpu/hybrid.go.
-struct P {
-    kh: u32,
-    vh: u32,
-    dk: u32,
-    dv: u32,
-    cdim: u32,
-    rw: u32,
-    eps: f32,
-    slots: u32,
-    _w0: u32,
-    _w1: u32,
-    _w2: u32,
-    _w3: u32,
-}
+//!P DeltaRuleParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> conv: array<f32>;

@@ -1,11 +1,6 @@
 // Embedding gather: out[t, :] = row(tokens[t]) * scale for t < step.ntok.
 // Dispatch (ceil(hidden/4/64), ntok, 1).
-struct P {
-    hidden: u32,
-    soff: u32,
-    scale: f32,
-    tok_off: u32, // index of the first token in `tokens`
-}
+//!P EmbedParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> tokens: array<u32>;

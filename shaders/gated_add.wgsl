@@ -1,16 +1,7 @@
 // u += g ⊙ y on rows [row0, row0+rows) of u, y [*, width], with the gate
 // g = gate[gate_off + c] (or 1 when has_gate is 0). One invocation per
 // value over the (x, y) grid of 256-wide workgroups.
-struct P {
-    width: u32,
-    row0: u32,
-    rows: u32,
-    has_gate: u32,
-    gate_off: u32,
-    _p0: u32,
-    _p1: u32,
-    _p2: u32,
-}
+//!P GatedAddParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> y: array<f32>;
 @group(0) @binding(2) var<storage, read> gate: array<f32>;

@@ -2,12 +2,7 @@
 // group_norm_stats wrote: y = (x - mean)·inv·w[c] + b[c], then
 // y·sigmoid(y) when p.silu == 1. One invocation per value over the
 // (x, y) grid of 256-wide workgroups.
-struct P {
-    pixels: u32,
-    c: u32,
-    groups: u32,
-    silu: u32,
-}
+//!P GroupNormApplyParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> stats: array<f32>;
 @group(0) @binding(2) var<storage, read> nw: array<f32>;

@@ -2,12 +2,7 @@
 // c/groups channels over all pixels) stats[2g] = mean and stats[2g+1] =
 // 1/sqrt(var + eps), the variance taken around the mean (two passes).
 // One workgroup per group: dispatch (groups, 1, 1).
-struct P {
-    pixels: u32,
-    c: u32,
-    groups: u32,
-    eps: f32,
-}
+//!P GroupNormStatsParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> stats: array<f32>;

@@ -1,16 +1,7 @@
 // y = x·Wᵀ (+ b) for rows [row0, row0+rows) of x [*, in] into the same
 // rows of y [*, out]; W is [out, in] f32. One invocation per output value
 // over the (x, y) grid of 256-wide workgroups.
-struct P {
-    rows: u32,
-    n_in: u32,
-    n_out: u32,
-    row0: u32,
-    has_bias: u32,
-    _p0: u32,
-    _p1: u32,
-    _p2: u32,
-}
+//!P LinearParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> wt: array<f32>;

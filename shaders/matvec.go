@@ -68,8 +68,5 @@ func Matvec(c tensor.Codec, m MatvecShape, cols int, norm bool) (string, error) 
 		"__RED__", fmt.Sprint(64*m.Rows*m.Sets), "__RED2__", fmt.Sprint(8*m.Rows*m.Sets),
 		"__CQ__", fmt.Sprint(ChunkOf(c)/4), "__NORMDECL__", decl, "__STAGE__", stage, "__RMS__", rms,
 		"__NORMY__", normY, "__NORMU__", normU, "__MATMUL_IO__", read("matmul_io")).Replace(read("matvec"))
-	if norm {
-		src = strings.Replace(src, "    _p1: u32,\n}", "    eps: f32,\n}", 1)
-	}
 	return src + "\n" + pre, nil
 }

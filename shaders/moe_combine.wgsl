@@ -3,20 +3,7 @@
 // shared_gate is set). mode 0: out[t*h+i] = v; mode 1: out[t*h+i] += alpha*v
 // (the residual add). Dispatch (ceil(h/64), ntok, 1).
 // 48 bytes, the largest parameter block: see hybridParam in webgpu/hybrid.go.
-struct P {
-    h: u32,
-    k: u32,
-    mode: u32,
-    alpha: f32,
-    has_shared: u32,
-    shared_gate: u32,
-    _p0: u32,
-    _p1: u32,
-    _w0: u32,
-    _w1: u32,
-    _w2: u32,
-    _w3: u32,
-}
+//!P MoECombineParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> y: array<f32>;

@@ -9,20 +9,7 @@
 //         W_e[row]·x[slot] (the down projection of each pick's activation).
 // Dispatch (min(rows, 65535), ceil(rows/65535), ntok).
 // 48 bytes, the largest parameter block: see hybridParam in webgpu/hybrid.go.
-struct P {
-    rows: u32,
-    cols: u32,
-    soff: u32,
-    gu: u32,
-    k: u32,
-    act: u32,
-    _p0: u32,
-    _p1: u32,
-    has_bias: u32, // bias: per expert [gate rows; up rows] (gu 1) or rows (gu 0)
-    limit: f32,    // act 2
-    alpha: f32,    // act 2
-    _w3: u32,
-}
+//!P ExpertParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;

@@ -14,20 +14,7 @@
 // each thread routes tokens t ≡ lid (mod 64), then groups experts
 // e ≡ lid (mod 64).
 // 48 bytes, the largest parameter block: see hybridParam in webgpu/hybrid.go.
-struct P {
-    e: u32,
-    k: u32,
-    scoring: u32,
-    norm_topk: u32,
-    has_bias: u32,
-    scale: f32,
-    stride: u32,
-    _p1: u32,
-    _w0: u32,
-    _w1: u32,
-    _w2: u32,
-    _w3: u32,
-}
+//!P RouteParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read_write> logits: array<f32>;

@@ -3,16 +3,7 @@
 // (2i, 2i+1) turn as complex numbers by rope[row, 2i] (cos) and
 // rope[row, 2i+1] (sin), rope [*, hd]. One invocation per (row, head) over
 // the (x, y) grid of 64-wide workgroups.
-struct P {
-    heads: u32,
-    hd: u32,
-    row0: u32,
-    rows: u32,
-    eps: f32,
-    has_norm: u32,
-    width: u32,
-    _p0: u32,
-}
+//!P QKRopeParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> nw: array<f32>;
 @group(0) @binding(2) var<storage, read> rope: array<f32>;

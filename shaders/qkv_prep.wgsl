@@ -9,20 +9,7 @@
 // float64 from the float32 angle (GPU sin/cos are not accurate enough).
 // style 0 = NeoX pairs (i, i+rot/2), 1 = interleaved pairs (2i, 2i+1).
 // Dispatch (heads + 2*kv_heads, ntok, 1).
-struct P {
-    heads: u32,
-    kv_heads: u32,
-    hd: u32,
-    rot: u32,
-    style: u32,
-    qk_norm: u32,   // 1 = per-head RMSNorm of q and k
-    eps: f32,
-    plus_one: u32,
-    kn_off: u32,    // k-norm weights start here in qkn
-    kv_len: u32,    // rows of kc/vc: position p goes to row p % kv_len (a sliding-window ring); 0 = row p
-    _p1: u32,
-    _p2: u32,
-}
+//!P PrepParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read_write> qkv: array<f32>;

@@ -8,20 +8,7 @@
 // in-place variant. 256 threads: a hidden row of a few thousand values is
 // then a handful of independent loads per thread, not a long dependent
 // chain (one workgroup is all a decode step gives this kernel).
-struct P {
-    n: u32,
-    eps: f32,
-    plus_one: u32,
-    mode: u32,
-    alpha: f32,
-    sel: u32,
-    in_stride: u32,
-    in_off: u32,
-    out_stride: u32,
-    out_off: u32,
-    _p0: u32,
-    _p1: u32,
-}
+//!P NormParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> nw: array<f32>;

@@ -3,16 +3,7 @@
 // (x-mean)/sqrt(var+eps); then ·w (when has_w) and ·scale[scale_off+c]
 // (when has_scale). One workgroup per row: dispatch (rows, 1, 1) up to
 // 65535, then rows continue in y.
-struct P {
-    width: u32,
-    row0: u32,
-    rows: u32,
-    mode: u32,
-    eps: f32,
-    has_w: u32,
-    has_scale: u32,
-    scale_off: u32,
-}
+//!P RowsNormParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> nw: array<f32>;

@@ -17,8 +17,10 @@
 // fetchc for kernels that scale a chunk's sum once: fetchq gives the raw
 // quants q, chunkscales (a, b) with value = a·q − b (b is 0 unless the
 // codec is AFFINE, as q4_K with its sub-block mins is). A matmul's inner
-// dimension must be a multiple of the codec's CHUNK (ChunkOf). Weight
-// layouts on the device:
+// dimension must be a multiple of the codec's CHUNK (ChunkOf). Each
+// codec's GPU side is one DeviceCodec record (codecs.go: chunk, planar or
+// not, device block, pack function, prelude files). Weight layouts on the
+// device:
 //
 //	f32, f16  the tensor's bytes unchanged.
 //	q8_0      repacked at upload (see RepackQ8_0): a quant plane of 8 u32 per
@@ -46,6 +48,11 @@
 // split_len, attn_combine).
 //
 // Activations are f32 throughout.
+//
+// Every kernel's interface is one entry of the kernel table (kernels.go:
+// Kernels, Lookup): its bindings and a Go params struct whose fields mirror
+// the WGSL `struct P` (params.go), packed by Pack; TestKernelTable holds
+// each source variant to its entry.
 package shaders
 
 import (
@@ -65,7 +72,7 @@ func read(name string) string {
 	if err != nil {
 		panic("shaders: missing embedded " + name + ".wgsl") // a build defect, not input
 	}
-	return string(b)
+	return expandParams(string(b))
 }
 
 // Kernel names of the self-contained modules (see Module for the others).
@@ -92,40 +99,6 @@ const (
 	GatedAdd = "gated_add"
 	SiLUMul  = "silu_mul"
 )
-
-// Codecs lists the weight codecs the kernels read directly.
-var Codecs = []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K,
-	tensor.Q5_0, tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q3_K, tensor.Q2_K,
-	tensor.IQ4_NL, tensor.IQ4_XS, tensor.MXFP4, tensor.TQ1_0, tensor.TQ2_0,
-	tensor.IQ2_XXS, tensor.IQ2_XS, tensor.IQ2_S, tensor.IQ3_XXS, tensor.IQ3_S, tensor.IQ1_S, tensor.IQ1_M,
-	tensor.Q8_ROW, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G, tensor.Q1T}
-
-// paddedChunk is the CHUNK of the codecs read as padded GGUF blocks
-// (PadBlocks; codec_blocks.wgsl), 0 for the others.
-func paddedChunk(c tensor.Codec) int {
-	switch c {
-	case tensor.Q5_0, tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.IQ4_NL, tensor.IQ4_XS,
-		tensor.MXFP4, tensor.TQ1_0, tensor.TQ2_0, tensor.IQ2_XXS, tensor.IQ3_XXS, tensor.IQ3_S, tensor.IQ1_S,
-		tensor.Q8_ROW, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G, tensor.Q1T:
-		return 32
-	case tensor.Q3_K, tensor.Q2_K, tensor.IQ2_XS, tensor.IQ2_S, tensor.IQ1_M:
-		return 16
-	}
-	return 0
-}
-
-// Padded reports whether codec c is held on the device as GGUF's blocks,
-// each padded to a whole number of 16-byte words (PadBlocks).
-func Padded(c tensor.Codec) bool { return paddedChunk(c) != 0 }
-
-// DeviceBlockBytes is the bytes of one block of a padded codec (or q6_K)
-// on the device: BlockBytes rounded up to 16.
-func DeviceBlockBytes(c tensor.Codec) int { return (c.BlockBytes() + 15) &^ 15 }
-
-// GridTail is the code book the IQ codecs' preludes read: the device
-// buffer of such a weight is its padded blocks, then these bytes from u32
-// word soff. Nil for the other codecs.
-func GridTail(c tensor.Codec) []byte { return tensor.GridBytes(c) }
 
 // PadBlocks lays a padded codec's GGUF blocks out for the device: each
 // block's bytes at their offsets, zero-padded to DeviceBlockBytes so every
@@ -168,48 +141,6 @@ func PadBlocks(dst, src []byte, c tensor.Codec) ([]byte, error) {
 		clear(o[bb:])
 	}
 	return dst, nil
-}
-
-// ChunkOf is the number of elements of codec c one 16-byte load holds; a
-// matmul's inner dimension must be a multiple of it.
-func ChunkOf(c tensor.Codec) int {
-	switch c {
-	case tensor.F32:
-		return 4
-	case tensor.F16:
-		return 8
-	case tensor.Q8_0, tensor.Q6_K:
-		return 16
-	case tensor.Q4_0, tensor.Q4_K:
-		return 32
-	}
-	return paddedChunk(c)
-}
-
-// Supported reports whether the kernels read codec c directly.
-func Supported(c tensor.Codec) bool {
-	for _, s := range Codecs {
-		if s == c {
-			return true
-		}
-	}
-	return false
-}
-
-func codecPrelude(c tensor.Codec) (string, error) {
-	if !Supported(c) {
-		return "", fmt.Errorf("shaders: no kernel reads %s weights", c)
-	}
-	switch k := paddedChunk(c); {
-	case c == tensor.Q5_0:
-	case c == tensor.Q5_K || c == tensor.Q4_1 || c == tensor.Q5_1 || c == tensor.Q3_K || c == tensor.Q2_K ||
-		c == tensor.IQ4_NL || c == tensor.MXFP4:
-		// These read whole words themselves.
-		return read("codec_blocks") + "\n" + read("codec_"+c.String()), nil
-	case k != 0:
-		return read("codec_blocks") + "\n" + read("codec_"+c.String()) + "\n" + read(fmt.Sprintf("codec_chunk%d", k)), nil
-	}
-	return read("codec_" + c.String()), nil
 }
 
 // Embed is the embedding-gather module for weights of codec c.
@@ -267,9 +198,6 @@ func matmulRows(c tensor.Codec, tb, r int, norm bool) (string, error) {
 		"__NO__", fmt.Sprint(no), "__NN__", fmt.Sprint(nn), "__RED__", fmt.Sprint(64*nn), "__RED2__", fmt.Sprint(8*nn),
 		"__CQ__", fmt.Sprint(ChunkOf(c)/4), "__XLOAD__", xload, "__NORMDECL__", decl,
 		"__NORMY__", normY, "__NORMGU__", normGU, "__MATMUL_IO__", read("matmul_io")).Replace(read("matmul"))
-	if norm {
-		src = strings.Replace(src, "    _p1: u32,\n}", "    eps: f32,\n}", 1)
-	}
 	return src + "\n" + pre, nil
 }
 
@@ -316,20 +244,6 @@ func Source(name string) (string, error) {
 		return read("argmax_pick") + read(name), nil
 	}
 	return "", fmt.Errorf("shaders: no module %q", name)
-}
-
-// RepackQ8_0 converts GGUF q8_0 bytes (34-byte blocks: f16 scale, 32 int8)
-// into the device layout: a quant plane of nblocks*32 bytes, then the scale
-// plane of the f16 scales (two per u32, padded to a whole u32). It returns
-// the layout and the scale plane's offset in u32 units.
-func RepackQ8_0(src []byte) ([]byte, uint32, error) {
-	return repack(src, 34, 32)
-}
-
-// RepackQ4_0 is RepackQ8_0 for q4_0 (18-byte blocks: f16 scale, 16 bytes
-// of nibbles).
-func RepackQ4_0(src []byte) ([]byte, uint32, error) {
-	return repack(src, 18, 16)
 }
 
 // RepackQ4_K lays q4_K super-blocks (144 bytes) out for the device, each
@@ -407,23 +321,6 @@ func PadQ6_K(dst, src []byte) ([]byte, error) {
 		clear(o[210:])
 	}
 	return dst, nil
-}
-
-func repack(src []byte, blockBytes, qBytes int) ([]byte, uint32, error) {
-	if len(src)%blockBytes != 0 {
-		return nil, 0, fmt.Errorf("shaders: %d bytes is not a whole number of %d-byte blocks", len(src), blockBytes)
-	}
-	n := len(src) / blockBytes
-	qlen := n * qBytes // a multiple of 4: 16 or 32 per block
-	slen := (n*2 + 3) &^ 3
-	out := make([]byte, qlen+slen)
-	for b := 0; b < n; b++ {
-		blk := src[b*blockBytes : (b+1)*blockBytes]
-		copy(out[b*qBytes:(b+1)*qBytes], blk[2:])
-		out[qlen+2*b] = blk[0]
-		out[qlen+2*b+1] = blk[1]
-	}
-	return out, uint32(qlen / 4), nil
 }
 
 // AttnPrefill is the tiled attention for long steps (attn_prefill.wgsl):

@@ -10,20 +10,7 @@
 // tokens, so the session can rewind up to slots-1 positions exactly.
 // Dispatch (ceil(h/64), 1, 1).
 // 48 bytes, the largest parameter block: see hybridParam in webgpu/hybrid.go.
-struct P {
-    h: u32,
-    k: u32,
-    has_bias: u32,
-    slots: u32,
-    _w0: u32,
-    _w1: u32,
-    _w2: u32,
-    _w3: u32,
-    _w4: u32,
-    _w5: u32,
-    _w6: u32,
-    _w7: u32,
-}
+//!P ShortConvParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> step: array<u32>;
 @group(0) @binding(2) var<storage, read> bcx: array<f32>;

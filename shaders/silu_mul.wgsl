@@ -1,11 +1,6 @@
 // g = silu(g) ⊙ u for n values from off: silu(x) = x / (1 + exp(-x)). One
 // invocation per value over the (x, y) grid of 256-wide workgroups.
-struct P {
-    n: u32,
-    off: u32,
-    _p0: u32,
-    _p1: u32,
-}
+//!P SiLUMulParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> u: array<f32>;
 @group(0) @binding(2) var<storage, read_write> g: array<f32>;

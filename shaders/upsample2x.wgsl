@@ -1,12 +1,7 @@
 // Nearest-neighbour 2x upsampling of an HWC image x [h, w, c] into
 // y [2h, 2w, c]. One invocation per output value over the (x, y) grid of
 // 256-wide workgroups.
-struct P {
-    h: u32,
-    w: u32,
-    c: u32,
-    _p0: u32,
-}
+//!P Upsample2xParams (the uniform, generated from the Go params struct)
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;

@@ -130,8 +130,7 @@ type dlayer struct {
 	gu                                           []*dweight // fused and interleaved (see guInterleaved) or gate, up
 	guInterleaved                                bool       // gu[0] rows are gate 0, up 0, gate 1, up 1, ...
 	down                                         *dweight
-	invFreq                                      []float32
-	mscale                                       float32
+	rope                                         *model.RopeTable // nil on a NoPE layer
 	qw, kvw, f                                   int
 	moe                                          *dmoe    // routed experts instead of gu/down
 	conv                                         *dconv   // short-conv mixer (o is its out projection)
@@ -249,13 +248,6 @@ func checkArch(a *model.Arch) error {
 		return fmt.Errorf("webgpu: %w: activation %q", ErrUnsupported, a.Act)
 	}
 	return nil
-}
-
-func orOne(v float32) float32 {
-	if v == 0 {
-		return 1
-	}
-	return v
 }
 
 func (b *Backend) tensor(m *model.Model, name string) (*tensor.Tensor, error) {
@@ -394,7 +386,7 @@ func (b *Backend) load(ctx context.Context, m *model.Model, allowed []bool) erro
 	if b.emb, err = b.uploadNamed(ctx, m, model.TokenEmbd); err != nil {
 		return err
 	}
-	b.embScale = orOne(a.EmbedScale)
+	b.embScale = a.Scales().Embed
 	if a.TiedEmbeddings {
 		b.head = b.emb
 	} else if b.head, err = b.uploadNamed(ctx, m, model.Output); err != nil {
@@ -694,35 +686,16 @@ func (b *Backend) finishLayer(dl *dlayer, i int) (*dlayer, error) {
 		return dl, nil
 	}
 	if r := at.Rope; r.Dims > 0 {
-		dl.invFreq, dl.mscale, err = ropeFreqs(r)
+		dl.rope, err = model.NewRopeTable(r, at.HeadDim)
+		if errors.Is(err, model.ErrRopeScaling) || errors.Is(err, model.ErrRopeStyle) {
+			return nil, fmt.Errorf("webgpu: layer %d: %w: %v", i, ErrUnsupported, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("webgpu: layer %d: %w", i, err)
-		}
-		switch r.Style {
-		case model.RopeNeoX, model.RopeInterleaved:
-		default:
-			return nil, fmt.Errorf("webgpu: %w: rope style %q", ErrUnsupported, r.Style)
 		}
 	}
 	return dl, nil
 }
-
-// Kinds of the kernels' bindings.
-var (
-	kindsEmbed  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
-	kindsMatmul = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadOnly}
-	// kindsMatmulNorm adds the norm weights of the fused-norm matvec.
-	kindsMatmulNorm = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadOnly, ReadOnly}
-	kindsNorm       = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
-	kindsNormIP     = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
-	kindsPrep       = []BindKind{Uniform, ReadOnly, ReadWrite, ReadWrite, ReadWrite, ReadOnly, ReadOnly}
-	kindsAttn       = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
-	kindsCombine    = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
-	kindsAct        = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
-	kindsArgmax     = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
-	kindsArgmaxPart = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
-	kindsAdvance    = []BindKind{ReadWrite}
-)
 
 // Matmul geometry (see Tuning): GemmTB tokens per workgroup for
 // prefill; MVRows / GemmRows output rows per workgroup for the decode
@@ -733,18 +706,18 @@ func (b *Backend) embedPipe(c tensor.Codec) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.dev.Pipeline("embed/"+c.String(), src, kindsEmbed)
+	return b.dev.Pipeline("embed/"+c.String(), src, kinds(shaders.KEmbed))
 }
 
 func (b *Backend) matmulPipe(c tensor.Codec, tb, r int) (*Pipeline, error) {
-	return b.dev.PipelineOf(fmt.Sprintf("matmul/%s/tb%d/r%d", c, tb, r), func() (string, error) { return shaders.MatmulRows(c, tb, r) }, kindsMatmul)
+	return b.dev.PipelineOf(fmt.Sprintf("matmul/%s/tb%d/r%d", c, tb, r), func() (string, error) { return shaders.MatmulRows(c, tb, r) }, kinds(shaders.KMatmul))
 }
 
 // matmulNormPipe is the decode matvec that multiplies by RMSNorm(x) itself
 // (shaders.MatmulRowsNorm).
 func (b *Backend) matmulNormPipe(c tensor.Codec) (*Pipeline, error) {
 	r := b.tune.MVRows
-	return b.dev.PipelineOf(fmt.Sprintf("matmul-norm/%s/tb1/r%d", c, r), func() (string, error) { return shaders.MatmulRowsNorm(c, 1, r) }, kindsMatmulNorm)
+	return b.dev.PipelineOf(fmt.Sprintf("matmul-norm/%s/tb1/r%d", c, r), func() (string, error) { return shaders.MatmulRowsNorm(c, 1, r) }, kinds(shaders.KMatmulNorm))
 }
 
 // matvecPipe is the decode matvec (one token per workgroup row) for a
@@ -764,12 +737,12 @@ func (b *Backend) matvecPipe(c tensor.Codec, rows, cols int, norm bool) (*Pipeli
 		p, err := b.matmulPipe(c, 1, b.tune.MVRows)
 		return p, b.tune.MVRows, err
 	}
-	kinds := kindsMatmul
+	kernel := shaders.KMatmul
 	if norm {
-		kinds = kindsMatmulNorm
+		kernel = shaders.KMatmulNorm
 	}
 	p, err := b.dev.PipelineOf(fmt.Sprintf("matvec/%s/r%ds%dg%d/%d/%v", c, sh.Rows, sh.Sets, sh.Groups, cols, norm),
-		func() (string, error) { return shaders.Matvec(c, sh, cols, norm) }, kinds)
+		func() (string, error) { return shaders.Matvec(c, sh, cols, norm) }, kinds(kernel))
 	return p, sh.RowsPerWorkgroup(), err
 }
 
@@ -782,7 +755,7 @@ const tiledMinTokens = 32
 // nil where it does not apply (the per-query kernel then serves).
 func (b *Backend) attnPrefillPipe(hd int) *Pipeline {
 	blk := b.tune.AttnBlock // tokens per workgroup
-	p, err := b.dev.PipelineOf(fmt.Sprintf("attn_prefill/%d/%d%s", hd, blk, b.kvSuffix()), func() (string, error) { return shaders.AttnPrefillKV(hd, blk, b.opts.KVF16) }, kindsAttn)
+	p, err := b.dev.PipelineOf(fmt.Sprintf("attn_prefill/%d/%d%s", hd, blk, b.kvSuffix()), func() (string, error) { return shaders.AttnPrefillKV(hd, blk, b.opts.KVF16) }, kinds(shaders.Attention))
 	if err != nil {
 		return nil
 	}
@@ -810,12 +783,12 @@ func (b *Backend) matvecPairsRows(w *dweight) bool {
 }
 
 // kvPipe is qkv_prep or attention for the session's KV cache codec.
-func (b *Backend) kvPipe(name string, kinds []BindKind) (*Pipeline, error) {
+func (b *Backend) kvPipe(name string) (*Pipeline, error) {
 	src, err := shaders.SourceKV(name, b.opts.KVF16)
 	if err != nil {
 		return nil, err
 	}
-	return b.dev.Pipeline(name+b.kvSuffix(), src, kinds)
+	return b.dev.Pipeline(name+b.kvSuffix(), src, kinds(name))
 }
 
 func (b *Backend) kvSuffix() string {
@@ -833,19 +806,19 @@ func (b *Backend) kvElem() int {
 	return 4
 }
 
-func (b *Backend) namedPipe(name string, kinds []BindKind) (*Pipeline, error) {
+func (b *Backend) namedPipe(name string) (*Pipeline, error) {
 	src, err := shaders.Source(name)
 	if err != nil {
 		return nil, err
 	}
-	return b.dev.Pipeline(name, src, kinds)
+	return b.dev.Pipeline(name, src, kinds(name))
 }
 
 func (b *Backend) normPipe(inPlace bool) (*Pipeline, error) {
 	if inPlace {
-		return b.dev.Pipeline("rmsnorm/ip", shaders.RMSNorm(true), kindsNormIP)
+		return b.dev.Pipeline("rmsnorm/ip", shaders.RMSNorm(true), kinds(shaders.KRMSNormIP))
 	}
-	return b.dev.Pipeline("rmsnorm", shaders.RMSNorm(false), kindsNorm)
+	return b.dev.Pipeline("rmsnorm", shaders.RMSNorm(false), kinds(shaders.KRMSNorm))
 }
 
 // buildPipelines compiles every kernel the model needs up front, so a
@@ -878,8 +851,8 @@ func (b *Backend) buildPipelines() error {
 					return err
 				}
 			}
-			for name, k := range map[string][]BindKind{shaders.MoERoute: kindsRoute, shaders.MoECombine: kindsMoESum} {
-				if _, err := b.hybridPipe(name, k); err != nil {
+			for _, name := range []string{shaders.MoERoute, shaders.MoECombine} {
+				if _, err := b.hybridPipe(name); err != nil {
 					return err
 				}
 			}
@@ -904,9 +877,8 @@ func (b *Backend) buildPipelines() error {
 			return err
 		}
 	}
-	for name, k := range map[string][]BindKind{shaders.QKVPrep: kindsPrep, shaders.Attention: kindsAttn, shaders.Combine: kindsCombine,
-		shaders.ActMul: kindsAct, shaders.Argmax: kindsArgmax, shaders.ArgmaxPart: kindsArgmaxPart, shaders.Advance: kindsAdvance} {
-		if _, err := b.namedPipe(name, k); err != nil {
+	for _, name := range []string{shaders.QKVPrep, shaders.Attention, shaders.Combine, shaders.ActMul, shaders.Argmax, shaders.ArgmaxPart, shaders.Advance} {
+		if _, err := b.namedPipe(name); err != nil {
 			return err
 		}
 	}

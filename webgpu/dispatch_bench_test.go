@@ -23,7 +23,7 @@ func BenchmarkMatvecFloor(b *testing.B) {
 	zb, _ := d.NewStorage("z", 4*rows)
 	sb, _ := d.NewStorage("s", 32)
 	d.Write(sb, 0, U32Bytes([]uint32{0, 1, 0, 1, 0, 0, 0, 0}))
-	ub, _ := d.NewUniform("p", params(rows, cols, uint32(rows*cols/8), 0, float32(1), float32(0), 0, 0, rows, 0))
+	ub, _ := d.NewUniform("p", shaders.Pack(shaders.MatmulParams{Rows: rows, Cols: cols, SOff: uint32(rows * cols / 8), Alpha: 1, OutStride: rows}))
 	head := shaders.MatmulIO() + `
 var<workgroup> red: array<f32, 64>;
 `
@@ -164,7 +164,7 @@ func BenchmarkMatvecCold(b *testing.B) {
 		zb, _ := d.NewStorage("z", uint64(4*rows))
 		sb, _ := d.NewStorage("s", 32)
 		d.Write(sb, 0, U32Bytes([]uint32{0, 1, 0, 1, 0, 0, 0, 0}))
-		ub, _ := d.NewUniform("p", params(rows, cols, uint32(rows*cols/8), 0, float32(1), float32(0), 0, 0, rows, 0))
+		ub, _ := d.NewUniform("p", shaders.Pack(shaders.MatmulParams{Rows: u32(rows), Cols: u32(cols), SOff: uint32(rows * cols / 8), Alpha: 1, OutStride: u32(rows)}))
 		type variant struct {
 			name    string
 			w, rpt  int // stream: threads per workgroup, rows per thread

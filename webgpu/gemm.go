@@ -8,7 +8,7 @@ import (
 )
 
 // The tiled prefill GEMM (shaders.Gemm) has the matmul kernel's bindings
-// (kindsMatmul), uniform and semantics; only its grid differs: x/y over
+// (shaders.KMatmul), uniform and semantics; only its grid differs: x/y over
 // tiles of rows (split past 65535 like matmulGrid), z over tiles of tokens.
 //
 // Tuning.GemmLargeRows is the weight height from which gemmFor picks
@@ -29,7 +29,7 @@ func (b *Backend) gemmPipe(c tensor.Codec) (*Pipeline, error) {
 }
 
 func gemmPipeline(d *Device, c tensor.Codec) (*Pipeline, error) {
-	return d.PipelineOf("gemm/"+c.String(), func() (string, error) { return shaders.Gemm(c) }, kindsMatmul)
+	return d.PipelineOf("gemm/"+c.String(), func() (string, error) { return shaders.Gemm(c) }, kinds(shaders.KMatmul))
 }
 
 // gemmGrid is the workgroup grid of gemmPipe(c) for rows output rows and
@@ -64,6 +64,6 @@ func (b *Backend) gemmFor(c tensor.Codec, rows int) (gemmKernel, error) {
 		return gemmKernel{p, tr, tt}, err
 	}
 	g := shaders.GemmLarge()
-	p, err := b.dev.PipelineOf(fmt.Sprintf("gemm/%s/large", c), func() (string, error) { return shaders.GemmTiled(c, g) }, kindsMatmul)
+	p, err := b.dev.PipelineOf(fmt.Sprintf("gemm/%s/large", c), func() (string, error) { return shaders.GemmTiled(c, g) }, kinds(shaders.KMatmul))
 	return gemmKernel{p, g.Rows, g.Tokens}, err
 }

@@ -113,7 +113,7 @@ func BenchmarkGemm(b *testing.B) {
 			d.Write(xb, 0, F32Bytes(randVec(r, cols*ntok, 1)))
 			ob, _ := d.NewStorage("o", uint64(4*rows*ntok))
 			zb, _ := d.NewStorage("z", uint64(4*rows))
-			ub, _ := d.NewUniform("p", params(rows, cols, uint32(qbytes/4), 0, float32(1), float32(0), 0, 0, rows, 0))
+			ub, _ := d.NewUniform("p", shaders.Pack(shaders.MatmulParams{Rows: u32(rows), Cols: u32(cols), SOff: uint32(qbytes / 4), Alpha: 1, OutStride: u32(rows)}))
 			sb, _ := d.NewStorage("s", 32)
 			d.Write(sb, 0, U32Bytes([]uint32{0, uint32(ntok), 0, 1, 0, 0, 0, 0}))
 			for _, v := range vs {

@@ -121,7 +121,8 @@ func TestGemmParity(t *testing.T) {
 						// must read step[1].
 						stepb = k.step(0, ntok, 0, 1)
 					}
-					uni := k.uniform(rows, cols, soff, mode, alpha, capv, sel, hasBias, stride, off)
+					uni := k.uniform(shaders.MatmulParams{Rows: u32(rows), Cols: u32(cols), SOff: soff, Mode: u32(mode), Alpha: alpha, Softcap: capv, Sel: u32(sel),
+						HasBias: shaders.Flag(hasBias), OutStride: u32(stride), OutOff: u32(off)})
 
 					outM := k.f32(init)
 					mx, my := matmulGrid(rows, be.tune.GemmRows)
@@ -183,7 +184,7 @@ func TestGemmGridPastEnd(t *testing.T) {
 	out := k.f32(init)
 	gx, gy, gz := gemmGrid(c, 3*rows, ntok+100)
 	k.run("gemm/"+c.String(), src, kindsMatmul, [3]uint32{gx, gy, gz},
-		k.uniform(rows, cols, soff, 0, float32(1), float32(0), 0, 0, rows, 0), k.step(0, ntok, 0, 1),
+		k.uniform(shaders.MatmulParams{Rows: rows, Cols: cols, SOff: soff, Alpha: 1, OutStride: rows}), k.step(0, ntok, 0, 1),
 		k.storage(data), k.f32(x), out, k.zeros(rows))
 	got := k.read(out, len(init))
 	for i, v := range got {

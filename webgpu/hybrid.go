@@ -37,13 +37,6 @@ type ddelta struct {
 	rw   int
 }
 
-var (
-	kindsShortConv = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
-	kindsDeltaConv = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
-	kindsDeltaRule = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}
-	kindsAttnGate  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadWrite}
-)
-
 // checkMixer refuses the mixers (or their shapes) the kernels do not run.
 func checkMixer(i int, l *model.Layer) error {
 	switch l.Mixer {
@@ -240,18 +233,18 @@ func (dl *dlayer) releaseMixer() {
 
 // hybridPipes compiles the kernels of dl's mixer.
 func (b *Backend) hybridPipes(dl *dlayer) error {
-	var need map[string][]BindKind
+	var need []string
 	switch {
 	case dl.conv != nil:
-		need = map[string][]BindKind{shaders.ShortConv: kindsShortConv}
+		need = []string{shaders.ShortConv}
 	case dl.delta != nil:
-		need = map[string][]BindKind{shaders.DeltaConv: kindsDeltaConv, shaders.DeltaRule: kindsDeltaRule}
+		need = []string{shaders.DeltaConv, shaders.DeltaRule}
 	}
 	if dl.qGate != nil {
-		need = map[string][]BindKind{shaders.AttnGate: kindsAttnGate}
+		need = []string{shaders.AttnGate}
 	}
-	for name, k := range need {
-		if _, err := b.hybridPipe(name, k); err != nil {
+	for _, name := range need {
+		if _, err := b.hybridPipe(name); err != nil {
 			return err
 		}
 	}
@@ -302,11 +295,11 @@ func (s *Session) mixBuffers() (*mixScratch, error) {
 	return ms, nil
 }
 
-// buildMixer lays out layer i's hybrid mixer over the normalized input in,
-// writing its pre-projection output into s.att.
-func (s *Session) buildMixer(i int, dl *dlayer, in *Buffer, add addFunc, matmul matmulFunc) error {
-	b := s.b
-	a := b.arch
+// shortConv is LFM2's gated short convolution over the normalized input
+// in (cpu: Session.shortConv): the in projection, then the conv with its
+// state, writing att.
+func (g *graph) shortConv(i int, dl *dlayer, in *Buffer) error {
+	s, b, a := g.s, g.b, g.a
 	H := a.Hidden
 	lbl := func(x string) string { return fmt.Sprintf("L%d %s", i, x) }
 	ms, err := s.mixBuffers()
@@ -314,104 +307,99 @@ func (s *Session) buildMixer(i int, dl *dlayer, in *Buffer, add addFunc, matmul 
 		return err
 	}
 	W := Whole
-	stepB := W(s.step)
-	switch {
-	case dl.conv != nil:
-		c := dl.conv
-		K := c.spec.Kernel
-		if err := matmul(lbl("conv in"), c.in, in, ms.proj, c.inBias, 0, 1, 0, 0, 3*H, 0, rowsTok); err != nil {
-			return err
-		}
-		st, err := s.buf(lbl("conv state"), 4*s.slots*max(1, (K-1)*H))
-		if err != nil {
-			return err
-		}
-		s.noteState(i, mixerState{conv: st})
-		p, err := b.hybridPipe(shaders.ShortConv, kindsShortConv)
-		if err != nil {
-			return err
-		}
-		bias, hasBias := W(b.zero), false
-		if c.bias != nil {
-			bias, hasBias = W(c.bias), true
-		}
-		add(lbl("short conv"), &op{mv: p, rows: rowsOne, x: uint32((H + 63) / 64), y: 1}, p,
-			s.hybridParam(H, K, hasBias, s.slots), stepB, W(ms.proj), W(c.taps), bias, W(st), W(s.att))
-	case dl.delta != nil:
-		d := dl.delta
-		sp := d.spec
-		if err := matmul(lbl("ssm in"), d.qkvz, in, ms.proj, nil, 0, 1, 0, 0, d.rw, 0, rowsTok); err != nil {
-			return err
-		}
-		if err := matmul(lbl("ssm ba"), d.ba, in, ms.ba, nil, 0, 1, 0, 0, 2*sp.ValueHeads, 0, rowsTok); err != nil {
-			return err
-		}
-		cst, err := s.buf(lbl("ssm conv state"), 4*s.slots*max(1, (sp.ConvKernel-1)*d.cdim))
-		if err != nil {
-			return err
-		}
-		rst, err := s.buf(lbl("ssm state"), 4*s.slots*sp.ValueHeads*sp.KeyDim*sp.ValueDim)
-		if err != nil {
-			return err
-		}
-		s.noteState(i, mixerState{conv: cst, delta: rst})
-		cp, err := b.hybridPipe(shaders.DeltaConv, kindsDeltaConv)
-		if err != nil {
-			return err
-		}
-		rp, err := b.hybridPipe(shaders.DeltaRule, kindsDeltaRule)
-		if err != nil {
-			return err
-		}
-		r := sp.ValueHeads / sp.KeyHeads
-		add(lbl("ssm conv"), &op{mv: cp, rows: rowsOne, x: uint32((d.cdim + 63) / 64), y: 1}, cp,
-			s.hybridParam(d.cdim, sp.ConvKernel, sp.KeyHeads, sp.KeyDim, sp.ValueDim, r, d.rw, s.slots),
-			stepB, W(ms.proj), W(d.taps), W(cst), W(ms.conv))
-		add(lbl("ssm delta rule"), &op{mv: rp, rows: rowsOne, x: uint32(sp.ValueHeads), y: 1}, rp,
-			s.hybridParam(sp.KeyHeads, sp.ValueHeads, sp.KeyDim, sp.ValueDim, d.cdim, d.rw, a.NormEps, s.slots),
-			stepB, W(ms.conv), W(ms.proj), W(ms.ba), W(d.hw), W(rst), W(s.att))
-	default:
-		return fmt.Errorf("webgpu: layer %d: no hybrid mixer", i)
+	c := dl.conv
+	K := c.spec.Kernel
+	if _, err := g.matmul(lbl("conv in"), matmul{W: c.in, X: in, Out: ms.proj, Bias: c.inBias, OutStride: 3 * H}); err != nil {
+		return err
 	}
+	st, err := s.buf(lbl("conv state"), 4*s.slots*max(1, (K-1)*H))
+	if err != nil {
+		return err
+	}
+	s.noteState(i, mixerState{conv: st})
+	p, err := b.hybridPipe(shaders.ShortConv)
+	if err != nil {
+		return err
+	}
+	g.add(lbl("short conv"), &op{mv: p, rows: rowsOne, x: uint32((H + 63) / 64), y: 1}, p,
+		s.param(shaders.ShortConvParams{H: u32(H), K: u32(K), HasBias: flag(c.bias != nil), Slots: u32(s.slots)}),
+		W(s.step), W(ms.proj), W(c.taps), g.bias(c.bias), W(st), W(s.att))
+	return nil
+}
+
+// gatedDelta is qwen3_next's gated DeltaNet over the normalized input in
+// (cpu: Session.gatedDelta): the qkvz and ba projections, the conv, then
+// the delta rule with its state, writing att.
+func (g *graph) gatedDelta(i int, dl *dlayer, in *Buffer) error {
+	s, b, a := g.s, g.b, g.a
+	lbl := func(x string) string { return fmt.Sprintf("L%d %s", i, x) }
+	ms, err := s.mixBuffers()
+	if err != nil {
+		return err
+	}
+	W := Whole
+	d := dl.delta
+	sp := d.spec
+	if _, err := g.matmul(lbl("ssm in"), matmul{W: d.qkvz, X: in, Out: ms.proj, OutStride: d.rw}); err != nil {
+		return err
+	}
+	if _, err := g.matmul(lbl("ssm ba"), matmul{W: d.ba, X: in, Out: ms.ba, OutStride: 2 * sp.ValueHeads}); err != nil {
+		return err
+	}
+	cst, err := s.buf(lbl("ssm conv state"), 4*s.slots*max(1, (sp.ConvKernel-1)*d.cdim))
+	if err != nil {
+		return err
+	}
+	rst, err := s.buf(lbl("ssm state"), 4*s.slots*sp.ValueHeads*sp.KeyDim*sp.ValueDim)
+	if err != nil {
+		return err
+	}
+	s.noteState(i, mixerState{conv: cst, delta: rst})
+	cp, err := b.hybridPipe(shaders.DeltaConv)
+	if err != nil {
+		return err
+	}
+	rp, err := b.hybridPipe(shaders.DeltaRule)
+	if err != nil {
+		return err
+	}
+	r := sp.ValueHeads / sp.KeyHeads
+	g.add(lbl("ssm conv"), &op{mv: cp, rows: rowsOne, x: uint32((d.cdim + 63) / 64), y: 1}, cp,
+		s.param(shaders.DeltaConvParams{CDim: u32(d.cdim), K: u32(sp.ConvKernel), KH: u32(sp.KeyHeads), DK: u32(sp.KeyDim), DV: u32(sp.ValueDim),
+			R: u32(r), RW: u32(d.rw), Slots: u32(s.slots)}),
+		W(s.step), W(ms.proj), W(d.taps), W(cst), W(ms.conv))
+	g.add(lbl("ssm delta rule"), &op{mv: rp, rows: rowsOne, x: uint32(sp.ValueHeads), y: 1}, rp,
+		s.param(shaders.DeltaRuleParams{KH: u32(sp.KeyHeads), VH: u32(sp.ValueHeads), DK: u32(sp.KeyDim), DV: u32(sp.ValueDim), CDim: u32(d.cdim),
+			RW: u32(d.rw), Eps: a.NormEps, Slots: u32(s.slots)}),
+		W(s.step), W(ms.conv), W(ms.proj), W(ms.ba), W(d.hw), W(rst), W(s.att))
 	return nil
 }
 
 // gateProj adds the output-gate projection of an attention layer whose q
 // projection carries one (no-op otherwise).
-func (s *Session) gateProj(i int, dl *dlayer, in *Buffer, matmul matmulFunc) error {
+func (g *graph) gateProj(i int, dl *dlayer, in *Buffer) error {
 	if dl.qGate == nil {
 		return nil
 	}
-	ms, err := s.mixBuffers()
+	ms, err := g.s.mixBuffers()
 	if err != nil {
 		return err
 	}
-	return matmul(fmt.Sprintf("L%d q gate", i), dl.qGate, in, ms.gate, nil, 0, 1, 0, 0, dl.qw, 0, rowsTok)
+	_, err = g.matmul(fmt.Sprintf("L%d q gate", i), matmul{W: dl.qGate, X: in, Out: ms.gate, OutStride: dl.qw})
+	return err
 }
 
 // gateApply multiplies the attention output by sigmoid of the gate.
-func (s *Session) gateApply(i int, dl *dlayer, add addFunc) error {
+func (g *graph) gateApply(i int, dl *dlayer) error {
 	if dl.qGate == nil {
 		return nil
 	}
-	p, err := s.b.hybridPipe(shaders.AttnGate, kindsAttnGate)
+	s := g.s
+	p, err := g.b.hybridPipe(shaders.AttnGate)
 	if err != nil {
 		return err
 	}
-	add(fmt.Sprintf("L%d attention gate", i), &op{mv: p, rows: rowsTok, x: uint32((dl.qw + 63) / 64), y: 1, perRow: true}, p,
-		s.hybridParam(dl.qw, 0, 0, 0), Whole(s.step), Whole(s.mix.gate), Whole(s.att))
+	g.add(fmt.Sprintf("L%d attention gate", i), &op{mv: p, rows: rowsTok, x: uint32((dl.qw + 63) / 64), y: 1, perRow: true}, p,
+		s.param(shaders.AttnGateParams{W: u32(dl.qw)}), Whole(s.step), Whole(s.mix.gate), Whole(s.att))
 	return nil
-}
-
-// hybridParam reserves a uniform slot of 48 bytes (the matmul's, the
-// largest) for a hybrid or MoE kernel. wgpu-native checks a dispatch's
-// uniform binding against the size an earlier pipeline of the same bind
-// group layout declared (a 16-byte block dispatched right after
-// attn_combine's 32-byte one failed validation), so these kernels all
-// declare and bind the largest size.
-func (s *Session) hybridParam(vals ...any) Binding {
-	for len(vals) < 12 {
-		vals = append(vals, 0)
-	}
-	return s.param(vals...)
 }

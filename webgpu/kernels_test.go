@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -46,8 +47,8 @@ func (k *kt) step(pos0, n, head0, headRows int) *Buffer {
 	return k.storage(U32Bytes([]uint32{uint32(pos0), uint32(n), uint32(head0), uint32(headRows), 0, 0, 0, 0}))
 }
 
-func (k *kt) uniform(vals ...any) *Buffer {
-	b, err := k.d.NewUniform("p", params(vals...))
+func (k *kt) uniform(p shaders.Params) *Buffer {
+	b, err := k.d.NewUniform("p", shaders.Pack(p))
 	if err != nil {
 		k.t.Fatal(err)
 	}
@@ -185,7 +186,8 @@ func TestKernelMatmul(t *testing.T) {
 						out := k.f32(init)
 						gx, gy := matmulGrid(rows, r)
 						k.run(fmt.Sprintf("matmul/%s/tb%d/r%d", dc, tb, r), src, kindsMatmul, [3]uint32{gx, gy, uint32((n + tb - 1) / tb)},
-							k.uniform(rows, cols, soff, mode, alpha, capv, 0, 1, stride, off), k.step(0, n, 0, 1), wb, k.f32(x), out, k.f32(bias))
+							k.uniform(shaders.MatmulParams{Rows: u32(rows), Cols: u32(cols), SOff: soff, Mode: u32(mode), Alpha: alpha, Softcap: capv,
+								HasBias: 1, OutStride: u32(stride), OutOff: u32(off)}), k.step(0, n, 0, 1), wb, k.f32(x), out, k.f32(bias))
 						closeTo(t, fmt.Sprintf("y(r%d)", r), k.read(out, n*stride), want, 1e-4)
 					}
 				})
@@ -215,7 +217,7 @@ func TestKernelEmbed(t *testing.T) {
 			}
 			out := k.zeros(len(toks) * hidden)
 			k.run("embed/"+dc.String(), src, kindsEmbed, [3]uint32{(hidden/4 + 63) / 64, uint32(len(toks)), 1},
-				k.uniform(hidden, soff, float32(1.5), 0), k.step(0, len(toks), 0, 1), k.storage(U32Bytes(toks)), k.storage(data), out)
+				k.uniform(shaders.EmbedParams{Hidden: hidden, SOff: soff, Scale: 1.5}), k.step(0, len(toks), 0, 1), k.storage(U32Bytes(toks)), k.storage(data), out)
 			closeTo(t, "embed", k.read(out, len(want)), want, 0)
 		})
 	}
@@ -278,11 +280,13 @@ func TestKernelRMSNorm(t *testing.T) {
 						}
 					}
 					xb := k.f32(x)
-					pb := k.uniform(n, float32(1e-5), plus, mode, float32(0.5), 1, stride, off, stride, off)
+					pb := k.uniform(shaders.NormParams{N: u32(n), Eps: 1e-5, PlusOne: flag(plus), Mode: u32(mode), Alpha: 0.5, Sel: 1,
+						InStride: u32(stride), InOff: u32(off), OutStride: u32(stride), OutOff: u32(off)})
 					st := k.step(0, ntok, base, cnt)
 					if ip {
 						// In place reads and writes the same rows: select from 0.
-						pb = k.uniform(n, float32(1e-5), plus, mode, float32(0.5), 1, stride, off, stride, off+base*stride)
+						pb = k.uniform(shaders.NormParams{N: u32(n), Eps: 1e-5, PlusOne: flag(plus), Mode: u32(mode), Alpha: 0.5, Sel: 1,
+							InStride: u32(stride), InOff: u32(off), OutStride: u32(stride), OutOff: u32(off + base*stride)})
 						k.run("rmsnorm/ip", shaders.RMSNorm(true), kindsNormIP, [3]uint32{sub, uint32(cnt), 1}, pb, st, k.f32(w), xb)
 						closeTo(t, "norm", k.read(xb, len(want)), want, 1e-5)
 						return
@@ -308,11 +312,12 @@ func TestKernelQKVPrep(t *testing.T) {
 			stride := (heads + 2*kvh) * hd
 			x := randVec(r, ntok*stride, 2)
 			qn, kn := randVec(r, hd, 1), randVec(r, hd, 1)
-			inv, _, err := ropeInvFreq(10000, max(tc.rot, 2), "llama3", 8, 1, 4, 8, 0, 0, 0)
+			rt, err := model.NewRopeTable(model.Rope{Theta: 10000, Dims: max(tc.rot, 2), Style: model.RopeNeoX,
+				Scaling: model.RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 8}}, hd)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cs := ropeTable(inv, 1, maxLen)
+			cs := rt.CosSinRows(maxLen)
 			wantQ := append([]float32(nil), x...)
 			wantK := make([]float32, maxLen*kvh*hd)
 			wantV := make([]float32, maxLen*kvh*hd)
@@ -353,7 +358,8 @@ func TestKernelQKVPrep(t *testing.T) {
 			xb, kc, vc := k.f32(x), k.zeros(maxLen*kvh*hd), k.zeros(maxLen*kvh*hd)
 			src, _ := shaders.Source(shaders.QKVPrep)
 			k.run("qkv_prep", src, kindsPrep, [3]uint32{heads + 2*kvh, ntok, 1},
-				k.uniform(heads, kvh, hd, tc.rot, tc.style, tc.norm, float32(1e-6), tc.plus, hd, 0, 0, 0),
+				k.uniform(shaders.PrepParams{Heads: heads, KVHeads: kvh, HD: hd, Rot: u32(tc.rot), Style: u32(tc.style), QKNorm: flag(tc.norm),
+					Eps: 1e-6, PlusOne: flag(tc.plus), KNOff: hd}),
 				k.step(pos0, ntok, 0, 1), xb, kc, vc, k.f32(cs), k.f32(append(qn, kn...)))
 			closeTo(t, "q", k.read(xb, len(wantQ)), wantQ, 1e-5)
 			closeTo(t, "k cache", k.read(kc, len(wantK)), wantK, 1e-5)
@@ -434,11 +440,12 @@ func TestKernelAttention(t *testing.T) {
 				maxSplits := ns + 1 // one slot more than needed: must be ignored
 				out, part := k.zeros(len(want)), k.zeros(ntok*heads*maxSplits*(hd+2))
 				k.run("attention", src, kindsAttn, [3]uint32{heads, uint32(ntok), uint32(ns)},
-					k.uniform(heads, kvh, hd, tc.window, scale, tc.softcap, stride, split, maxSplits, 0, 0, 0),
+					k.uniform(shaders.AttnParams{Heads: heads, KVHeads: kvh, HD: u32(hd), Window: u32(tc.window), Scale: scale, Softcap: tc.softcap,
+						QStride: u32(stride), SplitLen: u32(split), MaxSplits: u32(maxSplits)}),
 					k.step(tc.pos0, ntok, 0, 1), k.f32(qkv), k.f32(kc), k.f32(vc), out, part)
 				if split > 0 {
 					k.run("attn_combine", comb, kindsCombine, [3]uint32{heads, uint32(ntok), 1},
-						k.uniform(heads, hd, tc.window, split, maxSplits, 0, 0, 0), k.step(tc.pos0, ntok, 0, 1), part, out)
+						k.uniform(shaders.CombineParams{Heads: heads, HD: u32(hd), Window: u32(tc.window), SplitLen: u32(split), MaxSplits: u32(maxSplits)}), k.step(tc.pos0, ntok, 0, 1), part, out)
 				}
 				closeTo(t, fmt.Sprintf("attention split %d", split), k.read(out, len(want)), want, 1e-5)
 			}
@@ -452,7 +459,8 @@ func TestKernelAttention(t *testing.T) {
 				}
 				out := k.zeros(len(want))
 				k.run(fmt.Sprintf("attn_prefill/%d/%d", hd, bq), tiled, kindsAttn, [3]uint32{heads, uint32((ntok + bq - 1) / bq), 1},
-					k.uniform(heads, kvh, hd, tc.window, scale, tc.softcap, stride, 0, 1, 0, 0, 0),
+					k.uniform(shaders.AttnParams{Heads: heads, KVHeads: kvh, HD: u32(hd), Window: u32(tc.window), Scale: scale, Softcap: tc.softcap,
+						QStride: u32(stride), MaxSplits: 1}),
 					k.step(tc.pos0, ntok, 0, 1), k.f32(qkv), k.f32(kc), k.f32(vc), out, k.zeros(4))
 				closeTo(t, fmt.Sprintf("attention tiled (%d tokens per workgroup)", bq), k.read(out, len(want)), want, 1e-5)
 			}
@@ -481,7 +489,7 @@ func TestKernelActMul(t *testing.T) {
 		}
 		out := k.zeros(len(want))
 		src, _ := shaders.Source(shaders.ActMul)
-		k.run("act_mul", src, kindsAct, [3]uint32{(f + 63) / 64, ntok, 1}, k.uniform(f, act, 0, 0), k.step(0, ntok, 0, 1), k.f32(gu), out)
+		k.run("act_mul", src, kindsAct, [3]uint32{(f + 63) / 64, ntok, 1}, k.uniform(shaders.ActMulParams{F: u32(f), Act: u32(act)}), k.step(0, ntok, 0, 1), k.f32(gu), out)
 		closeTo(t, fmt.Sprintf("act %d", act), k.read(out, len(want)), want, 1e-5)
 	}
 }
@@ -533,9 +541,9 @@ func TestKernelArgmax(t *testing.T) {
 				picks, toks, ids := k.zeros(2*parts), k.zeros(4), k.zeros(4)
 				st := k.storage(U32Bytes([]uint32{0, 2, 0, 2, 1, 0, 0, 0}))
 				src, _ := shaders.Source(shaders.ArgmaxPart)
-				k.run("argmax_part", src, kindsArgmaxPart, [3]uint32{uint32(parts), 1, 1}, k.uniform(n, per, 0, 0), st, k.f32(rows), picks)
+				k.run("argmax_part", src, kindsArgmaxPart, [3]uint32{uint32(parts), 1, 1}, k.uniform(shaders.ArgmaxPartParams{N: u32(n), Per: u32(per)}), st, k.f32(rows), picks)
 				src, _ = shaders.Source(shaders.Argmax)
-				k.run("argmax", src, kindsArgmax, [3]uint32{1, 1, 1}, k.uniform(parts, 0, 0, 0), st, picks, toks, ids)
+				k.run("argmax", src, kindsArgmax, [3]uint32{1, 1, 1}, k.uniform(shaders.ArgmaxParams{N: u32(parts)}), st, picks, toks, ids)
 				rawT, _ := k.d.ReadBuffer(toks, 4)
 				rawI, _ := k.d.ReadBuffer(ids, 8)
 				wantTok := tc.want

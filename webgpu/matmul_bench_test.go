@@ -65,7 +65,7 @@ func BenchmarkMatmulKernel(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					ub, _ := d.NewUniform("p", params(rows, cols, uint32(qbytes/4), 0, float32(1), float32(0), 0, 0, rows, 0))
+					ub, _ := d.NewUniform("p", shaders.Pack(shaders.MatmulParams{Rows: u32(rows), Cols: u32(cols), SOff: uint32(qbytes / 4), Alpha: 1, OutStride: u32(rows)}))
 					sb, _ := d.NewStorage("s", 32)
 					d.Write(sb, 0, U32Bytes([]uint32{0, uint32(n), 0, 1, 0, 0, 0, 0}))
 					g, err := d.BindGroup(p, key, Whole(ub), Whole(sb), Whole(wb), Whole(xb), Whole(ob), Whole(zb))

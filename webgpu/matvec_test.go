@@ -99,7 +99,8 @@ func TestKernelMatvecStaged(t *testing.T) {
 								}
 								out := k.f32(init)
 								gx, gy := matmulGrid(rows, sh.RowsPerWorkgroup())
-								u := k.uniform(rows, cols, soff, mode, alpha, capv, 0, hasBias, stride, off, act|norm&2, float32(eps))
+								u := k.uniform(shaders.MatmulParams{Rows: u32(rows), Cols: u32(cols), SOff: soff, Mode: u32(mode), Alpha: alpha, Softcap: capv,
+									HasBias: shaders.Flag(hasBias), OutStride: u32(stride), OutOff: u32(off), Act: u32(act | norm&2), Eps: float32(eps)})
 								bufs := []*Buffer{u, k.step(0, n, 0, 1), wb, k.f32(x), out, k.f32(bias)}
 								kinds := kindsMatmul
 								if norm&1 != 0 {

@@ -96,7 +96,7 @@ func BenchmarkMatvecVariants(b *testing.B) {
 				if v.mode == 2 {
 					outStride = rows / 2
 				}
-				ub, _ := d.NewUniform("p", params(rows, cols, soff, v.mode, float32(1), float32(0), 0, 0, outStride, 0, 0, float32(1e-5)))
+				ub, _ := d.NewUniform("p", shaders.Pack(shaders.MatmulParams{Rows: u32(rows), Cols: u32(cols), SOff: soff, Mode: u32(v.mode), Alpha: 1, OutStride: u32(outStride), Eps: 1e-5}))
 				var src, key string
 				var err error
 				kinds := kindsMatmul

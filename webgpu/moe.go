@@ -26,12 +26,6 @@ type dmoe struct {
 	shGate  *dweight // [1, hidden] or nil
 }
 
-var (
-	kindsRoute   = []BindKind{Uniform, ReadOnly, ReadWrite, ReadOnly, ReadWrite, ReadWrite}
-	kindsExperts = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadOnly, ReadOnly}
-	kindsMoESum  = []BindKind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}
-)
-
 func checkMoE(i int, m *model.MoE, a *model.Arch) error {
 	if a.Act == model.ActSwiGLUOAI && m.SharedHidden > 0 {
 		return fmt.Errorf("webgpu: %w: layer %d shared expert with the %s activation", ErrUnsupported, i, a.Act)
@@ -253,7 +247,7 @@ func (b *Backend) expertPipe(c tensor.Codec) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := b.dev.Pipeline("moe_matmul/"+c.String(), src, kindsExperts)
+	p, err := b.dev.Pipeline("moe_matmul/"+c.String(), src, kinds(shaders.KExperts))
 	if err != nil {
 		return nil, err
 	}
@@ -271,27 +265,21 @@ func (b *Backend) expertGemmPipe(c tensor.Codec) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.dev.Pipeline(fmt.Sprintf("moe_gemm/%s/tb%d", c, tb), src, kindsExperts)
+	return b.dev.Pipeline(fmt.Sprintf("moe_gemm/%s/tb%d", c, tb), src, kinds(shaders.KExperts))
 }
 
-func (b *Backend) hybridPipe(name string, kinds []BindKind) (*Pipeline, error) {
+func (b *Backend) hybridPipe(name string) (*Pipeline, error) {
 	src, err := shaders.Hybrid(name)
 	if err != nil {
 		return nil, err
 	}
-	return b.dev.Pipeline(name, src, kinds)
+	return b.dev.Pipeline(name, src, kinds(name))
 }
 
 // moeScratch are a session's MoE activations, shared by every MoE layer.
 type moeScratch struct {
 	logits, sel, wts, act, y, shy, shg *Buffer
 }
-
-type (
-	addFunc    func(label string, o *op, p *Pipeline, binds ...Binding) *op
-	matmulFunc func(label string, w *dweight, x, out *Buffer, biasBuf *Buffer, mode int, alpha, softcap float32, sel int, outStride, outOff int, rows rowsOf) error
-	normFunc   func(label string, wbuf *Buffer, x, out *Buffer, n, sub int, mode int, alpha float32, sel int, inStride, inOff, outStride, outOff int, rows rowsOf) error
-)
 
 func (s *Session) moeBuffers() (*moeScratch, error) {
 	if s.moe != nil {
@@ -324,12 +312,13 @@ func (s *Session) moeBuffers() (*moeScratch, error) {
 	return ms, nil
 }
 
-// buildMoE lays out layer i's MoE FFN over the normalized input in: the
-// result is added into s.x times the residual scale (or, with a post-FFN
-// norm, normalized from s.tmp and then added).
-func (s *Session) buildMoE(i int, dl *dlayer, in *Buffer, add addFunc, matmul matmulFunc, norm normFunc) error {
-	b := s.b
-	a := b.arch
+// moeFFN is the routed-expert FFN over the normalized input in (cpu:
+// Session.moeFFN) with its residual: router, route (top-k picks and
+// weights), the experts' gate/up and down, the shared expert, and the
+// weighted sum added into x times the residual scale (or, with a post-FFN
+// norm, written to tmp, normalized and then added).
+func (g *graph) moeFFN(i int, dl *dlayer, in *Buffer) error {
+	s, b, a := g.s, g.b, g.a
 	dm := dl.moe
 	sp := dm.spec
 	H, E, K, I := a.Hidden, sp.Experts, sp.TopK, sp.ExpertHidden
@@ -340,21 +329,17 @@ func (s *Session) buildMoE(i int, dl *dlayer, in *Buffer, add addFunc, matmul ma
 	}
 	W := Whole
 	stepB := W(s.step)
-	if err := matmul(lbl("router"), dm.router, in, ms.logits, dm.rBias, 0, 1, 0, 0, E, 0, rowsTok); err != nil {
+	if _, err := g.matmul(lbl("router"), matmul{W: dm.router, X: in, Out: ms.logits, Bias: dm.rBias, OutStride: E}); err != nil {
 		return err
 	}
-	routeP, err := b.hybridPipe(shaders.MoERoute, kindsRoute)
+	routeP, err := b.hybridPipe(shaders.MoERoute)
 	if err != nil {
 		return err
 	}
-	biasB, hasBias := W(b.zero), false
-	if dm.selBias != nil {
-		biasB, hasBias = W(dm.selBias), true
-	}
-	scale := orOne(sp.RoutedScale)
-	add(lbl("moe route"), &op{mv: routeP, rows: rowsOne, x: 1, y: 1}, routeP,
-		s.hybridParam(E, K, routeScoring(sp.Scoring), sp.NormTopK, hasBias, scale, s.chunk, 0),
-		stepB, W(ms.logits), biasB, W(ms.sel), W(ms.wts))
+	g.add(lbl("moe route"), &op{mv: routeP, rows: rowsOne, x: 1, y: 1}, routeP,
+		s.param(shaders.RouteParams{E: u32(E), K: u32(K), Scoring: u32(routeScoring(sp.Scoring)), NormTopK: flag(sp.NormTopK),
+			HasBias: flag(dm.selBias != nil), Scale: sp.Routed(), Stride: u32(s.chunk)}),
+		stepB, W(ms.logits), g.bias(dm.selBias), W(ms.sel), W(ms.wts))
 	act := 0
 	switch a.Act {
 	case model.ActGELUTanh:
@@ -363,10 +348,6 @@ func (s *Session) buildMoE(i int, dl *dlayer, in *Buffer, add addFunc, matmul ma
 		act = 2
 	}
 	expert := func(label string, w *dweight, rows int, gu bool, x, out *Buffer, bias *Buffer) error {
-		biasB := W(b.zero)
-		if bias != nil {
-			biasB = W(bias)
-		}
 		p, err := b.expertPipe(w.codec)
 		if err != nil {
 			return err
@@ -378,10 +359,11 @@ func (s *Session) buildMoE(i int, dl *dlayer, in *Buffer, add addFunc, matmul ma
 		gx := min(rows, 65535)
 		gy := (rows + 65534) / 65535
 		// Prefill (mm): x = rows (checkMoE bounds them), y = experts.
-		add(lbl(label), &op{mv: p, mm: mm, mmTB: s.b.tune.GemmTB, mx: uint32(rows), my: uint32(E), rows: rowsTok, x: uint32(gx), y: uint32(gy), zRows: true,
+		g.add(lbl(label), &op{mv: p, mm: mm, mmTB: s.b.tune.GemmTB, mx: uint32(rows), my: uint32(E), rows: rowsTok, x: uint32(gx), y: uint32(gy), zRows: true,
 			wgBytes: w.bytes * int64(K) / int64(E)}, p,
-			s.hybridParam(rows, w.cols, w.soff, gu, K, act, E, s.chunk, bias != nil, a.SwiGLULimit, a.SwiGLUAlpha, 0),
-			stepB, W(w.buf), W(x), W(out), W(ms.sel), biasB)
+			s.param(shaders.ExpertParams{Rows: u32(rows), Cols: u32(w.cols), SOff: w.soff, GU: flag(gu), K: u32(K), Act: u32(act), E: u32(E),
+				Stride: u32(s.chunk), HasBias: flag(bias != nil), Limit: a.SwiGLULimit, Alpha: a.SwiGLUAlpha}),
+			stepB, W(w.buf), W(x), W(out), W(ms.sel), g.bias(bias))
 		return nil
 	}
 	if err := expert("experts gate/up", dm.gu, I, true, in, ms.act, dm.guBias); err != nil {
@@ -390,44 +372,42 @@ func (s *Session) buildMoE(i int, dl *dlayer, in *Buffer, add addFunc, matmul ma
 	if err := expert("experts down", dm.down, H, false, ms.act, ms.y, dm.dBias); err != nil {
 		return err
 	}
-	hasShared, sharedGate := false, false
 	if dm.shGU != nil {
 		S := sp.SharedHidden
-		hasShared = true
-		if err := matmul(lbl("shared gate/up"), dm.shGU, in, s.gu, nil, 0, 1, 0, 0, 2*S, 0, rowsTok); err != nil {
+		if _, err := g.matmul(lbl("shared gate/up"), matmul{W: dm.shGU, X: in, Out: s.gu, OutStride: 2 * S}); err != nil {
 			return err
 		}
-		actP, err := b.namedPipe(shaders.ActMul, kindsAct)
+		actP, err := b.namedPipe(shaders.ActMul)
 		if err != nil {
 			return err
 		}
-		add(lbl("shared act"), &op{mv: actP, rows: rowsTok, x: uint32((S + 63) / 64), y: 1, perRow: true}, actP,
-			s.param(S, act, 0, 0), stepB, W(s.gu), W(s.act))
-		if err := matmul(lbl("shared down"), dm.shDown, s.act, ms.shy, nil, 0, 1, 0, 0, H, 0, rowsTok); err != nil {
+		g.add(lbl("shared act"), &op{mv: actP, rows: rowsTok, x: uint32((S + 63) / 64), y: 1, perRow: true}, actP,
+			s.param(shaders.ActMulParams{F: u32(S), Act: u32(act)}), stepB, W(s.gu), W(s.act))
+		if _, err := g.matmul(lbl("shared down"), matmul{W: dm.shDown, X: s.act, Out: ms.shy, OutStride: H}); err != nil {
 			return err
 		}
 		if dm.shGate != nil {
-			sharedGate = true
-			if err := matmul(lbl("shared gate"), dm.shGate, in, ms.shg, nil, 0, 1, 0, 0, 1, 0, rowsTok); err != nil {
+			if _, err := g.matmul(lbl("shared gate"), matmul{W: dm.shGate, X: in, Out: ms.shg, OutStride: 1}); err != nil {
 				return err
 			}
 		}
 	}
-	sumP, err := b.hybridPipe(shaders.MoECombine, kindsMoESum)
+	sumP, err := b.hybridPipe(shaders.MoECombine)
 	if err != nil {
 		return err
 	}
-	rs := orOne(a.ResidualScale)
-	l := dl.spec
+	rs := a.Scales().Residual
 	mode, alpha, out := 1, rs, s.x
-	if l.PostFFNNorm {
+	if dl.postFFNNorm != nil {
 		mode, alpha, out = 0, 1, s.tmp
 	}
-	add(lbl("moe sum"), &op{mv: sumP, rows: rowsTok, x: uint32((H + 63) / 64), y: 1, perRow: true}, sumP,
-		s.hybridParam(H, K, mode, alpha, hasShared, sharedGate, 0, 0),
+	g.add(lbl("moe sum"), &op{mv: sumP, rows: rowsTok, x: uint32((H + 63) / 64), y: 1, perRow: true}, sumP,
+		s.param(shaders.MoECombineParams{H: u32(H), K: u32(K), Mode: u32(mode), Alpha: alpha, HasShared: flag(dm.shGU != nil),
+			SharedGate: flag(dm.shGU != nil && dm.shGate != nil)}),
 		stepB, W(ms.y), W(ms.wts), W(ms.shy), W(ms.shg), W(out))
-	if l.PostFFNNorm {
-		return norm(lbl("post ffn norm"), dl.postFFNNorm, s.tmp, s.x, H, 1, 1, rs, 0, H, 0, H, 0, rowsTok)
+	if dl.postFFNNorm != nil {
+		_, err := g.norm(lbl("post ffn norm"), rmsNorm{W: dl.postFFNNorm, X: s.tmp, Out: s.x, N: H, Add: true, Scale: rs})
+		return err
 	}
 	return nil
 }

@@ -161,14 +161,7 @@ func (b *Backend) newRowWriter(name string, c tensor.Codec, rows, cols int) (*ro
 		w.dc = tensor.F32
 	}
 	if planar(w.dc) {
-		switch w.dc {
-		case tensor.Q8_0:
-			w.qBytes = 32
-		case tensor.Q4_0:
-			w.qBytes = 16
-		default:
-			return nil, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, w.dc)
-		}
+		w.qBytes = shaders.DeviceCodecOf(w.dc).QBytes
 		w.bpr = cols / 32
 		nb := int64(rows) * int64(w.bpr)
 		w.qlen = nb * int64(w.qBytes)
@@ -212,32 +205,16 @@ func (w *rowWriter) put(r0 int, chunk []byte) error {
 	var csoff uint32
 	var err error
 	c, dc := w.c, w.dc
-	switch {
-	case c == dc && dc == tensor.Q6_K:
-		if data, err = shaders.PadQ6_K(w.scratch, chunk); err != nil {
-			return err
-		}
-		w.scratch = data
-	case c == dc && shaders.Padded(dc):
-		if data, err = shaders.PadBlocks(w.scratch, chunk, dc); err != nil {
-			return err
-		}
-		w.scratch = data
-	case c == dc && dc == tensor.Q4_K:
-		if data, err = shaders.RepackQ4_K(w.scratch, chunk); err != nil {
-			return err
-		}
-		w.scratch = data
-	case c == dc && !planar(dc):
-		data = chunk
-	case c == dc && (c == tensor.Q8_0 || c == tensor.Q4_0):
+	switch rec := shaders.DeviceCodecOf(dc); {
+	case c == dc && rec.Pack != nil:
 		// Repacked into one reused buffer: a fresh copy per range would
 		// leave a range's worth of garbage behind each time.
-		kb := n * w.bpr
-		if need := kb*w.qBytes + (2*kb+3)&^3; len(w.scratch) < need {
-			w.scratch = make([]byte, need)
+		if data, csoff, err = rec.Pack(w.scratch, chunk); err != nil {
+			return err
 		}
-		data, csoff = repackInto(w.scratch, chunk, w.qBytes+2, w.qBytes)
+		w.scratch = data
+	case c == dc:
+		data = chunk
 	default:
 		ct := &tensor.Tensor{Name: w.name, Codec: c, Shape: []int{n, w.cols}, Data: chunk}
 		if data, _, _, _, csoff, err = encodeForDevice([]*tensor.Tensor{ct}); err != nil {
@@ -270,24 +247,6 @@ func (w *rowWriter) done() *dweight {
 		soff = uint32(int64(w.rows) * int64(w.drb) / 4)
 	}
 	return &dweight{name: w.name, buf: w.buf, codec: w.dc, rows: w.rows, cols: w.cols, soff: soff, bytes: w.size}
-}
-
-// repackInto is shaders.RepackQ8_0/RepackQ4_0 (blocks of blockBytes: an
-// f16 scale, then qBytes of quants) into out, which holds at least the
-// result: the quant plane, then the scales from 4-byte word soff.
-func repackInto(out, src []byte, blockBytes, qBytes int) (data []byte, soff uint32) {
-	n := len(src) / blockBytes
-	qlen := n * qBytes
-	slen := (n*2 + 3) &^ 3
-	data = out[:qlen+slen]
-	for b := 0; b < n; b++ {
-		blk := src[b*blockBytes : (b+1)*blockBytes]
-		copy(data[b*qBytes:(b+1)*qBytes], blk[2:])
-		data[qlen+2*b] = blk[0]
-		data[qlen+2*b+1] = blk[1]
-	}
-	clear(data[qlen+2*n:])
-	return data, uint32(qlen / 4)
 }
 
 // tensorHeader is the named tensor's header (Data nil), for sizing and

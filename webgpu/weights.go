@@ -1,11 +1,8 @@
 package webgpu
 
 import (
-	"errors"
 	"fmt"
-	"math"
 
-	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -26,32 +23,32 @@ type dweight struct {
 // exactly as the CPU does. bf16 widens to f32 (exact) because f16 cannot
 // hold bf16's range.
 func deviceCodec(c tensor.Codec) (tensor.Codec, error) {
-	switch c {
-	case tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K:
-		return c, nil
-	case tensor.BF16:
+	if c == tensor.BF16 {
 		return tensor.F32, nil
 	}
-	if shaders.Padded(c) {
+	if shaders.Supported(c) {
 		return c, nil
 	}
 	return 0, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, c)
 }
 
 // deviceRowBytes is the bytes of one row of cols elements of device codec
-// dc (q6_K blocks are padded on the device).
+// dc: its blocks at the device block size (shaders.DeviceCodec.Block).
 func deviceRowBytes(dc tensor.Codec, cols int) (int, error) {
 	rb, err := dc.RowBytes(cols)
-	if err != nil || (dc != tensor.Q6_K && !shaders.Padded(dc)) {
+	d := shaders.DeviceCodecOf(dc)
+	if err != nil || d == nil {
 		return rb, err
 	}
-	return rb / dc.BlockBytes() * shaders.DeviceBlockBytes(dc), nil
+	return rb / dc.BlockBytes() * d.Block, nil
 }
 
 // planar reports whether device codec dc is stored as a quant plane then a
-// scale plane (q8_0, q4_0: GGUF's 34- and 18-byte blocks are not 4-byte
-// aligned); every other device codec keeps its bytes.
-func planar(dc tensor.Codec) bool { return dc == tensor.Q8_0 || dc == tensor.Q4_0 }
+// scale plane (shaders.DeviceCodec.Planar).
+func planar(dc tensor.Codec) bool {
+	d := shaders.DeviceCodecOf(dc)
+	return d != nil && d.Planar
+}
 
 // deviceBytes is the size of rows x cols elements of codec c on the device.
 func deviceBytes(c tensor.Codec, rows, cols int) int64 {
@@ -113,37 +110,23 @@ func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows
 		}
 		return F32Bytes(f), tensor.F32, rows, cols, 0, nil
 	}
-	switch c {
-	case tensor.F32, tensor.F16:
-		return raw, c, rows, cols, 0, nil
-	case tensor.Q4_K:
-		data, err = shaders.RepackQ4_K(nil, raw)
-		return data, c, rows, cols, 0, err
-	case tensor.BF16:
+	if c == tensor.BF16 {
 		f := make([]float32, rows*cols)
 		if err := tensor.Dequantize(f, c, raw); err != nil {
 			return nil, 0, 0, 0, 0, err
 		}
 		return F32Bytes(f), tensor.F32, rows, cols, 0, nil
-	case tensor.Q8_0:
-		data, soff, err = shaders.RepackQ8_0(raw)
-		return data, c, rows, cols, soff, err
-	case tensor.Q4_0:
-		data, soff, err = shaders.RepackQ4_0(raw)
-		return data, c, rows, cols, soff, err
-	case tensor.Q6_K:
-		data, err = shaders.PadQ6_K(nil, raw)
-		return data, c, rows, cols, 0, err
 	}
-	if shaders.Padded(c) {
-		data, err = shaders.PadBlocks(nil, raw, c)
-		if tail := shaders.GridTail(c); tail != nil && err == nil {
-			soff = uint32(len(data) / 4)
-			data = append(data, tail...)
-		}
-		return data, c, rows, cols, soff, err
+	d := shaders.DeviceCodecOf(c)
+	if d.Pack == nil {
+		return raw, c, rows, cols, 0, nil
 	}
-	return nil, 0, 0, 0, 0, fmt.Errorf("webgpu: %w: %s weights", ErrUnsupported, c)
+	data, soff, err = d.Pack(nil, raw)
+	if d.Grid != nil && err == nil {
+		soff = uint32(len(data) / 4)
+		data = append(data, d.Grid...)
+	}
+	return data, c, rows, cols, soff, err
 }
 
 // vectorF32 decodes a 1-D tensor (norm weight, bias) to float32.
@@ -156,40 +139,4 @@ func vectorF32(t *tensor.Tensor, n int) ([]float32, error) {
 		return nil, fmt.Errorf("webgpu: %s: %w", t.Name, err)
 	}
 	return out, nil
-}
-
-// ropeInvFreq is model.RopeFrequencies for a rope given by its parts; an
-// unknown scaling is ErrUnsupported.
-func ropeInvFreq(theta float64, dims int, typ string, factor, lowFF, highFF float64, orig int, betaFast, betaSlow, attnFactor float64) ([]float32, float32, error) {
-	return ropeFreqs(model.Rope{Theta: theta, Dims: dims, Scaling: model.RopeScaling{Type: typ, Factor: factor,
-		LowFreqFactor: lowFF, HighFreqFactor: highFF, OriginalContext: orig, BetaFast: betaFast, BetaSlow: betaSlow, AttnFactor: attnFactor}})
-}
-
-// ropeFreqs is model.RopeFrequencies with an unknown scaling reported as
-// ErrUnsupported.
-func ropeFreqs(r model.Rope) ([]float32, float32, error) {
-	inv, mscale, err := model.RopeFrequencies(r)
-	if errors.Is(err, model.ErrRopeScaling) {
-		return nil, 0, fmt.Errorf("webgpu: %w: %v", ErrUnsupported, err)
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("webgpu: %w", err)
-	}
-	return inv, mscale, nil
-}
-
-// ropeTable is (cos, sin)·mscale per position and rotary pair, the angle
-// float32(pos)·invFreq rounded to float32 as the reference does, the
-// trigonometry in float64 (GPU sin/cos are too coarse for parity).
-func ropeTable(inv []float32, mscale float32, maxLen int) []float32 {
-	half := len(inv)
-	out := make([]float32, 2*half*maxLen)
-	for p := 0; p < maxLen; p++ {
-		for i, f := range inv {
-			a := float64(float32(p) * f)
-			out[2*(p*half+i)] = float32(math.Cos(a)) * mscale
-			out[2*(p*half+i)+1] = float32(math.Sin(a)) * mscale
-		}
-	}
-	return out
 }

@@ -228,10 +228,6 @@ func q4KRows(y []float32, data []byte, rb int, x, xsum []float32) {
 	}
 }
 
-func dotQ4_KRow(row []byte, x []float32) float32 {
-	return dotQ4_KRowSums(row, x, prepareX(tensor.Q4_K, x))
-}
-
 func dotQ4_KRowSums(row []byte, x, xsum []float32) float32 {
 	var s float32
 	for b := 0; b < len(x)/256; b++ {

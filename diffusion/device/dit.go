@@ -94,11 +94,8 @@ func (r *DiTRunner) uploadCoded(w []float32, out, in int, c tensor.Codec) error 
 		return err
 	}
 	var soff uint32
-	switch c {
-	case tensor.Q8_0:
-		enc, soff, err = shaders.RepackQ8_0(enc)
-	case tensor.Q4_0:
-		enc, soff, err = shaders.RepackQ4_0(enc)
+	if d := shaders.DeviceCodecOf(c); d != nil && d.Pack != nil {
+		enc, soff, err = d.Pack(nil, enc)
 	}
 	if err != nil {
 		return err
@@ -140,12 +137,12 @@ func (r *ditRun) linear(x *gpu.Buffer, w, b []float32, in, out, row0, rows int, 
 	gx, gy := grid(rows*out, 256)
 	hasB := len(b) > 0
 	if q, ok := r.qw[&w[0]]; ok {
-		r.dispatchCoded(q, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy,
-			r.uniform(rows, in, out, row0, hasB, q.soff, 0, 0), x, q.buf, r.w(b), y)
+		r.dispatchCoded(q, gx, gy,
+			r.uniform(shaders.LinearParams{Rows: u32(rows), NIn: u32(in), NOut: u32(out), Row0: u32(row0), HasBias: flag(hasB), SOff: q.soff}), x, q.buf, r.w(b), y)
 		return
 	}
-	r.dispatch(shaders.Linear, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
-		r.uniform(rows, in, out, row0, hasB, 0, 0, 0), x, r.w(w), r.w(b), y)
+	r.dispatch(shaders.Linear, gx, gy, 1,
+		r.uniform(shaders.LinearParams{Rows: u32(rows), NIn: u32(in), NOut: u32(out), Row0: u32(row0), HasBias: flag(hasB)}), x, r.w(w), r.w(b), y)
 }
 
 // norm writes rows of x normalized (mode 0 RMS, 1 LayerNorm) into y, times
@@ -156,14 +153,15 @@ func (r *ditRun) norm(x *gpu.Buffer, w []float32, scaleOff, mode, row0, rows int
 		scale, scaleOff = r.finalScale, 0
 	}
 	gx, gy := uint32(min(rows, 65535)), uint32((rows+65534)/65535)
-	r.dispatch(shaders.RowsNorm, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
-		r.uniform(r.s.Dim, row0, rows, mode, eps, len(w) > 0, scaleOff >= 0, max(scaleOff, 0)), x, r.w(w), scale, y)
+	r.dispatch(shaders.RowsNorm, gx, gy, 1,
+		r.uniform(shaders.RowsNormParams{Width: u32(r.s.Dim), Row0: u32(row0), Rows: u32(rows), Mode: u32(mode), Eps: eps, HasW: flag(len(w) > 0),
+			HasScale: flag(scaleOff >= 0), ScaleOff: u32(max(scaleOff, 0))}), x, r.w(w), scale, y)
 }
 
 func (r *ditRun) gatedAdd(y *gpu.Buffer, gateOff, row0, rows int) {
 	gx, gy := grid(rows*r.s.Dim, 256)
-	r.dispatch(shaders.GatedAdd, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
-		r.uniform(r.s.Dim, row0, rows, gateOff >= 0, max(gateOff, 0), 0, 0, 0), y, r.mod, r.u)
+	r.dispatch(shaders.GatedAdd, gx, gy, 1,
+		r.uniform(shaders.GatedAddParams{Width: u32(r.s.Dim), Row0: u32(row0), Rows: u32(rows), HasGate: flag(gateOff >= 0), GateOff: u32(max(gateOff, 0))}), y, r.mod, r.u)
 }
 
 // block runs one transformer block on rows [row0, row0+rows) of u; m is
@@ -186,12 +184,12 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int) {
 		nw  []float32
 	}{{r.q, b.QNorm}, {r.k, b.KNorm}} {
 		gx, gy := grid(rows*s.Heads, 64)
-		r.dispatch(shaders.QKRope, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
-			r.uniform(s.Heads, s.HeadDim, row0, rows, s.QKEps, len(x.nw) > 0, D, 0), r.w(x.nw), r.rope, x.buf)
+		r.dispatch(shaders.QKRope, gx, gy, 1,
+			r.uniform(shaders.QKRopeParams{Heads: u32(s.Heads), HD: u32(s.HeadDim), Row0: u32(row0), Rows: u32(rows), Eps: s.QKEps, HasNorm: flag(len(x.nw) > 0), Width: u32(D)}), r.w(x.nw), r.rope, x.buf)
 	}
-	r.dispatch(shaders.AttentionFull, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite},
+	r.dispatch(shaders.AttentionFull,
 		uint32(min(rows, 65535)), uint32((rows+65534)/65535), uint32(s.Heads),
-		r.uniform(rows, s.HeadDim, float32(1/math.Sqrt(float64(s.HeadDim))), D, row0, 0, 0, 0), r.q, r.k, r.v, r.att)
+		r.uniform(shaders.AttentionFullParams{N: u32(rows), D: u32(s.HeadDim), Scale: float32(1 / math.Sqrt(float64(s.HeadDim))), Stride: u32(D), Row0: u32(row0)}), r.q, r.k, r.v, r.att)
 	r.linear(r.att, b.O, nil, D, D, row0, rows, r.a)
 	r.norm(r.a, b.AttnNorm2, -1, 0, row0, rows, s.Eps, r.hn)
 	r.gatedAdd(r.hn, off(1), row0, rows)
@@ -200,20 +198,20 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int) {
 	r.linear(r.h, b.W1, nil, D, F, row0, rows, r.g)
 	r.linear(r.h, b.W3, nil, D, F, row0, rows, r.up)
 	gx, gy := grid(rows*F, 256)
-	r.dispatch(shaders.SiLUMul, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
-		r.uniform(rows*F, row0*F, 0, 0), r.up, r.g)
+	r.dispatch(shaders.SiLUMul, gx, gy, 1,
+		r.uniform(shaders.SiLUMulParams{N: u32(rows * F), Off: u32(row0 * F)}), r.up, r.g)
 	r.linear(r.g, b.W2, nil, F, D, row0, rows, r.f)
 	r.norm(r.f, b.FFNNorm2, -1, 0, row0, rows, s.Eps, r.hn)
 	r.gatedAdd(r.hn, off(3), row0, rows)
 }
 
 // dispatchCoded queues the codec's linear kernel.
-func (r *ditRun) dispatchCoded(q codedWeight, kinds []gpu.BindKind, gx, gy uint32, bufs ...*gpu.Buffer) {
+func (r *ditRun) dispatchCoded(q codedWeight, gx, gy uint32, bufs ...*gpu.Buffer) {
 	if r.err != nil {
 		return
 	}
 	key := "img/linear/" + q.codec.String()
-	p, err := r.d.PipelineOf(key, func() (string, error) { return shaders.LinearCodec(q.codec) }, kinds)
+	p, err := r.d.PipelineOf(key, func() (string, error) { return shaders.LinearCodec(q.codec) }, kinds(shaders.KLinearC))
 	if err != nil {
 		r.err = err
 		return

@@ -54,11 +54,11 @@ func (r *imgRun) upload(x []float32) *gpu.Buffer {
 	return b
 }
 
-func (r *imgRun) uniform(vals ...any) *gpu.Buffer {
+func (r *imgRun) uniform(p shaders.Params) *gpu.Buffer {
 	if r.err != nil {
 		return nil
 	}
-	b, err := r.d.NewUniform("img.p", params(vals...))
+	b, err := r.d.NewUniform("img.p", shaders.Pack(p))
 	if err != nil {
 		r.err = err
 		return nil
@@ -83,8 +83,9 @@ func (r *imgRun) w(x []float32) *gpu.Buffer {
 	return r.wts[&x[0]]
 }
 
-// dispatch binds bufs to kernel name and queues it on a (x, y, z) grid.
-func (r *imgRun) dispatch(name string, kinds []gpu.BindKind, gx, gy, gz uint32, bufs ...*gpu.Buffer) {
+// dispatch binds bufs to kernel name (its binding kinds from the kernel
+// table) and queues it on a (x, y, z) grid.
+func (r *imgRun) dispatch(name string, gx, gy, gz uint32, bufs ...*gpu.Buffer) {
 	if r.err != nil {
 		return
 	}
@@ -93,7 +94,7 @@ func (r *imgRun) dispatch(name string, kinds []gpu.BindKind, gx, gy, gz uint32, 
 		r.err = err
 		return
 	}
-	p, err := r.d.Pipeline("img/"+name, src, kinds)
+	p, err := r.d.Pipeline("img/"+name, src, kinds(name))
 	if err != nil {
 		r.err = err
 		return

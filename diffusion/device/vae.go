@@ -110,15 +110,13 @@ type vaeRun struct {
 // conv returns y = conv(x) (+ res).
 func (r *vaeRun) conv(c *diffusion.ConvSpec, x *gpu.Buffer, H, W int, res *gpu.Buffer) *gpu.Buffer {
 	y := r.buf(H * W * c.Out)
-	hasRes := 0
-	if res != nil {
-		hasRes = 1
-	} else {
+	hasRes := flag(res != nil)
+	if res == nil {
 		res = r.dummy() // unread; y cannot be bound twice
 	}
 	gx, gy := grid(H*W*c.Out, 256)
-	r.dispatch(shaders.Conv2D, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
-		r.uniform(H, W, c.In, c.Out, c.K, hasRes, 0, 0), x, r.w(c.W), r.w(c.B), res, y)
+	r.dispatch(shaders.Conv2D, gx, gy, 1,
+		r.uniform(shaders.Conv2DParams{H: u32(H), W: u32(W), CIn: u32(c.In), COut: u32(c.Out), K: u32(c.K), Res: hasRes}), x, r.w(c.W), r.w(c.B), res, y)
 	return y
 }
 
@@ -126,11 +124,11 @@ func (r *vaeRun) conv(c *diffusion.ConvSpec, x *gpu.Buffer, H, W int, res *gpu.B
 func (r *vaeRun) groupNorm(n diffusion.NormSpec, x *gpu.Buffer, P, C int, silu bool) *gpu.Buffer {
 	y := r.buf(P * C)
 	stats := r.buf(2 * r.v.s.Groups)
-	r.dispatch(shaders.GroupNormStats, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadWrite}, uint32(r.v.s.Groups), 1, 1,
-		r.uniform(P, C, r.v.s.Groups, r.v.s.Eps), x, stats)
+	r.dispatch(shaders.GroupNormStats, uint32(r.v.s.Groups), 1, 1,
+		r.uniform(shaders.GroupNormStatsParams{Pixels: u32(P), C: u32(C), Groups: u32(r.v.s.Groups), Eps: r.v.s.Eps}), x, stats)
 	gx, gy := grid(P*C, 256)
-	r.dispatch(shaders.GroupNormApply, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
-		r.uniform(P, C, r.v.s.Groups, silu), stats, r.w(n.W), r.w(n.B), x, y)
+	r.dispatch(shaders.GroupNormApply, gx, gy, 1,
+		r.uniform(shaders.GroupNormApplyParams{Pixels: u32(P), C: u32(C), Groups: u32(r.v.s.Groups), SiLU: flag(silu)}), stats, r.w(n.W), r.w(n.B), x, y)
 	return y
 }
 
@@ -158,8 +156,8 @@ func (r *vaeRun) attention(a *diffusion.AttnSpec, x *gpu.Buffer, H, W int) *gpu.
 	v := r.conv(&a.V, h, H, W, nil)
 	o := r.buf(P * C)
 	gx, gy := uint32(min(P, 65535)), uint32((P+65534)/65535)
-	r.dispatch(shaders.AttentionFull, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1,
-		r.uniform(P, C, float32(1/math.Sqrt(float64(C))), C, 0, 0, 0, 0), q, k, v, o)
+	r.dispatch(shaders.AttentionFull, gx, gy, 1,
+		r.uniform(shaders.AttentionFullParams{N: u32(P), D: u32(C), Scale: float32(1 / math.Sqrt(float64(C))), Stride: u32(C)}), q, k, v, o)
 	return r.conv(&a.O, o, H, W, x)
 }
 
@@ -202,7 +200,7 @@ func (v *VAEDecoder) Decode(z []float32, h, w int) ([]float32, error) {
 		if u.Upsample != nil {
 			y := r.buf(4 * H * W * C)
 			gx, gy := grid(4*H*W*C, 256)
-			r.dispatch(shaders.Upsample2x, []gpu.BindKind{gpu.Uniform, gpu.ReadOnly, gpu.ReadWrite}, gx, gy, 1, r.uniform(H, W, C, 0), x, y)
+			r.dispatch(shaders.Upsample2x, gx, gy, 1, r.uniform(shaders.Upsample2xParams{H: u32(H), W: u32(W), C: u32(C)}), x, y)
 			H, W = 2*H, 2*W
 			x = r.conv(u.Upsample, y, H, W, nil)
 		}
