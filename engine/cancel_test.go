@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cortiq/cortiq/fixtures"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/webgpu"
 )
@@ -26,8 +27,8 @@ func TestLoadCancelled(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("fixture %s not found: %v", dir, err)
 	}
-	var dev *webgpu.Device
-	webgpu.OnOpen = func(d *webgpu.Device) { dev = d }
+	var dev *gpu.Device
+	webgpu.OnOpen = func(d *gpu.Device) { dev = d }
 	defer func() { webgpu.OnOpen = nil }()
 
 	type run struct {

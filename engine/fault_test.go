@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/cortiq/cortiq/fixtures"
+	"github.com/cortiq/cortiq/gpu"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func TestDeviceFaultsFallBack(t *testing.T) {
 	for _, fault := range []string{"pipeline-build", "submit", "readback", "lose-device", "submit-greedy"} {
 		t.Run(fault, func(t *testing.T) {
 			if fault == "pipeline-build" {
-				webgpu.OnOpen = func(d *webgpu.Device) { d.Faults.PipelineBuild.Store(true) }
+				webgpu.OnOpen = func(d *gpu.Device) { d.Faults.PipelineBuild.Store(true) }
 				defer func() { webgpu.OnOpen = nil }()
 			}
 			e := load("webgpu")
@@ -101,7 +102,7 @@ func TestBudgetSplit(t *testing.T) {
 		}
 		defer e.Close()
 		if o.Backend == "webgpu" && e.dev == nil {
-			if _, err := webgpu.Open(); err != nil {
+			if _, err := gpu.Open(gpu.Options{}); err != nil {
 				t.Skipf("no WebGPU adapter: %v", err)
 			}
 			t.Fatalf("%+v: device refused: %v", o, e.DeviceError())
@@ -158,7 +159,7 @@ func TestDevicePrefillCPUDecode(t *testing.T) {
 			defer e.Close()
 			db, ok := e.dev.(*webgpu.Backend)
 			if !ok {
-				if _, err := webgpu.Open(); err != nil {
+				if _, err := gpu.Open(gpu.Options{}); err != nil {
 					t.Skipf("no WebGPU adapter: %v", err)
 				}
 				t.Fatalf("device refused %s: %v", arch, e.DeviceError())

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/cortiq/cortiq/fixtures"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/probe"
 	"github.com/cortiq/cortiq/resolve"
-	"github.com/cortiq/cortiq/webgpu"
 )
 
 // TestAutoProbe: with --backend auto the engine times the device against
@@ -100,7 +100,7 @@ func TestPipelinedGreedyStops(t *testing.T) {
 // needAdapter skips the test when no WebGPU adapter opens.
 func needAdapter(t *testing.T) {
 	t.Helper()
-	d, err := webgpu.Open()
+	d, err := gpu.Open(gpu.Options{})
 	if err != nil {
 		t.Skipf("no WebGPU adapter: %v", err)
 	}

@@ -4,21 +4,21 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
-	"github.com/cortiq/cortiq/webgpu"
 )
 
 // TestCompile builds every module on the local adapter (skips without one):
 // a WGSL the wgpu-native front end rejects fails here, not at model load.
 func TestCompile(t *testing.T) {
-	d, err := webgpu.Open()
+	d, err := gpu.Open(gpu.Options{})
 	if err != nil {
 		t.Skipf("no WebGPU adapter: %v", err)
 	}
 	defer d.Close()
-	U, R, W := webgpu.Uniform, webgpu.ReadOnly, webgpu.ReadWrite
-	check := func(key, src string, kinds ...webgpu.BindKind) {
+	U, R, W := gpu.Uniform, gpu.ReadOnly, gpu.ReadWrite
+	check := func(key, src string, kinds ...gpu.BindKind) {
 		if _, err := d.Pipeline(key, src, kinds); err != nil {
 			t.Errorf("%s: %v", key, err)
 		}
@@ -36,18 +36,18 @@ func TestCompile(t *testing.T) {
 	// The image kernels (VAE decoder and DiT blocks).
 	for _, k := range []struct {
 		name  string
-		kinds []webgpu.BindKind
+		kinds []gpu.BindKind
 	}{
-		{shaders.Conv2D, []webgpu.BindKind{U, R, R, R, R, W}},
-		{shaders.GroupNormStats, []webgpu.BindKind{U, R, W}},
-		{shaders.GroupNormApply, []webgpu.BindKind{U, R, R, R, R, W}},
-		{shaders.Upsample2x, []webgpu.BindKind{U, R, W}},
-		{shaders.AttentionFull, []webgpu.BindKind{U, R, R, R, W}},
-		{shaders.Linear, []webgpu.BindKind{U, R, R, R, W}},
-		{shaders.RowsNorm, []webgpu.BindKind{U, R, R, R, W}},
-		{shaders.QKRope, []webgpu.BindKind{U, R, R, W}},
-		{shaders.GatedAdd, []webgpu.BindKind{U, R, R, W}},
-		{shaders.SiLUMul, []webgpu.BindKind{U, R, W}},
+		{shaders.Conv2D, []gpu.BindKind{U, R, R, R, R, W}},
+		{shaders.GroupNormStats, []gpu.BindKind{U, R, W}},
+		{shaders.GroupNormApply, []gpu.BindKind{U, R, R, R, R, W}},
+		{shaders.Upsample2x, []gpu.BindKind{U, R, W}},
+		{shaders.AttentionFull, []gpu.BindKind{U, R, R, R, W}},
+		{shaders.Linear, []gpu.BindKind{U, R, R, R, W}},
+		{shaders.RowsNorm, []gpu.BindKind{U, R, R, R, W}},
+		{shaders.QKRope, []gpu.BindKind{U, R, R, W}},
+		{shaders.GatedAdd, []gpu.BindKind{U, R, R, W}},
+		{shaders.SiLUMul, []gpu.BindKind{U, R, W}},
 	} {
 		src, err := shaders.Source(k.name)
 		if err != nil {

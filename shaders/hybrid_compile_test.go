@@ -4,20 +4,20 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
-	"github.com/cortiq/cortiq/webgpu"
 )
 
 // TestCompileHybrid builds the MoE and hybrid-mixer modules on the local
 // adapter (skips without one).
 func TestCompileHybrid(t *testing.T) {
-	d, err := webgpu.Open()
+	d, err := gpu.Open(gpu.Options{})
 	if err != nil {
 		t.Skipf("no WebGPU adapter: %v", err)
 	}
 	defer d.Close()
-	U, R, W := webgpu.Uniform, webgpu.ReadOnly, webgpu.ReadWrite
-	for name, kinds := range map[string][]webgpu.BindKind{
+	U, R, W := gpu.Uniform, gpu.ReadOnly, gpu.ReadWrite
+	for name, kinds := range map[string][]gpu.BindKind{
 		shaders.MoERoute:   {U, R, W, R, W, W},
 		shaders.MoECombine: {U, R, R, R, R, R, W},
 		shaders.ShortConv:  {U, R, R, R, R, W, W},
@@ -38,7 +38,7 @@ func TestCompileHybrid(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.Pipeline("moe_matmul/"+c.String(), src, []webgpu.BindKind{U, R, R, R, W, R, R}); err != nil {
+		if _, err := d.Pipeline("moe_matmul/"+c.String(), src, []gpu.BindKind{U, R, R, R, W, R, R}); err != nil {
 			t.Errorf("moe_matmul/%s: %v", c, err)
 		}
 		for _, tb := range []int{1, 8, 16} {
@@ -47,7 +47,7 @@ func TestCompileHybrid(t *testing.T) {
 				t.Fatal(err)
 			}
 			key := fmt.Sprintf("moe_gemm/%s/tb%d", c, tb)
-			if _, err := d.Pipeline(key, src, []webgpu.BindKind{U, R, R, R, W, R, R}); err != nil {
+			if _, err := d.Pipeline(key, src, []gpu.BindKind{U, R, R, R, W, R, R}); err != nil {
 				t.Errorf("%s: %v", key, err)
 			}
 		}

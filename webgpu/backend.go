@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
@@ -67,7 +68,7 @@ type Options struct {
 	Chunk int
 	// Device, when set, is used instead of opening one; the backend does not
 	// close it.
-	Device *Device
+	Device *gpu.Device
 	// RewindDepth is the number of per-step recurrent states a session of
 	// a model with short-conv or DeltaNet layers keeps, so Rewind can drop
 	// that many of its newest positions (0 = backend.DefaultRewindDepth).
@@ -89,7 +90,7 @@ type Options struct {
 // Backend runs one model on one device.
 type Backend struct {
 	arch    *model.Arch
-	dev     *Device
+	dev     *gpu.Device
 	ownsDev bool
 	opts    Options
 	tune    Tuning // opts.Tuning with the defaults filled in
@@ -97,10 +98,10 @@ type Backend struct {
 	emb       *dweight
 	embScale  float32
 	head      *dweight
-	finalNorm *Buffer
+	finalNorm *gpu.Buffer
 	layers    []*dlayer // nil where the layer runs off the device
 
-	zero *Buffer // bound where a kernel's optional input is absent
+	zero *gpu.Buffer // bound where a kernel's optional input is absent
 
 	maxQKV, maxFFN, maxAtt int
 	maxHeads, maxHD        int
@@ -117,15 +118,15 @@ type Backend struct {
 type dlayer struct {
 	spec                                         *model.Layer
 	at                                           *model.Attention
-	attnNorm, postAttnNorm, ffnNorm, postFFNNorm *Buffer
-	qkv                                          []*dweight // fused [q;k;v] or q, k, v
-	qkvBias                                      *Buffer    // [q|k|v] biases (fused qkv) or nil
-	biasParts                                    []*Buffer  // q, k, v biases (separate projections)
-	qNorm, kNorm                                 *Buffer    // full-width q/k norm weights
+	attnNorm, postAttnNorm, ffnNorm, postFFNNorm *gpu.Buffer
+	qkv                                          []*dweight    // fused [q;k;v] or q, k, v
+	qkvBias                                      *gpu.Buffer   // [q|k|v] biases (fused qkv) or nil
+	biasParts                                    []*gpu.Buffer // q, k, v biases (separate projections)
+	qNorm, kNorm                                 *gpu.Buffer   // full-width q/k norm weights
 	o                                            *dweight
-	oBias                                        *Buffer
-	sinks                                        []float32 // attention sinks per head, nil when none
-	qkn                                          *Buffer   // [q norm | k norm] or nil
+	oBias                                        *gpu.Buffer
+	sinks                                        []float32   // attention sinks per head, nil when none
+	qkn                                          *gpu.Buffer // [q norm | k norm] or nil
 	knOff                                        int
 	gu                                           []*dweight // fused and interleaved (see guInterleaved) or gate, up
 	guInterleaved                                bool       // gu[0] rows are gate 0, up 0, gate 1, up 1, ...
@@ -176,7 +177,7 @@ func NewContext(ctx context.Context, m *model.Model, opts Options) (*Backend, er
 	b := &Backend{arch: a, opts: opts, tune: tune}
 	b.dev = opts.Device
 	if b.dev == nil {
-		b.dev, err = Open()
+		b.dev, err = gpu.Open(gpu.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -277,8 +278,8 @@ func (b *Backend) uploadWeight(label string, ts ...*tensor.Tensor) (*dweight, er
 	return &dweight{name: label, buf: buf, codec: codec, rows: rows, cols: cols, soff: soff, bytes: int64(len(data))}, nil
 }
 
-func (b *Backend) uploadF32(label string, v []float32) (*Buffer, error) {
-	buf, err := b.dev.Upload(label, F32Bytes(v))
+func (b *Backend) uploadF32(label string, v []float32) (*gpu.Buffer, error) {
+	buf, err := b.dev.Upload(label, gpu.F32Bytes(v))
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +288,7 @@ func (b *Backend) uploadF32(label string, v []float32) (*Buffer, error) {
 	return buf, nil
 }
 
-func (b *Backend) uploadVec(m *model.Model, name string, n int) (*Buffer, error) {
+func (b *Backend) uploadVec(m *model.Model, name string, n int) (*gpu.Buffer, error) {
 	t, err := b.tensor(m, name)
 	if err != nil {
 		return nil, err
@@ -453,7 +454,7 @@ func (b *Backend) loadLayer(m *model.Model, i int) (*dlayer, error) {
 	}
 	name := func(s string) string { return model.LayerTensor(i, s) }
 	var err error
-	vec := func(dst **Buffer, on bool, s string, n int) {
+	vec := func(dst **gpu.Buffer, on bool, s string, n int) {
 		if err == nil && on {
 			*dst, err = b.uploadVec(m, name(s), n)
 		}
@@ -701,7 +702,7 @@ func (b *Backend) finishLayer(dl *dlayer, i int) (*dlayer, error) {
 // prefill; MVRows / GemmRows output rows per workgroup for the decode
 // matvec / prefill GEMM.
 
-func (b *Backend) embedPipe(c tensor.Codec) (*Pipeline, error) {
+func (b *Backend) embedPipe(c tensor.Codec) (*gpu.Pipeline, error) {
 	src, err := shaders.Embed(c)
 	if err != nil {
 		return nil, err
@@ -709,13 +710,13 @@ func (b *Backend) embedPipe(c tensor.Codec) (*Pipeline, error) {
 	return b.dev.Pipeline("embed/"+c.String(), src, kinds(shaders.KEmbed))
 }
 
-func (b *Backend) matmulPipe(c tensor.Codec, tb, r int) (*Pipeline, error) {
+func (b *Backend) matmulPipe(c tensor.Codec, tb, r int) (*gpu.Pipeline, error) {
 	return b.dev.PipelineOf(fmt.Sprintf("matmul/%s/tb%d/r%d", c, tb, r), func() (string, error) { return shaders.MatmulRows(c, tb, r) }, kinds(shaders.KMatmul))
 }
 
 // matmulNormPipe is the decode matvec that multiplies by RMSNorm(x) itself
 // (shaders.MatmulRowsNorm).
-func (b *Backend) matmulNormPipe(c tensor.Codec) (*Pipeline, error) {
+func (b *Backend) matmulNormPipe(c tensor.Codec) (*gpu.Pipeline, error) {
 	r := b.tune.MVRows
 	return b.dev.PipelineOf(fmt.Sprintf("matmul-norm/%s/tb1/r%d", c, r), func() (string, error) { return shaders.MatmulRowsNorm(c, 1, r) }, kinds(shaders.KMatmulNorm))
 }
@@ -727,7 +728,7 @@ func (b *Backend) matmulNormPipe(c tensor.Codec) (*Pipeline, error) {
 // device's workgroup memory, else the row-blocked one (MatmulRows,
 // MatmulRowsNorm). The choice depends on the weight's shape only, so a
 // weight's plain and fused-norm variants share one grid.
-func (b *Backend) matvecPipe(c tensor.Codec, rows, cols int, norm bool) (*Pipeline, int, error) {
+func (b *Backend) matvecPipe(c tensor.Codec, rows, cols int, norm bool) (*gpu.Pipeline, int, error) {
 	sh, staged := b.matvecStaged(c, rows, cols)
 	if !staged {
 		if norm {
@@ -753,7 +754,7 @@ const tiledMinTokens = 32
 
 // attnPrefillPipe is the tiled prefill attention for head dimension hd, or
 // nil where it does not apply (the per-query kernel then serves).
-func (b *Backend) attnPrefillPipe(hd int) *Pipeline {
+func (b *Backend) attnPrefillPipe(hd int) *gpu.Pipeline {
 	blk := b.tune.AttnBlock // tokens per workgroup
 	p, err := b.dev.PipelineOf(fmt.Sprintf("attn_prefill/%d/%d%s", hd, blk, b.kvSuffix()), func() (string, error) { return shaders.AttnPrefillKV(hd, blk, b.opts.KVF16) }, kinds(shaders.Attention))
 	if err != nil {
@@ -783,7 +784,7 @@ func (b *Backend) matvecPairsRows(w *dweight) bool {
 }
 
 // kvPipe is qkv_prep or attention for the session's KV cache codec.
-func (b *Backend) kvPipe(name string) (*Pipeline, error) {
+func (b *Backend) kvPipe(name string) (*gpu.Pipeline, error) {
 	src, err := shaders.SourceKV(name, b.opts.KVF16)
 	if err != nil {
 		return nil, err
@@ -806,7 +807,7 @@ func (b *Backend) kvElem() int {
 	return 4
 }
 
-func (b *Backend) namedPipe(name string) (*Pipeline, error) {
+func (b *Backend) namedPipe(name string) (*gpu.Pipeline, error) {
 	src, err := shaders.Source(name)
 	if err != nil {
 		return nil, err
@@ -814,7 +815,7 @@ func (b *Backend) namedPipe(name string) (*Pipeline, error) {
 	return b.dev.Pipeline(name, src, kinds(name))
 }
 
-func (b *Backend) normPipe(inPlace bool) (*Pipeline, error) {
+func (b *Backend) normPipe(inPlace bool) (*gpu.Pipeline, error) {
 	if inPlace {
 		return b.dev.Pipeline("rmsnorm/ip", shaders.RMSNorm(true), kinds(shaders.KRMSNormIP))
 	}
@@ -889,7 +890,7 @@ func (b *Backend) buildPipelines() error {
 func (b *Backend) Name() string { return "webgpu:" + b.dev.Info().Name }
 
 // Device is the device the backend runs on.
-func (b *Backend) Device() *Device { return b.dev }
+func (b *Backend) Device() *gpu.Device { return b.dev }
 
 // DeviceLayers reports which layers run on the device.
 func (b *Backend) DeviceLayers() []bool {
@@ -961,7 +962,7 @@ func (b *Backend) Close() error {
 			dl.moe.release()
 		}
 		dl.releaseMixer()
-		for _, x := range append([]*Buffer{dl.attnNorm, dl.postAttnNorm, dl.ffnNorm, dl.postFFNNorm, dl.qkvBias, dl.oBias, dl.qkn, dl.qNorm, dl.kNorm}, dl.biasParts...) {
+		for _, x := range append([]*gpu.Buffer{dl.attnNorm, dl.postAttnNorm, dl.ffnNorm, dl.postFFNNorm, dl.qkvBias, dl.oBias, dl.qkn, dl.qNorm, dl.kNorm}, dl.biasParts...) {
 			x.Release()
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -35,7 +36,7 @@ func synthetic(tb testing.TB, c tensor.Codec, vocab, hidden, ffn, layers, heads,
 		for i := range f {
 			f[i] = 1 + (r.Float32()*2-1)*0.1
 		}
-		w[name] = &tensor.Tensor{Name: name, Codec: tensor.F32, Shape: []int{n}, Data: F32Bytes(f)}
+		w[name] = &tensor.Tensor{Name: name, Codec: tensor.F32, Shape: []int{n}, Data: gpu.F32Bytes(f)}
 	}
 	hd := hidden / heads
 	mat(model.TokenEmbd, vocab, hidden)

@@ -5,21 +5,22 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/model"
 )
 
 var (
 	sharedOnce sync.Once
-	sharedDev  *Device
+	sharedDev  *gpu.Device
 	sharedErr  error
 )
 
 // testDevice opens one device for the whole test binary, or skips.
-func testDevice(t testing.TB) *Device {
+func testDevice(t testing.TB) *gpu.Device {
 	t.Helper()
-	sharedOnce.Do(func() { sharedDev, sharedErr = Open() })
+	sharedOnce.Do(func() { sharedDev, sharedErr = gpu.Open(gpu.Options{}) })
 	if sharedErr != nil {
-		if errors.Is(sharedErr, ErrNoAdapter) {
+		if errors.Is(sharedErr, gpu.ErrNoAdapter) {
 			t.Skipf("no WebGPU adapter (install a Vulkan driver, e.g. mesa-vulkan-drivers for lavapipe): %v", sharedErr)
 		}
 		t.Fatalf("open device: %v", sharedErr)

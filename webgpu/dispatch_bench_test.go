@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -22,7 +23,7 @@ func BenchmarkMatvecFloor(b *testing.B) {
 	ob, _ := d.NewStorage("o", 4*rows)
 	zb, _ := d.NewStorage("z", 4*rows)
 	sb, _ := d.NewStorage("s", 32)
-	d.Write(sb, 0, U32Bytes([]uint32{0, 1, 0, 1, 0, 0, 0, 0}))
+	d.Write(sb, 0, gpu.U32Bytes([]uint32{0, 1, 0, 1, 0, 0, 0, 0}))
 	ub, _ := d.NewUniform("p", shaders.Pack(shaders.MatmulParams{Rows: rows, Cols: cols, SOff: uint32(rows * cols / 8), Alpha: 1, OutStride: rows}))
 	head := shaders.MatmulIO() + `
 var<workgroup> red: array<f32, 64>;
@@ -78,14 +79,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 			if err != nil {
 				b.Fatal(err)
 			}
-			g, err := d.BindGroup(p, "floor/"+name, Whole(ub), Whole(sb), Whole(wb), Whole(xb), Whole(ob), Whole(zb))
+			g, err := d.BindGroup(p, "floor/"+name, gpu.Whole(ub), gpu.Whole(sb), gpu.Whole(wb), gpu.Whole(xb), gpu.Whole(ob), gpu.Whole(zb))
 			if err != nil {
 				b.Fatal(err)
 			}
 			for _, reps := range []int{1, 100} {
-				ds := make([]Dispatch, reps)
+				ds := make([]gpu.Dispatch, reps)
 				for i := range ds {
-					ds[i] = Dispatch{P: p, G: g, X: rows / 4, Y: 1, Z: 1}
+					ds[i] = gpu.Dispatch{P: p, G: g, X: rows / 4, Y: 1, Z: 1}
 				}
 				b.ReportMetric(usPerDispatch(b, d, sb, ds, 1), fmt.Sprintf("us/dispatch@%d", reps))
 			}
@@ -103,21 +104,21 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	sb, _ := d.NewStorage("s", 64)
-	g, err := d.BindGroup(p, "advance", Whole(sb))
+	g, err := d.BindGroup(p, "advance", gpu.Whole(sb))
 	if err != nil {
 		b.Fatal(err)
 	}
 	st, _ := d.NewStaging("st", 16)
 	for _, n := range []int{0, 150} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			ds := make([]Dispatch, n)
+			ds := make([]gpu.Dispatch, n)
 			for i := range ds {
-				ds[i] = Dispatch{P: p, G: g, X: 1, Y: 1, Z: 1}
+				ds[i] = gpu.Dispatch{P: p, G: g, X: 1, Y: 1, Z: 1}
 			}
 			var tRun, tWait time.Duration
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
-				if err := d.Run(nil, ds, []Copy{{Src: sb, Dst: st, Size: 16}}); err != nil {
+				if err := d.Run(nil, ds, []gpu.Copy{{Src: sb, Dst: st, Size: 16}}); err != nil {
 					b.Fatal(err)
 				}
 				t1 := time.Now()
@@ -147,7 +148,7 @@ func BenchmarkMatvecCold(b *testing.B) {
 		rows, cols := sh[0], sh[1]
 		wbytes := rows * cols / 2 * 9 / 8
 		n := min(nbuf, max(4, (160<<20)/wbytes))
-		var wbs []*Buffer
+		var wbs []*gpu.Buffer
 		for i := 0; i < n; i++ {
 			wb, err := d.NewStorage("w", uint64(wbytes))
 			if err != nil {
@@ -163,7 +164,7 @@ func BenchmarkMatvecCold(b *testing.B) {
 		ob, _ := d.NewStorage("o", uint64(4*rows))
 		zb, _ := d.NewStorage("z", uint64(4*rows))
 		sb, _ := d.NewStorage("s", 32)
-		d.Write(sb, 0, U32Bytes([]uint32{0, 1, 0, 1, 0, 0, 0, 0}))
+		d.Write(sb, 0, gpu.U32Bytes([]uint32{0, 1, 0, 1, 0, 0, 0, 0}))
 		ub, _ := d.NewUniform("p", shaders.Pack(shaders.MatmulParams{Rows: u32(rows), Cols: u32(cols), SOff: uint32(rows * cols / 8), Alpha: 1, OutStride: u32(rows)}))
 		type variant struct {
 			name    string
@@ -194,17 +195,17 @@ func BenchmarkMatvecCold(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				var ds []Dispatch
+				var ds []gpu.Dispatch
 				gx, gy := matmulGrid(rows, r)
 				if v.persist > 0 {
 					gx, gy = uint32(v.persist), 1
 				}
 				for _, wb := range wbs {
-					g, err := d.BindGroup(p, key, Whole(ub), Whole(sb), Whole(wb), Whole(xb), Whole(ob), Whole(zb))
+					g, err := d.BindGroup(p, key, gpu.Whole(ub), gpu.Whole(sb), gpu.Whole(wb), gpu.Whole(xb), gpu.Whole(ob), gpu.Whole(zb))
 					if err != nil {
 						b.Fatal(err)
 					}
-					ds = append(ds, Dispatch{P: p, G: g, X: gx, Y: gy, Z: 1})
+					ds = append(ds, gpu.Dispatch{P: p, G: g, X: gx, Y: gy, Z: 1})
 				}
 				us := usPerDispatch(b, d, sb, ds, 1)
 				b.ReportMetric(us, "us/dispatch")
@@ -263,9 +264,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 // alongside and subtracted. A round trip costs a millisecond or two here;
 // divided over a chain it read as tens of microseconds per small kernel in
 // earlier notes. warm runs of ds go first (clocks, caches, compiles).
-func usPerDispatch(b *testing.B, d *Device, sb *Buffer, ds []Dispatch, warm int) float64 {
+func usPerDispatch(b *testing.B, d *gpu.Device, sb *gpu.Buffer, ds []gpu.Dispatch, warm int) float64 {
 	b.Helper()
-	run := func(ds []Dispatch) {
+	run := func(ds []gpu.Dispatch) {
 		if err := d.Run(nil, ds, nil); err != nil {
 			b.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package webgpu
 import (
 	"fmt"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -24,11 +25,11 @@ const gemmMinTokens = 128
 
 // gemmPipe is the default tiled GEMM for device codec c; dispatch it over
 // gemmGrid.
-func (b *Backend) gemmPipe(c tensor.Codec) (*Pipeline, error) {
+func (b *Backend) gemmPipe(c tensor.Codec) (*gpu.Pipeline, error) {
 	return gemmPipeline(b.dev, c)
 }
 
-func gemmPipeline(d *Device, c tensor.Codec) (*Pipeline, error) {
+func gemmPipeline(d *gpu.Device, c tensor.Codec) (*gpu.Pipeline, error) {
 	return d.PipelineOf("gemm/"+c.String(), func() (string, error) { return shaders.Gemm(c) }, kinds(shaders.KMatmul))
 }
 
@@ -46,7 +47,7 @@ func tileGrid(tileRows, tileTokens, rows, ntok int) (x, y, z uint32) {
 
 // gemmKernel is a tiled GEMM pipeline with the tile it covers.
 type gemmKernel struct {
-	p                    *Pipeline
+	p                    *gpu.Pipeline
 	tileRows, tileTokens int
 }
 

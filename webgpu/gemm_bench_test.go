@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -110,12 +111,12 @@ func BenchmarkGemm(b *testing.B) {
 				b.Fatal(err)
 			}
 			xb, _ := d.NewStorage("x", uint64(4*cols*ntok))
-			d.Write(xb, 0, F32Bytes(randVec(r, cols*ntok, 1)))
+			d.Write(xb, 0, gpu.F32Bytes(randVec(r, cols*ntok, 1)))
 			ob, _ := d.NewStorage("o", uint64(4*rows*ntok))
 			zb, _ := d.NewStorage("z", uint64(4*rows))
 			ub, _ := d.NewUniform("p", shaders.Pack(shaders.MatmulParams{Rows: u32(rows), Cols: u32(cols), SOff: uint32(qbytes / 4), Alpha: 1, OutStride: u32(rows)}))
 			sb, _ := d.NewStorage("s", 32)
-			d.Write(sb, 0, U32Bytes([]uint32{0, uint32(ntok), 0, 1, 0, 0, 0, 0}))
+			d.Write(sb, 0, gpu.U32Bytes([]uint32{0, uint32(ntok), 0, 1, 0, 0, 0, 0}))
 			for _, v := range vs {
 				b.Run(fmt.Sprintf("%s/%dx%d/%s", c, rows, cols, v.name), func(b *testing.B) {
 					src, err := v.src(c)
@@ -127,22 +128,22 @@ func BenchmarkGemm(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					g, err := d.BindGroup(p, key, Whole(ub), Whole(sb), Whole(wb), Whole(xb), Whole(ob), Whole(zb))
+					g, err := d.BindGroup(p, key, gpu.Whole(ub), gpu.Whole(sb), gpu.Whole(wb), gpu.Whole(xb), gpu.Whole(ob), gpu.Whole(zb))
 					if err != nil {
 						b.Fatal(err)
 					}
 					defer g.Release()
 					gx, gy, gz := v.grid(rows)
-					ds := make([]Dispatch, reps)
+					ds := make([]gpu.Dispatch, reps)
 					for i := range ds {
-						ds[i] = Dispatch{P: p, G: g, X: gx, Y: gy, Z: gz}
+						ds[i] = gpu.Dispatch{P: p, G: g, X: gx, Y: gy, Z: gz}
 					}
 					sec := usPerDispatch(b, d, sb, ds, 3) / 1e6
 					b.ReportMetric(sec*1e6, "us/dispatch")
 					b.ReportMetric(2*float64(rows)*float64(cols)*float64(ntok)/sec/1e12, "TFLOPs")
 				})
 			}
-			for _, buf := range []*Buffer{wb, xb, ob, zb, ub, sb} {
+			for _, buf := range []*gpu.Buffer{wb, xb, ob, zb, ub, sb} {
 				buf.Release()
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -147,18 +148,18 @@ func TestGemmParity(t *testing.T) {
 }
 
 // dispatch runs the ready pipeline p (named name) once over grid.
-func (k *kt) dispatch(name string, p *Pipeline, grid [3]uint32, bufs ...*Buffer) {
+func (k *kt) dispatch(name string, p *gpu.Pipeline, grid [3]uint32, bufs ...*gpu.Buffer) {
 	k.t.Helper()
-	binds := make([]Binding, len(bufs))
+	binds := make([]gpu.Binding, len(bufs))
 	for i, b := range bufs {
-		binds[i] = Whole(b)
+		binds[i] = gpu.Whole(b)
 	}
 	g, err := k.d.BindGroup(p, name, binds...)
 	if err != nil {
 		k.t.Fatal(err)
 	}
 	defer g.Release()
-	if err := k.d.Run(nil, []Dispatch{{P: p, G: g, X: grid[0], Y: grid[1], Z: grid[2]}}, nil); err != nil {
+	if err := k.d.Run(nil, []gpu.Dispatch{{P: p, G: g, X: grid[0], Y: grid[1], Z: grid[2]}}, nil); err != nil {
 		k.t.Fatal(err)
 	}
 }

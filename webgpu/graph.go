@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cogentcore/webgpu/wgpu"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/shaders"
 )
@@ -32,13 +33,13 @@ type graph struct {
 	pend []pendingOp
 	// ropes holds the (cos, sin) tables uploaded so far, one per distinct
 	// rotary setup.
-	ropes map[string]*Buffer
+	ropes map[string]*gpu.Buffer
 }
 
 type pendingOp struct {
 	o       *op
-	p       *Pipeline
-	binds   []Binding
+	p       *gpu.Pipeline
+	binds   []gpu.Binding
 	label   string
 	prefill bool // the bind group is o.gm
 	second  bool // o's second bind group: o is already in the graph
@@ -46,18 +47,18 @@ type pendingOp struct {
 }
 
 // param reserves a uniform slot for one op's parameters.
-func (s *Session) param(p shaders.Params) Binding {
+func (s *Session) param(p shaders.Params) gpu.Binding {
 	data := shaders.Pack(p)
 	off := uint64(len(s.pData))
 	s.pData = append(s.pData, data...)
 	for uint64(len(s.pData))%s.slot != 0 {
 		s.pData = append(s.pData, 0)
 	}
-	return Binding{Off: off, Size: uint64(len(data))} // Buf set once the buffer exists
+	return gpu.Binding{Off: off, Size: uint64(len(data))} // Buf set once the buffer exists
 }
 
 // add appends op o (pipeline p, bindings binds) to the graph.
-func (g *graph) add(label string, o *op, p *Pipeline, binds ...Binding) *op {
+func (g *graph) add(label string, o *op, p *gpu.Pipeline, binds ...gpu.Binding) *op {
 	o.label = label
 	g.pend = append(g.pend, pendingOp{o: o, p: p, binds: binds, label: label})
 	return o
@@ -65,7 +66,7 @@ func (g *graph) add(label string, o *op, p *Pipeline, binds ...Binding) *op {
 
 // addAside is add for an op another op dispatches (it is not listed among
 // its layer's ops).
-func (g *graph) addAside(label string, o *op, p *Pipeline, binds ...Binding) *op {
+func (g *graph) addAside(label string, o *op, p *gpu.Pipeline, binds ...gpu.Binding) *op {
 	g.add(label, o, p, binds...)
 	g.pend[len(g.pend)-1].aside = true
 	return o
@@ -125,7 +126,7 @@ func (g *graph) finish() error {
 	}
 	for _, p := range g.pend {
 		binds := p.binds
-		if p.p.Kinds()[0] == Uniform {
+		if p.p.Kinds()[0] == gpu.Uniform {
 			binds[0].Buf = pbuf
 		}
 		bg, err := b.dev.BindGroup(p.p, p.label, binds...)
@@ -151,7 +152,7 @@ func (g *graph) embed() error {
 	}
 	s.embed = g.add("embed", &op{mv: ep, rows: rowsTok, x: uint32((a.Hidden/4 + 63) / 64), y: 1, perRow: true}, ep,
 		s.param(shaders.EmbedParams{Hidden: u32(a.Hidden), SOff: b.emb.soff, Scale: b.embScale}),
-		Whole(s.step), Whole(s.tokens), Whole(b.emb.buf), Whole(s.x))
+		gpu.Whole(s.step), gpu.Whole(s.tokens), gpu.Whole(b.emb.buf), gpu.Whole(s.x))
 	return nil
 }
 
@@ -214,7 +215,7 @@ func (g *graph) layer(i int, dl *dlayer) error {
 // residual adds a branch's output projection w·in (+bias) into x times the
 // residual scale; with a post-norm (post non-nil) the projection goes to
 // tmp and the norm adds it (cpu: Session.residual).
-func (g *graph) residual(label string, w *dweight, bias, in *Buffer, postLabel string, post *Buffer) error {
+func (g *graph) residual(label string, w *dweight, bias, in *gpu.Buffer, postLabel string, post *gpu.Buffer) error {
 	s, a := g.s, g.a
 	rs := a.Scales().Residual
 	if post == nil {
@@ -233,7 +234,7 @@ func (g *graph) residual(label string, w *dweight, bias, in *Buffer, postLabel s
 // fused for one-token steps), q/k norms, then qkv_prep (RoPE, per-head q/k
 // norm, the KV write) and the attention kernel with its split-K and tiled
 // variants, writing att.
-func (g *graph) attention(i int, dl *dlayer, in *Buffer, pre *preNorm) error {
+func (g *graph) attention(i int, dl *dlayer, in *gpu.Buffer, pre *preNorm) error {
 	s, b, a := g.s, g.b, g.a
 	at := dl.at
 	lbl := func(x string) string { return fmt.Sprintf("L%d %s", i, x) }
@@ -294,7 +295,7 @@ func (g *graph) attention(i int, dl *dlayer, in *Buffer, pre *preNorm) error {
 	if err != nil {
 		return err
 	}
-	W := Whole
+	W := gpu.Whole
 	stepB := W(s.step)
 	g.add(lbl("qkv prep"), &op{mv: prepP, rows: rowsTok, x: uint32(at.Heads + 2*at.KVHeads), y: 1, perRow: true}, prepP,
 		s.param(shaders.PrepParams{Heads: u32(at.Heads), KVHeads: u32(at.KVHeads), HD: u32(at.HeadDim), Rot: u32(at.Rope.Dims), Style: u32(style),
@@ -332,13 +333,13 @@ func (g *graph) attention(i int, dl *dlayer, in *Buffer, pre *preNorm) error {
 // ropeTable is the (cos, sin) table of layer i's rotary embedding
 // (model.RopeTable.CosSinRows), one buffer per distinct table; the zero
 // buffer for a NoPE layer.
-func (g *graph) ropeTable(i int, dl *dlayer) (*Buffer, error) {
+func (g *graph) ropeTable(i int, dl *dlayer) (*gpu.Buffer, error) {
 	s, b := g.s, g.b
 	if dl.rope == nil || dl.rope.Dims == 0 {
 		return b.zero, nil
 	}
 	if g.ropes == nil {
-		g.ropes = map[string]*Buffer{}
+		g.ropes = map[string]*gpu.Buffer{}
 	}
 	key := fmt.Sprint(dl.rope.InvFreq, dl.rope.MScale)
 	if cs := g.ropes[key]; cs != nil {
@@ -348,7 +349,7 @@ func (g *graph) ropeTable(i int, dl *dlayer) (*Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.dev.Write(cs, 0, F32Bytes(dl.rope.CosSinRows(s.maxLen))); err != nil {
+	if err := b.dev.Write(cs, 0, gpu.F32Bytes(dl.rope.CosSinRows(s.maxLen))); err != nil {
 		return nil, err
 	}
 	g.ropes[key] = cs
@@ -359,7 +360,7 @@ func (g *graph) ropeTable(i int, dl *dlayer) (*Buffer, error) {
 // Session.denseFFN and residual). Interleaved gate/up rows let one-token
 // steps apply the activation in the matvec (straight into act); longer
 // steps write gu and run act_mul over it.
-func (g *graph) denseFFN(i int, dl *dlayer, in *Buffer, pre *preNorm) error {
+func (g *graph) denseFFN(i int, dl *dlayer, in *gpu.Buffer, pre *preNorm) error {
 	s, b, a := g.s, g.b, g.a
 	lbl := func(x string) string { return fmt.Sprintf("L%d %s", i, x) }
 	act := 0
@@ -395,7 +396,7 @@ func (g *graph) denseFFN(i int, dl *dlayer, in *Buffer, pre *preNorm) error {
 		return err
 	}
 	g.add(lbl("act"), &op{mv: actP, rows: rowsTok, x: uint32((dl.f + 63) / 64), y: 1, perRow: true, prefillOnly: fused}, actP,
-		s.param(shaders.ActMulParams{F: u32(dl.f), Act: u32(act), Interleaved: flag(dl.guInterleaved)}), Whole(s.step), Whole(s.gu), Whole(s.act))
+		s.param(shaders.ActMulParams{F: u32(dl.f), Act: u32(act), Interleaved: flag(dl.guInterleaved)}), gpu.Whole(s.step), gpu.Whole(s.gu), gpu.Whole(s.act))
 	return g.residual(lbl("down"), dl.down, nil, s.act, lbl("post ffn norm"), dl.postFFNNorm)
 }
 
@@ -422,7 +423,7 @@ func (g *graph) greedy() error {
 	if err != nil {
 		return err
 	}
-	W := Whole
+	W := gpu.Whole
 	per, parts := argmaxSpans(a.Vocab)
 	s.argmaxPart = g.add("argmax part", &op{mv: apP, rows: rowsOne, x: uint32(parts), y: 1}, apP,
 		s.param(shaders.ArgmaxPartParams{N: u32(a.Vocab), Per: u32(per)}), W(s.step), W(s.logits), W(s.picks))
@@ -440,13 +441,13 @@ func (g *graph) greedy() error {
 // Scale·(W·x + Bias). Zero fields take the defaults.
 type matmul struct {
 	W         *dweight
-	X, Out    *Buffer
-	Bias      *Buffer // nil: none
-	Add       bool    // accumulate into Out (a residual add)
-	Scale     float32 // 0 means 1
-	Softcap   float32 // tanh softcap of the result; 0: none
-	Head      bool    // the head rows only (the last token's, or all with all=true)
-	OutStride int     // 0 means W's rows
+	X, Out    *gpu.Buffer
+	Bias      *gpu.Buffer // nil: none
+	Add       bool        // accumulate into Out (a residual add)
+	Scale     float32     // 0 means 1
+	Softcap   float32     // tanh softcap of the result; 0: none
+	Head      bool        // the head rows only (the last token's, or all with all=true)
+	OutStride int         // 0 means W's rows
 	OutOff    int
 	// GateUp: W's rows are gate and up interleaved; the kernel writes
 	// act(gate)·up (Act 0 SiLU, 1 GELU-tanh) to Out (one-token variants).
@@ -482,11 +483,11 @@ func (m matmul) params(norm bool, eps float32) shaders.MatmulParams {
 }
 
 // bias is the binding of an optional bias (the zero buffer when none).
-func (g *graph) bias(b *Buffer) Binding {
+func (g *graph) bias(b *gpu.Buffer) gpu.Binding {
 	if b == nil {
-		return Whole(g.b.zero)
+		return gpu.Whole(g.b.zero)
 	}
-	return Whole(b)
+	return gpu.Whole(b)
 }
 
 // matmul adds projection m: the decode matvec, the token-blocked matmul
@@ -510,28 +511,28 @@ func (g *graph) matmul(label string, m matmul) (*op, error) {
 	mx, my := matmulGrid(w.rows, b.tune.GemmRows)
 	o := &op{mv: mv, mm: mm, mmTB: b.tune.GemmTB, rows: rows, x: gx, y: gy, mx: mx, my: my, zRows: true, wgBytes: w.bytes, gemmRows: w.rows, gemmCodec: w.codec}
 	return g.add(label, o, mv, s.param(m.params(false, 0)),
-		Whole(s.step), Whole(w.buf), Whole(m.X), Whole(m.Out), g.bias(m.Bias)), nil
+		gpu.Whole(s.step), gpu.Whole(w.buf), gpu.Whole(m.X), gpu.Whole(m.Out), g.bias(m.Bias)), nil
 }
 
 // oneToken gives the matmul op just added a one-token variant m: its own
 // pipeline p (o.mv) and bind group; the op's first bind group then serves
 // the prefill pipelines only. With nw, the variant normalizes x by the
 // norm weights nw itself (shaders.MatmulRowsNorm).
-func (g *graph) oneToken(label string, p *Pipeline, m matmul, nw *Buffer) error {
+func (g *graph) oneToken(label string, p *gpu.Pipeline, m matmul, nw *gpu.Buffer) error {
 	s, a := g.s, g.a
 	last := &g.pend[len(g.pend)-1]
 	last.prefill = true
 	o := last.o
 	o.mv = p
-	binds := []Binding{Whole(s.step), Whole(m.W.buf), Whole(m.X), Whole(m.Out), g.bias(m.Bias)}
+	binds := []gpu.Binding{gpu.Whole(s.step), gpu.Whole(m.W.buf), gpu.Whole(m.X), gpu.Whole(m.Out), g.bias(m.Bias)}
 	if nw != nil {
-		binds = append(binds, Whole(nw))
+		binds = append(binds, gpu.Whole(nw))
 		if a.Norm == model.NormRMSPlusOne {
 			m.Act |= 2
 		}
 	}
 	g.pend = append(g.pend, pendingOp{o: o, p: p, label: label, second: true,
-		binds: append([]Binding{s.param(m.params(nw != nil, a.NormEps))}, binds...)})
+		binds: append([]gpu.Binding{s.param(m.params(nw != nil, a.NormEps))}, binds...)})
 	return nil
 }
 
@@ -539,7 +540,7 @@ func (g *graph) oneToken(label string, p *Pipeline, m matmul, nw *Buffer) error 
 // read its output take over (fuseNorm).
 type preNorm struct {
 	op *op
-	w  *Buffer // its weights
+	w  *gpu.Buffer // its weights
 }
 
 // fuseNorm gives the matmul just added (reading pre's output) a one-token
@@ -561,8 +562,8 @@ func (g *graph) fuseNorm(pre *preNorm, m matmul) error {
 // rmsNorm normalizes N-wide rows of X into Out (in place when Out is X):
 // Out = (or += with Add) Scale·norm(x)·w. Zero fields take the defaults.
 type rmsNorm struct {
-	W      *Buffer
-	X, Out *Buffer
+	W      *gpu.Buffer
+	X, Out *gpu.Buffer
 	N      int
 	Add    bool
 	Scale  float32 // 0 means 1
@@ -599,7 +600,7 @@ func (g *graph) norm(label string, n rmsNorm) (*op, error) {
 	o := &op{mv: p, rows: rows, x: 1, y: 1, perRow: true}
 	pb := s.param(shaders.NormParams{N: u32(n.N), Eps: a.NormEps, PlusOne: flag(a.Norm == model.NormRMSPlusOne), Mode: u32(mode), Alpha: scale,
 		Sel: u32(sel), InStride: u32(inStride), InOff: u32(n.InOff), OutStride: u32(outStride), OutOff: u32(n.OutOff)})
-	W := Whole
+	W := gpu.Whole
 	if inPlace {
 		return g.add(label, o, p, pb, W(s.step), W(n.W), W(n.X)), nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/cpu"
+	"github.com/cortiq/cortiq/gpu"
 )
 
 func TestForwardGreedy(t *testing.T) {
@@ -168,7 +169,7 @@ func TestFaults(t *testing.T) {
 	m, ref := loadFixture(t, "qwen3")
 	t.Run("pipeline", func(t *testing.T) {
 		// A device of its own: the shared one has every pipeline cached.
-		own, err := Open()
+		own, err := gpu.Open(gpu.Options{})
 		if err != nil {
 			t.Skip(err)
 		}
@@ -224,7 +225,7 @@ func TestFaults(t *testing.T) {
 		})
 	}
 	t.Run("device lost mid-generation", func(t *testing.T) {
-		own, err := Open()
+		own, err := gpu.Open(gpu.Options{})
 		if err != nil {
 			t.Skip(err)
 		}
@@ -243,10 +244,10 @@ func TestFaults(t *testing.T) {
 		}
 		own.Faults.LoseDevice.Store(true)
 		ids, err := s.ForwardGreedy(ref.InputIDs[1], 4)
-		if err == nil || ids != nil || !errors.Is(err, ErrDeviceLost) {
+		if err == nil || ids != nil || !errors.Is(err, gpu.ErrDeviceLost) {
 			t.Fatalf("after loss: ids %v err %v", ids, err)
 		}
-		if _, err := b.NewSession(8); !errors.Is(err, ErrDeviceLost) {
+		if _, err := b.NewSession(8); !errors.Is(err, gpu.ErrDeviceLost) {
 			t.Fatalf("new session on a lost device: %v", err)
 		}
 	})
@@ -262,7 +263,7 @@ func TestSoftwareAdapterDeclined(t *testing.T) {
 	}
 	m, _ := loadFixture(t, "llama")
 	ctx := context.Background()
-	if _, err := backend.Open(ctx, "webgpu", m, backend.Options{}); !errors.Is(err, ErrNoAdapter) || !errors.Is(err, backend.ErrSoftware) {
+	if _, err := backend.Open(ctx, "webgpu", m, backend.Options{}); !errors.Is(err, gpu.ErrNoAdapter) || !errors.Is(err, backend.ErrSoftware) {
 		t.Fatalf("software adapter not declined: %v", err)
 	}
 	b, err := backend.Open(ctx, "webgpu", m, backend.Options{AllowSoftware: true})

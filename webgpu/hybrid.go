@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
@@ -20,19 +21,19 @@ import (
 // dconv is LFM2's gated short convolution.
 type dconv struct {
 	spec   *model.ShortConv
-	in     *dweight // [3H, H]: B, C, x
-	inBias *Buffer  // [3H] or nil
-	taps   *Buffer  // [H, K]
-	bias   *Buffer  // [H] or nil
+	in     *dweight    // [3H, H]: B, C, x
+	inBias *gpu.Buffer // [3H] or nil
+	taps   *gpu.Buffer // [H, K]
+	bias   *gpu.Buffer // [H] or nil
 }
 
 // ddelta is qwen3_next's gated DeltaNet.
 type ddelta struct {
 	spec *model.GatedDelta
-	qkvz *dweight // [2*kh*dk + 2*vh*dv, H], grouped per key head
-	ba   *dweight // [2*vh, H], grouped per key head
-	taps *Buffer  // [cdim, K]
-	hw   *Buffer  // [dt_bias (vh) | -exp(A_log) (vh) | norm w (dv)]
+	qkvz *dweight    // [2*kh*dk + 2*vh*dv, H], grouped per key head
+	ba   *dweight    // [2*vh, H], grouped per key head
+	taps *gpu.Buffer // [cdim, K]
+	hw   *gpu.Buffer // [dt_bias (vh) | -exp(A_log) (vh) | norm w (dv)]
 	cdim int
 	rw   int
 }
@@ -98,7 +99,7 @@ func (b *Backend) loadMixer(m *model.Model, i int, dl *dlayer) error {
 		}
 		return vectorF32(t, n)
 	}
-	opt := func(s string, n int) (*Buffer, error) {
+	opt := func(s string, n int) (*gpu.Buffer, error) {
 		if _, ok := m.Weights.Tensor(name(s)); !ok {
 			return nil, nil
 		}
@@ -253,7 +254,7 @@ func (b *Backend) hybridPipes(dl *dlayer) error {
 
 // mixScratch are a session's hybrid-mixer activations, shared by layers.
 type mixScratch struct {
-	proj, ba, conv, gate *Buffer
+	proj, ba, conv, gate *gpu.Buffer
 }
 
 func (s *Session) mixBuffers() (*mixScratch, error) {
@@ -282,7 +283,7 @@ func (s *Session) mixBuffers() (*mixScratch, error) {
 	c := s.chunk
 	ms := &mixScratch{}
 	for _, sp := range []struct {
-		dst  **Buffer
+		dst  **gpu.Buffer
 		name string
 		n    int
 	}{{&ms.proj, "mixer projection", c * proj}, {&ms.ba, "delta ba", c * ba}, {&ms.conv, "delta conv", c * conv}, {&ms.gate, "attention gate", c * gate}} {
@@ -298,7 +299,7 @@ func (s *Session) mixBuffers() (*mixScratch, error) {
 // shortConv is LFM2's gated short convolution over the normalized input
 // in (cpu: Session.shortConv): the in projection, then the conv with its
 // state, writing att.
-func (g *graph) shortConv(i int, dl *dlayer, in *Buffer) error {
+func (g *graph) shortConv(i int, dl *dlayer, in *gpu.Buffer) error {
 	s, b, a := g.s, g.b, g.a
 	H := a.Hidden
 	lbl := func(x string) string { return fmt.Sprintf("L%d %s", i, x) }
@@ -306,7 +307,7 @@ func (g *graph) shortConv(i int, dl *dlayer, in *Buffer) error {
 	if err != nil {
 		return err
 	}
-	W := Whole
+	W := gpu.Whole
 	c := dl.conv
 	K := c.spec.Kernel
 	if _, err := g.matmul(lbl("conv in"), matmul{W: c.in, X: in, Out: ms.proj, Bias: c.inBias, OutStride: 3 * H}); err != nil {
@@ -330,14 +331,14 @@ func (g *graph) shortConv(i int, dl *dlayer, in *Buffer) error {
 // gatedDelta is qwen3_next's gated DeltaNet over the normalized input in
 // (cpu: Session.gatedDelta): the qkvz and ba projections, the conv, then
 // the delta rule with its state, writing att.
-func (g *graph) gatedDelta(i int, dl *dlayer, in *Buffer) error {
+func (g *graph) gatedDelta(i int, dl *dlayer, in *gpu.Buffer) error {
 	s, b, a := g.s, g.b, g.a
 	lbl := func(x string) string { return fmt.Sprintf("L%d %s", i, x) }
 	ms, err := s.mixBuffers()
 	if err != nil {
 		return err
 	}
-	W := Whole
+	W := gpu.Whole
 	d := dl.delta
 	sp := d.spec
 	if _, err := g.matmul(lbl("ssm in"), matmul{W: d.qkvz, X: in, Out: ms.proj, OutStride: d.rw}); err != nil {
@@ -377,7 +378,7 @@ func (g *graph) gatedDelta(i int, dl *dlayer, in *Buffer) error {
 
 // gateProj adds the output-gate projection of an attention layer whose q
 // projection carries one (no-op otherwise).
-func (g *graph) gateProj(i int, dl *dlayer, in *Buffer) error {
+func (g *graph) gateProj(i int, dl *dlayer, in *gpu.Buffer) error {
 	if dl.qGate == nil {
 		return nil
 	}
@@ -400,6 +401,6 @@ func (g *graph) gateApply(i int, dl *dlayer) error {
 		return err
 	}
 	g.add(fmt.Sprintf("L%d attention gate", i), &op{mv: p, rows: rowsTok, x: uint32((dl.qw + 63) / 64), y: 1, perRow: true}, p,
-		s.param(shaders.AttnGateParams{W: u32(dl.qw)}), Whole(s.step), Whole(s.mix.gate), Whole(s.att))
+		s.param(shaders.AttnGateParams{W: u32(dl.qw)}), gpu.Whole(s.step), gpu.Whole(s.mix.gate), gpu.Whole(s.att))
 	return nil
 }

@@ -2,6 +2,7 @@ package webgpu
 
 import (
 	"github.com/cortiq/cortiq/cpu/kernel"
+	"github.com/cortiq/cortiq/gpu"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -172,7 +173,7 @@ func TestMoERoutingVariants(t *testing.T) {
 						b[e] = float32(rng.NormFloat64() * 0.3)
 					}
 					name := model.LayerTensor(i, model.FFNRouterBias)
-					w[name] = &tensor.Tensor{Name: name, Codec: tensor.F32, Shape: []int{spec.Experts}, Data: F32Bytes(b)}
+					w[name] = &tensor.Tensor{Name: name, Codec: tensor.F32, Shape: []int{spec.Experts}, Data: gpu.F32Bytes(b)}
 				}
 			}
 			q.Weights = w

@@ -3,22 +3,23 @@ package webgpu
 import (
 	"fmt"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
 )
 
 // kinds is kernel name's binding kinds, from the kernel table
 // (shaders.Lookup): the one place they are written.
-func kinds(name string) []BindKind {
+func kinds(name string) []gpu.BindKind {
 	k := shaders.Lookup(name)
-	out := make([]BindKind, len(k.Binds))
+	out := make([]gpu.BindKind, len(k.Binds))
 	for i, b := range k.Binds {
 		switch b {
 		case shaders.Uniform:
-			out[i] = Uniform
+			out[i] = gpu.Uniform
 		case shaders.ReadOnly:
-			out[i] = ReadOnly
+			out[i] = gpu.ReadOnly
 		case shaders.ReadWrite:
-			out[i] = ReadWrite
+			out[i] = gpu.ReadWrite
 		default:
 			panic(fmt.Sprintf("webgpu: kernel %s: binding kind %d", name, b))
 		}

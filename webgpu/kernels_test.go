@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
@@ -14,8 +15,8 @@ import (
 // kt is a small harness to run one kernel on test data.
 type kt struct {
 	t    *testing.T
-	d    *Device
-	bufs []*Buffer
+	d    *gpu.Device
+	bufs []*gpu.Buffer
 }
 
 func newKT(t *testing.T) *kt {
@@ -28,7 +29,7 @@ func newKT(t *testing.T) *kt {
 	return k
 }
 
-func (k *kt) storage(data []byte) *Buffer {
+func (k *kt) storage(data []byte) *gpu.Buffer {
 	k.t.Helper()
 	b, err := k.d.NewStorage("test", uint64(max(len(data), 16)))
 	if err != nil {
@@ -41,13 +42,13 @@ func (k *kt) storage(data []byte) *Buffer {
 	return b
 }
 
-func (k *kt) f32(v []float32) *Buffer { return k.storage(F32Bytes(v)) }
-func (k *kt) zeros(n int) *Buffer     { return k.storage(make([]byte, 4*n)) }
-func (k *kt) step(pos0, n, head0, headRows int) *Buffer {
-	return k.storage(U32Bytes([]uint32{uint32(pos0), uint32(n), uint32(head0), uint32(headRows), 0, 0, 0, 0}))
+func (k *kt) f32(v []float32) *gpu.Buffer { return k.storage(gpu.F32Bytes(v)) }
+func (k *kt) zeros(n int) *gpu.Buffer     { return k.storage(make([]byte, 4*n)) }
+func (k *kt) step(pos0, n, head0, headRows int) *gpu.Buffer {
+	return k.storage(gpu.U32Bytes([]uint32{uint32(pos0), uint32(n), uint32(head0), uint32(headRows), 0, 0, 0, 0}))
 }
 
-func (k *kt) uniform(p shaders.Params) *Buffer {
+func (k *kt) uniform(p shaders.Params) *gpu.Buffer {
 	b, err := k.d.NewUniform("p", shaders.Pack(p))
 	if err != nil {
 		k.t.Fatal(err)
@@ -56,33 +57,33 @@ func (k *kt) uniform(p shaders.Params) *Buffer {
 	return b
 }
 
-func (k *kt) run(key, src string, kinds []BindKind, grid [3]uint32, bufs ...*Buffer) {
+func (k *kt) run(key, src string, kinds []gpu.BindKind, grid [3]uint32, bufs ...*gpu.Buffer) {
 	k.t.Helper()
 	p, err := k.d.Pipeline(key, src, kinds)
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	binds := make([]Binding, len(bufs))
+	binds := make([]gpu.Binding, len(bufs))
 	for i, b := range bufs {
-		binds[i] = Whole(b)
+		binds[i] = gpu.Whole(b)
 	}
 	g, err := k.d.BindGroup(p, key, binds...)
 	if err != nil {
 		k.t.Fatal(err)
 	}
 	defer g.Release()
-	if err := k.d.Run(nil, []Dispatch{{P: p, G: g, X: grid[0], Y: grid[1], Z: grid[2]}}, nil); err != nil {
+	if err := k.d.Run(nil, []gpu.Dispatch{{P: p, G: g, X: grid[0], Y: grid[1], Z: grid[2]}}, nil); err != nil {
 		k.t.Fatal(err)
 	}
 }
 
-func (k *kt) read(b *Buffer, n int) []float32 {
+func (k *kt) read(b *gpu.Buffer, n int) []float32 {
 	k.t.Helper()
 	raw, err := k.d.ReadBuffer(b, uint64(4*n))
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	return BytesF32(raw)
+	return gpu.BytesF32(raw)
 }
 
 func randVec(r *rand.Rand, n int, scale float32) []float32 {
@@ -217,7 +218,7 @@ func TestKernelEmbed(t *testing.T) {
 			}
 			out := k.zeros(len(toks) * hidden)
 			k.run("embed/"+dc.String(), src, kindsEmbed, [3]uint32{(hidden/4 + 63) / 64, uint32(len(toks)), 1},
-				k.uniform(shaders.EmbedParams{Hidden: hidden, SOff: soff, Scale: 1.5}), k.step(0, len(toks), 0, 1), k.storage(U32Bytes(toks)), k.storage(data), out)
+				k.uniform(shaders.EmbedParams{Hidden: hidden, SOff: soff, Scale: 1.5}), k.step(0, len(toks), 0, 1), k.storage(gpu.U32Bytes(toks)), k.storage(data), out)
 			closeTo(t, "embed", k.read(out, len(want)), want, 0)
 		})
 	}
@@ -539,7 +540,7 @@ func TestKernelArgmax(t *testing.T) {
 				rows[3] = 50     // a larger value in the first row must not
 				per, parts := argmaxSpans(n)
 				picks, toks, ids := k.zeros(2*parts), k.zeros(4), k.zeros(4)
-				st := k.storage(U32Bytes([]uint32{0, 2, 0, 2, 1, 0, 0, 0}))
+				st := k.storage(gpu.U32Bytes([]uint32{0, 2, 0, 2, 1, 0, 0, 0}))
 				src, _ := shaders.Source(shaders.ArgmaxPart)
 				k.run("argmax_part", src, kindsArgmaxPart, [3]uint32{uint32(parts), 1, 1}, k.uniform(shaders.ArgmaxPartParams{N: u32(n), Per: u32(per)}), st, k.f32(rows), picks)
 				src, _ = shaders.Source(shaders.Argmax)
@@ -583,7 +584,7 @@ func TestEncodeOddF16(t *testing.T) {
 	if c != tensor.F32 || rows != 3 || cols != 12 || len(data) != 4*36 {
 		t.Fatalf("codec %s rows %d cols %d bytes %d", c, rows, cols, len(data))
 	}
-	if v := BytesF32(data); v[35] != 27.5 {
+	if v := gpu.BytesF32(data); v[35] != 27.5 {
 		t.Fatalf("v[35] = %v", v[35])
 	}
 	if got := deviceBytes(tensor.F16, 3, 12); got != 4*36 {

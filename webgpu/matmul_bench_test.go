@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -67,8 +68,8 @@ func BenchmarkMatmulKernel(b *testing.B) {
 					}
 					ub, _ := d.NewUniform("p", shaders.Pack(shaders.MatmulParams{Rows: u32(rows), Cols: u32(cols), SOff: uint32(qbytes / 4), Alpha: 1, OutStride: u32(rows)}))
 					sb, _ := d.NewStorage("s", 32)
-					d.Write(sb, 0, U32Bytes([]uint32{0, uint32(n), 0, 1, 0, 0, 0, 0}))
-					g, err := d.BindGroup(p, key, Whole(ub), Whole(sb), Whole(wb), Whole(xb), Whole(ob), Whole(zb))
+					d.Write(sb, 0, gpu.U32Bytes([]uint32{0, uint32(n), 0, 1, 0, 0, 0, 0}))
+					g, err := d.BindGroup(p, key, gpu.Whole(ub), gpu.Whole(sb), gpu.Whole(wb), gpu.Whole(xb), gpu.Whole(ob), gpu.Whole(zb))
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -77,9 +78,9 @@ func BenchmarkMatmulKernel(b *testing.B) {
 					if tb > 1 {
 						reps = 5
 					}
-					ds := make([]Dispatch, reps)
+					ds := make([]gpu.Dispatch, reps)
 					for i := range ds {
-						ds[i] = Dispatch{P: p, G: g, X: gx, Y: gy, Z: uint32((n + tb - 1) / tb)}
+						ds[i] = gpu.Dispatch{P: p, G: g, X: gx, Y: gy, Z: uint32((n + tb - 1) / tb)}
 					}
 					b.SetBytes(int64(len(data)) * int64(reps))
 					us := usPerDispatch(b, d, sb, ds, 1)
@@ -103,7 +104,7 @@ func BenchmarkDispatchFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	sb, _ := d.NewStorage("s", 64)
-	g, err := d.BindGroup(p, "advance", Whole(sb))
+	g, err := d.BindGroup(p, "advance", gpu.Whole(sb))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func BenchmarkDispatchFloor(b *testing.B) {
 	var gs []*wgpu.BindGroup
 	for i := 0; i < n; i++ {
 		ib, _ := d.NewStorage("s", 64)
-		gi, err := d.BindGroup(p, fmt.Sprint("advance", i), Whole(ib))
+		gi, err := d.BindGroup(p, fmt.Sprint("advance", i), gpu.Whole(ib))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -121,9 +122,9 @@ func BenchmarkDispatchFloor(b *testing.B) {
 	}
 	for _, reps := range []int{1, 50, n, -n} {
 		b.Run(fmt.Sprint(reps), func(b *testing.B) {
-			ds := make([]Dispatch, max(reps, -reps))
+			ds := make([]gpu.Dispatch, max(reps, -reps))
 			for i := range ds {
-				ds[i] = Dispatch{P: p, G: g, X: 1, Y: 1, Z: 1}
+				ds[i] = gpu.Dispatch{P: p, G: g, X: 1, Y: 1, Z: 1}
 				if reps < 0 {
 					ds[i].G = gs[i]
 				}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
 )
 
@@ -101,7 +102,7 @@ func TestKernelMatvecStaged(t *testing.T) {
 								gx, gy := matmulGrid(rows, sh.RowsPerWorkgroup())
 								u := k.uniform(shaders.MatmulParams{Rows: u32(rows), Cols: u32(cols), SOff: soff, Mode: u32(mode), Alpha: alpha, Softcap: capv,
 									HasBias: shaders.Flag(hasBias), OutStride: u32(stride), OutOff: u32(off), Act: u32(act | norm&2), Eps: float32(eps)})
-								bufs := []*Buffer{u, k.step(0, n, 0, 1), wb, k.f32(x), out, k.f32(bias)}
+								bufs := []*gpu.Buffer{u, k.step(0, n, 0, 1), wb, k.f32(x), out, k.f32(bias)}
 								kinds := kindsMatmul
 								if norm&1 != 0 {
 									bufs, kinds = append(bufs, k.f32(nw)), kindsMatmulNorm

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cogentcore/webgpu/wgpu"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -43,7 +44,7 @@ func BenchmarkMatvecVariants(b *testing.B) {
 			soff = uint32(rows * cols / 8)
 		}
 		n := min(nbuf, max(4, (200<<20)/wbytes))
-		var wbs []*Buffer
+		var wbs []*gpu.Buffer
 		for i := 0; i < n; i++ {
 			wb, err := d.NewStorage("w", uint64(wbytes))
 			if err != nil {
@@ -58,13 +59,13 @@ func BenchmarkMatvecVariants(b *testing.B) {
 		}
 		d.Flush()
 		xb, _ := d.NewStorage("x", uint64(4*cols))
-		d.Write(xb, 0, F32Bytes(randVec(r, cols, 1)))
+		d.Write(xb, 0, gpu.F32Bytes(randVec(r, cols, 1)))
 		nwb, _ := d.NewStorage("nw", uint64(4*cols))
-		d.Write(nwb, 0, F32Bytes(randVec(r, cols, 1)))
+		d.Write(nwb, 0, gpu.F32Bytes(randVec(r, cols, 1)))
 		ob, _ := d.NewStorage("o", uint64(4*rows))
 		zb, _ := d.NewStorage("z", uint64(4*rows))
 		sb, _ := d.NewStorage("s", 32)
-		d.Write(sb, 0, U32Bytes([]uint32{0, 1, 0, 1, 0, 0, 0, 0}))
+		d.Write(sb, 0, gpu.U32Bytes([]uint32{0, 1, 0, 1, 0, 0, 0, 0}))
 		type variant struct {
 			name   string
 			norm   bool
@@ -123,19 +124,19 @@ func BenchmarkMatvecVariants(b *testing.B) {
 					b.Fatal(err)
 				}
 				gx, gy := matmulGrid(rows, rpw)
-				var ds []Dispatch
+				var ds []gpu.Dispatch
 				var gs []*wgpu.BindGroup
 				for _, wb := range wbs {
-					binds := []Binding{Whole(ub), Whole(sb), Whole(wb), Whole(xb), Whole(ob), Whole(zb)}
+					binds := []gpu.Binding{gpu.Whole(ub), gpu.Whole(sb), gpu.Whole(wb), gpu.Whole(xb), gpu.Whole(ob), gpu.Whole(zb)}
 					if v.norm {
-						binds = append(binds, Whole(nwb))
+						binds = append(binds, gpu.Whole(nwb))
 					}
 					g, err := d.BindGroup(p, key, binds...)
 					if err != nil {
 						b.Fatal(err)
 					}
 					gs = append(gs, g)
-					ds = append(ds, Dispatch{P: p, G: g, X: gx, Y: gy, Z: 1})
+					ds = append(ds, gpu.Dispatch{P: p, G: g, X: gx, Y: gy, Z: 1})
 				}
 				us := usPerDispatch(b, d, sb, repeat(ds, 10), 1)
 				b.ReportMetric(us, "us/matvec")
@@ -150,8 +151,8 @@ func BenchmarkMatvecVariants(b *testing.B) {
 
 // repeat is ds n times over: chains long enough that the GPU time dwarfs
 // the noise of the submit and readback they are timed against.
-func repeat(ds []Dispatch, n int) []Dispatch {
-	var out []Dispatch
+func repeat(ds []gpu.Dispatch, n int) []gpu.Dispatch {
+	var out []gpu.Dispatch
 	for range n {
 		out = append(out, ds...)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/model"
 )
 
@@ -56,7 +57,7 @@ func SessionBytes(a *model.Arch, maxLen int, opts Options) backend.Memory {
 		chunk = min(chunk, moeChunk)
 	}
 	widest := max(a.Hidden, maxQKV, maxAtt, 2*maxFFN)
-	chunk = max(1, min(chunk, maxBinding/(4*widest)))
+	chunk = max(1, min(chunk, gpu.MaxBinding/(4*widest)))
 	ropes := map[string]bool{}
 	for i := range a.Layers {
 		l := &a.Layers[i]

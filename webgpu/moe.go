@@ -3,6 +3,7 @@ package webgpu
 import (
 	"fmt"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
@@ -14,14 +15,14 @@ import (
 // the stacked banks.
 type dmoe struct {
 	spec    *model.MoE
-	router  *dweight // [E, hidden]
-	selBias *Buffer  // [E] or nil
-	gu      *dweight // [E*2I, hidden]: per expert its gate rows, then its up rows
-	down    *dweight // [E*hidden, I]
-	rBias   *Buffer  // [E] router bias, or nil
-	guBias  *Buffer  // per expert [gate bias; up bias] ([E, 2I]), or nil
-	dBias   *Buffer  // [E, hidden], or nil
-	shGU    *dweight // shared expert [gate; up] or nil
+	router  *dweight    // [E, hidden]
+	selBias *gpu.Buffer // [E] or nil
+	gu      *dweight    // [E*2I, hidden]: per expert its gate rows, then its up rows
+	down    *dweight    // [E*hidden, I]
+	rBias   *gpu.Buffer // [E] router bias, or nil
+	guBias  *gpu.Buffer // per expert [gate bias; up bias] ([E, 2I]), or nil
+	dBias   *gpu.Buffer // [E, hidden], or nil
+	shGU    *dweight    // shared expert [gate; up] or nil
 	shDown  *dweight
 	shGate  *dweight // [1, hidden] or nil
 }
@@ -242,7 +243,7 @@ func (dm *dmoe) release() {
 
 // expertPipe is the routed-expert matvec for codec c; it also builds the
 // prefill variant (expertGemmPipe) so that New reports either's problem.
-func (b *Backend) expertPipe(c tensor.Codec) (*Pipeline, error) {
+func (b *Backend) expertPipe(c tensor.Codec) (*gpu.Pipeline, error) {
 	src, err := shaders.ExpertMatmul(c)
 	if err != nil {
 		return nil, err
@@ -259,7 +260,7 @@ func (b *Backend) expertPipe(c tensor.Codec) (*Pipeline, error) {
 
 // expertGemmPipe is the prefill expert kernel: picks grouped by expert,
 // Tuning.GemmTB tokens per workgroup.
-func (b *Backend) expertGemmPipe(c tensor.Codec) (*Pipeline, error) {
+func (b *Backend) expertGemmPipe(c tensor.Codec) (*gpu.Pipeline, error) {
 	tb := b.tune.GemmTB
 	src, err := shaders.ExpertGemm(c, tb)
 	if err != nil {
@@ -268,7 +269,7 @@ func (b *Backend) expertGemmPipe(c tensor.Codec) (*Pipeline, error) {
 	return b.dev.Pipeline(fmt.Sprintf("moe_gemm/%s/tb%d", c, tb), src, kinds(shaders.KExperts))
 }
 
-func (b *Backend) hybridPipe(name string) (*Pipeline, error) {
+func (b *Backend) hybridPipe(name string) (*gpu.Pipeline, error) {
 	src, err := shaders.Hybrid(name)
 	if err != nil {
 		return nil, err
@@ -278,7 +279,7 @@ func (b *Backend) hybridPipe(name string) (*Pipeline, error) {
 
 // moeScratch are a session's MoE activations, shared by every MoE layer.
 type moeScratch struct {
-	logits, sel, wts, act, y, shy, shg *Buffer
+	logits, sel, wts, act, y, shy, shg *gpu.Buffer
 }
 
 func (s *Session) moeBuffers() (*moeScratch, error) {
@@ -295,7 +296,7 @@ func (s *Session) moeBuffers() (*moeScratch, error) {
 	c := s.chunk
 	ms := &moeScratch{}
 	for _, sp := range []struct {
-		dst  **Buffer
+		dst  **gpu.Buffer
 		name string
 		n    int
 	}{
@@ -317,7 +318,7 @@ func (s *Session) moeBuffers() (*moeScratch, error) {
 // weights), the experts' gate/up and down, the shared expert, and the
 // weighted sum added into x times the residual scale (or, with a post-FFN
 // norm, written to tmp, normalized and then added).
-func (g *graph) moeFFN(i int, dl *dlayer, in *Buffer) error {
+func (g *graph) moeFFN(i int, dl *dlayer, in *gpu.Buffer) error {
 	s, b, a := g.s, g.b, g.a
 	dm := dl.moe
 	sp := dm.spec
@@ -327,7 +328,7 @@ func (g *graph) moeFFN(i int, dl *dlayer, in *Buffer) error {
 	if err != nil {
 		return err
 	}
-	W := Whole
+	W := gpu.Whole
 	stepB := W(s.step)
 	if _, err := g.matmul(lbl("router"), matmul{W: dm.router, X: in, Out: ms.logits, Bias: dm.rBias, OutStride: E}); err != nil {
 		return err
@@ -347,7 +348,7 @@ func (g *graph) moeFFN(i int, dl *dlayer, in *Buffer) error {
 	case model.ActSwiGLUOAI:
 		act = 2
 	}
-	expert := func(label string, w *dweight, rows int, gu bool, x, out *Buffer, bias *Buffer) error {
+	expert := func(label string, w *dweight, rows int, gu bool, x, out *gpu.Buffer, bias *gpu.Buffer) error {
 		p, err := b.expertPipe(w.codec)
 		if err != nil {
 			return err

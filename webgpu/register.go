@@ -16,7 +16,7 @@ func init() { backend.Register("webgpu", open) }
 
 // OnOpen, when set (tests), sees each device open opens, before the
 // weights are uploaded: fault injection.
-var OnOpen func(*Device)
+var OnOpen func(*gpu.Device)
 
 // open is the registered backend.Opener: it opens the platform's adapter,
 // declines a software one unless the options allow it (the scheduler's
@@ -69,5 +69,5 @@ func (e softwareError) Error() string {
 }
 
 func (e softwareError) Is(target error) bool {
-	return target == backend.ErrSoftware || target == ErrNoAdapter
+	return target == backend.ErrSoftware || target == gpu.ErrNoAdapter
 }

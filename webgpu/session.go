@@ -9,6 +9,7 @@ import (
 
 	"github.com/cogentcore/webgpu/wgpu"
 	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/tensor"
 )
 
@@ -23,8 +24,8 @@ const (
 
 // op is one prebuilt kernel launch: pipelines, bind group and grid rule.
 type op struct {
-	mv, mm  *Pipeline // mm (token-blocked) is used when more than one row
-	mmTB    int       // tokens per workgroup of mm (Tuning.GemmTB)
+	mv, mm  *gpu.Pipeline // mm (token-blocked) is used when more than one row
+	mmTB    int           // tokens per workgroup of mm (Tuning.GemmTB)
 	g       *wgpu.BindGroup
 	rows    rowsOf
 	x, y    uint32 // workgroups per row (x, y)
@@ -42,7 +43,7 @@ type op struct {
 	// tiled is the attention for steps of tiledMinTokens or more
 	// (shaders.AttnPrefill; o's bind group and uniform), nil where the
 	// head dimension does not suit it.
-	tiled *Pipeline
+	tiled *gpu.Pipeline
 
 	gm          *wgpu.BindGroup // the prefill pipelines' bind group, when it differs from g
 	gemm        gemmKernel      // matmuls: the tiled GEMM for steps of gemmMinTokens or more (see prepareGemm)
@@ -53,7 +54,7 @@ type op struct {
 	label       string
 }
 
-func (o *op) dispatch(ntok, headRows int) Dispatch {
+func (o *op) dispatch(ntok, headRows int) gpu.Dispatch {
 	n := ntok
 	switch o.rows {
 	case rowsHead:
@@ -66,7 +67,7 @@ func (o *op) dispatch(ntok, headRows int) Dispatch {
 	if n > 1 && o.mm != nil {
 		p, tb = o.mm, o.mmTB
 	}
-	d := Dispatch{P: p, G: o.g, X: o.x, Y: o.y, Z: 1, Label: o.label}
+	d := gpu.Dispatch{P: p, G: o.g, X: o.x, Y: o.y, Z: 1, Label: o.label}
 	if p == o.mm && o.gm != nil {
 		d.G = o.gm
 	}
@@ -96,26 +97,26 @@ type Session struct {
 	pos       int
 	broken    error
 
-	bufs   []*Buffer
+	bufs   []*gpu.Buffer
 	groups []*wgpu.BindGroup
 	resid  int64
-	params *Buffer
+	params *gpu.Buffer
 	pData  []byte
 	slot   uint64
 
 	splitLen, maxSplits          int
 	decSplitLen, decSplits       int // the same for one-token steps
-	part                         *Buffer
-	step, tokens, ids            *Buffer
-	picks                        *Buffer // argmax_part's per-span picks
-	x, h, qkv, att, tmp, gu, act *Buffer
-	logits, stLogits, stX        *Buffer
-	stIDs                        []*Buffer      // one per greedy batch in flight
+	part                         *gpu.Buffer
+	step, tokens, ids            *gpu.Buffer
+	picks                        *gpu.Buffer // argmax_part's per-span picks
+	x, h, qkv, att, tmp, gu, act *gpu.Buffer
+	logits, stLogits, stX        *gpu.Buffer
+	stIDs                        []*gpu.Buffer  // one per greedy batch in flight
 	inflight                     []*GreedyBatch // submitted, not collected, oldest first
 	nextSlot                     int
 	greedyTail                   bool // tokens[0] on the device holds the last greedy pick
 	gemmReady                    bool // prepareGemm ran
-	kc, vc                       []*Buffer
+	kc, vc                       []*gpu.Buffer
 	kvLen                        []int // per layer: rows of a sliding-window layer's KV ring; 0 = maxLen rows, one per position
 	embed                        *op
 	layerOps                     [][]*op // per layer; nil on layers off the device
@@ -176,7 +177,7 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 	}
 	// Every chunk-sized activation buffer must fit one storage binding
 	// (128 MiB in browsers by default): the widest is gate/up's.
-	limit := uint64(maxBinding)
+	limit := uint64(gpu.MaxBinding)
 	if l := b.dev.Limits().MaxStorageBufferBindingSize; l > 0 {
 		limit = min(limit, l)
 	}
@@ -217,7 +218,7 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 	return s, nil
 }
 
-func (s *Session) buf(label string, size int) (*Buffer, error) {
+func (s *Session) buf(label string, size int) (*gpu.Buffer, error) {
 	buf, err := s.b.dev.NewStorage(label, uint64(size))
 	if err != nil {
 		return nil, err
@@ -241,7 +242,7 @@ func (s *Session) alloc() error {
 	c := s.chunk
 	_, picks := argmaxSpans(a.Vocab)
 	type spec struct {
-		dst  **Buffer
+		dst  **gpu.Buffer
 		name string
 		n    int
 	}
@@ -268,7 +269,7 @@ func (s *Session) alloc() error {
 	}
 	var err error
 	for _, st := range []struct {
-		dst **Buffer
+		dst **gpu.Buffer
 		n   int
 	}{{&s.stLogits, s.headChunk * a.Vocab}, {&s.stX, c * a.Hidden}} {
 		if *st.dst, err = s.b.dev.NewStaging("staging", uint64(4*st.n)); err != nil {
@@ -284,8 +285,8 @@ func (s *Session) alloc() error {
 		s.bufs = append(s.bufs, st)
 		s.stIDs = append(s.stIDs, st)
 	}
-	s.kc = make([]*Buffer, len(a.Layers))
-	s.vc = make([]*Buffer, len(a.Layers))
+	s.kc = make([]*gpu.Buffer, len(a.Layers))
+	s.vc = make([]*gpu.Buffer, len(a.Layers))
 	s.kvLen = make([]int, len(a.Layers))
 	for i, dl := range s.b.layers {
 		if dl == nil {
@@ -308,7 +309,7 @@ func (s *Session) alloc() error {
 		if dl.sinks != nil {
 			pad := make([]float32, sinkPad)
 			copy(pad, dl.sinks)
-			if err := s.b.dev.Write(s.kc[i], uint64(rows*dl.kvw*s.b.kvElem()), F32Bytes(pad)); err != nil {
+			if err := s.b.dev.Write(s.kc[i], uint64(rows*dl.kvw*s.b.kvElem()), gpu.F32Bytes(pad)); err != nil {
 				return err
 			}
 		}
@@ -358,7 +359,7 @@ func (s *Session) ringed() bool {
 
 // encodeLayers appends the dispatches of layers [from, to) for n rows;
 // posEnd bounds the positions attended to (it picks split-K attention).
-func (s *Session) encodeLayers(ds []Dispatch, from, to, n, headRows, posEnd int) []Dispatch {
+func (s *Session) encodeLayers(ds []gpu.Dispatch, from, to, n, headRows, posEnd int) []gpu.Dispatch {
 	for i := from; i < to; i++ {
 		for _, o := range s.layerOps[i] {
 			if o.prefillOnly && n == 1 {
@@ -373,18 +374,18 @@ func (s *Session) encodeLayers(ds []Dispatch, from, to, n, headRows, posEnd int)
 			// parts past a step's span are empty).
 			if o.splitDec != nil && n == 1 {
 				if z := min((span+s.decSplitLen-1)/s.decSplitLen, s.decSplits); z >= 2 {
-					ds = append(ds, Dispatch{P: o.splitDec.mv, G: o.splitDec.g, X: o.splitDec.x, Y: 1, Z: uint32(z), Label: o.splitDec.label},
+					ds = append(ds, gpu.Dispatch{P: o.splitDec.mv, G: o.splitDec.g, X: o.splitDec.x, Y: 1, Z: uint32(z), Label: o.splitDec.label},
 						o.combineDec.dispatch(n, headRows))
 					continue
 				}
 			}
 			if o.tiled != nil && n >= tiledMinTokens {
-				ds = append(ds, Dispatch{P: o.tiled, G: o.g, X: o.x, Y: uint32((n + s.b.tune.AttnBlock - 1) / s.b.tune.AttnBlock), Z: 1, Label: o.label + " tiled"})
+				ds = append(ds, gpu.Dispatch{P: o.tiled, G: o.g, X: o.x, Y: uint32((n + s.b.tune.AttnBlock - 1) / s.b.tune.AttnBlock), Z: 1, Label: o.label + " tiled"})
 				continue
 			}
 			if o.split != nil {
 				if z := (span + s.splitLen - 1) / s.splitLen; z >= 2 {
-					ds = append(ds, Dispatch{P: o.split.mv, G: o.split.g, X: o.split.x, Y: uint32(n), Z: uint32(min(z, s.maxSplits)), Label: o.split.label},
+					ds = append(ds, gpu.Dispatch{P: o.split.mv, G: o.split.g, X: o.split.x, Y: uint32(n), Z: uint32(min(z, s.maxSplits)), Label: o.split.label},
 						o.combine.dispatch(n, headRows))
 					continue
 				}
@@ -450,7 +451,7 @@ func (s *Session) Close() error {
 
 func (s *Session) writeStep(pos0, n, headRow0, headRows int) error {
 	v := []uint32{uint32(pos0), uint32(n), uint32(headRow0), uint32(headRows), 0, 0, 0, 0}
-	return s.b.dev.Write(s.step, 0, U32Bytes(v))
+	return s.b.dev.Write(s.step, 0, gpu.U32Bytes(v))
 }
 
 func (s *Session) fail(err error) error {
@@ -572,11 +573,11 @@ func (s *Session) forwardChunk(tokens []int, all, last, picks bool) ([]float32, 
 	for i, t := range tokens {
 		ids[i] = uint32(t)
 	}
-	if err := s.b.dev.Write(s.tokens, 0, U32Bytes(ids)); err != nil {
+	if err := s.b.dev.Write(s.tokens, 0, gpu.U32Bytes(ids)); err != nil {
 		return nil, nil, err
 	}
 	var submits int64
-	ds := []Dispatch{s.embed.dispatch(n, headRows)}
+	ds := []gpu.Dispatch{s.embed.dispatch(n, headRows)}
 	ds = s.encodeLayers(ds, 0, len(a.Layers), n, headRows, s.pos+n)
 	var logits []float32
 	var picked []int
@@ -588,7 +589,7 @@ func (s *Session) forwardChunk(tokens []int, all, last, picks bool) ([]float32, 
 		part.Y, pick.Y = uint32(headRows), uint32(headRows)
 		ds = append(ds, part, pick)
 		st := s.stIDs[s.nextSlot]
-		if err := d.Run(nil, ds, []Copy{{Src: s.ids, Dst: st, Size: uint64(4 * headRows)}}); err != nil {
+		if err := d.Run(nil, ds, []gpu.Copy{{Src: s.ids, Dst: st, Size: uint64(4 * headRows)}}); err != nil {
 			return nil, nil, err
 		}
 		submits++
@@ -612,7 +613,7 @@ func (s *Session) forwardChunk(tokens []int, all, last, picks bool) ([]float32, 
 		}
 		bytes := uint64(4 * headRows * a.Vocab)
 		t0 := time.Now()
-		if err := d.Run(nil, ds, []Copy{{Src: s.logits, Dst: s.stLogits, Size: bytes}}); err != nil {
+		if err := d.Run(nil, ds, []gpu.Copy{{Src: s.logits, Dst: s.stLogits, Size: bytes}}); err != nil {
 			return nil, nil, err
 		}
 		t1 := time.Now()
@@ -695,11 +696,11 @@ func (s *Session) SubmitGreedy(first, k int) (backend.Pending, error) {
 		return nil, s.fail(err)
 	}
 	if first >= 0 {
-		if err := s.b.dev.Write(s.tokens, 0, U32Bytes([]uint32{uint32(first)})); err != nil {
+		if err := s.b.dev.Write(s.tokens, 0, gpu.U32Bytes([]uint32{uint32(first)})); err != nil {
 			return nil, s.fail(err)
 		}
 	}
-	var ds []Dispatch
+	var ds []gpu.Dispatch
 	for range k {
 		ds = append(ds, s.embed.dispatch(1, 1))
 		ds = s.encodeLayers(ds, 0, len(s.layerOps), 1, 1, s.pos+k)
@@ -710,7 +711,7 @@ func (s *Session) SubmitGreedy(first, k int) (backend.Pending, error) {
 	}
 	g := &GreedyBatch{k: k, slot: s.nextSlot}
 	s.nextSlot = (s.nextSlot + 1) % len(s.stIDs)
-	if err := b.dev.Run(nil, ds, []Copy{{Src: s.ids, Dst: s.stIDs[g.slot], Size: uint64(4 * k)}}); err != nil {
+	if err := b.dev.Run(nil, ds, []gpu.Copy{{Src: s.ids, Dst: s.stIDs[g.slot], Size: uint64(4 * k)}}); err != nil {
 		return nil, s.fail(err)
 	}
 	s.inflight = append(s.inflight, g)
@@ -816,19 +817,19 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 		if err := s.writeStep(pos0+r0, m, m-1, 1); err != nil {
 			return s.fail(err)
 		}
-		if err := s.b.dev.Write(s.x, 0, F32Bytes(part)); err != nil {
+		if err := s.b.dev.Write(s.x, 0, gpu.F32Bytes(part)); err != nil {
 			return s.fail(err)
 		}
 		ds := s.encodeLayers(nil, from, to, m, 1, pos0+r0+m)
 		bytes := uint64(4 * len(part))
-		if err := d.Run(nil, ds, []Copy{{Src: s.x, Dst: s.stX, Size: bytes}}); err != nil {
+		if err := d.Run(nil, ds, []gpu.Copy{{Src: s.x, Dst: s.stX, Size: bytes}}); err != nil {
 			return s.fail(err)
 		}
 		raw, err := d.Read(s.stX, bytes)
 		if err != nil {
 			return s.fail(err)
 		}
-		copy(part, BytesF32(raw))
+		copy(part, gpu.BytesF32(raw))
 		s.b.count(1, 0, 0)
 	}
 	return nil

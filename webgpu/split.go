@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/gpu"
 )
 
 // A session of a backend holding only some layers (Options.VRAMBudget,
@@ -76,13 +77,13 @@ func (s *Session) EmbedLayers(tokens []int, to int) ([]float32, error) {
 	for i, t := range tokens {
 		ids[i] = uint32(t)
 	}
-	if err := d.Write(s.tokens, 0, U32Bytes(ids)); err != nil {
+	if err := d.Write(s.tokens, 0, gpu.U32Bytes(ids)); err != nil {
 		return nil, s.fail(err)
 	}
-	ds := []Dispatch{s.embed.dispatch(n, 1)}
+	ds := []gpu.Dispatch{s.embed.dispatch(n, 1)}
 	ds = s.encodeLayers(ds, 0, to, n, 1, s.pos+n)
 	bytes := uint64(4 * n * a.Hidden)
-	if err := d.Run(nil, ds, []Copy{{Src: s.x, Dst: s.stX, Size: bytes}}); err != nil {
+	if err := d.Run(nil, ds, []gpu.Copy{{Src: s.x, Dst: s.stX, Size: bytes}}); err != nil {
 		return nil, s.fail(err)
 	}
 	raw, err := d.Read(s.stX, bytes)
@@ -90,7 +91,7 @@ func (s *Session) EmbedLayers(tokens []int, to int) ([]float32, error) {
 		return nil, s.fail(err)
 	}
 	s.b.count(1, 0, 0)
-	return append([]float32(nil), BytesF32(raw)...), nil
+	return append([]float32(nil), gpu.BytesF32(raw)...), nil
 }
 
 // LayersHead ends a split step begun by EmbedLayers: layers [from, L) over
@@ -113,7 +114,7 @@ func (s *Session) LayersHead(x []float32, from int, all bool) ([]float32, error)
 	if err := s.writeStep(s.pos, n, headRow0, headRows); err != nil {
 		return nil, s.fail(err)
 	}
-	if err := d.Write(s.x, 0, F32Bytes(x)); err != nil {
+	if err := d.Write(s.x, 0, gpu.F32Bytes(x)); err != nil {
 		return nil, s.fail(err)
 	}
 	ds := s.encodeLayers(nil, from, len(s.layerOps), n, headRows, s.pos+n)
@@ -121,7 +122,7 @@ func (s *Session) LayersHead(x []float32, from int, all bool) ([]float32, error)
 		ds = append(ds, o.dispatch(n, headRows))
 	}
 	bytes := uint64(4 * headRows * a.Vocab)
-	if err := d.Run(nil, ds, []Copy{{Src: s.logits, Dst: s.stLogits, Size: bytes}}); err != nil {
+	if err := d.Run(nil, ds, []gpu.Copy{{Src: s.logits, Dst: s.stLogits, Size: bytes}}); err != nil {
 		return nil, s.fail(err)
 	}
 	logits, err := d.ReadF32(s.stLogits, headRows*a.Vocab)

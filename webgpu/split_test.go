@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/model"
 )
 
@@ -20,7 +21,7 @@ type splitRun struct {
 	runs int
 }
 
-func newSplitRun(t *testing.T, d *Device, name string, dev *Session) *splitRun {
+func newSplitRun(t *testing.T, d *gpu.Device, name string, dev *Session) *splitRun {
 	m, _ := loadFixture(t, name)
 	hb, err := New(m, Options{Device: d, Chunk: 8})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/tensor"
 )
 
@@ -13,7 +14,7 @@ import (
 // DeltaNet, the recurrent matrices ([vh, dk, dv]). Their layouts are
 // backend.State's, so an import is a plain upload.
 type mixerState struct {
-	conv, delta *Buffer
+	conv, delta *gpu.Buffer
 }
 
 func (s *Session) noteState(i int, st mixerState) {
@@ -66,16 +67,16 @@ func (s *Session) ImportState(st *backend.State) error {
 	d := s.b.dev
 	// The recurrent state goes into the slot of st.Pos; KV at offset 0.
 	var off uint64
-	write := func(buf *Buffer, data []float32) error {
+	write := func(buf *gpu.Buffer, data []float32) error {
 		if len(data) == 0 {
 			return nil
 		}
 		if buf == nil {
 			return fmt.Errorf("webgpu: %w: no device buffer for the state", ErrUnsupported)
 		}
-		return d.Write(buf, off, F32Bytes(data))
+		return d.Write(buf, off, gpu.F32Bytes(data))
 	}
-	writeKV := func(buf *Buffer, data []float32) error {
+	writeKV := func(buf *gpu.Buffer, data []float32) error {
 		if !s.b.opts.KVF16 {
 			return write(buf, data)
 		}

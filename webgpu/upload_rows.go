@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
@@ -141,7 +142,7 @@ type rowWriter struct {
 	bpr        int   // 32-blocks per row (quantized device codecs)
 	qBytes     int   // quant bytes per block
 	qlen, size int64 // quant plane and buffer bytes
-	buf        *Buffer
+	buf        *gpu.Buffer
 	scratch    []byte
 }
 

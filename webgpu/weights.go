@@ -3,6 +3,7 @@ package webgpu
 import (
 	"fmt"
 
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -10,7 +11,7 @@ import (
 // dweight is a projection resident on the device.
 type dweight struct {
 	name       string
-	buf        *Buffer
+	buf        *gpu.Buffer
 	codec      tensor.Codec // the device codec (after any load-time conversion)
 	rows, cols int
 	soff       uint32 // scale plane offset (u32) for q8_0/q4_0, grid offset for the IQ codecs
@@ -108,14 +109,14 @@ func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows
 		if err := tensor.Dequantize(f, tensor.F16, raw); err != nil {
 			return nil, 0, 0, 0, 0, err
 		}
-		return F32Bytes(f), tensor.F32, rows, cols, 0, nil
+		return gpu.F32Bytes(f), tensor.F32, rows, cols, 0, nil
 	}
 	if c == tensor.BF16 {
 		f := make([]float32, rows*cols)
 		if err := tensor.Dequantize(f, c, raw); err != nil {
 			return nil, 0, 0, 0, 0, err
 		}
-		return F32Bytes(f), tensor.F32, rows, cols, 0, nil
+		return gpu.F32Bytes(f), tensor.F32, rows, cols, 0, nil
 	}
 	d := shaders.DeviceCodecOf(c)
 	if d.Pack == nil {

@@ -20,13 +20,13 @@ import (
 
 	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/engine"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/resolve"
 	"github.com/cortiq/cortiq/storage"
 	"github.com/cortiq/cortiq/storage/download"
 	"github.com/cortiq/cortiq/storage/opfs"
 	"github.com/cortiq/cortiq/tensor"
-	"github.com/cortiq/cortiq/webgpu"
 )
 
 // opfsRoot is the OPFS directory of the model cache (storage.Default) and
@@ -43,7 +43,7 @@ const (
 type state struct {
 	fsys storage.FS
 
-	dev      *webgpu.Device // the image pipeline's, opened once per worker
+	dev      *gpu.Device // the image pipeline's, opened once per worker
 	devErr   error
 	devTried bool
 
@@ -103,10 +103,10 @@ func (s *state) opfs() (storage.FS, error) {
 
 // device opens the WebGPU device for an image pipeline once; later loads
 // reuse it (or its error).
-func (s *state) device() (*webgpu.Device, error) {
+func (s *state) device() (*gpu.Device, error) {
 	if !s.devTried {
 		s.devTried = true
-		s.dev, s.devErr = webgpu.Open()
+		s.dev, s.devErr = gpu.Open(gpu.Options{})
 	}
 	return s.dev, s.devErr
 }

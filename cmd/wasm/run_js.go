@@ -13,8 +13,8 @@ import (
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/chat"
 	"github.com/cortiq/cortiq/engine"
+	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/sample"
-	"github.com/cortiq/cortiq/webgpu"
 )
 
 // pagePrefixCache is the memory (a kept device session counts what it
@@ -117,7 +117,7 @@ func (s *state) logits(ctx context.Context, r request) (js.Value, error) {
 }
 
 func float32Array(v []float32) js.Value {
-	b := webgpu.F32Bytes(v)
+	b := gpu.F32Bytes(v)
 	u8 := js.Global().Get("Uint8Array").New(len(b))
 	js.CopyBytesToJS(u8, b)
 	return js.Global().Get("Float32Array").New(u8.Get("buffer"))
@@ -135,7 +135,7 @@ func (s *state) stats() any {
 	}
 	if ai, err, ok := adapter(); ok {
 		if err != nil {
-			out["deviceError"] = fmt.Errorf("%w: %v", webgpu.ErrNoAdapter, err).Error()
+			out["deviceError"] = fmt.Errorf("%w: %v", gpu.ErrNoAdapter, err).Error()
 		} else {
 			out["adapter"] = ai
 		}
