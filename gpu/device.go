@@ -612,3 +612,16 @@ func matchesAny(label string, subs []string) bool {
 	}
 	return false
 }
+
+// Kinds converts binding kinds written in another package's type with
+// BindKind's order (shaders.Bind, the kernel table's) to BindKinds.
+func Kinds[T ~uint8](bs []T) []BindKind {
+	out := make([]BindKind, len(bs))
+	for i, b := range bs {
+		if BindKind(b) > ReadWrite {
+			panic(fmt.Sprintf("gpu: binding kind %d", b))
+		}
+		out[i] = BindKind(b)
+	}
+	return out
+}

@@ -1,31 +1,13 @@
 package device
 
 import (
-	"fmt"
-
 	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
 )
 
-// kinds is image kernel name's binding kinds, from the kernel table
-// (shaders.Lookup).
-func kinds(name string) []gpu.BindKind {
-	k := shaders.Lookup(name)
-	out := make([]gpu.BindKind, len(k.Binds))
-	for i, b := range k.Binds {
-		switch b {
-		case shaders.Uniform:
-			out[i] = gpu.Uniform
-		case shaders.ReadOnly:
-			out[i] = gpu.ReadOnly
-		case shaders.ReadWrite:
-			out[i] = gpu.ReadWrite
-		default:
-			panic(fmt.Sprintf("diffusion/device: kernel %s: binding kind %d", name, b))
-		}
-	}
-	return out
-}
+// kinds is kernel name's binding kinds, from the kernel table
+// (shaders.Lookup): the one place they are written.
+func kinds(name string) []gpu.BindKind { return gpu.Kinds(shaders.Lookup(name).Binds) }
 
 // u32 is a size, count or offset as a WGSL u32 (never negative here).
 func u32(n int) uint32 { return uint32(n) }
