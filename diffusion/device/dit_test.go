@@ -74,7 +74,7 @@ func TestDiTRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := NewVAEDecoder(d, vspec)
+	dec, err := NewVAEDecoder(d, vspec, VAEOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
