@@ -254,7 +254,26 @@ func (d *DiTRunner) Run(in *diffusion.DiTInput) ([]float32, error) {
 // input's image rows and caption rows are apart), the layers' row-wise
 // kernels over all rows at once and their attention within each input:
 // every value is computed as in Run, so each output is Run's bit for bit.
-func (d *DiTRunner) RunBatch(ins []*diffusion.DiTInput) ([][]float32, error) { return d.run(ins) }
+// A batch whose stream buffers would exceed the device's binding limit
+// (where the inputs alone do not) runs as one submission per input.
+func (d *DiTRunner) RunBatch(ins []*diffusion.DiTInput) ([][]float32, error) {
+	N := 0
+	for _, in := range ins {
+		N += in.ImgRows + in.CapRows
+	}
+	if len(ins) > 1 && uint64(4*N*max(d.s.Dim, d.s.FFN)) > bindingLimit(d.d, 0) {
+		ys := make([][]float32, len(ins))
+		for i, in := range ins {
+			y, err := d.Run(in)
+			if err != nil {
+				return nil, err
+			}
+			ys[i] = y
+		}
+		return ys, nil
+	}
+	return d.run(ins)
+}
 
 func (d *DiTRunner) run(ins []*diffusion.DiTInput) ([][]float32, error) {
 	s := d.s

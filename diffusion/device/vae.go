@@ -117,20 +117,6 @@ func (v *VAEDecoder) Close() {
 	v.bufs = nil
 }
 
-// bindingLimit is the largest activation binding: the device's storage
-// binding and buffer limits, gpu.MaxBinding, and max when set, rounded
-// down to whole words.
-func bindingLimit(d *gpu.Device, max uint64) uint64 {
-	lim := uint64(gpu.MaxBinding)
-	l := d.Limits()
-	for _, x := range []uint64{l.MaxStorageBufferBindingSize, l.MaxBufferSize, max} {
-		if x > 0 && x < lim {
-			lim = x
-		}
-	}
-	return lim &^ 3
-}
-
 // act is an HWC activation of h×w pixels and c channels stored as bands
 // of rows: band k holds rows [k·rows, min((k+1)·rows, h)).
 type act struct {
