@@ -22,6 +22,8 @@ type DiTRunner struct {
 	wts  map[*float32]*gpu.Buffer
 	qw   map[*float32]codedWeight // block matrices stored in a codec
 	bufs []*gpu.Buffer
+	// batchLimit is the most bytes of a batch's widest stream buffer.
+	batchLimit uint64
 }
 
 // codedWeight is a matrix in the device layout of a codec.
@@ -37,6 +39,10 @@ type DiTOptions struct {
 	// f16, q8_0 or q4_0 on the device (zero: f32), a quarter to an eighth
 	// of the f32 bytes; activations stay f32.
 	Codec tensor.Codec
+	// BatchBytes caps the stream buffers of a batch (RunBatch) below the
+	// device's binding limit (0: that limit); a larger batch runs one
+	// submission per input.
+	BatchBytes uint64
 }
 
 // NewDiTRunner uploads the blocks' weights.
@@ -49,7 +55,7 @@ func NewDiTRunner(d *gpu.Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRun
 	default:
 		return nil, fmt.Errorf("webgpu: dit: weights as %s (f32, f16, q8_0 or q4_0)", opts.Codec)
 	}
-	r := &DiTRunner{d: d, s: s, wts: map[*float32]*gpu.Buffer{}, qw: map[*float32]codedWeight{}}
+	r := &DiTRunner{d: d, s: s, wts: map[*float32]*gpu.Buffer{}, qw: map[*float32]codedWeight{}, batchLimit: bindingLimit(d, opts.BatchBytes)}
 	var xs [][]float32
 	for _, bs := range [][]diffusion.BlockSpec{s.NoiseRefiner, s.ContextRefiner, s.Layers} {
 		for _, b := range bs {
@@ -255,13 +261,13 @@ func (d *DiTRunner) Run(in *diffusion.DiTInput) ([]float32, error) {
 // kernels over all rows at once and their attention within each input:
 // every value is computed as in Run, so each output is Run's bit for bit.
 // A batch whose stream buffers would exceed the device's binding limit
-// (where the inputs alone do not) runs as one submission per input.
+// (or DiTOptions.BatchBytes) runs as one submission per input.
 func (d *DiTRunner) RunBatch(ins []*diffusion.DiTInput) ([][]float32, error) {
 	N := 0
 	for _, in := range ins {
 		N += in.ImgRows + in.CapRows
 	}
-	if len(ins) > 1 && uint64(4*N*max(d.s.Dim, d.s.FFN)) > bindingLimit(d.d, 0) {
+	if len(ins) > 1 && uint64(4*N*max(d.s.Dim, d.s.FFN)) > d.batchLimit {
 		ys := make([][]float32, len(ins))
 		for i, in := range ins {
 			y, err := d.Run(in)

@@ -239,11 +239,18 @@ func TestDiTRunnerBatch(t *testing.T) {
 		t.Fatalf("%d RunBatch calls for one batched forward, want 1", cb.n)
 	}
 	seq := forward(seqOnly{run})
+	// A batch over DiTOptions.BatchBytes runs as one submission per input.
+	small, err := NewDiTRunner(d, spec, DiTOptions{BatchBytes: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	split := forward(small)
 	cpu := forward(nil)
 	for i := range batch {
 		for j := range batch[i] {
-			if math.Float32bits(batch[i][j]) != math.Float32bits(seq[i][j]) {
-				t.Fatalf("caption %d (%d rows): value %d batched %g, sequential %g", i, rows[i], j, batch[i][j], seq[i][j])
+			if math.Float32bits(batch[i][j]) != math.Float32bits(seq[i][j]) || math.Float32bits(split[i][j]) != math.Float32bits(seq[i][j]) {
+				t.Fatalf("caption %d (%d rows): value %d batched %g, split %g, sequential %g", i, rows[i], j, batch[i][j], split[i][j], seq[i][j])
 			}
 		}
 		m := 0.0
