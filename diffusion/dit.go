@@ -298,28 +298,67 @@ func (d *DiT) TimestepEmbedding(t float32) []float32 {
 // t in [0, 1] (diffusers' (1000 - timestep)/1000) and caption features cap
 // [capRows, cap_feat_dim]; it returns the model output [C, H, W].
 func (d *DiT) Forward(x []float32, H, W int, t float32, cap []float32, capRows int) ([]float32, error) {
+	ys, err := d.ForwardBatch(x, H, W, t, [][]float32{cap}, []int{capRows})
+	if err != nil {
+		return nil, err
+	}
+	return ys[0], nil
+}
+
+// ForwardBatch evaluates the transformer on the same latents and timestep
+// for several captions (classifier-free guidance: the prompt's and the
+// negative prompt's), one output per caption. Each output is Forward's
+// for that caption exactly; a device implementing DiTBatchDevice runs
+// them as one batch (one submission), else they run one after the other.
+func (d *DiT) ForwardBatch(x []float32, H, W int, t float32, caps [][]float32, capRows []int) ([][]float32, error) {
 	C := d.inChannels
 	if len(x) != C*H*W {
 		return nil, fmt.Errorf("dit: latents of %d values, want %d×%d×%d", len(x), C, H, W)
 	}
-	if len(cap) != capRows*d.capFeatDim {
-		return nil, fmt.Errorf("dit: caption of %d values, want %d×%d", len(cap), capRows, d.capFeatDim)
+	if len(caps) == 0 || len(caps) != len(capRows) {
+		return nil, fmt.Errorf("dit: %d captions with %d row counts", len(caps), len(capRows))
 	}
-	if err := d.CheckSizes(H, W, capRows); err != nil {
-		return nil, fmt.Errorf("dit: %w", err)
+	ins := make([]*DiTInput, len(caps))
+	for i, cap := range caps {
+		if len(cap) != capRows[i]*d.capFeatDim {
+			return nil, fmt.Errorf("dit: caption of %d values, want %d×%d", len(cap), capRows[i], d.capFeatDim)
+		}
+		if err := d.CheckSizes(H, W, capRows[i]); err != nil {
+			return nil, fmt.Errorf("dit: %w", err)
+		}
+		ins[i] = d.Prepare(x, H, W, t, cap, capRows[i])
 	}
-	in := d.Prepare(x, H, W, t, cap, capRows)
-	var y []float32
-	var err error
-	if d.device != nil {
-		if y, err = d.device.Run(in); err != nil {
+	var ys [][]float32
+	if bd, ok := d.device.(DiTBatchDevice); ok && len(ins) > 1 {
+		var err error
+		if ys, err = bd.RunBatch(ins); err != nil {
 			return nil, err
 		}
+		if len(ys) != len(ins) {
+			return nil, fmt.Errorf("dit: the device returned %d outputs for a batch of %d", len(ys), len(ins))
+		}
 	} else {
-		y = d.Run(in)
+		for _, in := range ins {
+			if d.device == nil {
+				ys = append(ys, d.Run(in))
+				continue
+			}
+			y, err := d.device.Run(in)
+			if err != nil {
+				return nil, err
+			}
+			ys = append(ys, y)
+		}
 	}
+	for i, y := range ys {
+		ys[i] = d.unpatchify(y, H, W)
+	}
+	return ys, nil
+}
 
-	// Unpatchify.
+// unpatchify turns the final layer's rows [H/2·W/2, 4·C] into [C, H, W].
+func (d *DiT) unpatchify(y []float32, H, W int) []float32 {
+	C := d.inChannels
 	Ht, Wt := H/patch, W/patch
 	res := make([]float32, C*H*W)
 	for h := range Ht {
@@ -334,7 +373,7 @@ func (d *DiT) Forward(x []float32, H, W int, t float32, cap []float32, capRows i
 			}
 		}
 	}
-	return res, nil
+	return res
 }
 
 // DiTInput is one transformer evaluation after the embedders: what the
@@ -363,6 +402,14 @@ type DiTInput struct {
 // NImg rows, returned as [NImg, 4·in_channels].
 type DiTDevice interface {
 	Run(in *DiTInput) ([]float32, error)
+}
+
+// DiTBatchDevice is a DiTDevice that also runs several inputs of one
+// timestep (the same modulation vectors; captions and so row counts may
+// differ) as one batch, each output exactly its Run's.
+type DiTBatchDevice interface {
+	DiTDevice
+	RunBatch(ins []*DiTInput) ([][]float32, error)
 }
 
 // SetDevice makes Forward run the blocks on dev (nil: the CPU).

@@ -451,15 +451,20 @@ func (p *Pipeline) GenerateFromFeatures(o Options, pos, neg Features) (*Result, 
 			}
 		}
 		t := (1000 - ts) / 1000
-		v, err := p.DiT.Forward(lat, h, w, t, pos.Data, pos.Rows)
+		g := o.Guidance
+		cfg := g > 0 && t <= trunc
+		caps, rows := [][]float32{pos.Data}, []int{pos.Rows}
+		if cfg {
+			// The prompt's and the negative prompt's passes as one batch.
+			caps, rows = append(caps, neg.Data), append(rows, neg.Rows)
+		}
+		vs, err := p.DiT.ForwardBatch(lat, h, w, t, caps, rows)
 		if err != nil {
 			return nil, err
 		}
-		if g := o.Guidance; g > 0 && t <= trunc {
-			vn, err := p.DiT.Forward(lat, h, w, t, neg.Data, neg.Rows)
-			if err != nil {
-				return nil, err
-			}
+		v := vs[0]
+		if cfg {
+			vn := vs[1]
 			var posNorm, predNorm float64
 			for j := range v {
 				pred := v[j] + g*(v[j]-vn[j])

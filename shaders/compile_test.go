@@ -39,9 +39,9 @@ func TestCompile(t *testing.T) {
 		kinds []gpu.BindKind
 	}{
 		{shaders.Conv2D, []gpu.BindKind{U, R, R, R, R, W}},
-		{shaders.GroupNormStats, []gpu.BindKind{U, R, W}},
+		{shaders.GroupNormStats, []gpu.BindKind{U, R, W, W}},
 		{shaders.GroupNormApply, []gpu.BindKind{U, R, R, R, R, W}},
-		{shaders.Upsample2x, []gpu.BindKind{U, R, W}},
+		{shaders.CopyF32, []gpu.BindKind{U, R, W}},
 		{shaders.AttentionFull, []gpu.BindKind{U, R, R, R, W}},
 		{shaders.Linear, []gpu.BindKind{U, R, R, R, W}},
 		{shaders.RowsNorm, []gpu.BindKind{U, R, R, R, W}},

@@ -222,9 +222,9 @@ func init() {
 		{MoECombine, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, MoECombineParams{}, hybrid(MoECombine)},
 
 		{Conv2D, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, Conv2DParams{}, one(Conv2D)},
-		{GroupNormStats, []Bind{Uniform, ReadOnly, ReadWrite}, GroupNormStatsParams{}, one(GroupNormStats)},
+		{GroupNormStats, []Bind{Uniform, ReadOnly, ReadWrite, ReadWrite}, GroupNormStatsParams{}, one(GroupNormStats)},
 		{GroupNormApply, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, GroupNormApplyParams{}, one(GroupNormApply)},
-		{Upsample2x, []Bind{Uniform, ReadOnly, ReadWrite}, Upsample2xParams{}, one(Upsample2x)},
+		{CopyF32, []Bind{Uniform, ReadOnly, ReadWrite}, CopyF32Params{}, one(CopyF32)},
 		{AttentionFull, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, AttentionFullParams{}, one(AttentionFull)},
 		{Linear, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, LinearParams{}, one(Linear)},
 		{KLinearC, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, LinearParams{}, perCodec(LinearCodec)},

@@ -177,32 +177,46 @@ type MoECombineParams struct {
 	_          [6]uint32
 }
 
-// Conv2DParams is conv2d.wgsl's P.
+// Conv2DParams is conv2d.wgsl's P: rows [Y0, Y0+Rows) of an H×W output
+// whose bindings hold a band of rows (y and res from row YBase, x from
+// input row XBase).
 type Conv2DParams struct {
-	H, W uint32
-	CIn  uint32 `wgsl:"cin"`
-	COut uint32 `wgsl:"cout"`
-	K    uint32
-	Res  Flag
-	_    [2]uint32
+	H, W  uint32
+	CIn   uint32 `wgsl:"cin"`
+	COut  uint32 `wgsl:"cout"`
+	K     uint32
+	Res   Flag
+	Up    Flag // x is H/2×W/2, upsampled 2× (nearest) on the fly
+	Y0    uint32
+	Rows  uint32
+	YBase uint32 `wgsl:"ybase"`
+	XBase uint32 `wgsl:"xbase"`
+	_     uint32
 }
 
-// GroupNormStatsParams is group_norm_stats.wgsl's P.
+// GroupNormStatsParams is group_norm_stats.wgsl's P: pass Pass over the
+// band of Pixels pixels from pixel Pix0 of an image of Total pixels.
 type GroupNormStatsParams struct {
 	Pixels, C, Groups uint32
 	Eps               float32
+	Pix0              uint32
+	Total             uint32
+	Pass              uint32 `wgsl:"phase"` // 0 sums (then the mean), 1 squared deviations (then 1/σ)
+	_                 uint32
+}
+
+// CopyF32Params is copy_f32.wgsl's P: y[DOff+i] = x[SOff+i] for i < N.
+type CopyF32Params struct {
+	N    uint32
+	SOff uint32 `wgsl:"soff"`
+	DOff uint32 `wgsl:"doff"`
+	_    uint32
 }
 
 // GroupNormApplyParams is group_norm_apply.wgsl's P.
 type GroupNormApplyParams struct {
 	Pixels, C, Groups uint32
 	SiLU              Flag `wgsl:"silu"`
-}
-
-// Upsample2xParams is upsample2x.wgsl's P.
-type Upsample2xParams struct {
-	H, W, C uint32
-	_       uint32
 }
 
 // AttentionFullParams is attention_full.wgsl's P.
@@ -274,7 +288,7 @@ func (MoECombineParams) Kernel() string     { return MoECombine }
 func (Conv2DParams) Kernel() string         { return Conv2D }
 func (GroupNormStatsParams) Kernel() string { return GroupNormStats }
 func (GroupNormApplyParams) Kernel() string { return GroupNormApply }
-func (Upsample2xParams) Kernel() string     { return Upsample2x }
+func (CopyF32Params) Kernel() string        { return CopyF32 }
 func (AttentionFullParams) Kernel() string  { return AttentionFull }
 func (LinearParams) Kernel() string         { return Linear }
 func (RowsNormParams) Kernel() string       { return RowsNorm }

@@ -89,7 +89,7 @@ const (
 	Conv2D         = "conv2d"
 	GroupNormStats = "group_norm_stats"
 	GroupNormApply = "group_norm_apply"
-	Upsample2x     = "upsample2x"
+	CopyF32        = "copy_f32"
 	AttentionFull  = "attention_full"
 
 	// Transformer-block kernels of the image DiT: f32 rows.
@@ -237,7 +237,7 @@ func Source(name string) (string, error) {
 	switch name {
 	case QKVPrep, Attention:
 		return SourceKV(name, false)
-	case Combine, ActMul, Advance, Conv2D, GroupNormStats, GroupNormApply, Upsample2x, AttentionFull,
+	case Combine, ActMul, Advance, Conv2D, GroupNormStats, GroupNormApply, CopyF32, AttentionFull,
 		Linear, RowsNorm, QKRope, GatedAdd, SiLUMul:
 		return read(name), nil
 	case Argmax, ArgmaxPart:

@@ -301,7 +301,7 @@ func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where strin
 	if err != nil {
 		return fail(err)
 	}
-	dec, err := device.NewVAEDecoder(dev, vspec)
+	dec, err := device.NewVAEDecoder(dev, vspec, device.VAEOptions{})
 	if err != nil {
 		return fail(err)
 	}

@@ -84,6 +84,25 @@ func TestImagineErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.RemoveAll(filepath.Join(broken, "transformer"))
+	// variant is a copy of the model that edit breaks.
+	variant := func(name string, edit func(m string)) string {
+		m := filepath.Join(dir, name)
+		if err := diffusion.WriteSynthetic(m, diffusion.TinySynth()); err != nil {
+			t.Fatal(err)
+		}
+		edit(m)
+		return m
+	}
+	missing := map[string]string{}
+	for _, c := range []string{"vae", "text_encoder", "tokenizer", "scheduler"} {
+		missing[c] = variant("no-"+c, func(m string) { os.RemoveAll(filepath.Join(m, c)) })
+	}
+	noWeights := variant("no-weights", func(m string) { os.Remove(filepath.Join(m, "vae", "diffusion_pytorch_model.safetensors")) })
+	truncated := variant("truncated", func(m string) {
+		os.Truncate(filepath.Join(m, "transformer", "diffusion_pytorch_model.safetensors"), 100)
+	})
+	badConfig := variant("bad-config", func(m string) { os.WriteFile(filepath.Join(m, "vae", "config.json"), []byte("{"), 0o644) })
+	long := strings.Repeat("a long prompt ", 20)
 	out := filepath.Join(dir, "out.png")
 	cases := []struct {
 		args []string
@@ -94,7 +113,16 @@ func TestImagineErrors(t *testing.T) {
 		{[]string{"-m", broken, "-p", "x"}, "missing component transformer/"},
 		{[]string{"-m", model, "-p", "x", "--size", "60x48"}, "multiples of 16"},
 		{[]string{"-m", model, "-p", "x", "--size", "64"}, "WIDTHxHEIGHT"},
-		{[]string{"-m", model, "-p", strings.Repeat("a long prompt ", 20), "--size", "32x32"}, "prompt too long"},
+		{[]string{"-m", missing["vae"], "-p", "x"}, "missing component vae/"},
+		{[]string{"-m", missing["text_encoder"], "-p", "x"}, "missing component text_encoder/"},
+		{[]string{"-m", missing["tokenizer"], "-p", "x"}, "missing component tokenizer/"},
+		{[]string{"-m", missing["scheduler"], "-p", "x"}, "missing component scheduler/"},
+		{[]string{"-m", noWeights, "-p", "x"}, filepath.Join("no-weights", "vae") + ": no model.safetensors"},
+		{[]string{"-m", truncated, "-p", "x"}, "diffusion_pytorch_model.safetensors: header length"},
+		{[]string{"-m", badConfig, "-p", "x"}, filepath.Join("bad-config", "vae", "config.json")},
+		{[]string{"-m", model, "-p", long, "--size", "32x32"}, "prompt too long"},
+		{[]string{"-m", model, "-p", "x", "--guidance", "2", "--negative", long, "--size", "32x32"}, "negative prompt"},
+		{[]string{"-m", model, "-p", "x", "--size", "32x32", "--raw-out", filepath.Join(dir, "none", "raw.safetensors")}, "does not exist"},
 		{[]string{"-m", model, "-p", "x", "--size", "32x32", "--latents", filepath.Join(dir, "none.safetensors")}, "none.safetensors"},
 		{[]string{"-m", model, "-p", "x", "--backend", "metal"}, "want auto, cpu or webgpu"},
 	}
@@ -106,6 +134,19 @@ func TestImagineErrors(t *testing.T) {
 		}
 		if _, err := os.Stat(out); err == nil {
 			t.Fatalf("%v: %s was written", c.args, out)
+		}
+	}
+	// An output that already exists is left as it was by a failing run.
+	if err := os.WriteFile(out, []byte("the user's file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"-m", model, "-p", long, "--size", "32x32"},
+		{"-m", model, "-p", "x", "--size", "40x40"},
+	} {
+		cortiqFails(t, append([]string{"imagine", "--steps", "1", "-o", out}, args...)...)
+		if b, err := os.ReadFile(out); err != nil || string(b) != "the user's file" {
+			t.Errorf("%v: the existing %s is now %q (%v)", args, out, b, err)
 		}
 	}
 	ents, _ := os.ReadDir(dir)

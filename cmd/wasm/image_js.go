@@ -68,7 +68,7 @@ func (s *state) loadPipeline(p string, r request, info *loadInfo) error {
 			if err != nil {
 				return err
 			}
-			im.vae, err = device.NewVAEDecoder(dev, vs)
+			im.vae, err = device.NewVAEDecoder(dev, vs, device.VAEOptions{})
 			return err
 		}()
 		if err != nil {

@@ -22,6 +22,8 @@ type DiTRunner struct {
 	wts  map[*float32]*gpu.Buffer
 	qw   map[*float32]codedWeight // block matrices stored in a codec
 	bufs []*gpu.Buffer
+	// batchLimit is the most bytes of a batch's widest stream buffer.
+	batchLimit uint64
 }
 
 // codedWeight is a matrix in the device layout of a codec.
@@ -37,6 +39,10 @@ type DiTOptions struct {
 	// f16, q8_0 or q4_0 on the device (zero: f32), a quarter to an eighth
 	// of the f32 bytes; activations stay f32.
 	Codec tensor.Codec
+	// BatchBytes caps the stream buffers of a batch (RunBatch) below the
+	// device's binding limit (0: that limit); a larger batch runs one
+	// submission per input.
+	BatchBytes uint64
 }
 
 // NewDiTRunner uploads the blocks' weights.
@@ -49,7 +55,7 @@ func NewDiTRunner(d *gpu.Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRun
 	default:
 		return nil, fmt.Errorf("webgpu: dit: weights as %s (f32, f16, q8_0 or q4_0)", opts.Codec)
 	}
-	r := &DiTRunner{d: d, s: s, wts: map[*float32]*gpu.Buffer{}, qw: map[*float32]codedWeight{}}
+	r := &DiTRunner{d: d, s: s, wts: map[*float32]*gpu.Buffer{}, qw: map[*float32]codedWeight{}, batchLimit: bindingLimit(d, opts.BatchBytes)}
 	var xs [][]float32
 	for _, bs := range [][]diffusion.BlockSpec{s.NoiseRefiner, s.ContextRefiner, s.Layers} {
 		for _, b := range bs {
@@ -164,9 +170,14 @@ func (r *ditRun) gatedAdd(y *gpu.Buffer, gateOff, row0, rows int) {
 		r.uniform(shaders.GatedAddParams{Width: u32(r.s.Dim), Row0: u32(row0), Rows: u32(rows), HasGate: flag(gateOff >= 0), GateOff: u32(max(gateOff, 0))}), y, r.mod, r.u)
 }
 
-// block runs one transformer block on rows [row0, row0+rows) of u; m is
-// its modulation vector's index (< 0: unmodulated).
-func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int) {
+// seg is one sequence's rows [row0, row0+rows) of u: attention runs
+// within it.
+type seg struct{ row0, rows int }
+
+// block runs one transformer block on rows [row0, row0+rows) of u, the
+// attention within each of segs (which cover them); m is its modulation
+// vector's index (< 0: unmodulated).
+func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int, segs ...seg) {
 	s := r.s
 	D, F := s.Dim, s.FFN
 	off := func(k int) int {
@@ -187,9 +198,14 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int) {
 		r.dispatch(shaders.QKRope, gx, gy, 1,
 			r.uniform(shaders.QKRopeParams{Heads: u32(s.Heads), HD: u32(s.HeadDim), Row0: u32(row0), Rows: u32(rows), Eps: s.QKEps, HasNorm: flag(len(x.nw) > 0), Width: u32(D)}), r.w(x.nw), r.rope, x.buf)
 	}
-	r.dispatch(shaders.AttentionFull,
-		uint32(min(rows, 65535)), uint32((rows+65534)/65535), uint32(s.Heads),
-		r.uniform(shaders.AttentionFullParams{N: u32(rows), D: u32(s.HeadDim), Scale: float32(1 / math.Sqrt(float64(s.HeadDim))), Stride: u32(D), Row0: u32(row0)}), r.q, r.k, r.v, r.att)
+	if len(segs) == 0 {
+		segs = []seg{{row0, rows}}
+	}
+	for _, sg := range segs {
+		r.dispatch(shaders.AttentionFull,
+			uint32(min(sg.rows, 65535)), uint32((sg.rows+65534)/65535), uint32(s.Heads),
+			r.uniform(shaders.AttentionFullParams{N: u32(sg.rows), D: u32(s.HeadDim), Scale: float32(1 / math.Sqrt(float64(s.HeadDim))), Stride: u32(D), Row0: u32(sg.row0)}), r.q, r.k, r.v, r.att)
+	}
 	r.linear(r.att, b.O, nil, D, D, row0, rows, r.a)
 	r.norm(r.a, b.AttnNorm2, -1, 0, row0, rows, s.Eps, r.hn)
 	r.gatedAdd(r.hn, off(1), row0, rows)
@@ -231,51 +247,148 @@ func (r *ditRun) dispatchCoded(q codedWeight, gx, gy uint32, bufs ...*gpu.Buffer
 
 // Run implements diffusion.DiTDevice.
 func (d *DiTRunner) Run(in *diffusion.DiTInput) ([]float32, error) {
+	ys, err := d.run([]*diffusion.DiTInput{in})
+	if err != nil {
+		return nil, err
+	}
+	return ys[0], nil
+}
+
+// RunBatch implements diffusion.DiTBatchDevice: the inputs (one timestep,
+// so one set of modulation vectors) as one stream [image₁, caption₁,
+// image₂, caption₂, …] in one submission. The refiners run per input (an
+// input's image rows and caption rows are apart), the layers' row-wise
+// kernels over all rows at once and their attention within each input:
+// every value is computed as in Run, so each output is Run's bit for bit.
+// A batch whose stream buffers would exceed the device's binding limit
+// (or DiTOptions.BatchBytes) runs as one submission per input.
+func (d *DiTRunner) RunBatch(ins []*diffusion.DiTInput) ([][]float32, error) {
+	N := 0
+	for _, in := range ins {
+		N += in.ImgRows + in.CapRows
+	}
+	if len(ins) > 1 && uint64(4*N*max(d.s.Dim, d.s.FFN)) > d.batchLimit {
+		ys := make([][]float32, len(ins))
+		for i, in := range ins {
+			y, err := d.Run(in)
+			if err != nil {
+				return nil, err
+			}
+			ys[i] = y
+		}
+		return ys, nil
+	}
+	return d.run(ins)
+}
+
+func (d *DiTRunner) run(ins []*diffusion.DiTInput) ([][]float32, error) {
 	s := d.s
 	D, F := s.Dim, s.FFN
-	n := in.ImgRows + in.CapRows
-	if len(in.Img) != in.ImgRows*D || len(in.Cap) != in.CapRows*D || len(in.NoiseMod) != len(s.NoiseRefiner) || len(in.LayerMod) != len(s.Layers) {
-		return nil, fmt.Errorf("webgpu: dit: input does not match the model")
+	if len(ins) == 0 {
+		return nil, fmt.Errorf("webgpu: dit: an empty batch")
 	}
-	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, qw: d.qw, s: s, rows: n}
+	base := make([]int, len(ins)) // each input's first row in the stream
+	N := 0
+	for i, in := range ins {
+		if len(in.Img) != in.ImgRows*D || len(in.Cap) != in.CapRows*D || len(in.NoiseMod) != len(s.NoiseRefiner) || len(in.LayerMod) != len(s.Layers) {
+			return nil, fmt.Errorf("webgpu: dit: input does not match the model")
+		}
+		if i > 0 && !sameMods(in, ins[0]) {
+			return nil, fmt.Errorf("webgpu: dit: batch input %d has other modulation vectors (another timestep) than input 0", i)
+		}
+		base[i] = N
+		N += in.ImgRows + in.CapRows
+	}
+	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, qw: d.qw, s: s, rows: N}
 	defer r.release()
-	r.u = r.upload(append(append([]float32(nil), in.Img...), in.Cap...))
-	r.rope = r.upload(append(append([]float32(nil), in.ImgRope...), in.CapRope...))
+	var u, rope []float32
+	for _, in := range ins {
+		u = append(append(u, in.Img...), in.Cap...)
+		rope = append(append(rope, in.ImgRope...), in.CapRope...)
+	}
+	r.u = r.upload(u)
+	r.rope = r.upload(rope)
 	var mods []float32
-	for _, m := range in.NoiseMod {
+	for _, m := range ins[0].NoiseMod {
 		mods = append(mods, m...)
 	}
-	for _, m := range in.LayerMod {
+	for _, m := range ins[0].LayerMod {
 		mods = append(mods, m...)
 	}
 	r.mod = r.upload(mods)
-	r.finalScale = r.upload(in.FinalScale)
+	r.finalScale = r.upload(ins[0].FinalScale)
 	for _, p := range []**gpu.Buffer{&r.h, &r.q, &r.k, &r.v, &r.att, &r.a, &r.hn, &r.f} {
-		*p = r.buf(n * D)
+		*p = r.buf(N * D)
 	}
-	r.g, r.up = r.buf(n*F), r.buf(n*F)
-	out := r.buf(in.NImg * s.PatchDim)
+	r.g, r.up = r.buf(N*F), r.buf(N*F)
+	last := len(ins) - 1
+	outRows := base[last] + ins[last].NImg
+	out := r.buf(outRows * s.PatchDim)
 
-	for i := range s.NoiseRefiner {
-		r.block(&s.NoiseRefiner[i], i, 0, in.ImgRows)
+	for j := range s.NoiseRefiner {
+		for i, in := range ins {
+			r.block(&s.NoiseRefiner[j], j, base[i], in.ImgRows)
+		}
 	}
-	for i := range s.ContextRefiner {
-		r.block(&s.ContextRefiner[i], -1, in.ImgRows, in.CapRows)
+	for j := range s.ContextRefiner {
+		for i, in := range ins {
+			r.block(&s.ContextRefiner[j], -1, base[i]+in.ImgRows, in.CapRows)
+		}
 	}
-	for i := range s.Layers {
-		r.block(&s.Layers[i], len(s.NoiseRefiner)+i, 0, n)
+	segs := make([]seg, len(ins))
+	for i, in := range ins {
+		segs[i] = seg{base[i], in.ImgRows + in.CapRows}
 	}
-	r.norm(r.u, nil, -2, 1, 0, in.NImg, s.FinalEps, r.h)
-	r.linear(r.h, s.FinalW, s.FinalB, D, s.PatchDim, 0, in.NImg, out)
+	for j := range s.Layers {
+		r.block(&s.Layers[j], len(s.NoiseRefiner)+j, 0, N, segs...)
+	}
+	for i, in := range ins {
+		r.norm(r.u, nil, -2, 1, base[i], in.NImg, s.FinalEps, r.h)
+		r.linear(r.h, s.FinalW, s.FinalB, D, s.PatchDim, base[i], in.NImg, out)
+	}
 	if r.err != nil {
 		return nil, fmt.Errorf("webgpu: dit: %w", r.err)
 	}
 	if err := d.d.Run(nil, r.ds, nil); err != nil {
 		return nil, fmt.Errorf("webgpu: dit: %w", err)
 	}
-	raw, err := d.d.ReadBuffer(out, uint64(4*in.NImg*s.PatchDim))
+	raw, err := d.d.ReadBuffer(out, uint64(4*outRows*s.PatchDim))
 	if err != nil {
 		return nil, fmt.Errorf("webgpu: dit: %w", err)
 	}
-	return gpu.BytesF32(raw), nil
+	all := gpu.BytesF32(raw)
+	ys := make([][]float32, len(ins))
+	for i, in := range ins {
+		ys[i] = all[base[i]*s.PatchDim : (base[i]+in.NImg)*s.PatchDim]
+	}
+	return ys, nil
+}
+
+// sameMods reports whether a and b carry the same modulation vectors.
+func sameMods(a, b *diffusion.DiTInput) bool {
+	eq := func(x, y []float32) bool {
+		if len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if len(a.NoiseMod) != len(b.NoiseMod) || len(a.LayerMod) != len(b.LayerMod) || !eq(a.FinalScale, b.FinalScale) {
+		return false
+	}
+	for i := range a.NoiseMod {
+		if !eq(a.NoiseMod[i], b.NoiseMod[i]) {
+			return false
+		}
+	}
+	for i := range a.LayerMod {
+		if !eq(a.LayerMod[i], b.LayerMod[i]) {
+			return false
+		}
+	}
+	return true
 }

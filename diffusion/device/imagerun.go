@@ -112,6 +112,20 @@ func (r *imgRun) dispatch(name string, gx, gy, gz uint32, bufs ...*gpu.Buffer) {
 	r.ds = append(r.ds, gpu.Dispatch{P: p, G: g, X: gx, Y: gy, Z: gz, Label: "img/" + name})
 }
 
+// bindingLimit is the largest activation binding (VAE bands, DiT
+// batches): the device's storage binding and buffer limits,
+// gpu.MaxBinding, and max when set, rounded down to whole words.
+func bindingLimit(d *gpu.Device, max uint64) uint64 {
+	lim := uint64(gpu.MaxBinding)
+	l := d.Limits()
+	for _, x := range []uint64{l.MaxStorageBufferBindingSize, l.MaxBufferSize, max} {
+		if x > 0 && x < lim {
+			lim = x
+		}
+	}
+	return lim &^ 3
+}
+
 // grid spreads n invocations of wg-wide workgroups over (x, y).
 func grid(n, wg int) (uint32, uint32) {
 	g := (n + wg - 1) / wg
