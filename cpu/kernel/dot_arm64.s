@@ -1,0 +1,198 @@
+//go:build arm64 && !purego
+
+#include "textflag.h"
+
+// arm64 NEON kernels (kernel_arm64.go). The Go assembler lacks FADD,
+// FADDP, SDOT, SMULL and SADALP on vectors: they are encoded as WORDs,
+// each with its instruction in the comment.
+
+// func dotF32NEON(a, b *float32, n int) float32
+// n is a positive multiple of 16. Sixteen partial sums (four vectors of
+// four lanes; element i goes to lane i mod 16), fused multiply-adds,
+// combined as ((v0+v1)+(v2+v3)) lanewise, then (l0+l1)+(l2+l3).
+TEXT ·dotF32NEON(SB), NOSPLIT, $0-28
+	MOVD a+0(FP), R0
+	MOVD b+8(FP), R1
+	MOVD n+16(FP), R2
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+
+loop:
+	VLD1.P 64(R0), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VFMLA  V16.S4, V4.S4, V0.S4
+	VFMLA  V17.S4, V5.S4, V1.S4
+	VFMLA  V18.S4, V6.S4, V2.S4
+	VFMLA  V19.S4, V7.S4, V3.S4
+	SUBS   $16, R2
+	BNE    loop
+
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	WORD $0x4e23d442 // fadd v2.4s, v2.4s, v3.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x6e20d400 // faddp v0.4s, v0.4s, v0.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+	FMOVS F0, ret+24(FP)
+	RET
+
+// F0-F31 are the low lanes of V0-V31: scalar constants live in registers
+// the vector code leaves alone.
+
+// The Int8 block dots: w points at nb weight blocks, xq at the quantized
+// activations (32 per block), xd at their block scales, tab at f16Table.
+// The integer sum of a block is exact whatever the instructions; the
+// float arithmetic per block is the portable code's as the Go compiler
+// emits it on arm64 (dotQ8_0Int8, dotQ4_0Int8: fused multiply-adds), so
+// the results are bit-identical to it.
+
+// func dotQ8_0Q8SDOT(w *byte, xq *int8, xd *float32, nb int, tab *float32) float32
+TEXT ·dotQ8_0Q8SDOT(SB), NOSPLIT, $0-44
+	MOVD w+0(FP), R0
+	MOVD xq+8(FP), R1
+	MOVD xd+16(FP), R2
+	MOVD nb+24(FP), R3
+	MOVD tab+32(FP), R4
+	FMOVS ZR, F0
+
+q8sdot:
+	MOVHU  (R0), R5
+	ADD    $2, R0, R7
+	VLD1   (R7), [V1.B16, V2.B16]
+	ADD    $34, R0
+	VLD1.P 32(R1), [V3.B16, V4.B16]
+	VEOR   V5.B16, V5.B16, V5.B16
+	WORD   $0x4e839425 // sdot v5.4s, v1.16b, v3.16b
+	WORD   $0x4e849445 // sdot v5.4s, v2.16b, v4.16b
+	VADDV  V5.S4, V5
+	VMOV   V5.S[0], R6
+	FMOVS  (R4)(R5<<2), F1
+	FMOVS.P 4(R2), F2
+	FMULS  F2, F1, F1
+	SCVTFWS R6, F2
+	FMADDS F2, F0, F1, F0
+	SUBS   $1, R3
+	BNE    q8sdot
+	FMOVS  F0, ret+40(FP)
+	RET
+
+// func dotQ8_0Q8NEON(w *byte, xq *int8, xd *float32, nb int, tab *float32) float32
+TEXT ·dotQ8_0Q8NEON(SB), NOSPLIT, $0-44
+	MOVD w+0(FP), R0
+	MOVD xq+8(FP), R1
+	MOVD xd+16(FP), R2
+	MOVD nb+24(FP), R3
+	MOVD tab+32(FP), R4
+	FMOVS ZR, F0
+
+q8neon:
+	MOVHU  (R0), R5
+	ADD    $2, R0, R7
+	VLD1   (R7), [V1.B16, V2.B16]
+	ADD    $34, R0
+	VLD1.P 32(R1), [V3.B16, V4.B16]
+	VEOR   V5.B16, V5.B16, V5.B16
+	WORD   $0x0e23c026 // smull v6.8h, v1.8b, v3.8b
+	WORD   $0x4e23c027 // smull2 v7.8h, v1.16b, v3.16b
+	WORD   $0x4e6068c5 // sadalp v5.4s, v6.8h
+	WORD   $0x4e6068e5 // sadalp v5.4s, v7.8h
+	WORD   $0x0e24c046 // smull v6.8h, v2.8b, v4.8b
+	WORD   $0x4e24c047 // smull2 v7.8h, v2.16b, v4.16b
+	WORD   $0x4e6068c5 // sadalp v5.4s, v6.8h
+	WORD   $0x4e6068e5 // sadalp v5.4s, v7.8h
+	VADDV  V5.S4, V5
+	VMOV   V5.S[0], R6
+	FMOVS  (R4)(R5<<2), F1
+	FMOVS.P 4(R2), F2
+	FMULS  F2, F1, F1
+	SCVTFWS R6, F2
+	FMADDS F2, F0, F1, F0
+	SUBS   $1, R3
+	BNE    q8neon
+	FMOVS  F0, ret+40(FP)
+	RET
+
+// q4_0: the low nibbles of a block's 16 bytes pair with activations 0-15,
+// the high ones with 16-31 (both 0..15, valid signed bytes); xs holds
+// d·Σq per block for the -8 offset.
+
+// func dotQ4_0Q8SDOT(w *byte, xq *int8, xd, xs *float32, nb int, tab *float32) float32
+TEXT ·dotQ4_0Q8SDOT(SB), NOSPLIT, $0-52
+	MOVD w+0(FP), R0
+	MOVD xq+8(FP), R1
+	MOVD xd+16(FP), R2
+	MOVD xs+24(FP), R8
+	MOVD nb+32(FP), R3
+	MOVD tab+40(FP), R4
+	FMOVS ZR, F0
+	FMOVS $8.0, F16
+	VMOVI $15, V31.B16
+
+q4sdot:
+	MOVHU  (R0), R5
+	ADD    $2, R0, R7
+	VLD1   (R7), [V1.B16]
+	ADD    $18, R0
+	VLD1.P 32(R1), [V3.B16, V4.B16]
+	VAND   V31.B16, V1.B16, V2.B16
+	VUSHR  $4, V1.B16, V1.B16
+	VEOR   V5.B16, V5.B16, V5.B16
+	WORD   $0x4e839445 // sdot v5.4s, v2.16b, v3.16b
+	WORD   $0x4e849425 // sdot v5.4s, v1.16b, v4.16b
+	VADDV  V5.S4, V5
+	VMOV   V5.S[0], R6
+	FMOVS.P 4(R2), F1
+	SCVTFWS R6, F2
+	FMOVS  (R4)(R5<<2), F3
+	FMULS  F1, F2, F1
+	FMOVS.P 4(R8), F2
+	FMSUBS F16, F1, F2, F1
+	FMADDS F1, F0, F3, F0
+	SUBS   $1, R3
+	BNE    q4sdot
+	FMOVS  F0, ret+48(FP)
+	RET
+
+// func dotQ4_0Q8NEON(w *byte, xq *int8, xd, xs *float32, nb int, tab *float32) float32
+TEXT ·dotQ4_0Q8NEON(SB), NOSPLIT, $0-52
+	MOVD w+0(FP), R0
+	MOVD xq+8(FP), R1
+	MOVD xd+16(FP), R2
+	MOVD xs+24(FP), R8
+	MOVD nb+32(FP), R3
+	MOVD tab+40(FP), R4
+	FMOVS ZR, F0
+	FMOVS $8.0, F16
+	VMOVI $15, V31.B16
+
+q4neon:
+	MOVHU  (R0), R5
+	ADD    $2, R0, R7
+	VLD1   (R7), [V1.B16]
+	ADD    $18, R0
+	VLD1.P 32(R1), [V3.B16, V4.B16]
+	VAND   V31.B16, V1.B16, V2.B16
+	VUSHR  $4, V1.B16, V1.B16
+	VEOR   V5.B16, V5.B16, V5.B16
+	WORD   $0x0e23c046 // smull v6.8h, v2.8b, v3.8b
+	WORD   $0x4e23c047 // smull2 v7.8h, v2.16b, v3.16b
+	WORD   $0x4e6068c5 // sadalp v5.4s, v6.8h
+	WORD   $0x4e6068e5 // sadalp v5.4s, v7.8h
+	WORD   $0x0e24c026 // smull v6.8h, v1.8b, v4.8b
+	WORD   $0x4e24c027 // smull2 v7.8h, v1.16b, v4.16b
+	WORD   $0x4e6068c5 // sadalp v5.4s, v6.8h
+	WORD   $0x4e6068e5 // sadalp v5.4s, v7.8h
+	VADDV  V5.S4, V5
+	VMOV   V5.S[0], R6
+	FMOVS.P 4(R2), F1
+	SCVTFWS R6, F2
+	FMOVS  (R4)(R5<<2), F3
+	FMULS  F1, F2, F1
+	FMOVS.P 4(R8), F2
+	FMSUBS F16, F1, F2, F1
+	FMADDS F1, F0, F3, F0
+	SUBS   $1, R3
+	BNE    q4neon
+	FMOVS  F0, ret+48(FP)
+	RET

@@ -1,0 +1,94 @@
+//go:build arm64 && !purego
+
+package kernel
+
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// arm64 kernels (dot_arm64.s): level NEON (Advanced SIMD, on every arm64
+// CPU) and NEONDot (the dot-product extension's SDOT).
+
+//go:noescape
+func dotF32NEON(a, b *float32, n int) float32
+
+//go:noescape
+func dotQ8_0Q8SDOT(w *byte, xq *int8, xd *float32, nb int, tab *float32) float32
+
+//go:noescape
+func dotQ8_0Q8NEON(w *byte, xq *int8, xd *float32, nb int, tab *float32) float32
+
+//go:noescape
+func dotQ4_0Q8SDOT(w *byte, xq *int8, xd, xs *float32, nb int, tab *float32) float32
+
+//go:noescape
+func dotQ4_0Q8NEON(w *byte, xq *int8, xd, xs *float32, nb int, tab *float32) float32
+
+const hasAVX2 = false
+
+var (
+	hasDotProd = cpu.ARM64.HasASIMDDP
+
+	detected = func() Level {
+		if hasDotProd {
+			return NEONDot
+		}
+		return NEON
+	}()
+)
+
+var archLevels = []Level{Generic, NEON, NEONDot}
+
+// applyLevel installs the kernels of level l (l <= detected).
+func applyLevel(l Level) {
+	level = l
+	dotImpl = dotGeneric
+	int8Kernels = [len(int8Kernels)]int8Kernel{}
+	if l < NEON {
+		return
+	}
+	dotImpl = dotNEON
+	q8, q4 := dotQ8_0Q8NEON, dotQ4_0Q8NEON
+	if l >= NEONDot {
+		q8, q4 = dotQ8_0Q8SDOT, dotQ4_0Q8SDOT
+	}
+	// Callers pass at least one block (prepareMatVec takes the Int8 path
+	// only for cols > 0, and cols is a multiple of 32).
+	int8Kernels[tensor.Q8_0] = func(y []float32, data []byte, rb int, qx *q8x) {
+		for i := range y {
+			y[i] = q8(&data[i*rb], &qx.q[0], &qx.d[0], len(qx.d), &f16Table[0])
+		}
+	}
+	int8Kernels[tensor.Q4_0] = func(y []float32, data []byte, rb int, qx *q8x) {
+		for i := range y {
+			y[i] = q4(&data[i*rb], &qx.q[0], &qx.d[0], &qx.s[0], len(qx.d), &f16Table[0])
+		}
+	}
+}
+
+// dotNEON is Dot with sixteen partial sums over the first len(a)&^15
+// elements, the rest added one by one.
+func dotNEON(a, b []float32) float32 {
+	n := len(a)
+	b = b[:n]
+	n16 := n &^ 15
+	var s float32
+	if n16 > 0 {
+		s = dotF32NEON(&a[0], &b[0], n16)
+	}
+	for i := n16; i < n; i++ {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func simdLen(int) int { return 0 }
+
+func axpySIMD(dst, x *float32, a float32, n int) {}
+func addSIMD(dst, a *float32, n int)             {}
+func mulSIMD(dst, a *float32, n int)             {}
+func scaleSIMD(x *float32, s float32, n int)     {}
+
+func runPacked(*matvec, int, int) { panic("kernel: no packed kernels in this build") }

@@ -1,0 +1,75 @@
+//go:build arm64 && !purego
+
+package kernel
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// TestInt8NEONBitIdentical checks the NEON and SDOT block dots against
+// the portable integer loops (genericInt8Kernels) bit for bit: the integer
+// sums are exact and the float steps per block are the ones the Go
+// compiler emits for the portable loops on arm64.
+func TestInt8NEONBitIdentical(t *testing.T) {
+	defer SetLevel(CurrentLevel())
+	r := rand.New(rand.NewPCG(16, 16))
+	for _, l := range testLevels() {
+		if l < NEON {
+			continue
+		}
+		SetLevel(l)
+		t.Run(l.String(), func(t *testing.T) {
+			for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0} {
+				for k, sh := range [][2]int{{1, 32}, {3, 64}, {17, 96}, {9, 896}, {4, 4864}, {9, 256}, {8, 512}} {
+					rows, cols := sh[0], sh[1]
+					w := randWeight(t, r, c, rows, cols)
+					if k >= 5 {
+						w = rawWeight(r, c, rows, cols) // every byte value, -128 included
+					}
+					x := randX(r, cols)
+					if k == 3 {
+						for i := range x {
+							x[i] *= 1e30 // large scales
+						}
+					}
+					rb, _ := c.RowBytes(cols)
+					qx := quantizeX(x)
+					got, want := make([]float32, rows), make([]float32, rows)
+					int8Kernels[c](got, w.Data, rb, qx)
+					genericInt8Kernels[c](want, w.Data, rb, qx)
+					putQ8x(qx)
+					for i := range want {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%s %dx%d row %d: %g (%#x), portable %g (%#x)", c, rows, cols, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDotNEON checks Dot at every length around the 16-lane blocks against
+// a float64 sum, within checkClose's bound.
+func TestDotNEON(t *testing.T) {
+	defer SetLevel(CurrentLevel())
+	r := rand.New(rand.NewPCG(17, 17))
+	for _, l := range testLevels() {
+		SetLevel(l)
+		for n := range 100 {
+			a, b := randX(r, n), randX(r, n+3)
+			var want, mag float64
+			for i := range n {
+				p := float64(a[i]) * float64(b[i])
+				want += p
+				mag += math.Abs(p)
+			}
+			checkClose(t, fmt.Sprintf("%s dot n=%d", l, n), []float32{Dot(a, b)}, []float64{want}, []float64{mag})
+		}
+	}
+}
