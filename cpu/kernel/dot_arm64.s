@@ -196,3 +196,71 @@ q4neon:
 	BNE    q4neon
 	FMOVS  F0, ret+48(FP)
 	RET
+
+// func dotF16NEON(w *byte, x *float32, n int) float32
+// dotF32NEON's sums over float16 weights (FCVTL widens them exactly).
+TEXT ·dotF16NEON(SB), NOSPLIT, $0-28
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD n+16(FP), R2
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+
+f16loop:
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD   $0x0e217886 // fcvtl v6.4s, v4.4h
+	WORD   $0x4e217887 // fcvtl2 v7.4s, v4.8h
+	WORD   $0x0e2178b4 // fcvtl v20.4s, v5.4h
+	WORD   $0x4e2178b5 // fcvtl2 v21.4s, v5.8h
+	VFMLA  V16.S4, V6.S4, V0.S4
+	VFMLA  V17.S4, V7.S4, V1.S4
+	VFMLA  V18.S4, V20.S4, V2.S4
+	VFMLA  V19.S4, V21.S4, V3.S4
+	SUBS   $16, R2
+	BNE    f16loop
+
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	WORD $0x4e23d442 // fadd v2.4s, v2.4s, v3.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x6e20d400 // faddp v0.4s, v0.4s, v0.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+	FMOVS F0, ret+24(FP)
+	RET
+
+// func dotBF16NEON(w *byte, x *float32, n int) float32
+// The same over bfloat16 weights: interleaved with zero halves (ZIP),
+// each becomes the float32 with its bits on top.
+TEXT ·dotBF16NEON(SB), NOSPLIT, $0-28
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD n+16(FP), R2
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V31.B16, V31.B16, V31.B16
+
+bf16loop:
+	VLD1.P 32(R0), [V4.H8, V5.H8]
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VZIP1  V4.H8, V31.H8, V6.H8
+	VZIP2  V4.H8, V31.H8, V7.H8
+	VZIP1  V5.H8, V31.H8, V20.H8
+	VZIP2  V5.H8, V31.H8, V21.H8
+	VFMLA  V16.S4, V6.S4, V0.S4
+	VFMLA  V17.S4, V7.S4, V1.S4
+	VFMLA  V18.S4, V20.S4, V2.S4
+	VFMLA  V19.S4, V21.S4, V3.S4
+	SUBS   $16, R2
+	BNE    bf16loop
+
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	WORD $0x4e23d442 // fadd v2.4s, v2.4s, v3.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x6e20d400 // faddp v0.4s, v0.4s, v0.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+	FMOVS F0, ret+24(FP)
+	RET

@@ -9,7 +9,8 @@ import (
 )
 
 // arm64 kernels (dot_arm64.s): level NEON (Advanced SIMD, on every arm64
-// CPU) and NEONDot (the dot-product extension's SDOT).
+// CPU: f32, f16 and bf16 dots, Int8 q8_0 and q4_0) and NEONDot (the
+// dot-product extension's SDOT in the Int8 dots).
 
 //go:noescape
 func dotF32NEON(a, b *float32, n int) float32
@@ -25,6 +26,12 @@ func dotQ4_0Q8SDOT(w *byte, xq *int8, xd, xs *float32, nb int, tab *float32) flo
 
 //go:noescape
 func dotQ4_0Q8NEON(w *byte, xq *int8, xd, xs *float32, nb int, tab *float32) float32
+
+//go:noescape
+func dotF16NEON(w *byte, x *float32, n int) float32
+
+//go:noescape
+func dotBF16NEON(w *byte, x *float32, n int) float32
 
 const hasAVX2 = false
 
@@ -45,11 +52,18 @@ var archLevels = []Level{Generic, NEON, NEONDot}
 func applyLevel(l Level) {
 	level = l
 	dotImpl = dotGeneric
+	matvecKernels = genericKernels
 	int8Kernels = [len(int8Kernels)]int8Kernel{}
 	if l < NEON {
 		return
 	}
 	dotImpl = dotNEON
+	matvecKernels[tensor.F16] = genericRows(func(row []byte, x []float32) float32 {
+		return dot16NEON(row, x, dotF16NEON, dotF16Row)
+	})
+	matvecKernels[tensor.BF16] = genericRows(func(row []byte, x []float32) float32 {
+		return dot16NEON(row, x, dotBF16NEON, dotBF16Row)
+	})
 	q8, q4 := dotQ8_0Q8NEON, dotQ4_0Q8NEON
 	if l >= NEONDot {
 		q8, q4 = dotQ8_0Q8SDOT, dotQ4_0Q8SDOT
@@ -80,6 +94,20 @@ func dotNEON(a, b []float32) float32 {
 	}
 	for i := n16; i < n; i++ {
 		s += a[i] * b[i]
+	}
+	return s
+}
+
+// dot16NEON dots a row of 16-bit floats with x: the first len(x)&^15
+// elements with the NEON kernel k, the rest with the portable row dot.
+func dot16NEON(row []byte, x []float32, k func(w *byte, x *float32, n int) float32, rest func([]byte, []float32) float32) float32 {
+	n16 := len(x) &^ 15
+	var s float32
+	if n16 > 0 {
+		s = k(&row[0], &x[0], n16)
+	}
+	if n16 < len(x) {
+		s += rest(row[2*n16:], x[n16:])
 	}
 	return s
 }
