@@ -264,3 +264,107 @@ bf16loop:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 	FMOVS F0, ret+24(FP)
 	RET
+
+// The decoders write exactly tensor.Dequantize's values: each weight
+// widens to int32, converts exactly, and is multiplied by the block scale
+// once, as the portable code does.
+
+// func decodeQ8_0NEON(dst *float32, w *byte, nb int, tab *float32)
+TEXT ·decodeQ8_0NEON(SB), NOSPLIT, $0-32
+	MOVD dst+0(FP), R0
+	MOVD w+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD tab+24(FP), R4
+
+dq8loop:
+	MOVHU  (R1), R5
+	ADD    $2, R1, R7
+	VLD1   (R7), [V0.B16, V1.B16]
+	ADD    $34, R1
+	FMOVS  (R4)(R5<<2), F31
+	WORD   $0x0f08a410 // sxtl v16.8h, v0.8b
+	WORD   $0x4f08a411 // sxtl2 v17.8h, v0.16b
+	WORD   $0x0f08a432 // sxtl v18.8h, v1.8b
+	WORD   $0x4f08a433 // sxtl2 v19.8h, v1.16b
+	WORD   $0x0f10a614 // sxtl v20.4s, v16.4h
+	WORD   $0x4f10a615 // sxtl2 v21.4s, v16.8h
+	WORD   $0x0f10a636 // sxtl v22.4s, v17.4h
+	WORD   $0x4f10a637 // sxtl2 v23.4s, v17.8h
+	WORD   $0x0f10a658 // sxtl v24.4s, v18.4h
+	WORD   $0x4f10a659 // sxtl2 v25.4s, v18.8h
+	WORD   $0x0f10a67a // sxtl v26.4s, v19.4h
+	WORD   $0x4f10a67b // sxtl2 v27.4s, v19.8h
+	WORD   $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD   $0x4e21dab5 // scvtf v21.4s, v21.4s
+	WORD   $0x4e21dad6 // scvtf v22.4s, v22.4s
+	WORD   $0x4e21daf7 // scvtf v23.4s, v23.4s
+	WORD   $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD   $0x4e21db39 // scvtf v25.4s, v25.4s
+	WORD   $0x4e21db5a // scvtf v26.4s, v26.4s
+	WORD   $0x4e21db7b // scvtf v27.4s, v27.4s
+	WORD   $0x4f9f9294 // fmul v20.4s, v20.4s, v31.s[0]
+	WORD   $0x4f9f92b5 // fmul v21.4s, v21.4s, v31.s[0]
+	WORD   $0x4f9f92d6 // fmul v22.4s, v22.4s, v31.s[0]
+	WORD   $0x4f9f92f7 // fmul v23.4s, v23.4s, v31.s[0]
+	WORD   $0x4f9f9318 // fmul v24.4s, v24.4s, v31.s[0]
+	WORD   $0x4f9f9339 // fmul v25.4s, v25.4s, v31.s[0]
+	WORD   $0x4f9f935a // fmul v26.4s, v26.4s, v31.s[0]
+	WORD   $0x4f9f937b // fmul v27.4s, v27.4s, v31.s[0]
+	VST1.P [V20.S4, V21.S4, V22.S4, V23.S4], 64(R0)
+	VST1.P [V24.S4, V25.S4, V26.S4, V27.S4], 64(R0)
+	SUBS   $1, R2
+	BNE    dq8loop
+	RET
+
+// func decodeQ4_0NEON(dst *float32, w *byte, nb int, tab *float32)
+TEXT ·decodeQ4_0NEON(SB), NOSPLIT, $0-32
+	MOVD dst+0(FP), R0
+	MOVD w+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD tab+24(FP), R4
+	VMOVI  $15, V29.B16
+	VMOVI  $8, V30.B16
+
+dq4loop:
+	MOVHU  (R1), R5
+	ADD    $2, R1, R7
+	VLD1   (R7), [V1.B16]
+	ADD    $18, R1
+	FMOVS  (R4)(R5<<2), F31
+	VAND   V29.B16, V1.B16, V0.B16
+	VUSHR  $4, V1.B16, V1.B16
+	WORD   $0x6e3e8400 // sub v0.16b, v0.16b, v30.16b
+	WORD   $0x6e3e8421 // sub v1.16b, v1.16b, v30.16b
+	WORD   $0x0f08a410 // sxtl v16.8h, v0.8b
+	WORD   $0x4f08a411 // sxtl2 v17.8h, v0.16b
+	WORD   $0x0f08a432 // sxtl v18.8h, v1.8b
+	WORD   $0x4f08a433 // sxtl2 v19.8h, v1.16b
+	WORD   $0x0f10a614 // sxtl v20.4s, v16.4h
+	WORD   $0x4f10a615 // sxtl2 v21.4s, v16.8h
+	WORD   $0x0f10a636 // sxtl v22.4s, v17.4h
+	WORD   $0x4f10a637 // sxtl2 v23.4s, v17.8h
+	WORD   $0x0f10a658 // sxtl v24.4s, v18.4h
+	WORD   $0x4f10a659 // sxtl2 v25.4s, v18.8h
+	WORD   $0x0f10a67a // sxtl v26.4s, v19.4h
+	WORD   $0x4f10a67b // sxtl2 v27.4s, v19.8h
+	WORD   $0x4e21da94 // scvtf v20.4s, v20.4s
+	WORD   $0x4e21dab5 // scvtf v21.4s, v21.4s
+	WORD   $0x4e21dad6 // scvtf v22.4s, v22.4s
+	WORD   $0x4e21daf7 // scvtf v23.4s, v23.4s
+	WORD   $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD   $0x4e21db39 // scvtf v25.4s, v25.4s
+	WORD   $0x4e21db5a // scvtf v26.4s, v26.4s
+	WORD   $0x4e21db7b // scvtf v27.4s, v27.4s
+	WORD   $0x4f9f9294 // fmul v20.4s, v20.4s, v31.s[0]
+	WORD   $0x4f9f92b5 // fmul v21.4s, v21.4s, v31.s[0]
+	WORD   $0x4f9f92d6 // fmul v22.4s, v22.4s, v31.s[0]
+	WORD   $0x4f9f92f7 // fmul v23.4s, v23.4s, v31.s[0]
+	WORD   $0x4f9f9318 // fmul v24.4s, v24.4s, v31.s[0]
+	WORD   $0x4f9f9339 // fmul v25.4s, v25.4s, v31.s[0]
+	WORD   $0x4f9f935a // fmul v26.4s, v26.4s, v31.s[0]
+	WORD   $0x4f9f937b // fmul v27.4s, v27.4s, v31.s[0]
+	VST1.P [V20.S4, V21.S4, V22.S4, V23.S4], 64(R0)
+	VST1.P [V24.S4, V25.S4, V26.S4, V27.S4], 64(R0)
+	SUBS   $1, R2
+	BNE    dq4loop
+	RET

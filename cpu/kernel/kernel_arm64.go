@@ -9,7 +9,8 @@ import (
 )
 
 // arm64 kernels (dot_arm64.s): level NEON (Advanced SIMD, on every arm64
-// CPU: f32, f16 and bf16 dots, Int8 q8_0 and q4_0) and NEONDot (the
+// CPU: f32, f16 and bf16 dots, q8_0 and q4_0 row decoders for MatMul,
+// Int8 q8_0 and q4_0 dots) and NEONDot (the
 // dot-product extension's SDOT in the Int8 dots).
 
 //go:noescape
@@ -33,6 +34,12 @@ func dotF16NEON(w *byte, x *float32, n int) float32
 //go:noescape
 func dotBF16NEON(w *byte, x *float32, n int) float32
 
+//go:noescape
+func decodeQ8_0NEON(dst *float32, w *byte, nb int, tab *float32)
+
+//go:noescape
+func decodeQ4_0NEON(dst *float32, w *byte, nb int, tab *float32)
+
 const hasAVX2 = false
 
 var (
@@ -53,6 +60,7 @@ func applyLevel(l Level) {
 	level = l
 	dotImpl = dotGeneric
 	matvecKernels = genericKernels
+	decoders = genericDecoders
 	int8Kernels = [len(int8Kernels)]int8Kernel{}
 	if l < NEON {
 		return
@@ -64,6 +72,16 @@ func applyLevel(l Level) {
 	matvecKernels[tensor.BF16] = genericRows(func(row []byte, x []float32) float32 {
 		return dot16NEON(row, x, dotBF16NEON, dotBF16Row)
 	})
+	decoders[tensor.Q8_0] = func(dst []float32, row []byte) {
+		if len(dst) > 0 {
+			decodeQ8_0NEON(&dst[0], &row[0], len(dst)/32, &f16Table[0])
+		}
+	}
+	decoders[tensor.Q4_0] = func(dst []float32, row []byte) {
+		if len(dst) > 0 {
+			decodeQ4_0NEON(&dst[0], &row[0], len(dst)/32, &f16Table[0])
+		}
+	}
 	q8, q4 := dotQ8_0Q8NEON, dotQ4_0Q8NEON
 	if l >= NEONDot {
 		q8, q4 = dotQ8_0Q8SDOT, dotQ4_0Q8SDOT
