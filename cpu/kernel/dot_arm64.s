@@ -368,3 +368,57 @@ dq4loop:
 	SUBS   $1, R2
 	BNE    dq4loop
 	RET
+
+// func gemm4x2NEON(w *float32, ldw int, x *float32, ldx int, n int, out *[8]float32)
+// Four weight rows (ldw floats apart) times two activation rows (ldx
+// floats apart; 0 for one token twice): out[2*i+t] = w_i · x_t over n
+// elements, n a positive multiple of 4. Each output sums in four lanes
+// (element k in lane k mod 4), combined as (l0+l1)+(l2+l3).
+TEXT ·gemm4x2NEON(SB), NOSPLIT, $0-48
+	MOVD w+0(FP), R6
+	MOVD ldw+8(FP), R1
+	MOVD x+16(FP), R10
+	MOVD ldx+24(FP), R3
+	MOVD n+32(FP), R4
+	MOVD out+40(FP), R5
+	LSL  $2, R1
+	LSL  $2, R3
+	ADD  R1, R6, R7
+	ADD  R1, R7, R8
+	ADD  R1, R8, R9
+	ADD  R3, R10, R11
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+
+g42loop:
+	VLD1.P 16(R6), [V16.S4]
+	VLD1.P 16(R7), [V17.S4]
+	VLD1.P 16(R8), [V18.S4]
+	VLD1.P 16(R9), [V19.S4]
+	VLD1.P 16(R10), [V20.S4]
+	VLD1.P 16(R11), [V21.S4]
+	VFMLA  V20.S4, V16.S4, V0.S4
+	VFMLA  V21.S4, V16.S4, V1.S4
+	VFMLA  V20.S4, V17.S4, V2.S4
+	VFMLA  V21.S4, V17.S4, V3.S4
+	VFMLA  V20.S4, V18.S4, V4.S4
+	VFMLA  V21.S4, V18.S4, V5.S4
+	VFMLA  V20.S4, V19.S4, V6.S4
+	VFMLA  V21.S4, V19.S4, V7.S4
+	SUBS   $4, R4
+	BNE    g42loop
+
+	WORD   $0x6e21d410 // faddp v16.4s, v0.4s, v1.4s
+	WORD   $0x6e23d451 // faddp v17.4s, v2.4s, v3.4s
+	WORD   $0x6e31d618 // faddp v24.4s, v16.4s, v17.4s
+	WORD   $0x6e25d492 // faddp v18.4s, v4.4s, v5.4s
+	WORD   $0x6e27d4d3 // faddp v19.4s, v6.4s, v7.4s
+	WORD   $0x6e33d659 // faddp v25.4s, v18.4s, v19.4s
+	VST1   [V24.S4, V25.S4], (R5)
+	RET

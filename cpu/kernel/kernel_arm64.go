@@ -9,7 +9,8 @@ import (
 )
 
 // arm64 kernels (dot_arm64.s): level NEON (Advanced SIMD, on every arm64
-// CPU: f32, f16 and bf16 dots, q8_0 and q4_0 row decoders for MatMul,
+// CPU: f32, f16 and bf16 dots, MatMul's 4×2 f32 tile and its q8_0 and
+// q4_0 row decoders,
 // Int8 q8_0 and q4_0 dots) and NEONDot (the
 // dot-product extension's SDOT in the Int8 dots).
 
@@ -40,6 +41,9 @@ func decodeQ8_0NEON(dst *float32, w *byte, nb int, tab *float32)
 //go:noescape
 func decodeQ4_0NEON(dst *float32, w *byte, nb int, tab *float32)
 
+//go:noescape
+func gemm4x2NEON(w *float32, ldw int, x *float32, ldx int, n int, out *[8]float32)
+
 const hasAVX2 = false
 
 var (
@@ -61,11 +65,13 @@ func applyLevel(l Level) {
 	dotImpl = dotGeneric
 	matvecKernels = genericKernels
 	decoders = genericDecoders
+	matmulTile = matmulTileGeneric
 	int8Kernels = [len(int8Kernels)]int8Kernel{}
 	if l < NEON {
 		return
 	}
 	dotImpl = dotNEON
+	matmulTile = matmulTileNEON
 	matvecKernels[tensor.F16] = genericRows(func(row []byte, x []float32) float32 {
 		return dot16NEON(row, x, dotF16NEON, dotF16Row)
 	})
@@ -128,6 +134,39 @@ func dot16NEON(row []byte, x []float32, k func(w *byte, x *float32, n int) float
 		s += rest(row[2*n16:], x[n16:])
 	}
 	return s
+}
+
+// matmulTileNEON runs the 4-row × 2-token register tile over the decoded
+// rows; leftovers go through the dot kernel.
+func matmulTileNEON(y, w []float32, cols int, x []float32, n, rows, r0, nr int) {
+	if cols%4 != 0 || cols == 0 {
+		matmulTileGeneric(y, w, cols, x, n, rows, r0, nr)
+		return
+	}
+	var out [8]float32
+	nr4 := nr &^ 3
+	for t := 0; t < n; t += 2 {
+		t1 := min(t+1, n-1)
+		x0 := x[t*cols : (t+1)*cols]
+		_ = x[t1*cols : (t1+1)*cols]
+		for i := 0; i < nr4; i += 4 {
+			_ = w[(i+3)*cols : (i+4)*cols]
+			gemm4x2NEON(&w[i*cols], cols, &x0[0], (t1-t)*cols, cols, &out)
+			yt := y[t*rows+r0+i : t*rows+r0+i+4]
+			yt[0], yt[1], yt[2], yt[3] = out[0], out[2], out[4], out[6]
+			if t1 != t {
+				yt := y[t1*rows+r0+i : t1*rows+r0+i+4]
+				yt[0], yt[1], yt[2], yt[3] = out[1], out[3], out[5], out[7]
+			}
+		}
+		for i := nr4; i < nr; i++ {
+			wi := w[i*cols : (i+1)*cols]
+			y[t*rows+r0+i] = dotNEON(wi, x0)
+			if t1 != t {
+				y[t1*rows+r0+i] = dotNEON(wi, x[t1*cols:(t1+1)*cols])
+			}
+		}
+	}
 }
 
 func simdLen(int) int { return 0 }
