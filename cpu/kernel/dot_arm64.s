@@ -422,3 +422,103 @@ g42loop:
 	WORD   $0x6e33d659 // faddp v25.4s, v18.4s, v19.4s
 	VST1   [V24.S4, V25.S4], (R5)
 	RET
+
+// func dotQ4_KSubNEON(w *byte, x *float32, nb int, out *float32)
+// For nb q4_K super-blocks, the eight float dots Σ q·x of their 32-element
+// sub-blocks (q the 4-bit quants, 0..15) into out[0:8*nb]; the caller
+// applies the scales and mins. Each sums in eight lanes (two
+// accumulators a, b), combined as ((a0+b0)+(a1+b1))+((a2+b2)+(a3+b3)).
+TEXT ·dotQ4_KSubNEON(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD out+24(FP), R3
+	VMOVI $15, V31.B16
+
+q4kblock:
+	ADD    $16, R0
+	MOVD   $4, R4
+
+q4kpair:
+	VLD1.P 32(R0), [V0.B16, V1.B16]
+	VAND   V31.B16, V0.B16, V3.B16
+	VAND   V31.B16, V1.B16, V4.B16
+	VUSHR  $4, V0.B16, V5.B16
+	VUSHR  $4, V1.B16, V6.B16
+	VUXTL  V3.B8, V8.H8
+	VUXTL2 V3.B16, V9.H8
+	VUXTL  V4.B8, V10.H8
+	VUXTL2 V4.B16, V11.H8
+	VUXTL  V8.H4, V12.S4
+	VUXTL2 V8.H8, V13.S4
+	VUXTL  V9.H4, V14.S4
+	VUXTL2 V9.H8, V15.S4
+	VUXTL  V10.H4, V16.S4
+	VUXTL2 V10.H8, V17.S4
+	VUXTL  V11.H4, V18.S4
+	VUXTL2 V11.H8, V19.S4
+	WORD   $0x6e21d98c // ucvtf v12.4s, v12.4s
+	WORD   $0x6e21d9ad // ucvtf v13.4s, v13.4s
+	WORD   $0x6e21d9ce // ucvtf v14.4s, v14.4s
+	WORD   $0x6e21d9ef // ucvtf v15.4s, v15.4s
+	WORD   $0x6e21da10 // ucvtf v16.4s, v16.4s
+	WORD   $0x6e21da31 // ucvtf v17.4s, v17.4s
+	WORD   $0x6e21da52 // ucvtf v18.4s, v18.4s
+	WORD   $0x6e21da73 // ucvtf v19.4s, v19.4s
+	VLD1.P 64(R1), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R1), [V24.S4, V25.S4, V26.S4, V27.S4]
+	VEOR   V28.B16, V28.B16, V28.B16
+	VEOR   V29.B16, V29.B16, V29.B16
+	VFMLA  V20.S4, V12.S4, V28.S4
+	VFMLA  V21.S4, V13.S4, V29.S4
+	VFMLA  V22.S4, V14.S4, V28.S4
+	VFMLA  V23.S4, V15.S4, V29.S4
+	VFMLA  V24.S4, V16.S4, V28.S4
+	VFMLA  V25.S4, V17.S4, V29.S4
+	VFMLA  V26.S4, V18.S4, V28.S4
+	VFMLA  V27.S4, V19.S4, V29.S4
+	WORD   $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	WORD   $0x6e3cd79c // faddp v28.4s, v28.4s, v28.4s
+	WORD   $0x7e30db9c // faddp s28, v28.2s
+	FMOVS.P F28, 4(R3)
+	VUXTL  V5.B8, V8.H8
+	VUXTL2 V5.B16, V9.H8
+	VUXTL  V6.B8, V10.H8
+	VUXTL2 V6.B16, V11.H8
+	VUXTL  V8.H4, V12.S4
+	VUXTL2 V8.H8, V13.S4
+	VUXTL  V9.H4, V14.S4
+	VUXTL2 V9.H8, V15.S4
+	VUXTL  V10.H4, V16.S4
+	VUXTL2 V10.H8, V17.S4
+	VUXTL  V11.H4, V18.S4
+	VUXTL2 V11.H8, V19.S4
+	WORD   $0x6e21d98c // ucvtf v12.4s, v12.4s
+	WORD   $0x6e21d9ad // ucvtf v13.4s, v13.4s
+	WORD   $0x6e21d9ce // ucvtf v14.4s, v14.4s
+	WORD   $0x6e21d9ef // ucvtf v15.4s, v15.4s
+	WORD   $0x6e21da10 // ucvtf v16.4s, v16.4s
+	WORD   $0x6e21da31 // ucvtf v17.4s, v17.4s
+	WORD   $0x6e21da52 // ucvtf v18.4s, v18.4s
+	WORD   $0x6e21da73 // ucvtf v19.4s, v19.4s
+	VLD1.P 64(R1), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R1), [V24.S4, V25.S4, V26.S4, V27.S4]
+	VEOR   V28.B16, V28.B16, V28.B16
+	VEOR   V29.B16, V29.B16, V29.B16
+	VFMLA  V20.S4, V12.S4, V28.S4
+	VFMLA  V21.S4, V13.S4, V29.S4
+	VFMLA  V22.S4, V14.S4, V28.S4
+	VFMLA  V23.S4, V15.S4, V29.S4
+	VFMLA  V24.S4, V16.S4, V28.S4
+	VFMLA  V25.S4, V17.S4, V29.S4
+	VFMLA  V26.S4, V18.S4, V28.S4
+	VFMLA  V27.S4, V19.S4, V29.S4
+	WORD   $0x4e3dd79c // fadd v28.4s, v28.4s, v29.4s
+	WORD   $0x6e3cd79c // faddp v28.4s, v28.4s, v28.4s
+	WORD   $0x7e30db9c // faddp s28, v28.2s
+	FMOVS.P F28, 4(R3)
+	SUBS   $1, R4
+	BNE    q4kpair
+	SUBS   $1, R2
+	BNE    q4kblock
+	RET

@@ -3,13 +3,15 @@
 package kernel
 
 import (
+	"encoding/binary"
+
 	"golang.org/x/sys/cpu"
 
 	"github.com/cortiq/cortiq/tensor"
 )
 
 // arm64 kernels (dot_arm64.s): level NEON (Advanced SIMD, on every arm64
-// CPU: f32, f16 and bf16 dots, MatMul's 4×2 f32 tile and its q8_0 and
+// CPU: f32, f16, bf16 and q4_K dots, MatMul's 4×2 f32 tile and its q8_0 and
 // q4_0 row decoders,
 // Int8 q8_0 and q4_0 dots) and NEONDot (the
 // dot-product extension's SDOT in the Int8 dots).
@@ -44,6 +46,9 @@ func decodeQ4_0NEON(dst *float32, w *byte, nb int, tab *float32)
 //go:noescape
 func gemm4x2NEON(w *float32, ldw int, x *float32, ldx int, n int, out *[8]float32)
 
+//go:noescape
+func dotQ4_KSubNEON(w *byte, x *float32, nb int, out *float32)
+
 const hasAVX2 = false
 
 var (
@@ -72,6 +77,11 @@ func applyLevel(l Level) {
 	}
 	dotImpl = dotNEON
 	matmulTile = matmulTileNEON
+	matvecKernels[tensor.Q4_K] = func(y []float32, data []byte, rb int, x, xsum []float32) {
+		for i := range y {
+			y[i] = dotQ4_KRowNEON(data[i*rb:(i+1)*rb], x, xsum)
+		}
+	}
 	matvecKernels[tensor.F16] = genericRows(func(row []byte, x []float32) float32 {
 		return dot16NEON(row, x, dotF16NEON, dotF16Row)
 	})
@@ -167,6 +177,36 @@ func matmulTileNEON(y, w []float32, cols int, x []float32, n, rows, r0, nr int) 
 			}
 		}
 	}
+}
+
+// dotQ4_KRowNEON is dotQ4_KRowSums with the sub-block dots from
+// dotQ4_KSubNEON, a chunk of super-blocks at a time.
+func dotQ4_KRowNEON(row []byte, x, xsum []float32) float32 {
+	const chunk = 16
+	var sub [8 * chunk]float32
+	var s float32
+	nb := len(x) / 256
+	for b0 := 0; b0 < nb; b0 += chunk {
+		n := min(chunk, nb-b0)
+		_ = row[144*(b0+n)-1]
+		_ = x[256*(b0+n)-1]
+		dotQ4_KSubNEON(&row[144*b0], &x[256*b0], n, &sub[0])
+		for b := range n {
+			blk := (*[144]byte)(row[144*(b0+b):])
+			xs := (*[8]float32)(xsum[8*(b0+b):])
+			ds := (*[8]float32)(sub[8*b:])
+			d := f16Table[binary.LittleEndian.Uint16(blk[0:])]
+			dmin := f16Table[binary.LittleEndian.Uint16(blk[2:])]
+			scales := blk[4:16]
+			for j := 0; j < 4; j++ {
+				sc1, m1 := tensor.Q4KScaleMin(2*j, scales)
+				sc2, m2 := tensor.Q4KScaleMin(2*j+1, scales)
+				s += d*float32(sc1)*ds[2*j] - dmin*float32(m1)*xs[2*j]
+				s += d*float32(sc2)*ds[2*j+1] - dmin*float32(m2)*xs[2*j+1]
+			}
+		}
+	}
+	return s
 }
 
 func simdLen(int) int { return 0 }
