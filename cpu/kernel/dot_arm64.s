@@ -522,3 +522,420 @@ q4kpair:
 	SUBS   $1, R2
 	BNE    q4kblock
 	RET
+
+// func dotQ6_KSubNEON(w *byte, x *float32, nb int, out *float32)
+// For nb q6_K super-blocks, the sixteen float dots Σ q·x of their
+// 16-element sub-blocks (q the 6-bit quants less 32) into out[0:16*nb],
+// in the order of their scales; the caller applies them. Each sums in
+// four lanes, combined as (l0+l1)+(l2+l3).
+TEXT ·dotQ6_KSubNEON(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD out+24(FP), R3
+	VMOVI $15, V31.B16
+	VMOVI $3, V30.B16
+	VMOVI $32, V29.B16
+
+q6kblock:
+	ADD    $128, R0, R5
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R5), [V4.B16, V5.B16]
+	VAND   V31.B16, V0.B16, V6.B16
+	VAND   V31.B16, V1.B16, V7.B16
+	VAND   V30.B16, V4.B16, V8.B16
+	VAND   V30.B16, V5.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	WORD   $0x0f08a4ca // sxtl v10.8h, v6.8b
+	WORD   $0x4f08a4cb // sxtl2 v11.8h, v6.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	WORD   $0x0f08a4ea // sxtl v10.8h, v7.8b
+	WORD   $0x4f08a4eb // sxtl2 v11.8h, v7.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	VAND   V31.B16, V2.B16, V6.B16
+	VAND   V31.B16, V3.B16, V7.B16
+	VUSHR  $2, V4.B16, V8.B16
+	VUSHR  $2, V5.B16, V9.B16
+	VAND   V30.B16, V8.B16, V8.B16
+	VAND   V30.B16, V9.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	WORD   $0x0f08a4ca // sxtl v10.8h, v6.8b
+	WORD   $0x4f08a4cb // sxtl2 v11.8h, v6.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	WORD   $0x0f08a4ea // sxtl v10.8h, v7.8b
+	WORD   $0x4f08a4eb // sxtl2 v11.8h, v7.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	VUSHR  $4, V0.B16, V6.B16
+	VUSHR  $4, V1.B16, V7.B16
+	VUSHR  $4, V4.B16, V8.B16
+	VUSHR  $4, V5.B16, V9.B16
+	VAND   V30.B16, V8.B16, V8.B16
+	VAND   V30.B16, V9.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	WORD   $0x0f08a4ca // sxtl v10.8h, v6.8b
+	WORD   $0x4f08a4cb // sxtl2 v11.8h, v6.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	WORD   $0x0f08a4ea // sxtl v10.8h, v7.8b
+	WORD   $0x4f08a4eb // sxtl2 v11.8h, v7.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	VUSHR  $4, V2.B16, V6.B16
+	VUSHR  $4, V3.B16, V7.B16
+	VUSHR  $6, V4.B16, V8.B16
+	VUSHR  $6, V5.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	WORD   $0x0f08a4ca // sxtl v10.8h, v6.8b
+	WORD   $0x4f08a4cb // sxtl2 v11.8h, v6.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	WORD   $0x0f08a4ea // sxtl v10.8h, v7.8b
+	WORD   $0x4f08a4eb // sxtl2 v11.8h, v7.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R5), [V4.B16, V5.B16]
+	VAND   V31.B16, V0.B16, V6.B16
+	VAND   V31.B16, V1.B16, V7.B16
+	VAND   V30.B16, V4.B16, V8.B16
+	VAND   V30.B16, V5.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	WORD   $0x0f08a4ca // sxtl v10.8h, v6.8b
+	WORD   $0x4f08a4cb // sxtl2 v11.8h, v6.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	WORD   $0x0f08a4ea // sxtl v10.8h, v7.8b
+	WORD   $0x4f08a4eb // sxtl2 v11.8h, v7.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	VAND   V31.B16, V2.B16, V6.B16
+	VAND   V31.B16, V3.B16, V7.B16
+	VUSHR  $2, V4.B16, V8.B16
+	VUSHR  $2, V5.B16, V9.B16
+	VAND   V30.B16, V8.B16, V8.B16
+	VAND   V30.B16, V9.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	WORD   $0x0f08a4ca // sxtl v10.8h, v6.8b
+	WORD   $0x4f08a4cb // sxtl2 v11.8h, v6.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	WORD   $0x0f08a4ea // sxtl v10.8h, v7.8b
+	WORD   $0x4f08a4eb // sxtl2 v11.8h, v7.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	VUSHR  $4, V0.B16, V6.B16
+	VUSHR  $4, V1.B16, V7.B16
+	VUSHR  $4, V4.B16, V8.B16
+	VUSHR  $4, V5.B16, V9.B16
+	VAND   V30.B16, V8.B16, V8.B16
+	VAND   V30.B16, V9.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	WORD   $0x0f08a4ca // sxtl v10.8h, v6.8b
+	WORD   $0x4f08a4cb // sxtl2 v11.8h, v6.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	WORD   $0x0f08a4ea // sxtl v10.8h, v7.8b
+	WORD   $0x4f08a4eb // sxtl2 v11.8h, v7.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	VUSHR  $4, V2.B16, V6.B16
+	VUSHR  $4, V3.B16, V7.B16
+	VUSHR  $6, V4.B16, V8.B16
+	VUSHR  $6, V5.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	WORD   $0x0f08a4ca // sxtl v10.8h, v6.8b
+	WORD   $0x4f08a4cb // sxtl2 v11.8h, v6.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	WORD   $0x0f08a4ea // sxtl v10.8h, v7.8b
+	WORD   $0x4f08a4eb // sxtl2 v11.8h, v7.16b
+	WORD   $0x0f10a54c // sxtl v12.4s, v10.4h
+	WORD   $0x4f10a54d // sxtl2 v13.4s, v10.8h
+	WORD   $0x0f10a56e // sxtl v14.4s, v11.4h
+	WORD   $0x4f10a56f // sxtl2 v15.4s, v11.8h
+	WORD   $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD   $0x4e21d9ad // scvtf v13.4s, v13.4s
+	WORD   $0x4e21d9ce // scvtf v14.4s, v14.4s
+	WORD   $0x4e21d9ef // scvtf v15.4s, v15.4s
+	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VEOR   V20.B16, V20.B16, V20.B16
+	VFMLA  V16.S4, V12.S4, V20.S4
+	VFMLA  V17.S4, V13.S4, V20.S4
+	VFMLA  V18.S4, V14.S4, V20.S4
+	VFMLA  V19.S4, V15.S4, V20.S4
+	WORD   $0x6e34d694 // faddp v20.4s, v20.4s, v20.4s
+	WORD   $0x7e30da94 // faddp s20, v20.2s
+	FMOVS.P F20, 4(R3)
+	ADD    $82, R0
+	SUBS   $1, R2
+	BNE    q6kblock
+	RET

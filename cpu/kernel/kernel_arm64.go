@@ -11,7 +11,7 @@ import (
 )
 
 // arm64 kernels (dot_arm64.s): level NEON (Advanced SIMD, on every arm64
-// CPU: f32, f16, bf16 and q4_K dots, MatMul's 4×2 f32 tile and its q8_0 and
+// CPU: f32, f16, bf16, q4_K and q6_K dots, MatMul's 4×2 f32 tile and its q8_0 and
 // q4_0 row decoders,
 // Int8 q8_0 and q4_0 dots) and NEONDot (the
 // dot-product extension's SDOT in the Int8 dots).
@@ -49,6 +49,9 @@ func gemm4x2NEON(w *float32, ldw int, x *float32, ldx int, n int, out *[8]float3
 //go:noescape
 func dotQ4_KSubNEON(w *byte, x *float32, nb int, out *float32)
 
+//go:noescape
+func dotQ6_KSubNEON(w *byte, x *float32, nb int, out *float32)
+
 const hasAVX2 = false
 
 var (
@@ -77,6 +80,7 @@ func applyLevel(l Level) {
 	}
 	dotImpl = dotNEON
 	matmulTile = matmulTileNEON
+	matvecKernels[tensor.Q6_K] = genericRows(dotQ6_KRowNEON)
 	matvecKernels[tensor.Q4_K] = func(y []float32, data []byte, rb int, x, xsum []float32) {
 		for i := range y {
 			y[i] = dotQ4_KRowNEON(data[i*rb:(i+1)*rb], x, xsum)
@@ -203,6 +207,30 @@ func dotQ4_KRowNEON(row []byte, x, xsum []float32) float32 {
 				sc2, m2 := tensor.Q4KScaleMin(2*j+1, scales)
 				s += d*float32(sc1)*ds[2*j] - dmin*float32(m1)*xs[2*j]
 				s += d*float32(sc2)*ds[2*j+1] - dmin*float32(m2)*xs[2*j+1]
+			}
+		}
+	}
+	return s
+}
+
+// dotQ6_KRowNEON is dotQ6_KRow with the sub-block dots from
+// dotQ6_KSubNEON, a chunk of super-blocks at a time.
+func dotQ6_KRowNEON(row []byte, x []float32) float32 {
+	const chunk = 8
+	var sub [16 * chunk]float32
+	var s float32
+	nb := len(x) / 256
+	for b0 := 0; b0 < nb; b0 += chunk {
+		n := min(chunk, nb-b0)
+		_ = row[210*(b0+n)-1]
+		_ = x[256*(b0+n)-1]
+		dotQ6_KSubNEON(&row[210*b0], &x[256*b0], n, &sub[0])
+		for b := range n {
+			blk := (*[210]byte)(row[210*(b0+b):])
+			acc := (*[16]float32)(sub[16*b:])
+			d := f16Table[binary.LittleEndian.Uint16(blk[208:])]
+			for k := range 16 {
+				s += d * float32(int8(blk[192+k])) * acc[k]
 			}
 		}
 	}
