@@ -13,7 +13,7 @@ import (
 // arm64 kernels (dot_arm64.s): level NEON (Advanced SIMD, on every arm64
 // CPU: f32, f16, bf16, q4_K and q6_K dots, MatMul's 4×2 f32 tile and its q8_0 and
 // q4_0 row decoders,
-// Int8 q8_0 and q4_0 dots) and NEONDot (the
+// Int8 q8_0 and q4_0 dots, decode and prefill) and NEONDot (the
 // dot-product extension's SDOT in the Int8 dots).
 
 //go:noescape
@@ -75,6 +75,7 @@ func applyLevel(l Level) {
 	decoders = genericDecoders
 	matmulTile = matmulTileGeneric
 	int8Kernels = [len(int8Kernels)]int8Kernel{}
+	int8MatMul = nil
 	if l < NEON {
 		return
 	}
@@ -118,6 +119,44 @@ func applyLevel(l Level) {
 			y[i] = q4(&data[i*rb], &qx.q[0], &qx.d[0], &qx.s[0], len(qx.d), &f16Table[0])
 		}
 	}
+	int8MatMul = matmulInt8NEON
+}
+
+// matmulInt8NEON is Int8-mode MatMul of q8_0 and q4_0 weights: every
+// token row quantized as MatVec quantizes it and dotted with the Int8
+// MatVec kernel, so each token's outputs equal its MatVec's bit for bit;
+// groups of 16 weight rows meet all the tokens while they are in cache.
+func matmulInt8NEON(y []float32, w *tensor.Tensor, x []float32, n, rows, cols, rb int) bool {
+	if w.Codec != tensor.Q8_0 && w.Codec != tensor.Q4_0 || cols%32 != 0 || cols == 0 || rows == 0 {
+		return false
+	}
+	k := int8Kernels[w.Codec]
+	var buf [64]*q8x
+	qs := buf[:0]
+	if n > len(buf) {
+		qs = make([]*q8x, 0, n)
+	}
+	qs = qs[:n]
+	parallelFor(n, max(1, (16<<10)/cols), func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			qs[t] = quantizeX(x[t*cols : (t+1)*cols])
+		}
+	})
+	const group = 16
+	parallelFor((rows+group-1)/group, max(1, (32<<10)/(group*rb)), func(lo, hi int) {
+		for g := lo; g < hi; g++ {
+			r0 := g * group
+			nr := min(group, rows-r0)
+			data := w.Data[r0*rb : (r0+nr)*rb]
+			for t, qx := range qs {
+				k(y[t*rows+r0:t*rows+r0+nr], data, rb, qx)
+			}
+		}
+	})
+	for _, qx := range qs {
+		putQ8x(qx)
+	}
+	return true
 }
 
 // dotNEON is Dot with sixteen partial sums over the first len(a)&^15

@@ -73,3 +73,35 @@ func TestDotNEON(t *testing.T) {
 		}
 	}
 }
+
+// TestInt8MatMulNEON checks that Int8-mode MatMul of q8_0 and q4_0 gives
+// every token the outputs of its Int8 MatVec, bit for bit.
+func TestInt8MatMulNEON(t *testing.T) {
+	defer SetMode(SetMode(Int8))
+	defer SetLevel(CurrentLevel())
+	r := rand.New(rand.NewPCG(18, 18))
+	for _, l := range testLevels() {
+		if l < NEON {
+			continue
+		}
+		SetLevel(l)
+		for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0} {
+			for _, sh := range [][3]int{{37, 96, 3}, {40, 512, 9}, {17, 256, 70}} {
+				rows, cols, n := sh[0], sh[1], sh[2]
+				w := rawWeight(r, c, rows, cols)
+				x := randX(r, n*cols)
+				y := make([]float32, n*rows)
+				MatMul(y, w, x, n)
+				yv := make([]float32, rows)
+				for tok := range n {
+					MatVec(yv, w, x[tok*cols:(tok+1)*cols])
+					for o, v := range yv {
+						if got := y[tok*rows+o]; math.Float32bits(got) != math.Float32bits(v) {
+							t.Fatalf("%s %s %dx%d n=%d token %d row %d: MatMul %g, MatVec %g", l, c, rows, cols, n, tok, o, got, v)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -327,7 +327,7 @@ func TestInt8MatMulLowbit(t *testing.T) {
 				if k%2 == 1 {
 					w = lowbitRaw(r, c, rows, cols)
 				}
-				tiles := int8MatMul != nil && lowbitPackable(c)
+				tiles := packedDecode && lowbitPackable(c) // the levels with int8 tiles
 				wf := make([]float32, rows*cols)
 				if err := tensor.Dequantize(wf, c, w.Data); err != nil {
 					t.Fatal(err)
