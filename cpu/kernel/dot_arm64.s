@@ -939,3 +939,91 @@ q6kblock:
 	SUBS   $1, R2
 	BNE    q6kblock
 	RET
+
+// The Int8 q4_K sub-block sums: for nb super-blocks, the eight integer
+// dots Σ q·xq of their 32-element sub-blocks (q the 4-bit quants 0..15,
+// xq the activations quantized per 32, which the sub-blocks match) into
+// out[0:8*nb] (int32 bits, stored from the vector registers); the caller
+// applies the scales and mins. Exact whatever the instructions.
+
+// func q4KQ8SubSDOT(w *byte, xq *int8, nb int, out *int32)
+TEXT ·q4KQ8SubSDOT(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD xq+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD out+24(FP), R3
+	VMOVI $15, V31.B16
+
+q4KQ8SubSDOTblock:
+	ADD    $16, R0
+	MOVD   $4, R4
+
+q4KQ8SubSDOTpair:
+	VLD1.P 32(R0), [V0.B16, V1.B16]
+	VLD1.P 64(R1), [V16.B16, V17.B16, V18.B16, V19.B16]
+	VAND   V31.B16, V0.B16, V2.B16
+	VAND   V31.B16, V1.B16, V3.B16
+	VUSHR  $4, V0.B16, V4.B16
+	VUSHR  $4, V1.B16, V5.B16
+	VEOR   V6.B16, V6.B16, V6.B16
+	VEOR   V7.B16, V7.B16, V7.B16
+	WORD   $0x4e909446 // sdot v6.4s, v2.16b, v16.16b
+	WORD   $0x4e919466 // sdot v6.4s, v3.16b, v17.16b
+	WORD   $0x4e929487 // sdot v7.4s, v4.16b, v18.16b
+	WORD   $0x4e9394a7 // sdot v7.4s, v5.16b, v19.16b
+	VADDV  V6.S4, V6
+	VADDV  V7.S4, V7
+	FMOVS.P F6, 4(R3)
+	FMOVS.P F7, 4(R3)
+	SUBS   $1, R4
+	BNE    q4KQ8SubSDOTpair
+	SUBS   $1, R2
+	BNE    q4KQ8SubSDOTblock
+	RET
+
+// func q4KQ8SubNEON(w *byte, xq *int8, nb int, out *int32)
+TEXT ·q4KQ8SubNEON(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD xq+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD out+24(FP), R3
+	VMOVI $15, V31.B16
+
+q4KQ8SubNEONblock:
+	ADD    $16, R0
+	MOVD   $4, R4
+
+q4KQ8SubNEONpair:
+	VLD1.P 32(R0), [V0.B16, V1.B16]
+	VLD1.P 64(R1), [V16.B16, V17.B16, V18.B16, V19.B16]
+	VAND   V31.B16, V0.B16, V2.B16
+	VAND   V31.B16, V1.B16, V3.B16
+	VUSHR  $4, V0.B16, V4.B16
+	VUSHR  $4, V1.B16, V5.B16
+	VEOR   V6.B16, V6.B16, V6.B16
+	VEOR   V7.B16, V7.B16, V7.B16
+	WORD   $0x0e30c054 // smull v20.8h, v2.8b, v16.8b
+	WORD   $0x4e30c055 // smull2 v21.8h, v2.16b, v16.16b
+	WORD   $0x4e606a86 // sadalp v6.4s, v20.8h
+	WORD   $0x4e606aa6 // sadalp v6.4s, v21.8h
+	WORD   $0x0e31c074 // smull v20.8h, v3.8b, v17.8b
+	WORD   $0x4e31c075 // smull2 v21.8h, v3.16b, v17.16b
+	WORD   $0x4e606a86 // sadalp v6.4s, v20.8h
+	WORD   $0x4e606aa6 // sadalp v6.4s, v21.8h
+	WORD   $0x0e32c094 // smull v20.8h, v4.8b, v18.8b
+	WORD   $0x4e32c095 // smull2 v21.8h, v4.16b, v18.16b
+	WORD   $0x4e606a87 // sadalp v7.4s, v20.8h
+	WORD   $0x4e606aa7 // sadalp v7.4s, v21.8h
+	WORD   $0x0e33c0b4 // smull v20.8h, v5.8b, v19.8b
+	WORD   $0x4e33c0b5 // smull2 v21.8h, v5.16b, v19.16b
+	WORD   $0x4e606a87 // sadalp v7.4s, v20.8h
+	WORD   $0x4e606aa7 // sadalp v7.4s, v21.8h
+	VADDV  V6.S4, V6
+	VADDV  V7.S4, V7
+	FMOVS.P F6, 4(R3)
+	FMOVS.P F7, 4(R3)
+	SUBS   $1, R4
+	BNE    q4KQ8SubNEONpair
+	SUBS   $1, R2
+	BNE    q4KQ8SubNEONblock
+	RET

@@ -74,7 +74,7 @@ func TestDotNEON(t *testing.T) {
 	}
 }
 
-// TestInt8MatMulNEON checks that Int8-mode MatMul of q8_0 and q4_0 gives
+// TestInt8MatMulNEON checks that Int8-mode MatMul of q8_0, q4_0 and q4_K gives
 // every token the outputs of its Int8 MatVec, bit for bit.
 func TestInt8MatMulNEON(t *testing.T) {
 	defer SetMode(SetMode(Int8))
@@ -85,9 +85,12 @@ func TestInt8MatMulNEON(t *testing.T) {
 			continue
 		}
 		SetLevel(l)
-		for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0} {
-			for _, sh := range [][3]int{{37, 96, 3}, {40, 512, 9}, {17, 256, 70}} {
+		for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0, tensor.Q4_K} {
+			for _, sh := range [][3]int{{37, 96, 3}, {40, 512, 9}, {17, 256, 70}, {5, 4608, 2}} {
 				rows, cols, n := sh[0], sh[1], sh[2]
+				if cols%c.BlockLen() != 0 {
+					continue
+				}
 				w := rawWeight(r, c, rows, cols)
 				x := randX(r, n*cols)
 				y := make([]float32, n*rows)
@@ -102,6 +105,48 @@ func TestInt8MatMulNEON(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestInt8Q4_KNEON checks Int8-mode q4_K MatVec against a float64
+// evaluation of the same quantized arithmetic (the activations rounded
+// per 32 as quantizeX rounds them).
+func TestInt8Q4_KNEON(t *testing.T) {
+	defer SetMode(SetMode(Int8))
+	defer SetLevel(CurrentLevel())
+	r := rand.New(rand.NewPCG(19, 19))
+	for _, l := range testLevels() {
+		if l < NEON {
+			continue
+		}
+		SetLevel(l)
+		for k, sh := range [][2]int{{16, 256}, {37, 512}, {9, 4608}, {33, 2048}} {
+			rows, cols := sh[0], sh[1]
+			w := randWeight(t, r, tensor.Q4_K, rows, cols)
+			if k%2 == 1 {
+				w = rawWeight(r, tensor.Q4_K, rows, cols)
+			}
+			x := randX(r, cols)
+			y := make([]float32, rows)
+			MatVec(y, w, x)
+			wf := make([]float32, rows*cols)
+			if err := tensor.Dequantize(wf, tensor.Q4_K, w.Data); err != nil {
+				t.Fatal(err)
+			}
+			qx := quantizeX(x)
+			for o := range rows {
+				var want, mag float64
+				for i := range cols {
+					xv := float64(qx.d[i/32]) * float64(qx.q[i])
+					want += float64(wf[o*cols+i]) * xv
+					mag += math.Abs(float64(wf[o*cols+i]) * xv)
+				}
+				if d := math.Abs(float64(y[o]) - want); d > 4e-6*mag+1e-30 {
+					t.Fatalf("%s q4_K %dx%d row %d: %g, want %g (diff %g)", l, rows, cols, o, y[o], want, d)
+				}
+			}
+			putQ8x(qx)
 		}
 	}
 }
