@@ -1027,3 +1027,418 @@ q4KQ8SubNEONpair:
 	SUBS   $1, R2
 	BNE    q4KQ8SubNEONblock
 	RET
+
+// The Int8 q6_K sub-block sums: for nb super-blocks, the sixteen integer
+// dots Σ q·xq of their 16-element sub-blocks (q the 6-bit quants less 32)
+// into out[0:16*nb] in the order of their scales (int32 bits); the caller
+// applies the scales. Exact whatever the instructions.
+
+// func q6KQ8SubSDOT(w *byte, xq *int8, nb int, out *int32)
+TEXT ·q6KQ8SubSDOT(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD xq+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD out+24(FP), R3
+	VMOVI $15, V31.B16
+	VMOVI $3, V30.B16
+	VMOVI $32, V29.B16
+
+q6KQ8SubSDOTblock:
+	ADD    $128, R0, R5
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R5), [V4.B16, V5.B16]
+	VAND   V31.B16, V0.B16, V6.B16
+	VAND   V31.B16, V1.B16, V7.B16
+	VAND   V30.B16, V4.B16, V8.B16
+	VAND   V30.B16, V5.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x4e9094ca // sdot v10.4s, v6.16b, v16.16b
+	WORD   $0x4e9194eb // sdot v11.4s, v7.16b, v17.16b
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	VAND   V31.B16, V2.B16, V6.B16
+	VAND   V31.B16, V3.B16, V7.B16
+	VUSHR  $2, V4.B16, V8.B16
+	VUSHR  $2, V5.B16, V9.B16
+	VAND   V30.B16, V8.B16, V8.B16
+	VAND   V30.B16, V9.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x4e9094ca // sdot v10.4s, v6.16b, v16.16b
+	WORD   $0x4e9194eb // sdot v11.4s, v7.16b, v17.16b
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	VUSHR  $4, V0.B16, V6.B16
+	VUSHR  $4, V1.B16, V7.B16
+	VUSHR  $4, V4.B16, V8.B16
+	VUSHR  $4, V5.B16, V9.B16
+	VAND   V30.B16, V8.B16, V8.B16
+	VAND   V30.B16, V9.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x4e9094ca // sdot v10.4s, v6.16b, v16.16b
+	WORD   $0x4e9194eb // sdot v11.4s, v7.16b, v17.16b
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	VUSHR  $4, V2.B16, V6.B16
+	VUSHR  $4, V3.B16, V7.B16
+	VUSHR  $6, V4.B16, V8.B16
+	VUSHR  $6, V5.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x4e9094ca // sdot v10.4s, v6.16b, v16.16b
+	WORD   $0x4e9194eb // sdot v11.4s, v7.16b, v17.16b
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R5), [V4.B16, V5.B16]
+	VAND   V31.B16, V0.B16, V6.B16
+	VAND   V31.B16, V1.B16, V7.B16
+	VAND   V30.B16, V4.B16, V8.B16
+	VAND   V30.B16, V5.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x4e9094ca // sdot v10.4s, v6.16b, v16.16b
+	WORD   $0x4e9194eb // sdot v11.4s, v7.16b, v17.16b
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	VAND   V31.B16, V2.B16, V6.B16
+	VAND   V31.B16, V3.B16, V7.B16
+	VUSHR  $2, V4.B16, V8.B16
+	VUSHR  $2, V5.B16, V9.B16
+	VAND   V30.B16, V8.B16, V8.B16
+	VAND   V30.B16, V9.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x4e9094ca // sdot v10.4s, v6.16b, v16.16b
+	WORD   $0x4e9194eb // sdot v11.4s, v7.16b, v17.16b
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	VUSHR  $4, V0.B16, V6.B16
+	VUSHR  $4, V1.B16, V7.B16
+	VUSHR  $4, V4.B16, V8.B16
+	VUSHR  $4, V5.B16, V9.B16
+	VAND   V30.B16, V8.B16, V8.B16
+	VAND   V30.B16, V9.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x4e9094ca // sdot v10.4s, v6.16b, v16.16b
+	WORD   $0x4e9194eb // sdot v11.4s, v7.16b, v17.16b
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	VUSHR  $4, V2.B16, V6.B16
+	VUSHR  $4, V3.B16, V7.B16
+	VUSHR  $6, V4.B16, V8.B16
+	VUSHR  $6, V5.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x4e9094ca // sdot v10.4s, v6.16b, v16.16b
+	WORD   $0x4e9194eb // sdot v11.4s, v7.16b, v17.16b
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	ADD    $82, R0
+	SUBS   $1, R2
+	BNE    q6KQ8SubSDOTblock
+	RET
+
+// func q6KQ8SubNEON(w *byte, xq *int8, nb int, out *int32)
+TEXT ·q6KQ8SubNEON(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD xq+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD out+24(FP), R3
+	VMOVI $15, V31.B16
+	VMOVI $3, V30.B16
+	VMOVI $32, V29.B16
+
+q6KQ8SubNEONblock:
+	ADD    $128, R0, R5
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R5), [V4.B16, V5.B16]
+	VAND   V31.B16, V0.B16, V6.B16
+	VAND   V31.B16, V1.B16, V7.B16
+	VAND   V30.B16, V4.B16, V8.B16
+	VAND   V30.B16, V5.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x0e30c0d4 // smull v20.8h, v6.8b, v16.8b
+	WORD   $0x4e30c0d5 // smull2 v21.8h, v6.16b, v16.16b
+	WORD   $0x4e606a8a // sadalp v10.4s, v20.8h
+	WORD   $0x4e606aaa // sadalp v10.4s, v21.8h
+	WORD   $0x0e31c0f6 // smull v22.8h, v7.8b, v17.8b
+	WORD   $0x4e31c0f7 // smull2 v23.8h, v7.16b, v17.16b
+	WORD   $0x4e606acb // sadalp v11.4s, v22.8h
+	WORD   $0x4e606aeb // sadalp v11.4s, v23.8h
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	VAND   V31.B16, V2.B16, V6.B16
+	VAND   V31.B16, V3.B16, V7.B16
+	VUSHR  $2, V4.B16, V8.B16
+	VUSHR  $2, V5.B16, V9.B16
+	VAND   V30.B16, V8.B16, V8.B16
+	VAND   V30.B16, V9.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x0e30c0d4 // smull v20.8h, v6.8b, v16.8b
+	WORD   $0x4e30c0d5 // smull2 v21.8h, v6.16b, v16.16b
+	WORD   $0x4e606a8a // sadalp v10.4s, v20.8h
+	WORD   $0x4e606aaa // sadalp v10.4s, v21.8h
+	WORD   $0x0e31c0f6 // smull v22.8h, v7.8b, v17.8b
+	WORD   $0x4e31c0f7 // smull2 v23.8h, v7.16b, v17.16b
+	WORD   $0x4e606acb // sadalp v11.4s, v22.8h
+	WORD   $0x4e606aeb // sadalp v11.4s, v23.8h
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	VUSHR  $4, V0.B16, V6.B16
+	VUSHR  $4, V1.B16, V7.B16
+	VUSHR  $4, V4.B16, V8.B16
+	VUSHR  $4, V5.B16, V9.B16
+	VAND   V30.B16, V8.B16, V8.B16
+	VAND   V30.B16, V9.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x0e30c0d4 // smull v20.8h, v6.8b, v16.8b
+	WORD   $0x4e30c0d5 // smull2 v21.8h, v6.16b, v16.16b
+	WORD   $0x4e606a8a // sadalp v10.4s, v20.8h
+	WORD   $0x4e606aaa // sadalp v10.4s, v21.8h
+	WORD   $0x0e31c0f6 // smull v22.8h, v7.8b, v17.8b
+	WORD   $0x4e31c0f7 // smull2 v23.8h, v7.16b, v17.16b
+	WORD   $0x4e606acb // sadalp v11.4s, v22.8h
+	WORD   $0x4e606aeb // sadalp v11.4s, v23.8h
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	VUSHR  $4, V2.B16, V6.B16
+	VUSHR  $4, V3.B16, V7.B16
+	VUSHR  $6, V4.B16, V8.B16
+	VUSHR  $6, V5.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x0e30c0d4 // smull v20.8h, v6.8b, v16.8b
+	WORD   $0x4e30c0d5 // smull2 v21.8h, v6.16b, v16.16b
+	WORD   $0x4e606a8a // sadalp v10.4s, v20.8h
+	WORD   $0x4e606aaa // sadalp v10.4s, v21.8h
+	WORD   $0x0e31c0f6 // smull v22.8h, v7.8b, v17.8b
+	WORD   $0x4e31c0f7 // smull2 v23.8h, v7.16b, v17.16b
+	WORD   $0x4e606acb // sadalp v11.4s, v22.8h
+	WORD   $0x4e606aeb // sadalp v11.4s, v23.8h
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R5), [V4.B16, V5.B16]
+	VAND   V31.B16, V0.B16, V6.B16
+	VAND   V31.B16, V1.B16, V7.B16
+	VAND   V30.B16, V4.B16, V8.B16
+	VAND   V30.B16, V5.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x0e30c0d4 // smull v20.8h, v6.8b, v16.8b
+	WORD   $0x4e30c0d5 // smull2 v21.8h, v6.16b, v16.16b
+	WORD   $0x4e606a8a // sadalp v10.4s, v20.8h
+	WORD   $0x4e606aaa // sadalp v10.4s, v21.8h
+	WORD   $0x0e31c0f6 // smull v22.8h, v7.8b, v17.8b
+	WORD   $0x4e31c0f7 // smull2 v23.8h, v7.16b, v17.16b
+	WORD   $0x4e606acb // sadalp v11.4s, v22.8h
+	WORD   $0x4e606aeb // sadalp v11.4s, v23.8h
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	VAND   V31.B16, V2.B16, V6.B16
+	VAND   V31.B16, V3.B16, V7.B16
+	VUSHR  $2, V4.B16, V8.B16
+	VUSHR  $2, V5.B16, V9.B16
+	VAND   V30.B16, V8.B16, V8.B16
+	VAND   V30.B16, V9.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x0e30c0d4 // smull v20.8h, v6.8b, v16.8b
+	WORD   $0x4e30c0d5 // smull2 v21.8h, v6.16b, v16.16b
+	WORD   $0x4e606a8a // sadalp v10.4s, v20.8h
+	WORD   $0x4e606aaa // sadalp v10.4s, v21.8h
+	WORD   $0x0e31c0f6 // smull v22.8h, v7.8b, v17.8b
+	WORD   $0x4e31c0f7 // smull2 v23.8h, v7.16b, v17.16b
+	WORD   $0x4e606acb // sadalp v11.4s, v22.8h
+	WORD   $0x4e606aeb // sadalp v11.4s, v23.8h
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	VUSHR  $4, V0.B16, V6.B16
+	VUSHR  $4, V1.B16, V7.B16
+	VUSHR  $4, V4.B16, V8.B16
+	VUSHR  $4, V5.B16, V9.B16
+	VAND   V30.B16, V8.B16, V8.B16
+	VAND   V30.B16, V9.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x0e30c0d4 // smull v20.8h, v6.8b, v16.8b
+	WORD   $0x4e30c0d5 // smull2 v21.8h, v6.16b, v16.16b
+	WORD   $0x4e606a8a // sadalp v10.4s, v20.8h
+	WORD   $0x4e606aaa // sadalp v10.4s, v21.8h
+	WORD   $0x0e31c0f6 // smull v22.8h, v7.8b, v17.8b
+	WORD   $0x4e31c0f7 // smull2 v23.8h, v7.16b, v17.16b
+	WORD   $0x4e606acb // sadalp v11.4s, v22.8h
+	WORD   $0x4e606aeb // sadalp v11.4s, v23.8h
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	VUSHR  $4, V2.B16, V6.B16
+	VUSHR  $4, V3.B16, V7.B16
+	VUSHR  $6, V4.B16, V8.B16
+	VUSHR  $6, V5.B16, V9.B16
+	VSHL   $4, V8.B16, V8.B16
+	VSHL   $4, V9.B16, V9.B16
+	VORR   V8.B16, V6.B16, V6.B16
+	VORR   V9.B16, V7.B16, V7.B16
+	WORD   $0x6e3d84c6 // sub v6.16b, v6.16b, v29.16b
+	WORD   $0x6e3d84e7 // sub v7.16b, v7.16b, v29.16b
+	VLD1.P 32(R1), [V16.B16, V17.B16]
+	VEOR   V10.B16, V10.B16, V10.B16
+	VEOR   V11.B16, V11.B16, V11.B16
+	WORD   $0x0e30c0d4 // smull v20.8h, v6.8b, v16.8b
+	WORD   $0x4e30c0d5 // smull2 v21.8h, v6.16b, v16.16b
+	WORD   $0x4e606a8a // sadalp v10.4s, v20.8h
+	WORD   $0x4e606aaa // sadalp v10.4s, v21.8h
+	WORD   $0x0e31c0f6 // smull v22.8h, v7.8b, v17.8b
+	WORD   $0x4e31c0f7 // smull2 v23.8h, v7.16b, v17.16b
+	WORD   $0x4e606acb // sadalp v11.4s, v22.8h
+	WORD   $0x4e606aeb // sadalp v11.4s, v23.8h
+	VADDV  V10.S4, V10
+	VADDV  V11.S4, V11
+	FMOVS.P F10, 4(R3)
+	FMOVS.P F11, 4(R3)
+	ADD    $82, R0
+	SUBS   $1, R2
+	BNE    q6KQ8SubNEONblock
+	RET

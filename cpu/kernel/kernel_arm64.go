@@ -13,7 +13,7 @@ import (
 // arm64 kernels (dot_arm64.s): level NEON (Advanced SIMD, on every arm64
 // CPU: f32, f16, bf16, q4_K and q6_K dots, MatMul's 4×2 f32 tile and its q8_0 and
 // q4_0 row decoders,
-// Int8 q8_0, q4_0 and q4_K dots, decode and prefill) and NEONDot (the
+// Int8 q8_0, q4_0, q4_K and q6_K dots, decode and prefill) and NEONDot (the
 // dot-product extension's SDOT in the Int8 dots).
 
 //go:noescape
@@ -57,6 +57,12 @@ func q4KQ8SubSDOT(w *byte, xq *int8, nb int, out *int32)
 
 //go:noescape
 func q4KQ8SubNEON(w *byte, xq *int8, nb int, out *int32)
+
+//go:noescape
+func q6KQ8SubSDOT(w *byte, xq *int8, nb int, out *int32)
+
+//go:noescape
+func q6KQ8SubNEON(w *byte, xq *int8, nb int, out *int32)
 
 const hasAVX2 = false
 
@@ -125,9 +131,14 @@ func applyLevel(l Level) {
 			y[i] = q4(&data[i*rb], &qx.q[0], &qx.d[0], &qx.s[0], len(qx.d), &f16Table[0])
 		}
 	}
-	q4k := q4KQ8SubNEON
+	q4k, q6k := q4KQ8SubNEON, q6KQ8SubNEON
 	if l >= NEONDot {
-		q4k = q4KQ8SubSDOT
+		q4k, q6k = q4KQ8SubSDOT, q6KQ8SubSDOT
+	}
+	int8Kernels[tensor.Q6_K] = func(y []float32, data []byte, rb int, qx *q8x) {
+		for i := range y {
+			y[i] = dotQ6_KInt8(data[i*rb:(i+1)*rb], qx, q6k)
+		}
 	}
 	int8Kernels[tensor.Q4_K] = func(y []float32, data []byte, rb int, qx *q8x) {
 		for i := range y {
@@ -137,7 +148,8 @@ func applyLevel(l Level) {
 	int8MatMul = matmulInt8NEON
 }
 
-// matmulInt8NEON is Int8-mode MatMul of q8_0, q4_0 and q4_K weights: every
+// matmulInt8NEON is Int8-mode MatMul of the codecs with an Int8 MatVec
+// kernel (q8_0, q4_0, q4_K, q6_K): every
 // token row quantized as MatVec quantizes it and dotted with the Int8
 // MatVec kernel, so each token's outputs equal its MatVec's bit for bit;
 // groups of 16 weight rows meet all the tokens while they are in cache.
@@ -196,6 +208,31 @@ func dotQ4_KInt8(row []byte, qx *q8x, sub func(w *byte, xq *int8, nb int, out *i
 			for k := range 8 {
 				sc, m := tensor.Q4KScaleMin(k, blk[4:16])
 				s += d*float32(sc)*(xd[k]*float32(is[8*b+k])) - dmin*float32(m)*xs[k]
+			}
+		}
+	}
+	return s
+}
+
+// dotQ6_KInt8 is the Int8 q6_K row dot: the integer sub-block sums from
+// sub (assembly), a chunk of super-blocks at a time, then per sub-block
+// d·sc·(dx·Σq·xq), dx the scale of the activation block holding it.
+func dotQ6_KInt8(row []byte, qx *q8x, sub func(w *byte, xq *int8, nb int, out *int32)) float32 {
+	const chunk = 8
+	var is [16 * chunk]int32
+	var s float32
+	nb := len(qx.d) / 8
+	for b0 := 0; b0 < nb; b0 += chunk {
+		n := min(chunk, nb-b0)
+		_ = row[210*(b0+n)-1]
+		_ = qx.q[256*(b0+n)-1]
+		sub(&row[210*b0], &qx.q[256*b0], n, &is[0])
+		for b := range n {
+			blk := (*[210]byte)(row[210*(b0+b):])
+			d := f16Table[binary.LittleEndian.Uint16(blk[208:])]
+			xd := (*[8]float32)(qx.d[8*(b0+b):])
+			for k := range 16 {
+				s += d * float32(int8(blk[192+k])) * (xd[k/2] * float32(is[16*b+k]))
 			}
 		}
 	}

@@ -74,7 +74,7 @@ func TestDotNEON(t *testing.T) {
 	}
 }
 
-// TestInt8MatMulNEON checks that Int8-mode MatMul of q8_0, q4_0 and q4_K gives
+// TestInt8MatMulNEON checks that Int8-mode MatMul of q8_0, q4_0, q4_K and q6_K gives
 // every token the outputs of its Int8 MatVec, bit for bit.
 func TestInt8MatMulNEON(t *testing.T) {
 	defer SetMode(SetMode(Int8))
@@ -85,7 +85,7 @@ func TestInt8MatMulNEON(t *testing.T) {
 			continue
 		}
 		SetLevel(l)
-		for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0, tensor.Q4_K} {
+		for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
 			for _, sh := range [][3]int{{37, 96, 3}, {40, 512, 9}, {17, 256, 70}, {5, 4608, 2}} {
 				rows, cols, n := sh[0], sh[1], sh[2]
 				if cols%c.BlockLen() != 0 {
@@ -109,10 +109,10 @@ func TestInt8MatMulNEON(t *testing.T) {
 	}
 }
 
-// TestInt8Q4_KNEON checks Int8-mode q4_K MatVec against a float64
+// TestInt8KNEON checks Int8-mode q4_K and q6_K MatVec against a float64
 // evaluation of the same quantized arithmetic (the activations rounded
 // per 32 as quantizeX rounds them).
-func TestInt8Q4_KNEON(t *testing.T) {
+func TestInt8KNEON(t *testing.T) {
 	defer SetMode(SetMode(Int8))
 	defer SetLevel(CurrentLevel())
 	r := rand.New(rand.NewPCG(19, 19))
@@ -121,32 +121,34 @@ func TestInt8Q4_KNEON(t *testing.T) {
 			continue
 		}
 		SetLevel(l)
-		for k, sh := range [][2]int{{16, 256}, {37, 512}, {9, 4608}, {33, 2048}} {
-			rows, cols := sh[0], sh[1]
-			w := randWeight(t, r, tensor.Q4_K, rows, cols)
-			if k%2 == 1 {
-				w = rawWeight(r, tensor.Q4_K, rows, cols)
-			}
-			x := randX(r, cols)
-			y := make([]float32, rows)
-			MatVec(y, w, x)
-			wf := make([]float32, rows*cols)
-			if err := tensor.Dequantize(wf, tensor.Q4_K, w.Data); err != nil {
-				t.Fatal(err)
-			}
-			qx := quantizeX(x)
-			for o := range rows {
-				var want, mag float64
-				for i := range cols {
-					xv := float64(qx.d[i/32]) * float64(qx.q[i])
-					want += float64(wf[o*cols+i]) * xv
-					mag += math.Abs(float64(wf[o*cols+i]) * xv)
+		for _, c := range []tensor.Codec{tensor.Q4_K, tensor.Q6_K} {
+			for k, sh := range [][2]int{{16, 256}, {37, 512}, {9, 4608}, {33, 2048}} {
+				rows, cols := sh[0], sh[1]
+				w := randWeight(t, r, c, rows, cols)
+				if k%2 == 1 {
+					w = rawWeight(r, c, rows, cols)
 				}
-				if d := math.Abs(float64(y[o]) - want); d > 4e-6*mag+1e-30 {
-					t.Fatalf("%s q4_K %dx%d row %d: %g, want %g (diff %g)", l, rows, cols, o, y[o], want, d)
+				x := randX(r, cols)
+				y := make([]float32, rows)
+				MatVec(y, w, x)
+				wf := make([]float32, rows*cols)
+				if err := tensor.Dequantize(wf, c, w.Data); err != nil {
+					t.Fatal(err)
 				}
+				qx := quantizeX(x)
+				for o := range rows {
+					var want, mag float64
+					for i := range cols {
+						xv := float64(qx.d[i/32]) * float64(qx.q[i])
+						want += float64(wf[o*cols+i]) * xv
+						mag += math.Abs(float64(wf[o*cols+i]) * xv)
+					}
+					if d := math.Abs(float64(y[o]) - want); d > 4e-6*mag+1e-30 {
+						t.Fatalf("%s %s %dx%d row %d: %g, want %g (diff %g)", l, c, rows, cols, o, y[o], want, d)
+					}
+				}
+				putQ8x(qx)
 			}
-			putQ8x(qx)
 		}
 	}
 }
