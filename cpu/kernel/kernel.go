@@ -24,9 +24,10 @@
 // Implementation. The portable Go kernels (generic.go) are the reference
 // and run everywhere (wasm included). On amd64, assembly kernels replace
 // them at init according to the CPU (see Level: AVX2, AVX-512, AVX-512
-// VNNI, AMX), on arm64 NEON ones (the f32 dot, Int8-mode q8_0 and q4_0
-// decode; SDOT with the dot-product extension); SetLevel forces a lower
-// level, and -tags purego builds without them. Int8 mode at the AVX512VNNI level and above repacks
+// VNNI, AMX), on arm64 NEON ones (see Level: NEON, NEONDot; the dots of
+// the common codecs, Int8 q8_0, q4_0, q4_K and q6_K with SDOT where the
+// CPU has it); SetLevel forces a lower level, and -tags purego builds
+// without them. Int8 mode at the AVX512VNNI level and above repacks
 // q4_0, q8_0, q4_K and q6_K weights once per tensor, at first use, into
 // 16-row int8 tiles that decode (one token) and prefill (panels of 8 or,
 // with AMX, 16 tokens) share; q4_1, q5_0, q5_1, q5_K, iq4_nl and iq4_xs

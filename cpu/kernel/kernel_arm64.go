@@ -10,11 +10,11 @@ import (
 	"github.com/cortiq/cortiq/tensor"
 )
 
-// arm64 kernels (dot_arm64.s): level NEON (Advanced SIMD, on every arm64
-// CPU: f32, f16, bf16, q4_K and q6_K dots, MatMul's 4×2 f32 tile and its q8_0 and
-// q4_0 row decoders,
-// Int8 q8_0, q4_0, q4_K and q6_K dots, decode and prefill) and NEONDot (the
-// dot-product extension's SDOT in the Int8 dots).
+// arm64 kernels (dot_arm64.s). Level NEON (Advanced SIMD, on every arm64
+// CPU): Exact f32, f16, bf16, q4_K and q6_K dots, MatMul's 4×2 f32 tile
+// and its q8_0 and q4_0 row decoders, and Int8 q8_0, q4_0, q4_K and q6_K
+// dots (decode and prefill) with widening multiplies. Level NEONDot: the
+// same with the dot-product extension's SDOT in the Int8 dots.
 
 //go:noescape
 func dotF32NEON(a, b *float32, n int) float32

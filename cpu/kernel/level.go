@@ -35,8 +35,8 @@ const (
 	// times much slower; SetLevel(AMX) opts in.
 	AMX
 	// NEON is arm64's Advanced SIMD (every arm64 CPU): f32 dots with 16
-	// partial sums, Int8-mode q8_0 and q4_0 decode with widening
-	// multiplies (SMULL).
+	// partial sums, f16, bf16, q4_K and q6_K dots, MatMul's f32 tile, and
+	// Int8-mode q8_0, q4_0, q4_K and q6_K with widening multiplies (SMULL).
 	NEON
 	// NEONDot adds the dot-product extension (FEAT_DotProd: SDOT) to the
 	// Int8 block dots.
