@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -581,7 +582,10 @@ func TestInterrupt(t *testing.T) {
 // reach the kernels and that bench --json reports the level and mode.
 func TestBenchKernelLevel(t *testing.T) {
 	p := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
-	out := cortiq(t, []string{"CORTIQ_CPU_LEVEL=avx2", "CORTIQ_KERNEL=exact"}, "bench", "-m", p, "--backend", "cpu", "--prompt", "4", "--gen", "2", "--reps", "1", "--json")
+	// The first SIMD level of this build (avx2, neon), or generic.
+	ls := kernel.Levels()
+	lv := ls[min(1, len(ls)-1)]
+	out := cortiq(t, []string{"CORTIQ_CPU_LEVEL=" + lv.String(), "CORTIQ_KERNEL=exact"}, "bench", "-m", p, "--backend", "cpu", "--prompt", "4", "--gen", "2", "--reps", "1", "--json")
 	var res struct {
 		Level string `json:"kernel_level"`
 		Mode  string `json:"kernel_mode"`
@@ -589,12 +593,19 @@ func TestBenchKernelLevel(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("bench --json: %v\n%s", err, out)
 	}
-	if want := min(kernel.AVX2, kernel.Detected()).String(); res.Level != want || res.Mode != "exact" {
+	if want := min(lv, kernel.Detected()).String(); res.Level != want || res.Mode != "exact" {
 		t.Errorf("bench reports kernels %q, %q; want %q, exact", res.Level, res.Mode, want)
 	}
-	cmd := exec.Command(cortiqBin, "bench", "--bandwidth")
-	cmd.Env = append(os.Environ(), "CORTIQ_CPU_LEVEL=sse9")
-	if msg, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(msg), "CORTIQ_CPU_LEVEL") {
-		t.Errorf("CORTIQ_CPU_LEVEL=sse9: err %v, output %q; want an error naming the variable", err, msg)
+	// An unknown name, and another architecture's level, are errors.
+	foreign := "neon"
+	if slices.Contains(ls, kernel.NEON) {
+		foreign = "avx2"
+	}
+	for _, v := range []string{"sse9", foreign} {
+		cmd := exec.Command(cortiqBin, "bench", "--bandwidth")
+		cmd.Env = append(os.Environ(), "CORTIQ_CPU_LEVEL="+v)
+		if msg, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(msg), "CORTIQ_CPU_LEVEL") {
+			t.Errorf("CORTIQ_CPU_LEVEL=%s: err %v, output %q; want an error naming the variable", v, err, msg)
+		}
 	}
 }

@@ -6,9 +6,9 @@
 // (leading dimensions fold into rows). MatVec computes y[o] = Σ_i W[o,i]·x[i]
 // in float32 with the weights decoded exactly as tensor.Dequantize decodes
 // them; the only difference from a naive "dequantize, then dot" loop is the
-// order of float32 additions (8-lane partial sums; for block codecs the
-// block scale multiplies a block's partial sum, and q4_0's -8 offset and
-// q4_K's min are applied through Σx). MatMul decodes weight rows to float32
+// order of float32 additions (8-lane partial sums, 16 in arm64's f32 dot;
+// for block codecs the block scale multiplies a block's partial sum, and
+// q4_0's -8 offset and q4_K's min are applied through Σx). MatMul decodes weight rows to float32
 // exactly and accumulates each output in one float32 sum per token. This is
 // the Exact mode, the numerical reference other backends compare against.
 // The default mode is Int8, which trades exactness for speed on the block
@@ -24,7 +24,9 @@
 // Implementation. The portable Go kernels (generic.go) are the reference
 // and run everywhere (wasm included). On amd64, assembly kernels replace
 // them at init according to the CPU (see Level: AVX2, AVX-512, AVX-512
-// VNNI, AMX); SetLevel forces a lower level, and -tags purego builds
+// VNNI, AMX), on arm64 NEON ones (see Level: NEON, NEONDot; the dots of
+// the common codecs, Int8 q8_0, q4_0, q4_K and q6_K with SDOT where the
+// CPU has it); SetLevel forces a lower level, and -tags purego builds
 // without them. Int8 mode at the AVX512VNNI level and above repacks
 // q4_0, q8_0, q4_K and q6_K weights once per tensor, at first use, into
 // 16-row int8 tiles that decode (one token) and prefill (panels of 8 or,

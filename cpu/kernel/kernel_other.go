@@ -1,10 +1,12 @@
-//go:build !amd64 || purego
+//go:build (!amd64 && !arm64) || purego
 
 package kernel
 
 const hasAVX2 = false
 
 const detected = Generic
+
+var archLevels = []Level{Generic}
 
 func applyLevel(l Level) { level = l }
 

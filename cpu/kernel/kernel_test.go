@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cortiq/cortiq/tensor"
@@ -66,11 +67,20 @@ func checkClose(t *testing.T, what string, got []float32, want, mag []float64) {
 func forEachImpl(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
 	defer SetLevel(CurrentLevel())
-	for l := Generic; l <= Detected(); l++ {
+	for _, l := range testLevels() {
 		SetLevel(l)
 		t.Run(l.String(), f)
 	}
 }
+
+// testLevels lists the levels of this build the CPU has, lowest first.
+func testLevels() []Level {
+	ls := Levels()
+	return ls[:slices.Index(ls, Detected())+1]
+}
+
+// hasLevel reports whether this build and CPU run level l.
+func hasLevel(l Level) bool { return slices.Contains(testLevels(), l) }
 
 func randX(r *rand.Rand, n int) []float32 {
 	x := make([]float32, n)

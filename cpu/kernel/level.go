@@ -2,11 +2,13 @@ package kernel
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 )
 
-// Level is a set of instruction-set extensions the kernels may use. The
-// levels are ordered: each one uses the instructions of those below it.
+// Level is a set of instruction-set extensions the kernels may use. Each
+// architecture has its own levels above Generic (Levels lists this
+// build's), ordered: each one uses the instructions of those below it.
 // At start-up the package picks DefaultLevel (the highest level the CPU
 // supports, AMX excepted); SetLevel changes it, up to Detected, for tests
 // and for users who want another (the command line's CORTIQ_CPU_LEVEL).
@@ -17,7 +19,7 @@ import (
 type Level int32
 
 const (
-	// Generic is the portable Go code (the only level off amd64).
+	// Generic is the portable Go code (the only level off amd64 and arm64).
 	Generic Level = iota
 	// AVX2 is AVX2 + FMA + F16C (x86-64-v3).
 	AVX2
@@ -32,13 +34,25 @@ const (
 	// measured on, its prefill was no faster than AVX512VNNI's and at
 	// times much slower; SetLevel(AMX) opts in.
 	AMX
+	// NEON is arm64's Advanced SIMD (every arm64 CPU): f32 dots with 16
+	// partial sums, f16, bf16, q4_K and q6_K dots, MatMul's f32 tile, and
+	// Int8-mode q8_0, q4_0, q4_K and q6_K with widening multiplies (SMULL).
+	NEON
+	// NEONDot adds the dot-product extension (FEAT_DotProd: SDOT) to the
+	// Int8 block dots.
+	NEONDot
 )
 
 // DefaultLevel is the level the package starts at: the highest the CPU
-// supports, but at most AVX512VNNI.
-func DefaultLevel() Level { return min(detected, AVX512VNNI) }
+// supports, AMX excepted (AVX512VNNI instead).
+func DefaultLevel() Level {
+	if detected == AMX {
+		return AVX512VNNI
+	}
+	return detected
+}
 
-var levelNames = [...]string{Generic: "generic", AVX2: "avx2", AVX512: "avx512", AVX512VNNI: "avx512vnni", AMX: "amx"}
+var levelNames = [...]string{Generic: "generic", AVX2: "avx2", AVX512: "avx512", AVX512VNNI: "avx512vnni", AMX: "amx", NEON: "neon", NEONDot: "neondot"}
 
 func (l Level) String() string {
 	if l >= 0 && int(l) < len(levelNames) {
@@ -54,8 +68,13 @@ func ParseLevel(s string) (Level, error) {
 			return Level(l), nil
 		}
 	}
-	return Generic, fmt.Errorf("unknown CPU kernel level %q (want one of generic, avx2, avx512, avx512vnni, amx)", s)
+	return Generic, fmt.Errorf("unknown CPU kernel level %q (want one of generic, avx2, avx512, avx512vnni, amx, neon, neondot)", s)
 }
+
+// Levels lists the levels of this build's architecture, lowest first
+// (Generic alone off amd64 and arm64, and with -tags purego), whether or
+// not this CPU has them.
+func Levels() []Level { return slices.Clone(archLevels) }
 
 // Detected reports the highest level this CPU and build support (the
 // limit of SetLevel).
@@ -69,12 +88,16 @@ var (
 func init() { applyLevel(DefaultLevel()) }
 
 // SetLevel selects the kernels of level l, or of Detected() if l is
-// higher, and returns the level now in effect. Calls must not overlap
+// higher, and returns the level now in effect. A level of another
+// architecture (not in Levels) selects Generic. Calls must not overlap
 // kernel calls in flight (set it at start-up, or between tests).
 func SetLevel(l Level) Level {
 	levelMu.Lock()
 	defer levelMu.Unlock()
-	l = max(Generic, min(l, detected))
+	if !slices.Contains(archLevels, l) {
+		l = Generic
+	}
+	l = min(l, detected)
 	applyLevel(l)
 	return l
 }

@@ -181,7 +181,7 @@ func BenchmarkMatVecLowbit(b *testing.B) {
 				m    Mode
 				name string
 			}{{Generic, Int8, "generic"}, {AVX2, Exact, "avx2_exact"}, {AVX2, Int8, "avx2"}, {AVX512VNNI, Int8, "avx512vnni"}} {
-				if v.l > Detected() {
+				if !hasLevel(v.l) {
 					continue
 				}
 				b.Run(fmt.Sprintf("%s_%dx%d/%s", c, sh[0], sh[1], v.name), func(b *testing.B) {
@@ -215,7 +215,7 @@ func BenchmarkMatMulLowbit(b *testing.B) {
 			best := make([]time.Duration, len(levels))
 			for r := range rounds {
 				for i, l := range levels {
-					if l > Detected() || (l == Generic && r%3 != 0) {
+					if !hasLevel(l) || (l == Generic && r%3 != 0) {
 						continue
 					}
 					SetLevel(l)
@@ -327,7 +327,7 @@ func TestInt8MatMulLowbit(t *testing.T) {
 				if k%2 == 1 {
 					w = lowbitRaw(r, c, rows, cols)
 				}
-				tiles := int8MatMul != nil && lowbitPackable(c)
+				tiles := packedDecode && lowbitPackable(c) // the levels with int8 tiles
 				wf := make([]float32, rows*cols)
 				if err := tensor.Dequantize(wf, c, w.Data); err != nil {
 					t.Fatal(err)
@@ -395,7 +395,7 @@ func BenchmarkLowbitLevels(b *testing.B) {
 			best := make([]time.Duration, len(vs))
 			for r := range rounds {
 				for i, v := range vs {
-					if v.l > Detected() || (v.l == Generic && r%3 != 0) {
+					if !hasLevel(v.l) || (v.l == Generic && r%3 != 0) {
 						continue
 					}
 					SetLevel(v.l)

@@ -33,7 +33,11 @@ const (
 	// the AVX2 level, MatVec of q4_1, q5_0, q5_1, q2_K, q3_K, q5_K,
 	// iq4_nl, iq4_xs and mxfp4 is Int8 too (lowbit_int8.go), and at
 	// AVX512VNNI so is MatMul of all but mxfp4, q2_K and q3_K, on tiles
-	// packed the same way (lowbit_pack.go: 5 to 8.5 bits a weight). The command line maps
+	// packed the same way (lowbit_pack.go: 5 to 8.5 bits a weight). On
+	// arm64 (levels NEON and NEONDot) q8_0, q4_0, q4_K and q6_K MatVec and
+	// MatMul are Int8 and no other codec: q8_0 and q4_0 MatVec
+	// bit-identical to the portable integer loops, each token of a MatMul
+	// to its MatVec. The command line maps
 	// CORTIQ_KERNEL=exact to SetMode(Exact).
 	Int8
 )

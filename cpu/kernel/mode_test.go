@@ -16,7 +16,7 @@ func TestInt8(t *testing.T) {
 	defer SetMode(SetMode(Int8))
 	r := rand.New(rand.NewPCG(6, 6))
 	forEachImpl(t, func(t *testing.T) {
-		if !hasAVX2 || int8Kernels[tensor.Q4_0] == nil {
+		if int8Kernels[tensor.Q4_0] == nil {
 			// Test the portable reference loops too.
 			defer func(k [len(int8Kernels)]int8Kernel) { int8Kernels = k }(int8Kernels)
 			int8Kernels = genericInt8Kernels
@@ -239,7 +239,7 @@ func BenchmarkInt8MatMul(b *testing.B) {
 	defer SetMode(SetMode(Int8))
 	defer SetLevel(CurrentLevel())
 	const n = 64
-	for l := AVX2; l <= Detected(); l++ {
+	for _, l := range testLevels()[1:] {
 		SetLevel(l)
 		for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K} {
 			for _, sh := range [][2]int{{4864, 896}, {896, 4864}} {
