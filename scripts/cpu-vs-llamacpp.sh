@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # CPU prefill/decode of cortiq next to llama.cpp's llama-bench (built from
-# source, CPU only: see scripts/make-llamaquant-files.sh for the cmake line)
-# on the identical synth llama-1b GGUF files, interleaved A B A B in one run
-# (issues 13 and 16).
+# source, CPU only) on the identical synth llama-1b GGUF files, interleaved
+# A B A B in one run (issues 13 and 16).
+# On the dev VM (Sapphire Rapids, 2 vCPUs) llama.cpp's -DGGML_NATIVE=ON build
+# dies with SIGILL in its AMX q4_0/q8_0 matmul (tilezero on an OpenMP thread:
+# the VM loses the tile configuration; cortiq's AMX level is opt-in for the
+# same reason), so the bench binary is built with the same ISA minus AMX:
+#   cmake -B b -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_AVX=ON \
+#     -DGGML_AVX2=ON -DGGML_AVX_VNNI=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+#     -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON \
+#     -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAMA_BUILD_TESTS=OFF \
+#     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_UI=OFF \
+#     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF
+#   cmake --build b --target llama-bench -j2
 #   scripts/cpu-vs-llamacpp.sh MODELDIR LLAMA_BIN_DIR [THREADS] [ROUNDS]
 # MODELDIR holds llama-1b-QUANT.gguf for the quants below, made with
 #   cortiq synth --shape llama-1b --quant QUANT -o MODELDIR/llama-1b-QUANT.gguf
