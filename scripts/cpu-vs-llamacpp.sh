@@ -2,6 +2,8 @@
 # CPU prefill/decode of cortiq next to llama.cpp's llama-bench (built from
 # source, CPU only) on the identical synth llama-1b GGUF files, interleaved
 # A B A B in one run (issues 13 and 16).
+# llama.cpp: upstream commit 0253fb21f (2026-05-16), `git archive 0253fb21f CMakeLists.txt cmake common
+# ggml include src tools vendor licenses` in the fetchable mirror kmbandy/llama.cpp.
 # On the dev VM (Sapphire Rapids, 2 vCPUs) llama.cpp's -DGGML_NATIVE=ON build
 # dies with SIGILL in its AMX q4_0/q8_0 matmul (tilezero on an OpenMP thread:
 # the VM loses the tile configuration; cortiq's AMX level is opt-in for the

@@ -7,8 +7,9 @@
 #
 # llama.cpp: the upstream source of 2026-05-16 (a `git archive` of that day's
 # commit, as /work/llamacpp-src.tgz on the dev machine, sha256
-# 193accafd386ba189a38f0ffe13bf66b069061d29b54177f94f55a780a20d671; the
-# archive carries no commit id), built CPU only:
+# 193accafd386ba189a38f0ffe13bf66b069061d29b54177f94f55a780a20d671; upstream commit 0253fb21f:
+# `git archive 0253fb21f CMakeLists.txt cmake common ggml include src tools vendor licenses`
+# in the fetchable mirror kmbandy/llama.cpp, whose own commits come after it), built CPU only:
 #   cmake -B b -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
 #     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
 #     -DLLAMA_BUILD_UI=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF
