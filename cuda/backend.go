@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"unsafe"
@@ -726,10 +725,3 @@ func (b *Backend) Close() error {
 
 var _ backend.Backend = (*Backend)(nil)
 var _ backend.StatsReporter = (*Backend)(nil)
-
-func f32ok(v float32) float32 {
-	if v == 0 || math.IsNaN(float64(v)) {
-		return 1
-	}
-	return v
-}

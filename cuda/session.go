@@ -312,7 +312,7 @@ func (s *Session) embed(ids driver.Ptr, T int) error {
 	b, a := s.b, s.b.arch
 	return b.launch(kernels.EmbedPrefix+b.embd.codec, &kernels.EmbedArgs{
 		Out: kernels.Ptr(s.x), Table: kernels.Ptr(b.embd.ptr), IDs: kernels.Ptr(ids), T: int32(T),
-		Dim: int32(a.Hidden), RowBytes: int32(b.embd.rowBytes), Scale: f32ok(a.EmbedScale)})
+		Dim: int32(a.Hidden), RowBytes: int32(b.embd.rowBytes), Scale: a.Scales().Embed})
 }
 
 // mm is y[T][rows] = x[T][cols]·Wᵀ: a matvec for one token, the batched
@@ -391,7 +391,7 @@ func (s *Session) residual(post, next driver.Ptr, T int) (driver.Ptr, error) {
 			return 0, err
 		}
 	}
-	rs := f32ok(a.ResidualScale)
+	rs := a.Scales().Residual
 	if next == 0 {
 		return s.x, b.launch(kernels.Add, &kernels.AddArgs{Out: kernels.Ptr(s.x), A: kernels.Ptr(s.x), B: kernels.Ptr(s.o), N: int32(T * H), BScale: rs})
 	}
@@ -411,7 +411,7 @@ func (s *Session) layers(T int, _ int) error {
 	b, a := s.b, s.b.arch
 	H := a.Hidden
 	P := func(p driver.Ptr) kernels.Ptr { return kernels.Ptr(p) }
-	fuse := T == 1 && f32ok(a.ResidualScale) == 1 && !b.postNorms
+	fuse := T == 1 && a.Scales().Residual == 1 && !b.postNorms
 	s.raw = fuse
 	in := s.x
 	if l0 := &b.layers[0]; !fuse && l0.attnNorm != 0 {
@@ -624,7 +624,7 @@ func (s *Session) head(r, n int) error {
 	} else if err := s.mm(s.logits, b.out, s.h+driver.Ptr(r*a.Hidden*4), n); err != nil {
 		return err
 	}
-	if sc := f32ok(a.LogitScale); sc != 1 {
+	if sc := a.Scales().Logit; sc != 1 {
 		return b.launch(kernels.Add, &kernels.AddArgs{Out: kernels.Ptr(s.logits), A: kernels.Ptr(s.logits),
 			B: kernels.Ptr(s.logits), N: int32(n * a.Vocab), BScale: sc - 1})
 	}
