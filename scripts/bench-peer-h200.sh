@@ -1,5 +1,4 @@
 #!/bin/bash
-# NOT YET RUN: written in session 5, when no device time was left for llama.cpp's 5-minute build.
 # Same-run peer benchmarks on the H200 machine (issues 17 and 18), through the
 # device tool from the repo root with carry [".devrun", ".gl"]:
 #   .devrun/llamacpp-src.tgz  llama.cpp source (git archive of an upstream commit:
@@ -10,6 +9,9 @@
 #   peer   synth the llama-1b files with the first binary, llama-bench them
 #   ab     every binary in .devrun/ab on the same files, interleaved A B A B
 #   cuda   the newest binary with --backend cuda on the same files
+#   types  per GGUF type (issue 13): synth with the newest binary, llama-bench decode beside
+#          cortiq webgpu (and cuda where it runs the type); TYPES overrides the list
+#   export gzip llama-bench and llama-quantize into $OUT (so a cold machine can skip the build)
 set -u
 O=${OUT:-/tmp}; mkdir -p /tmp/m /tmp/ab
 if ls .gl/*.deb >/dev/null 2>&1; then for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig; fi
@@ -45,4 +47,15 @@ cuda)
   for q in $FILES; do for args in "--prompt 512 --gen 128" "--prompt 2048 --gen 128"; do
     timeout 120 $FIRST bench -m /tmp/m/llama-1b-$q.gguf --backend cuda $args --reps 3 --json 2>&1 | grep -v XDG | tee -a $O/cuda.jsonl
   done; done ;;
+types)
+  TYPES=${TYPES:-"q4_1 q5_0 q5_1 q2_K q3_K q5_K iq4_nl iq4_xs tq2_0 mxfp4 q3_K_M q5_K_M"}
+  for q in $TYPES; do [ -f /tmp/m/llama-1b-$q.gguf ] || timeout 200 $FIRST synth --shape llama-1b --quant $q -o /tmp/m/ 2>&1 | tail -1; done
+  for q in $TYPES; do
+    /tmp/lc/b/bin/llama-bench -m /tmp/m/llama-1b-$q.gguf -ngl 99 -fa 1 -p 512 -n 128 -r 3 -o jsonl 2>/dev/null | tee -a $O/llamacpp-types.jsonl
+    for be in ${TYPE_BACKENDS-webgpu cuda}; do
+      timeout 100 $FIRST bench -m /tmp/m/llama-1b-$q.gguf --backend $be --prompt 512 --gen 128 --reps 3 --json 2>&1 | grep -v XDG | tail -1 | tee -a $O/cortiq-types.jsonl
+    done
+  done ;;
+export)
+  for t in llama-bench llama-quantize; do [ -x /tmp/lc/b/bin/$t ] && gzip -c /tmp/lc/b/bin/$t > $O/$t.gz; done; ls -la $O ;;
 esac; done
