@@ -1,6 +1,8 @@
 // Causal softmax attention over the KV cache for each (head, token) of the
 // step, with grouped-query heads, an optional sliding window, the score
-// scale and an optional tanh softcap. Keys are visited in tiles of 64 with
+// scale and an optional tanh softcap. The operands come through load_q,
+// key4 and val4: attention_load.wgsl after qkv_prep, or
+// attention_prep_load.wgsl with the prep fused in (one-token steps). Keys are visited in tiles of 64 with
 // an online (running max) softmax, so any context length works with a fixed
 // amount of workgroup memory. head_dim <= 256 and a multiple of 4 (q, k
 // and v are read as vec4). Dispatch (heads, ntok, S).
@@ -59,10 +61,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         }
         hi = min(pos, lo + sl - 1u);
     }
-    let qb4 = (t * p.q_stride + h * p.hd) / 4u;
-    for (var d = lid.x; d < hd4; d += 64u) {
-        qs[d] = qkv[qb4 + d];
-    }
+    load_q(t, h, wg.z, lid.x);
     workgroupBarrier();
     let kg = lid.x / 16u; // key group of the value sum
     let dv = lid.x % 16u; // this thread's vec4s: dv, dv+16, dv+32, dv+48
@@ -77,7 +76,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let kb = kv_row(j) * kvw4 + koff4;
             var dd = vec4<f32>(0.0);
             for (var d = 0u; d < hd4; d++) {
-                dd += qs[d] * k4(kb + d);
+                dd += qs[d] * key4(j, kb, d);
             }
             s = ((dd.x + dd.y) + (dd.z + dd.w)) * p.scale;
             if (p.softcap > 0.0) {
@@ -108,7 +107,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             for (var r = 0u; r < 4u; r++) {
                 let d4 = dv + 16u * r;
                 if (d4 < hd4) {
-                    acc[r] += pj * v4(vb + d4);
+                    acc[r] += pj * val4(j0 + jj, vb, d4);
                 }
             }
         }

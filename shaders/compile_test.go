@@ -55,6 +55,17 @@ func TestCompile(t *testing.T) {
 		}
 		check(k.name, src, k.kinds...)
 	}
+	// The decode attention kernels, every KV codec (the table's variants).
+	for _, name := range []string{shaders.QKVPrep, shaders.Attention, shaders.AttentionPrep} {
+		k := shaders.Lookup(name)
+		vs, err := k.Variants()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for v, src := range vs {
+			check(name+"/"+v, src, gpu.Kinds(k.Binds)...)
+		}
+	}
 	for _, c := range []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0} {
 		src, _ := shaders.LinearCodec(c)
 		check("linear/"+c.String(), src, U, R, R, R, W)

@@ -197,6 +197,17 @@ func init() {
 			}
 			return m, nil
 		}},
+		{AttentionPrep, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite, ReadWrite, ReadWrite, ReadWrite, ReadOnly, ReadOnly}, AttnPrepParams{}, func() (map[string]string, error) {
+			m := map[string]string{}
+			for _, f16 := range []bool{false, true} {
+				src, err := SourceKV(AttentionPrep, f16)
+				if err != nil {
+					return nil, err
+				}
+				m[fmt.Sprint("f16=", f16)] = src
+			}
+			return m, nil
+		}},
 		{Combine, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, CombineParams{}, one(Combine)},
 		{ActMul, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, ActMulParams{}, one(ActMul)},
 		{ArgmaxPart, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, ArgmaxPartParams{}, one(ArgmaxPart)},

@@ -75,6 +75,28 @@ type AttnParams struct {
 	SinkOff            uint32 // the sinks' offset in kc's elements, after the cache's last row (sink_load)
 }
 
+// AttnPrepParams is attention_prep_io.wgsl's P: AttnParams and the
+// PrepParams fields qkv_prep's work needs (head_prep.wgsl).
+type AttnPrepParams struct {
+	Heads, KVHeads, HD uint32
+	Window             uint32
+	Scale              float32
+	Softcap            float32
+	QStride            uint32
+	SplitLen           uint32
+	MaxSplits          uint32
+	KVLen              uint32
+	HasSink            Flag
+	SinkOff            uint32
+	Rot                uint32
+	Style              uint32 // 0 neox, 1 interleaved
+	QKNorm             Flag   // per-head RMSNorm of q and k
+	Eps                float32
+	PlusOne            Flag
+	KNOff              uint32 // k-norm weights start here in qkn
+	_                  [2]uint32
+}
+
 // CombineParams is attn_combine.wgsl's P.
 type CombineParams struct {
 	Heads, HD           uint32
@@ -274,6 +296,7 @@ func (MatmulParams) Kernel() string         { return KMatmul }
 func (NormParams) Kernel() string           { return KRMSNorm }
 func (PrepParams) Kernel() string           { return QKVPrep }
 func (AttnParams) Kernel() string           { return Attention }
+func (AttnPrepParams) Kernel() string       { return AttentionPrep }
 func (CombineParams) Kernel() string        { return Combine }
 func (ActMulParams) Kernel() string         { return ActMul }
 func (ArgmaxPartParams) Kernel() string     { return ArgmaxPart }

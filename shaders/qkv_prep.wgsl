@@ -18,9 +18,6 @@
 @group(0) @binding(5) var<storage, read> cs: array<vec2<f32>>;
 @group(0) @binding(6) var<storage, read> qkn: array<f32>;
 
-var<workgroup> hv: array<f32, 256>;
-var<workgroup> red: array<f32, 64>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let h = wg.x;
@@ -34,49 +31,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let is_v = h >= p.heads + p.kv_heads;
     let is_k = h >= p.heads && !is_v;
     for (var i = lid.x; i < p.hd; i += 64u) {
-        hv[i] = qkv[base + i];
+        ph[i] = qkv[base + i];
     }
     workgroupBarrier();
-    if (!is_v && p.qk_norm == 1u) {
-        var ss = 0.0;
-        for (var i = lid.x; i < p.hd; i += 64u) {
-            ss += hv[i] * hv[i];
-        }
-        red[lid.x] = ss;
-        workgroupBarrier();
-        for (var s = 32u; s > 0u; s >>= 1u) {
-            if (lid.x < s) {
-                red[lid.x] += red[lid.x + s];
-            }
-            workgroupBarrier();
-        }
-        let r = 1.0 / sqrt(red[0] / f32(p.hd) + p.eps);
-        let woff = select(0u, p.kn_off, is_k);
-        for (var i = lid.x; i < p.hd; i += 64u) {
-            var g = qkn[woff + i];
-            if (p.plus_one == 1u) {
-                g += 1.0;
-            }
-            hv[i] = hv[i] * r * g;
-        }
-        workgroupBarrier();
-    }
-    if (!is_v && p.rot > 0u) {
-        let half = p.rot / 2u;
-        for (var i = lid.x; i < half; i += 64u) {
-            var a = i;
-            var b = i + half;
-            if (p.style == 1u) {
-                a = 2u * i;
-                b = 2u * i + 1u;
-            }
-            let c = cs[pos * half + i];
-            let xa = hv[a];
-            let xb = hv[b];
-            hv[a] = xa * c.x - xb * c.y;
-            hv[b] = xb * c.x + xa * c.y;
-        }
-        workgroupBarrier();
+    if (!is_v) {
+        prep_head(is_k, pos, lid.x);
     }
     let kvw = p.kv_heads * p.hd;
     var row = pos;
@@ -86,16 +45,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (is_v) {
         let o = row * kvw + (h - p.heads - p.kv_heads) * p.hd;
         for (var i = 2u * lid.x; i < p.hd; i += 128u) {
-            store_v(o + i, hv[i], hv[i + 1u]);
+            store_v(o + i, ph[i], ph[i + 1u]);
         }
     } else if (is_k) {
         let o = row * kvw + (h - p.heads) * p.hd;
         for (var i = 2u * lid.x; i < p.hd; i += 128u) {
-            store_k(o + i, hv[i], hv[i + 1u]);
+            store_k(o + i, ph[i], ph[i + 1u]);
         }
     } else {
         for (var i = lid.x; i < p.hd; i += 64u) {
-            qkv[base + i] = hv[i];
+            qkv[base + i] = ph[i];
         }
     }
 }

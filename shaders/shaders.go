@@ -77,13 +77,16 @@ func read(name string) string {
 
 // Kernel names of the self-contained modules (see Module for the others).
 const (
-	QKVPrep    = "qkv_prep"
-	Attention  = "attention"
-	ActMul     = "act_mul"
-	Argmax     = "argmax"
-	ArgmaxPart = "argmax_part"
-	Advance    = "advance"
-	Combine    = "attn_combine"
+	QKVPrep   = "qkv_prep"
+	Attention = "attention"
+	// AttentionPrep is Attention for one-token steps with QKVPrep's work
+	// fused in (attention_prep_load.wgsl).
+	AttentionPrep = "attention_prep"
+	ActMul        = "act_mul"
+	Argmax        = "argmax"
+	ArgmaxPart    = "argmax_part"
+	Advance       = "advance"
+	Combine       = "attn_combine"
 
 	// Image kernels (the VAE decoder): f32 HWC activations.
 	Conv2D         = "conv2d"
@@ -235,7 +238,7 @@ func LinearCodec(c tensor.Codec) (string, error) {
 // ActMul, Argmax, ArgmaxPart, Advance).
 func Source(name string) (string, error) {
 	switch name {
-	case QKVPrep, Attention:
+	case QKVPrep, Attention, AttentionPrep:
 		return SourceKV(name, false)
 	case Combine, ActMul, Advance, Conv2D, GroupNormStats, GroupNormApply, CopyF32, AttentionFull,
 		Linear, RowsNorm, QKRope, GatedAdd, SiLUMul:
@@ -338,9 +341,11 @@ func SourceKV(name string, f16 bool) (string, error) {
 	}
 	switch name {
 	case QKVPrep:
-		return read("kv_write_"+codec) + read(name), nil
+		return read("kv_write_"+codec) + read("head_prep") + read(name), nil
 	case Attention:
-		return read("kv_read_"+codec) + read("attention_io") + read(name), nil
+		return read("kv_read_"+codec) + read("attention_io") + read("attention_fns") + read("attention_load") + read(name), nil
+	case AttentionPrep:
+		return read("kv_rw_"+codec) + read("attention_prep_io") + read("attention_fns") + read("head_prep") + read("attention_prep_load") + read(Attention), nil
 	}
 	return "", fmt.Errorf("shaders: no KV module %q", name)
 }
@@ -368,5 +373,5 @@ func AttnPrefillKV(hd, bq int, f16 bool) (string, error) {
 	}
 	const bk = 16 // keys per tile: K and V tiles of 16·hd floats, 16 KiB at hd 128
 	return strings.NewReplacer("__HD4__", fmt.Sprint(hd/4), "__HD__", fmt.Sprint(hd), "__BK__", fmt.Sprint(bk),
-		"__BQ__", fmt.Sprint(bq), "__TILE__", fmt.Sprint(bk*hd/4)).Replace(kv + read("attention_io") + read("attn_prefill")), nil
+		"__BQ__", fmt.Sprint(bq), "__TILE__", fmt.Sprint(bk*hd/4)).Replace(kv + read("attention_io") + read("attention_fns") + read("attn_prefill")), nil
 }

@@ -297,7 +297,7 @@ func (g *graph) attention(i int, dl *dlayer, in *gpu.Buffer, pre *preNorm) error
 	}
 	W := gpu.Whole
 	stepB := W(s.step)
-	g.add(lbl("qkv prep"), &op{mv: prepP, rows: rowsTok, x: uint32(at.Heads + 2*at.KVHeads), y: 1, perRow: true}, prepP,
+	prep := g.add(lbl("qkv prep"), &op{mv: prepP, rows: rowsTok, x: uint32(at.Heads + 2*at.KVHeads), y: 1, perRow: true}, prepP,
 		s.param(shaders.PrepParams{Heads: u32(at.Heads), KVHeads: u32(at.KVHeads), HD: u32(at.HeadDim), Rot: u32(at.Rope.Dims), Style: u32(style),
 			QKNorm: flag(qkNormPerHead), Eps: a.NormEps, PlusOne: flag(a.Norm == model.NormRMSPlusOne), KNOff: u32(dl.knOff), KVLen: u32(s.kvLen[i])}),
 		stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(cs), W(qkn))
@@ -326,6 +326,29 @@ func (g *graph) attention(i int, dl *dlayer, in *gpu.Buffer, pre *preNorm) error
 	attn.tiled = b.attnPrefillPipe(at.HeadDim)
 	if s.decSplits > 1 {
 		attn.splitDec, attn.combineDec = splitK(s.decSplitLen, s.decSplits)
+	}
+	if b.tune.AttnPrep == "" {
+		// One-token steps: the prep fused into attention (and its split
+		// variant), one dispatch less per layer.
+		fusedP, err := b.kvPipe(shaders.AttentionPrep)
+		if err != nil {
+			return err
+		}
+		fused := func(splitLen, splits int) shaders.AttnPrepParams {
+			ap := attnParams(splitLen, splits)
+			return shaders.AttnPrepParams{Heads: ap.Heads, KVHeads: ap.KVHeads, HD: ap.HD, Window: ap.Window, Scale: ap.Scale, Softcap: ap.Softcap,
+				QStride: ap.QStride, SplitLen: ap.SplitLen, MaxSplits: ap.MaxSplits, KVLen: ap.KVLen, HasSink: ap.HasSink, SinkOff: ap.SinkOff,
+				Rot: u32(at.Rope.Dims), Style: u32(style), QKNorm: flag(qkNormPerHead), Eps: a.NormEps, PlusOne: flag(a.Norm == model.NormRMSPlusOne), KNOff: u32(dl.knOff)}
+		}
+		// part is bound (never written) in the single pass so that no
+		// writable binding aliases the read-only zero buffer.
+		attn.dec = g.addAside(lbl("attention"), &op{mv: fusedP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true, window: at.Window}, fusedP,
+			s.param(fused(0, 1)), stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(s.part), W(cs), W(qkn))
+		if attn.splitDec != nil {
+			attn.splitDec = g.addAside(lbl("attention split"), &op{mv: fusedP, x: uint32(at.Heads)}, fusedP,
+				s.param(fused(s.decSplitLen, s.decSplits)), stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(s.part), W(cs), W(qkn))
+		}
+		prep.prefillOnly = true
 	}
 	return g.gateApply(i, dl)
 }

@@ -40,6 +40,11 @@ type Tuning struct {
 	// AttnBlock is the tokens per workgroup of the tiled prefill attention
 	// (16..256; 0 = shaders.AttnPrefillBlock).
 	AttnBlock int
+	// AttnPrep is where a one-token step's qkv prep (q/k norm, RoPE, the
+	// KV append) runs: "" fused into the attention kernel
+	// (shaders.AttentionPrep: one dispatch less per layer, the same bits),
+	// "separate" its own dispatch before attention, as longer steps do.
+	AttnPrep string
 	// TraceSteps prints the host's share of each prefill step to stderr:
 	// encoding and submitting, then waiting and reading back.
 	TraceSteps bool
@@ -80,6 +85,11 @@ func (t Tuning) resolve() (Tuning, error) {
 		if c.v < c.lo || c.v > c.hi {
 			return t, fmt.Errorf("webgpu: Tuning.%s %d: want %d..%d (or 0 for the default)", c.name, c.v, c.lo, c.hi)
 		}
+	}
+	switch t.AttnPrep {
+	case "", "separate":
+	default:
+		return t, fmt.Errorf("webgpu: Tuning.AttnPrep %q: want \"\" or \"separate\"", t.AttnPrep)
 	}
 	switch t.Matvec {
 	case "", "rows", "all":

@@ -40,6 +40,10 @@ type op struct {
 	// spans too since one workgroup per head would leave the GPU idle.
 	split, combine       *op
 	splitDec, combineDec *op
+	// dec is the one-token single-pass variant when it differs from the
+	// op itself (the qkv prep fused in: shaders.AttentionPrep, whose
+	// splitDec is fused too).
+	dec *op
 	// tiled is the attention for steps of tiledMinTokens or more
 	// (shaders.AttnPrefill; o's bind group and uniform), nil where the
 	// head dimension does not suit it.
@@ -378,6 +382,10 @@ func (s *Session) encodeLayers(ds []gpu.Dispatch, from, to, n, headRows, posEnd 
 						o.combineDec.dispatch(n, headRows))
 					continue
 				}
+			}
+			if o.dec != nil && n == 1 {
+				ds = append(ds, o.dec.dispatch(n, headRows))
+				continue
 			}
 			if o.tiled != nil && n >= tiledMinTokens {
 				ds = append(ds, gpu.Dispatch{P: o.tiled, G: o.g, X: o.x, Y: uint32((n + s.b.tune.AttnBlock - 1) / s.b.tune.AttnBlock), Z: 1, Label: o.label + " tiled"})

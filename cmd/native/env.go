@@ -42,6 +42,7 @@ import (
 //	CORTIQ_GEMM_TB          1..16 (Tuning.GemmTB)
 //	CORTIQ_GEMM_LARGE_ROWS  1.. (Tuning.GemmLargeRows)
 //	CORTIQ_ATTN_BLOCK       16..256 (Tuning.AttnBlock)
+//	CORTIQ_ATTN_PREP        separate: qkv prep as its own dispatch at decode (Tuning.AttnPrep)
 //	CORTIQ_TRACE_STEPS      1: print each prefill step's host time (Tuning.TraceSteps)
 
 // cacheDir is cortiq's cache directory, "" when there is none.
@@ -118,6 +119,9 @@ func gpuTuning() webgpu.Tuning {
 	t.GemmTB = envInt("CORTIQ_GEMM_TB", 1, 16)
 	t.GemmLargeRows = envInt("CORTIQ_GEMM_LARGE_ROWS", 1, 1<<30)
 	t.AttnBlock = envInt("CORTIQ_ATTN_BLOCK", 16, 256)
+	if os.Getenv("CORTIQ_ATTN_PREP") == "separate" {
+		t.AttnPrep = "separate"
+	}
 	t.TraceSteps = os.Getenv("CORTIQ_TRACE_STEPS") == "1"
 	return t
 }
