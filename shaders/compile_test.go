@@ -55,8 +55,9 @@ func TestCompile(t *testing.T) {
 		}
 		check(k.name, src, k.kinds...)
 	}
-	// The decode attention kernels, every KV codec (the table's variants).
-	for _, name := range []string{shaders.QKVPrep, shaders.Attention, shaders.AttentionPrep} {
+	// The decode attention kernels (every KV codec) and the combining
+	// matvec (every codec): the table's variants.
+	for _, name := range []string{shaders.QKVPrep, shaders.Attention, shaders.AttentionPrep, shaders.KMatmulComb} {
 		k := shaders.Lookup(name)
 		vs, err := k.Variants()
 		if err != nil {

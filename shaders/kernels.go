@@ -75,6 +75,7 @@ const (
 	KRMSNormIP  = "rmsnorm_ip" // RMSNorm in place
 	KExperts    = "moe_matmul" // routed-expert matvec and GEMM
 	KLinearC    = "linear_codec"
+	KMatmulComb = "matmul_comb" // the staged one-token matvec over attention's split-K partials (binding 6)
 )
 
 var (
@@ -161,6 +162,19 @@ func init() {
 						return nil, err
 					}
 					m["matvec/"+c.String()] = src
+				}
+			}
+			return m, nil
+		}},
+		{KMatmulComb, bindsMatmulNorm, MatmulParams{}, func() (map[string]string, error) {
+			m := map[string]string{}
+			for _, c := range Codecs {
+				if ChunkOf(c) <= 32 && 256%ChunkOf(c) == 0 {
+					src, err := MatvecComb(c, MatvecShape{Rows: 4, Sets: 4, Groups: 1}, 256, Comb{Heads: 4, HD: 64, SplitLen: 64, MaxSplits: 32})
+					if err != nil {
+						return nil, err
+					}
+					m[c.String()] = src
 				}
 			}
 			return m, nil
@@ -265,7 +279,7 @@ func init() {
 // variant with one more binding).
 func sharedParams(k *Kernel) bool {
 	switch k.Name {
-	case KMatmulNorm, KRMSNormIP, KLinearC:
+	case KMatmulNorm, KMatmulComb, KRMSNormIP, KLinearC:
 		return true
 	}
 	return false

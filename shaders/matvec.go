@@ -33,6 +33,33 @@ func MatvecSharedBytes(m MatvecShape, cols int) int {
 // epilogue as MatmulRows(c, 1, ·) (MatmulRowsNorm for norm). Mode 2
 // (interleaved gate/up rows) needs m.Rows even.
 func Matvec(c tensor.Codec, m MatvecShape, cols int, norm bool) (string, error) {
+	return matvec(c, m, cols, norm, nil)
+}
+
+// Comb is the split-K geometry of the attention whose partials a
+// MatvecComb stages (attn_combine.wgsl's uniform, fixed per layer).
+type Comb struct {
+	Heads, HD, Window, SplitLen, MaxSplits int
+}
+
+// MatvecCombSharedBytes is the workgroup memory MatvecComb uses.
+func MatvecCombSharedBytes(m MatvecShape, cols int, cb Comb) int {
+	return MatvecSharedBytes(m, cols) + 8*cb.Heads
+}
+
+// MatvecComb is Matvec whose x is attention's output merged from its
+// split-K partials (binding 6: attention.wgsl's part buffer) as
+// attn_combine.wgsl merges them, bit for bit: the output projection of a
+// one-token step then needs no combine dispatch. cols must be
+// cb.Heads·cb.HD; bindings as MatmulRowsNorm's (x is bound, not read).
+func MatvecComb(c tensor.Codec, m MatvecShape, cols int, cb Comb) (string, error) {
+	if cb.Heads <= 0 || cb.HD <= 0 || cb.HD%4 != 0 || cb.Heads*cb.HD != cols || cb.SplitLen <= 0 || cb.MaxSplits <= 0 || cb.Window < 0 {
+		return "", fmt.Errorf("shaders: matvec combine %+v over %d inputs", cb, cols)
+	}
+	return matvec(c, m, cols, false, &cb)
+}
+
+func matvec(c tensor.Codec, m MatvecShape, cols int, norm bool, cb *Comb) (string, error) {
 	switch {
 	case m.Rows < 1 || m.Rows > 8 || m.Sets < 1 || m.Sets > 4 || m.Groups < 1 || m.Groups > 64:
 		return "", fmt.Errorf("shaders: matvec shape %+v out of range", m)
@@ -63,7 +90,61 @@ func Matvec(c tensor.Codec, m MatvecShape, cols int, norm bool) (string, error) 
 		normY = "y *= rr;"
 		normU = "u *= rr;"
 	}
-	src := strings.NewReplacer("__R__", fmt.Sprint(m.Rows), "__S__", fmt.Sprint(m.Sets), "__G__", fmt.Sprint(m.Groups),
+	prestage := ""
+	if cb != nil {
+		// Per head: the partials' maximum and the softmax denominator, in
+		// attn_combine's order; then each staged vec4 sums its partials'
+		// values weighted as attn_combine does and divides by the
+		// denominator.
+		decl = fmt.Sprintf(`@group(0) @binding(6) var<storage, read> cpart: array<f32>;
+const CH: u32 = %du;
+const CHD: u32 = %du;
+const CWIN: u32 = %du;
+const CSL: u32 = %du;
+const CMS: u32 = %du;
+var<workgroup> cmx: array<f32, %d>;
+var<workgroup> cl: array<f32, %d>;`, cb.Heads, cb.HD, cb.Window, cb.SplitLen, cb.MaxSplits, cb.Heads, cb.Heads)
+		prestage = `let cpos = step[0] + min(t, cnt - 1u);
+    var cspan = cpos + 1u;
+    if (CWIN > 0u) {
+        cspan = min(cspan, CWIN);
+    }
+    let ceven = (cspan + CMS - 1u) / CMS;
+    let csl = max(1u, (ceven + CSL - 1u) / CSL) * CSL;
+    let cns = min((cspan + csl - 1u) / csl, CMS);
+    let ctb = min(t, cnt - 1u) * CH;
+    for (var h = lid.x; h < CH; h += WG) {
+        let cb = (ctb + h) * CMS * (CHD + 2u);
+        var mx = -1e30;
+        for (var z = 0u; z < cns; z++) {
+            mx = max(mx, cpart[cb + z * (CHD + 2u)]);
+        }
+        var l = 0.0;
+        for (var z = 0u; z < cns; z++) {
+            let pz = cb + z * (CHD + 2u);
+            l += cpart[pz + 1u] * exp(cpart[pz] - mx);
+        }
+        cmx[h] = mx;
+        cl[h] = l;
+    }
+    workgroupBarrier();`
+		stage = `{
+            let e0 = 4u * i;
+            let h = e0 / CHD;
+            let cb = (ctb + h) * CMS * (CHD + 2u) + e0 % CHD;
+            var o = vec4<f32>(0.0);
+            for (var z = 0u; z < cns; z++) {
+                let pz = cb + z * (CHD + 2u);
+                let e = exp(cpart[pz - e0 % CHD] - cmx[h]);
+                o.x += cpart[pz + 2u] * e;
+                o.y += cpart[pz + 3u] * e;
+                o.z += cpart[pz + 4u] * e;
+                o.w += cpart[pz + 5u] * e;
+            }
+            v = o / cl[h];
+        }`
+	}
+	src := strings.NewReplacer("__PRESTAGE__", prestage, "__R__", fmt.Sprint(m.Rows), "__S__", fmt.Sprint(m.Sets), "__G__", fmt.Sprint(m.Groups),
 		"__WG__", fmt.Sprint(m.Threads()), "__XS__", fmt.Sprint(cols/4),
 		"__RED__", fmt.Sprint(64*m.Rows*m.Sets), "__RED2__", fmt.Sprint(8*m.Rows*m.Sets),
 		"__CQ__", fmt.Sprint(ChunkOf(c)/4), "__NORMDECL__", decl, "__STAGE__", stage, "__RMS__", rms,

@@ -15,6 +15,9 @@
 // The fused-norm variant multiplies by RMSNorm(x): it stages x·w (w the
 // norm weights of binding 6, plus one when act bit 1 is set) and scales
 // each sum by 1/sqrt(mean(x²) + eps), eps the uniform's last field.
+// The combine variant (MatvecComb) stages x as attn_combine.wgsl would
+// write it, from attention's split-K partials (binding 6), so a one-token
+// step's output projection spends no combine dispatch.
 // Dispatch (min(g, 65535), ceil(g/65535), tokens), g = ceil(rows / (__G__·__S__·__R__)).
 __MATMUL_IO__
 __NORMDECL__
@@ -44,6 +47,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     // Tokens past the end stage the last token's x and write nothing.
     let xb = (base + min(t, cnt - 1u)) * c4;
     var ss = 0.0;
+    __PRESTAGE__
     for (var i = lid.x; i < c4; i += WG) {
         var v = x[xb + i];
         __STAGE__

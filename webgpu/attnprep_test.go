@@ -10,9 +10,10 @@ import (
 )
 
 // TestAttnPrepFused: one-token steps with the qkv prep fused into the
-// attention kernel (the default) give bit for bit the logits of the prep
-// as its own dispatch (Tuning.AttnPrep "separate") on every fixture family
-// with attention, both KV codecs, the single-pass and split-K kernels
+// attention kernel and split-K attention's combine fused into the output
+// projection (the defaults) give bit for bit the logits of both as their
+// own dispatches (Tuning.AttnPrep, AttnCombine "separate") on every
+// fixture family with attention, both KV codecs, the single-pass and split-K kernels
 // (short and long spans), sliding-window rings, sinks, per-head q/k norms
 // and greedy batches on the device.
 func TestAttnPrepFused(t *testing.T) {
@@ -23,14 +24,16 @@ func TestAttnPrepFused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m, ref := loadFixture(t, name)
 			for _, f16 := range []bool{false, true} {
-				run := func(prep string) (steps []float32, picks []int) {
-					_, s := testSession(t, m, Options{Device: d, Chunk: 16, KVF16: f16, Tuning: Tuning{AttnPrep: prep}}, 64)
+				run := func(prep, comb string) (steps []float32, picks []int) {
+					_, s := testSession(t, m, Options{Device: d, Chunk: 16, KVF16: f16, Tuning: Tuning{AttnPrep: prep, AttnCombine: comb}}, 64)
 					// The fused steps have no prep dispatch; 2 and 40
 					// positions: the single pass and split-K.
 					for _, end := range []int{2, 40} {
-						preps, attns := 0, 0
+						preps, attns, combs := 0, 0, 0
 						for _, x := range s.encodeLayers(nil, 0, len(s.layerOps), 1, 1, end) {
 							switch {
+							case strings.HasSuffix(x.Label, " attention combine"):
+								combs++
 							case strings.HasSuffix(x.Label, " qkv prep"):
 								preps++
 							case strings.HasSuffix(x.Label, " attention"), strings.HasSuffix(x.Label, " attention split"):
@@ -39,6 +42,9 @@ func TestAttnPrepFused(t *testing.T) {
 						}
 						if want := map[string]int{"": 0, "separate": attns}[prep]; attns == 0 || preps != want {
 							t.Fatalf("AttnPrep %q, %d positions: %d prep and %d attention dispatches", prep, end, preps, attns)
+						}
+						if end == 40 && comb == "" && name == "llama" && combs != 0 {
+							t.Fatalf("AttnCombine fused, %d positions: %d combine dispatches", end, combs)
 						}
 					}
 					// A one-token prompt, then single steps fed the
@@ -65,15 +71,17 @@ func TestAttnPrepFused(t *testing.T) {
 					}
 					return steps, picks
 				}
-				fs, fp := run("")
-				ss, sp := run("separate")
-				for i := range ss {
-					if math.Float32bits(fs[i]) != math.Float32bits(ss[i]) {
-						t.Fatalf("kv f16 %v: step %d logit %d: fused %g, separate %g", f16, i/m.Arch.Vocab, i%m.Arch.Vocab, fs[i], ss[i])
+				ss, sp := run("separate", "separate")
+				for _, c := range [][2]string{{"", ""}, {"", "separate"}, {"separate", ""}} {
+					fs, fp := run(c[0], c[1])
+					for i := range ss {
+						if math.Float32bits(fs[i]) != math.Float32bits(ss[i]) {
+							t.Fatalf("kv f16 %v, prep %q, combine %q: step %d logit %d: %g, all separate %g", f16, c[0], c[1], i/m.Arch.Vocab, i%m.Arch.Vocab, fs[i], ss[i])
+						}
 					}
-				}
-				if !slices.Equal(fp, sp) {
-					t.Fatalf("kv f16 %v: greedy picks fused %v, separate %v", f16, fp, sp)
+					if !slices.Equal(fp, sp) {
+						t.Fatalf("kv f16 %v, prep %q, combine %q: greedy picks %v, all separate %v", f16, c[0], c[1], fp, sp)
+					}
 				}
 			}
 		})

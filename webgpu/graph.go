@@ -34,6 +34,8 @@ type graph struct {
 	// ropes holds the (cos, sin) tables uploaded so far, one per distinct
 	// rotary setup.
 	ropes map[string]*gpu.Buffer
+	// attn is the attention op of the layer being built (nil elsewhere).
+	attn *op
 }
 
 type pendingOp struct {
@@ -177,6 +179,7 @@ func (g *graph) layer(i int, dl *dlayer) error {
 		}
 	}
 	var err error
+	g.attn = nil
 	switch {
 	case dl.at != nil:
 		err = g.attention(i, dl, in, pre)
@@ -190,8 +193,14 @@ func (g *graph) layer(i int, dl *dlayer) error {
 	if err != nil {
 		return err
 	}
-	if err := g.residual(lbl("o"), dl.o, dl.oBias, s.att, lbl("post attn norm"), dl.postAttnNorm); err != nil {
+	o, om, err := g.residual(lbl("o"), dl.o, dl.oBias, s.att, lbl("post attn norm"), dl.postAttnNorm)
+	if err != nil {
 		return err
+	}
+	if g.attn != nil && dl.qGate == nil {
+		if err := g.combineInto(lbl("o (combine)"), dl, g.attn, o, om); err != nil {
+			return err
+		}
 	}
 
 	// Feed-forward.
@@ -215,18 +224,52 @@ func (g *graph) layer(i int, dl *dlayer) error {
 // residual adds a branch's output projection w·in (+bias) into x times the
 // residual scale; with a post-norm (post non-nil) the projection goes to
 // tmp and the norm adds it (cpu: Session.residual).
-func (g *graph) residual(label string, w *dweight, bias, in *gpu.Buffer, postLabel string, post *gpu.Buffer) error {
+// It returns the projection's op and matmul.
+func (g *graph) residual(label string, w *dweight, bias, in *gpu.Buffer, postLabel string, post *gpu.Buffer) (*op, matmul, error) {
 	s, a := g.s, g.a
 	rs := a.Scales().Residual
 	if post == nil {
-		_, err := g.matmul(label, matmul{W: w, X: in, Out: s.x, Bias: bias, Add: true, Scale: rs, OutStride: a.Hidden})
-		return err
+		m := matmul{W: w, X: in, Out: s.x, Bias: bias, Add: true, Scale: rs, OutStride: a.Hidden}
+		o, err := g.matmul(label, m)
+		return o, m, err
 	}
-	if _, err := g.matmul(label, matmul{W: w, X: in, Out: s.tmp, Bias: bias, OutStride: a.Hidden}); err != nil {
-		return err
+	m := matmul{W: w, X: in, Out: s.tmp, Bias: bias, OutStride: a.Hidden}
+	o, err := g.matmul(label, m)
+	if err != nil {
+		return nil, m, err
 	}
-	_, err := g.norm(postLabel, rmsNorm{W: post, X: s.tmp, Out: s.x, N: a.Hidden, Add: true, Scale: rs})
-	return err
+	_, err = g.norm(postLabel, rmsNorm{W: post, X: s.tmp, Out: s.x, N: a.Hidden, Add: true, Scale: rs})
+	return o, m, err
+}
+
+// combineInto gives the output projection o (matmul m, just added after
+// attention op attn) a one-token variant that merges attn's split-K
+// partials itself (shaders.MatvecComb), so a split one-token step has no
+// combine dispatch. Where the staged matvec does not fit (codec, width,
+// workgroup memory) or Tuning.AttnCombine is "separate", nothing changes.
+func (g *graph) combineInto(label string, dl *dlayer, attn, o *op, m matmul) error {
+	s, b := g.s, g.b
+	at, w := dl.at, m.W
+	if b.tune.AttnCombine != "" || attn.splitDec == nil || attn.combineDec == nil {
+		return nil
+	}
+	cb := shaders.Comb{Heads: at.Heads, HD: at.HeadDim, Window: at.Window, SplitLen: s.decSplitLen, MaxSplits: s.decSplits}
+	sh := b.tune.matvecShape(w.rows)
+	ch := shaders.ChunkOf(w.codec)
+	if ch == 0 || ch > 32 || 256%ch != 0 || w.cols != at.Heads*at.HeadDim || w.cols%ch != 0 ||
+		shaders.MatvecCombSharedBytes(sh, w.cols, cb) > int(b.dev.Limits().MaxComputeWorkgroupStorageSize) {
+		return nil
+	}
+	p, err := b.dev.PipelineOf(fmt.Sprintf("matvec-comb/%s/r%ds%dg%d/%d/%+v", w.codec, sh.Rows, sh.Sets, sh.Groups, w.cols, cb),
+		func() (string, error) { return shaders.MatvecComb(w.codec, sh, w.cols, cb) }, kinds(shaders.KMatmulComb))
+	if err != nil {
+		return nil // the separate combine serves
+	}
+	gx, gy := matmulGrid(w.rows, sh.RowsPerWorkgroup())
+	o.comb = g.addAside(label, &op{mv: p, rows: rowsTok, x: gx, y: gy, zRows: true}, p, s.param(m.params(false, 0)),
+		gpu.Whole(s.step), gpu.Whole(w.buf), gpu.Whole(m.X), gpu.Whole(m.Out), g.bias(m.Bias), gpu.Whole(s.part))
+	attn.combInto = o
+	return nil
 }
 
 // attention is softmax attention over the KV cache (cpu:
@@ -323,6 +366,7 @@ func (g *graph) attention(i int, dl *dlayer, in *gpu.Buffer, pre *preNorm) error
 	if s.maxSplits > 1 {
 		attn.split, attn.combine = splitK(s.splitLen, s.maxSplits)
 	}
+	g.attn = attn
 	attn.tiled = b.attnPrefillPipe(at.HeadDim)
 	if s.decSplits > 1 {
 		attn.splitDec, attn.combineDec = splitK(s.decSplitLen, s.decSplits)
@@ -420,7 +464,8 @@ func (g *graph) denseFFN(i int, dl *dlayer, in *gpu.Buffer, pre *preNorm) error 
 	}
 	g.add(lbl("act"), &op{mv: actP, rows: rowsTok, x: uint32((dl.f + 63) / 64), y: 1, perRow: true, prefillOnly: fused}, actP,
 		s.param(shaders.ActMulParams{F: u32(dl.f), Act: u32(act), Interleaved: flag(dl.guInterleaved)}), gpu.Whole(s.step), gpu.Whole(s.gu), gpu.Whole(s.act))
-	return g.residual(lbl("down"), dl.down, nil, s.act, lbl("post ffn norm"), dl.postFFNNorm)
+	_, _, err = g.residual(lbl("down"), dl.down, nil, s.act, lbl("post ffn norm"), dl.postFFNNorm)
+	return err
 }
 
 // head is the final norm of the head rows and the vocabulary projection

@@ -45,6 +45,11 @@ type Tuning struct {
 	// (shaders.AttentionPrep: one dispatch less per layer, the same bits),
 	// "separate" its own dispatch before attention, as longer steps do.
 	AttnPrep string
+	// AttnCombine is where a one-token step merges split-K attention's
+	// partials: "" in the output projection's staged matvec
+	// (shaders.MatvecComb: one dispatch less per layer, the same bits)
+	// where it fits, "separate" attn_combine's own dispatch.
+	AttnCombine string
 	// TraceSteps prints the host's share of each prefill step to stderr:
 	// encoding and submitting, then waiting and reading back.
 	TraceSteps bool
@@ -86,10 +91,10 @@ func (t Tuning) resolve() (Tuning, error) {
 			return t, fmt.Errorf("webgpu: Tuning.%s %d: want %d..%d (or 0 for the default)", c.name, c.v, c.lo, c.hi)
 		}
 	}
-	switch t.AttnPrep {
-	case "", "separate":
-	default:
-		return t, fmt.Errorf("webgpu: Tuning.AttnPrep %q: want \"\" or \"separate\"", t.AttnPrep)
+	for _, k := range []struct{ name, v string }{{"AttnPrep", t.AttnPrep}, {"AttnCombine", t.AttnCombine}} {
+		if k.v != "" && k.v != "separate" {
+			return t, fmt.Errorf("webgpu: Tuning.%s %q: want \"\" or \"separate\"", k.name, k.v)
+		}
 	}
 	switch t.Matvec {
 	case "", "rows", "all":

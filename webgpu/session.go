@@ -44,6 +44,11 @@ type op struct {
 	// op itself (the qkv prep fused in: shaders.AttentionPrep, whose
 	// splitDec is fused too).
 	dec *op
+	// combInto is the op after this attention whose one-token variant
+	// comb merges the split-K partials itself (shaders.MatvecComb): a
+	// split one-token step then dispatches no combine, and that op runs
+	// comb instead of its own one-token kernel.
+	combInto, comb *op
 	// tiled is the attention for steps of tiledMinTokens or more
 	// (shaders.AttnPrefill; o's bind group and uniform), nil where the
 	// head dimension does not suit it.
@@ -364,9 +369,15 @@ func (s *Session) ringed() bool {
 // encodeLayers appends the dispatches of layers [from, to) for n rows;
 // posEnd bounds the positions attended to (it picks split-K attention).
 func (s *Session) encodeLayers(ds []gpu.Dispatch, from, to, n, headRows, posEnd int) []gpu.Dispatch {
+	var comb *op // the op that merges the last split attention's partials
 	for i := from; i < to; i++ {
 		for _, o := range s.layerOps[i] {
 			if o.prefillOnly && n == 1 {
+				continue
+			}
+			if o == comb {
+				ds = append(ds, o.comb.dispatch(n, headRows))
+				comb = nil
 				continue
 			}
 			span := posEnd
@@ -378,8 +389,12 @@ func (s *Session) encodeLayers(ds []gpu.Dispatch, from, to, n, headRows, posEnd 
 			// parts past a step's span are empty).
 			if o.splitDec != nil && n == 1 {
 				if z := min((span+s.decSplitLen-1)/s.decSplitLen, s.decSplits); z >= 2 {
-					ds = append(ds, gpu.Dispatch{P: o.splitDec.mv, G: o.splitDec.g, X: o.splitDec.x, Y: 1, Z: uint32(z), Label: o.splitDec.label},
-						o.combineDec.dispatch(n, headRows))
+					ds = append(ds, gpu.Dispatch{P: o.splitDec.mv, G: o.splitDec.g, X: o.splitDec.x, Y: 1, Z: uint32(z), Label: o.splitDec.label})
+					if o.combInto != nil {
+						comb = o.combInto
+					} else {
+						ds = append(ds, o.combineDec.dispatch(n, headRows))
+					}
 					continue
 				}
 			}

@@ -43,6 +43,7 @@ import (
 //	CORTIQ_GEMM_LARGE_ROWS  1.. (Tuning.GemmLargeRows)
 //	CORTIQ_ATTN_BLOCK       16..256 (Tuning.AttnBlock)
 //	CORTIQ_ATTN_PREP        separate: qkv prep as its own dispatch at decode (Tuning.AttnPrep)
+//	CORTIQ_ATTN_COMBINE     separate: split-K attention's combine as its own dispatch at decode (Tuning.AttnCombine)
 //	CORTIQ_TRACE_STEPS      1: print each prefill step's host time (Tuning.TraceSteps)
 
 // cacheDir is cortiq's cache directory, "" when there is none.
@@ -121,6 +122,9 @@ func gpuTuning() webgpu.Tuning {
 	t.AttnBlock = envInt("CORTIQ_ATTN_BLOCK", 16, 256)
 	if os.Getenv("CORTIQ_ATTN_PREP") == "separate" {
 		t.AttnPrep = "separate"
+	}
+	if os.Getenv("CORTIQ_ATTN_COMBINE") == "separate" {
+		t.AttnCombine = "separate"
 	}
 	t.TraceSteps = os.Getenv("CORTIQ_TRACE_STEPS") == "1"
 	return t
