@@ -49,9 +49,12 @@ type op struct {
 	gemm        gemmKernel      // matmuls: the tiled GEMM for steps of gemmMinTokens or more (see prepareGemm)
 	gemmRows    int
 	gemmCodec   tensor.Codec
-	prefillOnly bool // left out of one-token steps (done by a fused kernel there)
-	window      int
-	label       string
+	prefillOnly bool // left out of one-token and small steps (done by a fused kernel there)
+	// small is a dense projection's batched matvec for small steps
+	// (small.go); nil for other ops.
+	small  *smallMM
+	window int
+	label  string
 }
 
 func (o *op) dispatch(ntok, headRows int) gpu.Dispatch {
@@ -114,8 +117,10 @@ type Session struct {
 	stIDs                        []*gpu.Buffer  // one per greedy batch in flight
 	inflight                     []*GreedyBatch // submitted, not collected, oldest first
 	nextSlot                     int
-	greedyTail                   bool // tokens[0] on the device holds the last greedy pick
-	gemmReady                    bool // prepareGemm ran
+	greedyTail                   bool                     // tokens[0] on the device holds the last greedy pick
+	gemmReady                    bool                     // prepareGemm ran
+	smallTried, smallOK          [maxSmallTokens + 1]bool // prepareSmall ran for a step length, and its kernels built
+	partRows                     int                      // token x split rows the attention partials hold
 	kc, vc                       []*gpu.Buffer
 	kvLen                        []int // per layer: rows of a sliding-window layer's KV ring; 0 = maxLen rows, one per position
 	embed                        *op
@@ -241,6 +246,7 @@ func (s *Session) alloc() error {
 	a := s.b.arch
 	c := s.chunk
 	_, picks := argmaxSpans(a.Vocab)
+	s.partRows = max(c*s.maxSplits, s.decSplits)
 	type spec struct {
 		dst  **gpu.Buffer
 		name string
@@ -259,7 +265,7 @@ func (s *Session) alloc() error {
 		{&s.gu, "gu", c * 2 * s.b.maxFFN},
 		{&s.act, "act", c * s.b.maxFFN},
 		{&s.logits, "logits", s.headChunk * a.Vocab},
-		{&s.part, "attention partials", max(c*s.maxSplits, s.decSplits) * s.b.maxHeads * (s.b.maxHD + 2)},
+		{&s.part, "attention partials", s.partRows * s.b.maxHeads * (s.b.maxHD + 2)},
 	}
 	for _, sp := range specs {
 		var err error
@@ -360,9 +366,10 @@ func (s *Session) ringed() bool {
 // encodeLayers appends the dispatches of layers [from, to) for n rows;
 // posEnd bounds the positions attended to (it picks split-K attention).
 func (s *Session) encodeLayers(ds []gpu.Dispatch, from, to, n, headRows, posEnd int) []gpu.Dispatch {
+	small := s.small(n)
 	for i := from; i < to; i++ {
 		for _, o := range s.layerOps[i] {
-			if o.prefillOnly && n == 1 {
+			if o.prefillOnly && (n == 1 || small) {
 				continue
 			}
 			span := posEnd
@@ -372,9 +379,11 @@ func (s *Session) encodeLayers(ds []gpu.Dispatch, from, to, n, headRows, posEnd 
 			// One token: z covers every step of a greedy batch (the
 			// kernel's own split span is never shorter than decSplitLen;
 			// parts past a step's span are empty).
-			if o.splitDec != nil && n == 1 {
+			// A small step splits every row's span as a decode step at
+			// its position does (the last row's span sizes z).
+			if o.splitDec != nil && (n == 1 || small && n*s.decSplits <= s.partRows) {
 				if z := min((span+s.decSplitLen-1)/s.decSplitLen, s.decSplits); z >= 2 {
-					ds = append(ds, gpu.Dispatch{P: o.splitDec.mv, G: o.splitDec.g, X: o.splitDec.x, Y: 1, Z: uint32(z), Label: o.splitDec.label},
+					ds = append(ds, gpu.Dispatch{P: o.splitDec.mv, G: o.splitDec.g, X: o.splitDec.x, Y: uint32(n), Z: uint32(z), Label: o.splitDec.label},
 						o.combineDec.dispatch(n, headRows))
 					continue
 				}
@@ -390,7 +399,7 @@ func (s *Session) encodeLayers(ds []gpu.Dispatch, from, to, n, headRows, posEnd 
 					continue
 				}
 			}
-			ds = append(ds, o.dispatch(n, headRows))
+			ds = append(ds, s.dispatchOp(o, n, headRows))
 		}
 	}
 	return ds
@@ -557,6 +566,7 @@ func (s *Session) forwardChunk(tokens []int, all, last, picks bool) ([]float32, 
 	}
 	s.greedyTail = false
 	s.prepareGemm(len(tokens))
+	s.prepareSmall(len(tokens))
 	b := s.b
 	a := b.arch
 	d := b.dev
@@ -583,7 +593,7 @@ func (s *Session) forwardChunk(tokens []int, all, last, picks bool) ([]float32, 
 	var picked []int
 	if head && picks {
 		for _, o := range s.headOps {
-			ds = append(ds, o.dispatch(n, headRows))
+			ds = append(ds, s.dispatchOp(o, n, headRows))
 		}
 		part, pick := s.argmaxPart.dispatch(1, 1), s.argmax.dispatch(1, 1)
 		part.Y, pick.Y = uint32(headRows), uint32(headRows)
@@ -609,7 +619,7 @@ func (s *Session) forwardChunk(tokens []int, all, last, picks bool) ([]float32, 
 		}
 	} else if head {
 		for _, o := range s.headOps {
-			ds = append(ds, o.dispatch(n, headRows))
+			ds = append(ds, s.dispatchOp(o, n, headRows))
 		}
 		bytes := uint64(4 * headRows * a.Vocab)
 		t0 := time.Now()
@@ -813,6 +823,7 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 	s.prepareGemm(min(n, s.chunk))
 	for r0 := 0; r0 < n; r0 += s.chunk {
 		m := min(s.chunk, n-r0)
+		s.prepareSmall(m)
 		part := x[r0*a.Hidden : (r0+m)*a.Hidden]
 		if err := s.writeStep(pos0+r0, m, m-1, 1); err != nil {
 			return s.fail(err)
@@ -837,5 +848,6 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 
 var (
 	_ backend.GreedyVerifier = (*Session)(nil)
+	_ backend.VerifyPreparer = (*Session)(nil)
 	_ backend.GreedyStepper  = (*Session)(nil)
 )

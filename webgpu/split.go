@@ -69,6 +69,7 @@ func (s *Session) EmbedLayers(tokens []int, to int) ([]float32, error) {
 	}
 	s.greedyTail = false
 	s.prepareGemm(n)
+	s.prepareSmall(n)
 	d := s.b.dev
 	if err := s.writeStep(s.pos, n, n-1, 1); err != nil {
 		return nil, s.fail(err)
@@ -117,9 +118,10 @@ func (s *Session) LayersHead(x []float32, from int, all bool) ([]float32, error)
 	if err := d.Write(s.x, 0, gpu.F32Bytes(x)); err != nil {
 		return nil, s.fail(err)
 	}
+	s.prepareSmall(n)
 	ds := s.encodeLayers(nil, from, len(s.layerOps), n, headRows, s.pos+n)
 	for _, o := range s.headOps {
-		ds = append(ds, o.dispatch(n, headRows))
+		ds = append(ds, s.dispatchOp(o, n, headRows))
 	}
 	bytes := uint64(4 * headRows * a.Vocab)
 	if err := d.Run(nil, ds, []gpu.Copy{{Src: s.logits, Dst: s.stLogits, Size: bytes}}); err != nil {

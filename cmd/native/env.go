@@ -42,6 +42,8 @@ import (
 //	CORTIQ_GEMM_TB          1..16 (Tuning.GemmTB)
 //	CORTIQ_GEMM_LARGE_ROWS  1.. (Tuning.GemmLargeRows)
 //	CORTIQ_ATTN_BLOCK       16..256 (Tuning.AttnBlock)
+//	CORTIQ_SMALL_STEPS      off: steps of 2..16 tokens on the prefill kernels (Tuning.SmallSteps)
+//	CORTIQ_SMALL_ROWS       2..16, even (Tuning.SmallRows)
 //	CORTIQ_TRACE_STEPS      1: print each prefill step's host time (Tuning.TraceSteps)
 
 // cacheDir is cortiq's cache directory, "" when there is none.
@@ -118,6 +120,12 @@ func gpuTuning() webgpu.Tuning {
 	t.GemmTB = envInt("CORTIQ_GEMM_TB", 1, 16)
 	t.GemmLargeRows = envInt("CORTIQ_GEMM_LARGE_ROWS", 1, 1<<30)
 	t.AttnBlock = envInt("CORTIQ_ATTN_BLOCK", 16, 256)
+	if os.Getenv("CORTIQ_SMALL_STEPS") == "off" {
+		t.SmallSteps = "off"
+	}
+	if r := envInt("CORTIQ_SMALL_ROWS", 2, 16); r%2 == 0 {
+		t.SmallRows = r
+	}
 	t.TraceSteps = os.Getenv("CORTIQ_TRACE_STEPS") == "1"
 	return t
 }
