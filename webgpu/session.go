@@ -120,6 +120,7 @@ type Session struct {
 	greedyTail                   bool                     // tokens[0] on the device holds the last greedy pick
 	gemmReady                    bool                     // prepareGemm ran
 	smallTried, smallOK          [maxSmallTokens + 1]bool // prepareSmall ran for a step length, and its kernels built
+	smallNow                     bool                     // the step being encoded may run as a small step (it returns every row)
 	partRows                     int                      // token x split rows the attention partials hold
 	kc, vc                       []*gpu.Buffer
 	kvLen                        []int // per layer: rows of a sliding-window layer's KV ring; 0 = maxLen rows, one per position
@@ -566,7 +567,8 @@ func (s *Session) forwardChunk(tokens []int, all, last, picks bool) ([]float32, 
 	}
 	s.greedyTail = false
 	s.prepareGemm(len(tokens))
-	s.prepareSmall(len(tokens))
+	s.beginStep(len(tokens), all)
+	defer s.endStep()
 	b := s.b
 	a := b.arch
 	d := b.dev
@@ -823,7 +825,6 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 	s.prepareGemm(min(n, s.chunk))
 	for r0 := 0; r0 < n; r0 += s.chunk {
 		m := min(s.chunk, n-r0)
-		s.prepareSmall(m)
 		part := x[r0*a.Hidden : (r0+m)*a.Hidden]
 		if err := s.writeStep(pos0+r0, m, m-1, 1); err != nil {
 			return s.fail(err)

@@ -9,8 +9,8 @@ import (
 )
 
 // Small steps: speculative decoding verifies the last token and k drafts,
-// a step of k+1 tokens (2..maxSmallTokens) that must cost about one decode
-// step. The prefill kernels serve it badly: the token-blocked matmul
+// a step of k+1 tokens (2..maxSmallTokens) whose every row's logits (or
+// argmax) come back, and that must cost about one decode step. The prefill kernels serve it badly: the token-blocked matmul
 // (Tuning.GemmTB tokens a workgroup) reads each weight ceil(n/GemmTB)
 // times with eight rows of registers a thread, the pre-norms and the
 // gate/up activation run as dispatches of their own, and attention gives
@@ -134,9 +134,27 @@ func (s *Session) prepareSmall(n int) {
 	s.smallOK[n] = ok
 }
 
-// small reports whether a step of n tokens runs as a small step.
+// beginStep starts encoding a step of n tokens: one that returns every
+// row's logits (all: verification) runs as a small step when it is short
+// enough and its kernels build. Other steps (a prompt, a split model's
+// layers) keep the kernels built with the session: a short prompt would
+// otherwise compile small-step kernels on first use, before its first
+// token.
+func (s *Session) beginStep(n int, all bool) {
+	s.smallNow = false
+	if all {
+		s.prepareSmall(n)
+		s.smallNow = true
+	}
+}
+
+// endStep ends the step beginStep started.
+func (s *Session) endStep() { s.smallNow = false }
+
+// small reports whether the step being encoded, of n tokens (or n head
+// rows), runs as a small step.
 func (s *Session) small(n int) bool {
-	return n >= 2 && n <= maxSmallTokens && s.smallOK[n]
+	return s.smallNow && n >= 2 && n <= maxSmallTokens && s.smallOK[n]
 }
 
 // PrepareVerify builds the kernels of small steps of 2..n tokens now, so

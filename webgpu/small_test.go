@@ -77,8 +77,8 @@ func checkSmallSteps(t *testing.T, name string) {
 			return got
 		}
 		got := run(s)
-		if !s.small(k) {
-			t.Fatalf("a step of %d tokens did not run as a small step", k)
+		if !s.smallOK[k] {
+			t.Fatalf("a step of %d tokens did not build its small-step kernels", k)
 		}
 		d1, at := maxAbsDiff(got, one[:k*vocab])
 		if d1 > smallTol {
@@ -89,8 +89,8 @@ func checkSmallSteps(t *testing.T, name string) {
 			t.Errorf("%d tokens: small step differs from the prefill kernels by %g at row %d", k, d2, at/vocab)
 		}
 		t.Logf("%d tokens: %.2g from one-token steps, %.2g from the prefill kernels", k, d1, d2)
-		if off.small(k) {
-			t.Errorf("SmallSteps off ran a small step of %d tokens", k)
+		if off.smallOK[k] {
+			t.Errorf("SmallSteps off built a small step of %d tokens", k)
 		}
 		s.Reset()
 		if _, err := s.Forward(prompt, false); err != nil {
@@ -111,22 +111,27 @@ func checkSmallSteps(t *testing.T, name string) {
 
 // TestSmallStepGraph: a small step launches the one-token graph's kernels
 // (no separate pre-norms or activations), its dense projections through
-// the batched matvec, each weight once.
+// the batched matvec, each weight once; a short prompt does not.
 func TestSmallStepGraph(t *testing.T) {
 	d := testDevice(t)
 	m, _ := loadFixture(t, "llama")
 	_, s := testSession(t, m, Options{Device: d, Chunk: 32}, 256)
-	labels := func(n int) []string {
-		s.prepareSmall(n)
+	labels := func(n int, all bool) []string {
+		s.beginStep(n, all)
+		defer s.endStep()
 		var out []string
 		for _, ds := range s.encodeLayers(nil, 0, len(s.layerOps), n, n, 200) {
 			out = append(out, ds.Label)
 		}
 		return out
 	}
-	one, five := labels(1), labels(5)
+	one, five := labels(1, false), labels(5, true)
 	if !slices.Equal(one, five) {
 		t.Errorf("a step of 5 tokens launches\n%v\none token\n%v", five, one)
+	}
+	// A prompt of 5 (not every row's logits) keeps the prefill kernels.
+	if prompt := labels(5, false); !slices.Contains(prompt, "L0 attn norm") {
+		t.Errorf("a 5-token prompt step launches %v", prompt)
 	}
 	for _, l := range five {
 		if strings.Contains(l, "norm)") {
@@ -136,6 +141,8 @@ func TestSmallStepGraph(t *testing.T) {
 			t.Errorf("a small step launches %q", l)
 		}
 	}
+	s.beginStep(5, true)
+	defer s.endStep()
 	for _, o := range s.layerOps[0] {
 		if o.small == nil {
 			continue

@@ -69,7 +69,6 @@ func (s *Session) EmbedLayers(tokens []int, to int) ([]float32, error) {
 	}
 	s.greedyTail = false
 	s.prepareGemm(n)
-	s.prepareSmall(n)
 	d := s.b.dev
 	if err := s.writeStep(s.pos, n, n-1, 1); err != nil {
 		return nil, s.fail(err)
@@ -118,7 +117,8 @@ func (s *Session) LayersHead(x []float32, from int, all bool) ([]float32, error)
 	if err := d.Write(s.x, 0, gpu.F32Bytes(x)); err != nil {
 		return nil, s.fail(err)
 	}
-	s.prepareSmall(n)
+	s.beginStep(n, all)
+	defer s.endStep()
 	ds := s.encodeLayers(nil, from, len(s.layerOps), n, headRows, s.pos+n)
 	for _, o := range s.headOps {
 		ds = append(ds, s.dispatchOp(o, n, headRows))
