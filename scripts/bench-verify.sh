@@ -3,11 +3,11 @@
 # (the k+1-token verify as one small step, webgpu/small.go) and what the
 # governor keeps of plain decoding. Run from the repo root through the
 # device tool like bench-h200.sh, carry [bin/cortiq.gz, bin/webgpu.test.gz,
-# .gl] after
+# bin/stories260K.gguf, .gl] after
 #   go build -ldflags "-s -w" -o bin/cortiq ./cmd/native && gzip -kf bin/cortiq
 #   go test -c -ldflags "-s -w" -o bin/webgpu.test ./webgpu && gzip -kf bin/webgpu.test
-# with STORIES pointing at stories260K.gguf (default ../shared/...; it is
-# 1.1 MB: copy it under the tree if shared/ does not travel). ~5 minutes.
+# and `cp ../shared/fixtures/models/stories260K.gguf bin/` (carried with
+# bin/; STORIES overrides). ~5 minutes with REPS=2 (the default).
 #
 # Writes $OUT/verify.txt (the kernel-level step times) and
 # $OUT/verify.jsonl (one line per run: decode_tok_s, the ratio to plain
@@ -30,7 +30,8 @@ export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export CORTIQ_CACHE=/tmp/cc CORTIQ_PROBE_CACHE=0
 B=${CORTIQ:-./bin/cortiq}
 O=${OUT:-/tmp}
-S=${STORIES:-../shared/fixtures/models/stories260K.gguf}
+S=${STORIES:-bin/stories260K.gguf}
+[ -f $S ] || S=../shared/fixtures/models/stories260K.gguf
 : > $O/verify.jsonl
 
 # 1. The step itself: a verify of N tokens against one decode step, on a
@@ -56,7 +57,7 @@ $B synth --shape llama-1b --quant q4_0 -o /tmp/m/ >/dev/null 2>&1
 $B synth --shape llama-1b-draft --quant q8_0 -o /tmp/m/ >/dev/null 2>&1
 T=/tmp/m/llama-1b-q4_0.gguf
 D=/tmp/m/llama-1b-draft-q8_0.gguf
-for rep in 1 2; do
+for rep in $(seq ${REPS:-2}); do
   run "plain" - -m $T --ids 1,2,3,4,5,6,7,8 -n 512
   for e in - CORTIQ_SMALL_STEPS=off; do
     run "draft=target k4 always" $e -m $T --ids 1,2,3,4,5,6,7,8 -n 512 --draft $T --draft-k 4 --spec-always
