@@ -10,7 +10,8 @@ import (
 // BenchmarkVerifyStep times speculative verification's step against a
 // decode step at a depth of 256 positions on the q4_0 benchmark model:
 // "decode" is one greedy step with its readback (ForwardGreedy, not
-// pipelined), "verify-N" a VerifyGreedy of N tokens (the last token and
+// pipelined; "decode-8" eight in one submit, ns/token the rate a pipelined
+// plain decode approaches), "verify-N" a VerifyGreedy of N tokens (the last token and
 // N-1 drafts) then a Rewind of them, as a speculative step that accepts
 // nothing leaves it; "-off" runs the prefill kernels (Tuning.SmallSteps
 // "off"), the path before small steps. The aim: verify-5 close to
@@ -40,16 +41,23 @@ func BenchmarkVerifyStep(b *testing.B) {
 		if tune.SmallSteps == "off" {
 			suffix = "-off"
 		} else {
-			b.Run("decode", func(b *testing.B) {
-				for range b.N {
-					if _, err := s.ForwardGreedy(3, 1); err != nil {
-						b.Fatal(err)
-					}
-					if err := s.Rewind(1); err != nil {
-						b.Fatal(err)
-					}
+			for _, k := range []int{1, 8} {
+				name := "decode"
+				if k > 1 {
+					name = fmt.Sprintf("decode-%d", k)
 				}
-			})
+				b.Run(name, func(b *testing.B) {
+					for range b.N {
+						if _, err := s.ForwardGreedy(3, k); err != nil {
+							b.Fatal(err)
+						}
+						if err := s.Rewind(k); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*k), "ns/token")
+				})
+			}
 		}
 		for _, n := range []int{2, 5, 9} {
 			tokens := prompt[:n]
