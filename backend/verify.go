@@ -12,3 +12,12 @@ type GreedyVerifier interface {
 	// error. On error the session's state is undefined, as for Forward.
 	VerifyGreedy(tokens []int) (picks []int, err error)
 }
+
+// VerifyPreparer is implemented by sessions that build kernels for
+// batched steps of a few tokens on first use: PrepareVerify(n) builds
+// those of steps up to n tokens now, so that speculative decoding's first
+// verify steps (k+1 tokens) do not pay for compiling them. It is a hint;
+// an error leaves the kernels to be built on first use.
+type VerifyPreparer interface {
+	PrepareVerify(n int) error
+}

@@ -214,6 +214,11 @@ func (e *Engine) newSpeculator(spec Spec, target *session, smp *sample.Sampler, 
 		}
 	}
 	sp := &speculator{spec: spec, k: k, cur: k, target: target, smp: smp, params: p, argmaxOnly: fast, stats: SpecStats{Mode: spec.Mode, K: k}}
+	// Verify steps of up to k+1 tokens: their kernels are built now, not
+	// inside the decode (where the governor would time the compiles).
+	if v, ok := target.cur.(backend.VerifyPreparer); ok && target.onDevice {
+		_ = v.PrepareVerify(k + 1)
+	}
 	if !spec.Always {
 		sp.gov = newSpecGovernor(nil)
 		if spec.tune != nil {

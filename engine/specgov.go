@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -20,6 +21,16 @@ import (
 // The first call of every phase is not measured: it carries the switch
 // (a draft catching up on the tokens decoded plainly, a greedy pipeline
 // starting).
+//
+// Two guards keep one bad measurement from costing a whole run. A plain
+// probe is short and its calls are alike (one greedy batch each), so one
+// hiccup in it (a collection, a clock ramp) could make plain decoding look
+// several times slower than it is and speculation win for runTime: it is
+// measured as the median time per token of its calls, not the mean. And a
+// speculative run keeps measuring: once it has lossTime of calls whose
+// rate is clearly below the plain rate (lossMargin), it pauses at once
+// instead of running out runTokens (the draft stopped matching, or the
+// probe that let it run was lucky).
 type specGovernor struct {
 	now        func() time.Time
 	probeCalls int           // measured calls of a probe
@@ -27,7 +38,12 @@ type specGovernor struct {
 	probeTime  time.Duration // measured time of a probe, at least (a busy host's noise)
 	runTokens  int           // tokens speculation runs after winning
 	runTime    time.Duration // and time, at least
-	backoff    int           // the next plain stretch after a loss, in tokens
+	// lossTime is the measured time after which a speculative run that
+	// is slower than plain decoding by lossMargin (a ratio of the time
+	// per token) pauses before runTokens.
+	lossTime   time.Duration
+	lossMargin float64
+	backoff    int // the next plain stretch after a loss, in tokens
 	minBackoff int
 	maxBackoff int
 	// backoffTime is the next plain stretch's least time (it doubles
@@ -40,6 +56,9 @@ type specGovernor struct {
 	spent  time.Duration // their time
 	winT   time.Duration // the measured calls' time (all but the first)
 	winN   int           // and tokens
+	// perTok holds a plain probe's measured calls' time per token (for
+	// the median).
+	perTok []time.Duration
 	// cost is the last measured time per token of plain [0] and
 	// speculative [1] decoding (0: not measured yet).
 	cost         [2]time.Duration
@@ -69,7 +88,7 @@ func newSpecGovernor(now func() time.Time) *specGovernor {
 		now = time.Now
 	}
 	return &specGovernor{now: now, probeCalls: 3, probeMin: 8, probeTime: 5 * time.Millisecond,
-		runTokens: 256, runTime: 250 * time.Millisecond,
+		runTokens: 256, runTime: 250 * time.Millisecond, lossTime: 20 * time.Millisecond, lossMargin: 1.1,
 		backoff: 256, minBackoff: 256, maxBackoff: 4096, backoffTime: 250 * time.Millisecond, minBackoffTime: 250 * time.Millisecond}
 }
 
@@ -123,6 +142,9 @@ func (g *specGovernor) record(spec bool, n int, d time.Duration) {
 	if g.calls > 1 {
 		g.winT += d
 		g.winN += n
+		if g.phase == probePlain {
+			g.perTok = append(g.perTok, d/time.Duration(n))
+		}
 	}
 	switch g.phase {
 	case probeSpec:
@@ -136,13 +158,17 @@ func (g *specGovernor) record(spec bool, n int, d time.Duration) {
 		}
 	case probePlain:
 		if g.calls >= 1+g.probeCalls && g.winN >= g.probeMin && g.winT >= g.probeTime {
-			g.cost[0] = g.measured()
+			g.cost[0] = g.median()
 			g.decide()
 		}
 	case runSpec:
 		if g.tokens >= g.runTokens && g.spent >= g.runTime {
 			g.cost[1] = g.measured()
 			g.enter(probePlain)
+		} else if m := g.measured(); g.cost[0] > 0 && g.calls >= 1+g.probeCalls && g.winT >= g.lossTime &&
+			float64(m) > g.lossMargin*float64(g.cost[0]) {
+			g.cost[1] = m
+			g.decide()
 		}
 	case runPlain:
 		if g.tokens >= g.plainRun && g.spent >= g.plainRunTime {
@@ -161,8 +187,24 @@ func (g *specGovernor) measured() time.Duration {
 	return max(g.winT/time.Duration(g.winN), 1)
 }
 
+// median is the median time per token of a plain probe's measured calls
+// (at least a nanosecond).
+func (g *specGovernor) median() time.Duration {
+	if len(g.perTok) == 0 {
+		return g.measured()
+	}
+	v := slices.Clone(g.perTok)
+	slices.Sort(v)
+	m := v[len(v)/2]
+	if len(v)%2 == 0 {
+		m = (v[len(v)/2-1] + m) / 2
+	}
+	return max(m, 1)
+}
+
 func (g *specGovernor) enter(p govPhase) {
 	g.phase, g.calls, g.tokens, g.spent, g.winT, g.winN = p, 0, 0, 0, 0, 0
+	g.perTok = g.perTok[:0]
 }
 
 // decide compares the last measurements: speculation runs on when it is

@@ -17,7 +17,8 @@ func TestSpecGovernor(t *testing.T) {
 	}
 	// run makes calls until total tokens, a speculative call costing
 	// specCost(i) and emitting specN tokens, a plain one costing 1 ms for
-	// one token; it returns the calls made.
+	// one token (or plainCost(i) with runCosts); it returns the calls made.
+	var plainCost func(i int) time.Duration
 	run := func(g *specGovernor, total, specN int, specCost func(i int) time.Duration) []call {
 		var now time.Time
 		var calls []call
@@ -33,6 +34,8 @@ func TestSpecGovernor(t *testing.T) {
 			g.emitted(c.spec, c.n)
 			if c.spec {
 				now = now.Add(specCost(len(calls)))
+			} else if plainCost != nil {
+				now = now.Add(plainCost(len(calls)))
 			} else {
 				now = now.Add(time.Millisecond)
 			}
@@ -116,6 +119,62 @@ func TestSpecGovernor(t *testing.T) {
 		spec, _ := count(calls[len(calls)/2:])
 		if spec == 0 || g.phase == runPlain {
 			t.Errorf("speculation did not resume (phase %d)", g.phase)
+		}
+	})
+	t.Run("hiccup", func(t *testing.T) {
+		// A draft as large as the target (5 tokens per 12 ms, 0.42x of
+		// plain) and one 25 ms hiccup in the first plain probe: the
+		// probe's median still sees plain decoding at 1 ms a token, so
+		// drafting pauses at the first decision (a mean of 4 ms a token
+		// let speculation run for runTime).
+		g := newSpecGovernor(nil)
+		plainCost = func(i int) time.Duration {
+			if i == 6 { // the probe's second call: its first measured one
+				return 25 * time.Millisecond
+			}
+			return time.Millisecond
+		}
+		defer func() { plainCost = nil }()
+		calls := run(g, 1000, 5, func(int) time.Duration { return 12 * time.Millisecond })
+		spec, plain := count(calls)
+		// Each speculative probe is 4 calls of 5 tokens; a run would be
+		// hundreds of tokens.
+		if g.paused == 0 || spec > 20*g.paused {
+			t.Errorf("%d speculative tokens, %d plain, paused %d times: the hiccup made speculation look faster", spec, plain, g.paused)
+		}
+		var took time.Duration
+		for i, c := range calls {
+			if c.spec {
+				took += 12 * time.Millisecond
+			} else {
+				took += plainCost(i)
+			}
+		}
+		// Plain decoding all along would have had the hiccup too.
+		if plainTime := time.Duration(spec+plain+24) * time.Millisecond; took > plainTime*111/100 {
+			t.Errorf("governed decoding took %v, plain %v: under 0.9x", took, plainTime)
+		}
+	})
+	t.Run("turns", func(t *testing.T) {
+		// Fast (3 tokens per 2 ms) for the first 30 calls, then slow (2
+		// per 8 ms, the drafts stopped matching): the speculative run
+		// pauses after lossTime of slow calls, not after runTime.
+		g := newSpecGovernor(nil)
+		calls := run(g, 2000, 3, func(i int) time.Duration {
+			if i < 30 {
+				return 2 * time.Millisecond
+			}
+			return 8 * time.Millisecond
+		})
+		slow := 0 // speculative calls after the turn, before the first pause
+		for _, c := range calls[30:] {
+			if !c.spec {
+				break
+			}
+			slow++
+		}
+		if g.paused == 0 || slow*8 > 60 {
+			t.Errorf("%d slow speculative calls (%d ms) before pausing (paused %d times)", slow, slow*8, g.paused)
 		}
 	})
 	t.Run("lastPlain", func(t *testing.T) {

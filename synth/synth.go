@@ -39,6 +39,11 @@ type Shape struct {
 var Shapes = map[string]Shape{
 	// Llama-3.2-1B.
 	"llama-1b": {Name: "llama-1b", Arch: "llama", Hidden: 2048, Layers: 16, Heads: 32, KVHeads: 8, FFN: 8192, Vocab: 128256, Tied: true, RopeTheta: 500000, Context: 131072},
+	// A draft for llama-1b (speculative decoding): its vocabulary, a
+	// small body, random weights of its own and an untied head (a tied
+	// random model repeats its last token, as llama-1b does: this one
+	// proposes other tokens, so its drafts are rejected).
+	"llama-1b-draft": {Name: "llama-1b-draft", Arch: "llama", Hidden: 512, Layers: 4, Heads: 8, KVHeads: 2, FFN: 2048, Vocab: 128256, RopeTheta: 500000, Context: 131072},
 	// Qwen2.5-0.5B.
 	"qwen-0.5b": {Name: "qwen-0.5b", Arch: "qwen2", Hidden: 896, Layers: 24, Heads: 14, KVHeads: 2, FFN: 4864, Vocab: 151936, Tied: true, QKVBias: true, RopeTheta: 1000000, Context: 32768},
 	// A Mixtral-style MoE: 8 experts, top-2.

@@ -389,10 +389,10 @@ func (g *graph) attention(i int, dl *dlayer, in *gpu.Buffer, pre *preNorm) error
 		attn.dec = g.addAside(lbl("attention"), &op{mv: fusedP, rows: rowsTok, x: uint32(at.Heads), y: 1, perRow: true, window: at.Window}, fusedP,
 			s.param(fused(0, 1)), stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(s.part), W(cs), W(qkn))
 		if attn.splitDec != nil {
-			attn.splitDec = g.addAside(lbl("attention split"), &op{mv: fusedP, x: uint32(at.Heads)}, fusedP,
+			attn.splitDecPrep = g.addAside(lbl("attention split"), &op{mv: fusedP, x: uint32(at.Heads)}, fusedP,
 				s.param(fused(s.decSplitLen, s.decSplits)), stepB, W(s.qkv), W(s.kc[i]), W(s.vc[i]), W(s.att), W(s.part), W(cs), W(qkn))
 		}
-		prep.prefillOnly = true
+		prep.fusedAtOne = true
 	}
 	return g.gateApply(i, dl)
 }
@@ -577,7 +577,8 @@ func (g *graph) matmul(label string, m matmul) (*op, error) {
 	}
 	gx, gy := matmulGrid(w.rows, rpw)
 	mx, my := matmulGrid(w.rows, b.tune.GemmRows)
-	o := &op{mv: mv, mm: mm, mmTB: b.tune.GemmTB, rows: rows, x: gx, y: gy, mx: mx, my: my, zRows: true, wgBytes: w.bytes, gemmRows: w.rows, gemmCodec: w.codec}
+	o := &op{mv: mv, mm: mm, mmTB: b.tune.GemmTB, rows: rows, x: gx, y: gy, mx: mx, my: my, zRows: true, wgBytes: w.bytes, gemmRows: w.rows, gemmCodec: w.codec,
+		small: &smallMM{codec: w.codec, rows: w.rows}}
 	return g.add(label, o, mv, s.param(m.params(false, 0)),
 		gpu.Whole(s.step), gpu.Whole(w.buf), gpu.Whole(m.X), gpu.Whole(m.Out), g.bias(m.Bias)), nil
 }
@@ -599,6 +600,8 @@ func (g *graph) oneToken(label string, p *gpu.Pipeline, m matmul, nw *gpu.Buffer
 			m.Act |= 2
 		}
 	}
+	// Small steps bind the one-token variant too (small.go).
+	o.small.norm = nw != nil
 	g.pend = append(g.pend, pendingOp{o: o, p: p, label: label, second: true,
 		binds: append([]gpu.Binding{s.param(m.params(nw != nil, a.NormEps))}, binds...)})
 	return nil

@@ -13,7 +13,8 @@ import (
 // so Tuning{} is what the backend runs unless asked otherwise. The library
 // reads no environment: the CLI builds a Tuning from CORTIQ_MATVEC,
 // CORTIQ_MATVEC_SHAPE, CORTIQ_MV_ROWS, CORTIQ_GEMM_ROWS, CORTIQ_GEMM_TB,
-// CORTIQ_GEMM_LARGE_ROWS, CORTIQ_ATTN_BLOCK and CORTIQ_TRACE_STEPS
+// CORTIQ_GEMM_LARGE_ROWS, CORTIQ_ATTN_BLOCK, CORTIQ_SMALL_STEPS,
+// CORTIQ_SMALL_ROWS and CORTIQ_TRACE_STEPS
 // (cmd/native/env.go). New refuses a value outside the documented range.
 type Tuning struct {
 	// Matvec picks the decode matvec: "" stages the x row in workgroup
@@ -50,6 +51,13 @@ type Tuning struct {
 	// (shaders.MatvecComb: one dispatch less per layer, the same bits)
 	// where it fits, "separate" attn_combine's own dispatch.
 	AttnCombine string
+	// SmallSteps picks the kernels of steps of 2..16 tokens (speculative
+	// verification, see small.go): "" the one-token graph with batched
+	// matvecs, "off" the prefill kernels (for A/B timing).
+	SmallSteps string
+	// SmallRows is the output rows per workgroup of the small steps'
+	// batched matvec (even, 2..16; 0 = 4, or 2 where 4 does not fit).
+	SmallRows int
 	// TraceSteps prints the host's share of each prefill step to stderr:
 	// encoding and submitting, then waiting and reading back.
 	TraceSteps bool
@@ -95,6 +103,14 @@ func (t Tuning) resolve() (Tuning, error) {
 		if k.v != "" && k.v != "separate" {
 			return t, fmt.Errorf("webgpu: Tuning.%s %q: want \"\" or \"separate\"", k.name, k.v)
 		}
+	}
+	if t.SmallRows != 0 && (t.SmallRows < 2 || t.SmallRows > 16 || t.SmallRows%2 != 0) {
+		return t, fmt.Errorf("webgpu: Tuning.SmallRows %d: want an even 2..16 (or 0 for the default)", t.SmallRows)
+	}
+	switch t.SmallSteps {
+	case "", "off":
+	default:
+		return t, fmt.Errorf("webgpu: Tuning.SmallSteps %q: want \"\" or \"off\"", t.SmallSteps)
 	}
 	switch t.Matvec {
 	case "", "rows", "all":

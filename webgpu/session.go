@@ -40,10 +40,10 @@ type op struct {
 	// spans too since one workgroup per head would leave the GPU idle.
 	split, combine       *op
 	splitDec, combineDec *op
-	// dec is the one-token single-pass variant when it differs from the
-	// op itself (the qkv prep fused in: shaders.AttentionPrep, whose
-	// splitDec is fused too).
-	dec *op
+	// dec and splitDecPrep are the one-token single-pass and split-K
+	// variants with the qkv prep fused in (shaders.AttentionPrep), when
+	// built: the prep op is then left out of one-token steps (fusedAtOne).
+	dec, splitDecPrep *op
 	// combInto is the op after this attention whose one-token variant
 	// comb merges the split-K partials itself (shaders.MatvecComb): a
 	// split one-token step then dispatches no combine, and that op runs
@@ -58,9 +58,13 @@ type op struct {
 	gemm        gemmKernel      // matmuls: the tiled GEMM for steps of gemmMinTokens or more (see prepareGemm)
 	gemmRows    int
 	gemmCodec   tensor.Codec
-	prefillOnly bool // left out of one-token steps (done by a fused kernel there)
-	window      int
-	label       string
+	prefillOnly bool // left out of one-token and small steps (done by a fused kernel there)
+	fusedAtOne  bool // left out of one-token steps only (the qkv prep, fused into attention there)
+	// small is a dense projection's batched matvec for small steps
+	// (small.go); nil for other ops.
+	small  *smallMM
+	window int
+	label  string
 }
 
 func (o *op) dispatch(ntok, headRows int) gpu.Dispatch {
@@ -123,8 +127,11 @@ type Session struct {
 	stIDs                        []*gpu.Buffer  // one per greedy batch in flight
 	inflight                     []*GreedyBatch // submitted, not collected, oldest first
 	nextSlot                     int
-	greedyTail                   bool // tokens[0] on the device holds the last greedy pick
-	gemmReady                    bool // prepareGemm ran
+	greedyTail                   bool                     // tokens[0] on the device holds the last greedy pick
+	gemmReady                    bool                     // prepareGemm ran
+	smallTried, smallOK          [maxSmallTokens + 1]bool // prepareSmall ran for a step length, and its kernels built
+	smallNow                     bool                     // the step being encoded may run as a small step (it returns every row)
+	partRows                     int                      // token x split rows the attention partials hold
 	kc, vc                       []*gpu.Buffer
 	kvLen                        []int // per layer: rows of a sliding-window layer's KV ring; 0 = maxLen rows, one per position
 	embed                        *op
@@ -250,6 +257,7 @@ func (s *Session) alloc() error {
 	a := s.b.arch
 	c := s.chunk
 	_, picks := argmaxSpans(a.Vocab)
+	s.partRows = max(c*s.maxSplits, s.decSplits)
 	type spec struct {
 		dst  **gpu.Buffer
 		name string
@@ -268,7 +276,7 @@ func (s *Session) alloc() error {
 		{&s.gu, "gu", c * 2 * s.b.maxFFN},
 		{&s.act, "act", c * s.b.maxFFN},
 		{&s.logits, "logits", s.headChunk * a.Vocab},
-		{&s.part, "attention partials", max(c*s.maxSplits, s.decSplits) * s.b.maxHeads * (s.b.maxHD + 2)},
+		{&s.part, "attention partials", s.partRows * s.b.maxHeads * (s.b.maxHD + 2)},
 	}
 	for _, sp := range specs {
 		var err error
@@ -370,9 +378,10 @@ func (s *Session) ringed() bool {
 // posEnd bounds the positions attended to (it picks split-K attention).
 func (s *Session) encodeLayers(ds []gpu.Dispatch, from, to, n, headRows, posEnd int) []gpu.Dispatch {
 	var comb *op // the op that merges the last split attention's partials
+	small := s.small(n)
 	for i := from; i < to; i++ {
 		for _, o := range s.layerOps[i] {
-			if o.prefillOnly && n == 1 {
+			if o.prefillOnly && (n == 1 || small) || o.fusedAtOne && n == 1 {
 				continue
 			}
 			if o == comb {
@@ -387,10 +396,16 @@ func (s *Session) encodeLayers(ds []gpu.Dispatch, from, to, n, headRows, posEnd 
 			// One token: z covers every step of a greedy batch (the
 			// kernel's own split span is never shorter than decSplitLen;
 			// parts past a step's span are empty).
-			if o.splitDec != nil && n == 1 {
+			// A small step splits every row's span as a decode step at
+			// its position does (the last row's span sizes z).
+			if o.splitDec != nil && (n == 1 || small && n*s.decSplits <= s.partRows) {
 				if z := min((span+s.decSplitLen-1)/s.decSplitLen, s.decSplits); z >= 2 {
-					ds = append(ds, gpu.Dispatch{P: o.splitDec.mv, G: o.splitDec.g, X: o.splitDec.x, Y: 1, Z: uint32(z), Label: o.splitDec.label})
-					if o.combInto != nil {
+					sp := o.splitDec
+					if n == 1 && o.splitDecPrep != nil {
+						sp = o.splitDecPrep
+					}
+					ds = append(ds, gpu.Dispatch{P: sp.mv, G: sp.g, X: sp.x, Y: uint32(n), Z: uint32(z), Label: sp.label})
+					if n == 1 && o.combInto != nil {
 						comb = o.combInto
 					} else {
 						ds = append(ds, o.combineDec.dispatch(n, headRows))
@@ -413,7 +428,7 @@ func (s *Session) encodeLayers(ds []gpu.Dispatch, from, to, n, headRows, posEnd 
 					continue
 				}
 			}
-			ds = append(ds, o.dispatch(n, headRows))
+			ds = append(ds, s.dispatchOp(o, n, headRows))
 		}
 	}
 	return ds
@@ -580,6 +595,8 @@ func (s *Session) forwardChunk(tokens []int, all, last, picks bool) ([]float32, 
 	}
 	s.greedyTail = false
 	s.prepareGemm(len(tokens))
+	s.beginStep(len(tokens), all)
+	defer s.endStep()
 	b := s.b
 	a := b.arch
 	d := b.dev
@@ -606,7 +623,7 @@ func (s *Session) forwardChunk(tokens []int, all, last, picks bool) ([]float32, 
 	var picked []int
 	if head && picks {
 		for _, o := range s.headOps {
-			ds = append(ds, o.dispatch(n, headRows))
+			ds = append(ds, s.dispatchOp(o, n, headRows))
 		}
 		part, pick := s.argmaxPart.dispatch(1, 1), s.argmax.dispatch(1, 1)
 		part.Y, pick.Y = uint32(headRows), uint32(headRows)
@@ -632,7 +649,7 @@ func (s *Session) forwardChunk(tokens []int, all, last, picks bool) ([]float32, 
 		}
 	} else if head {
 		for _, o := range s.headOps {
-			ds = append(ds, o.dispatch(n, headRows))
+			ds = append(ds, s.dispatchOp(o, n, headRows))
 		}
 		bytes := uint64(4 * headRows * a.Vocab)
 		t0 := time.Now()
@@ -860,5 +877,6 @@ func (s *Session) ForwardLayers(x []float32, n, pos0, from, to int) error {
 
 var (
 	_ backend.GreedyVerifier = (*Session)(nil)
+	_ backend.VerifyPreparer = (*Session)(nil)
 	_ backend.GreedyStepper  = (*Session)(nil)
 )

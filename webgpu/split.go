@@ -117,9 +117,11 @@ func (s *Session) LayersHead(x []float32, from int, all bool) ([]float32, error)
 	if err := d.Write(s.x, 0, gpu.F32Bytes(x)); err != nil {
 		return nil, s.fail(err)
 	}
+	s.beginStep(n, all)
+	defer s.endStep()
 	ds := s.encodeLayers(nil, from, len(s.layerOps), n, headRows, s.pos+n)
 	for _, o := range s.headOps {
-		ds = append(ds, o.dispatch(n, headRows))
+		ds = append(ds, s.dispatchOp(o, n, headRows))
 	}
 	bytes := uint64(4 * headRows * a.Vocab)
 	if err := d.Run(nil, ds, []gpu.Copy{{Src: s.logits, Dst: s.stLogits, Size: bytes}}); err != nil {

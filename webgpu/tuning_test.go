@@ -68,6 +68,8 @@ func TestTuningRefused(t *testing.T) {
 		{Tuning{AttnCombine: "o"}, `AttnCombine "o"`},
 		{Tuning{MatvecShape: shaders.MatvecShape{Rows: 3, Sets: 1, Groups: 1}}, "MatvecShape 3,1,1"},
 		{Tuning{MatvecShape: shaders.MatvecShape{Rows: 4}}, "MatvecShape 4,0,0"},
+		{Tuning{SmallRows: 3}, "SmallRows 3"},
+		{Tuning{SmallSteps: "on"}, `SmallSteps "on"`},
 	} {
 		if _, err := c.tune.resolve(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: err %v, want one naming %q", c.tune, err, c.want)

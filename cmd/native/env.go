@@ -44,6 +44,8 @@ import (
 //	CORTIQ_ATTN_BLOCK       16..256 (Tuning.AttnBlock)
 //	CORTIQ_ATTN_PREP        separate: qkv prep as its own dispatch at decode (Tuning.AttnPrep)
 //	CORTIQ_ATTN_COMBINE     separate: split-K attention's combine as its own dispatch at decode (Tuning.AttnCombine)
+//	CORTIQ_SMALL_STEPS      off: steps of 2..16 tokens on the prefill kernels (Tuning.SmallSteps)
+//	CORTIQ_SMALL_ROWS       2..16, even (Tuning.SmallRows)
 //	CORTIQ_TRACE_STEPS      1: print each prefill step's host time (Tuning.TraceSteps)
 
 // cacheDir is cortiq's cache directory, "" when there is none.
@@ -125,6 +127,12 @@ func gpuTuning() webgpu.Tuning {
 	}
 	if os.Getenv("CORTIQ_ATTN_COMBINE") == "separate" {
 		t.AttnCombine = "separate"
+	}
+	if os.Getenv("CORTIQ_SMALL_STEPS") == "off" {
+		t.SmallSteps = "off"
+	}
+	if r := envInt("CORTIQ_SMALL_ROWS", 2, 16); r%2 == 0 {
+		t.SmallRows = r
 	}
 	t.TraceSteps = os.Getenv("CORTIQ_TRACE_STEPS") == "1"
 	return t
