@@ -451,6 +451,25 @@ func (t *Table) Race(name string, arms ...string) *Class {
 	return c
 }
 
+// Lookup returns a decided class named name, whatever its arms (the
+// cached verdict of a race whose arms the caller cannot tell without
+// opening them), or nil.
+func (t *Table) Lookup(name string) *Class {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.loaded {
+		t.loaded = true
+		t.loadLocked()
+	}
+	var found *Class
+	for _, c := range t.classes {
+		if c.name == name && c.Winner() >= 0 && (found == nil || strings.Join(c.arms, "\x00") < strings.Join(found.arms, "\x00")) {
+			found = c
+		}
+	}
+	return found
+}
+
 // classKey identifies a class by name and its set of arms.
 func classKey(name string, arms []string) string {
 	s := slices.Clone(arms)
