@@ -23,7 +23,7 @@ run() { # label, then cortiq run's flags
   local label=$1; shift
   local t0=$(date +%s.%N)
   timeout 300 $B run -p "Once upon a time" -n 32 --temp 0 "$@" 2>&1 | grep -E "^\[|unavailable|error" 
-  echo "   ($label: $(echo "$(date +%s.%N) - $t0" | bc) s wall, load included)"
+  echo "   ($label: $(echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f", $2-$1}') s wall, load included)"
 }
 for s in llama-1b-q4_0 llama-1b-q4_K_M moe-8x-q4_0; do
   m=/tmp/m/$s.gguf
