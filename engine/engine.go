@@ -63,13 +63,15 @@ type Options struct {
 	// rest (see prefix.go). 0 = off.
 	PrefixCacheBytes int64
 	// ProbeCache is the file where --backend auto's speed verdicts are
-	// remembered (package probe); "" measures on every load.
+	// remembered (package probe), per engine version, raced devices and op
+	// class; "" measures on every load.
 	ProbeCache string
 	// Tuning is the device backend's own knobs (a webgpu.Tuning), built
 	// by cmd/* from the environment; nil = the backend's defaults.
 	Tuning any
-	// NoProbe keeps the device --backend auto opened without timing it
-	// against the CPU (CORTIQ_PROBE=0 in the CLI; the browser tab).
+	// NoProbe keeps the first device --backend auto opens (autoDevices
+	// order) without racing the devices and the CPU (CORTIQ_PROBE=0 in
+	// the CLI; the browser tab).
 	NoProbe bool
 	// AllowSoftware lets --backend auto keep a software adapter
 	// (lavapipe, SwiftShader); a backend asked for by name always may.
