@@ -124,12 +124,20 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 	}
 
 	// run races one class: open(i) gives arm i's session state, step(i)
-	// runs one timed call on it. Arms failed in an earlier class are out.
+	// runs one timed call on it. Arms failed in an earlier class are out;
+	// with global, an arm failing here is out of the choice too (decode
+	// and prefill are what sessions do; a layer class is only informative,
+	// its failure takes the arm out of that class alone).
 	type armRun struct {
 		step  func() error
 		close func()
 	}
-	run := func(cls *probe.Class, idx []int, open func(i int) (armRun, error), steps int) (ClassVerdict, error) {
+	run := func(cls *probe.Class, idx []int, open func(i int) (armRun, error), steps int, global bool) (ClassVerdict, error) {
+		note := func(i int, err error) {
+			if global {
+				fail(i, err)
+			}
+		}
 		v := ClassVerdict{Class: cls.Name(), Arms: cls.Arms()}
 		if w := cls.Winner(); w >= 0 {
 			v.Winner, v.Cached = v.Arms[w], true
@@ -153,7 +161,7 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 				if k == len(idx)-1 {
 					return v, err // the CPU: nothing to race against
 				}
-				fail(i, err)
+				note(i, err)
 				cls.Fail(k)
 				continue
 			}
@@ -168,7 +176,7 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 				if k == len(idx)-1 {
 					return v, fmt.Errorf("the CPU failed while timing %s: %w", cls.Name(), err)
 				}
-				fail(idx[k], err)
+				note(idx[k], err)
 				cls.Fail(k)
 			}
 		}
@@ -222,7 +230,7 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 			_, err := s.Forward([]int{tok}, false)
 			return err
 		}, close: func() { s.Close() }}, nil
-	}, probeSteps)
+	}, probeSteps, true)
 	if err != nil {
 		return res, err
 	}
@@ -245,7 +253,7 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 			_, err := s.Forward(chunk, false)
 			return err
 		}, close: func() { s.Close() }}, nil
-	}, probePrefillSteps)
+	}, probePrefillSteps, true)
 	if err != nil {
 		return res, err
 	}
@@ -321,7 +329,7 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 				pos++
 				return err
 			}, close: func() { s.Close() }}, nil
-		}, probeLayerSteps)
+		}, probeLayerSteps, false)
 		for _, s := range sessions {
 			s.Close() // opened but not raced (a cached verdict)
 		}

@@ -46,6 +46,7 @@ type fakeArm struct {
 	call, tok       time.Duration
 	layer           time.Duration
 	export          bool // sessions are StateExporters
+	layerFail       bool // ForwardLayers fails
 	failAt          int  // the failAt-th Forward fails (0: never)
 	vocab           int
 	forwards, opens int
@@ -94,6 +95,9 @@ func (s *fakeArmSession) Close() error { return nil }
 type fakeLayerSession struct{ *fakeArmSession }
 
 func (s *fakeLayerSession) ForwardLayers(x []float32, n, pos0, from, to int) error {
+	if s.b.layerFail {
+		return errFakeLost
+	}
 	s.b.clock.advance(time.Duration(n*(to-from)) * s.b.layer)
 	s.n = max(s.n, pos0+n)
 	return nil
@@ -231,6 +235,14 @@ func TestRaceDeviceFails(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("verdicts persisted after a failure (%v)", err)
+	}
+	// A failure in a layer class (informative only) takes the device out
+	// of that class, not out of the choice.
+	lf := &fakeArm{name: "webgpu:fake", clock: clock, call: 1 * time.Millisecond, layer: time.Millisecond, layerFail: true, vocab: 16}
+	lcpu := &fakeArm{name: "cpu", clock: clock, call: 9 * time.Millisecond, layer: time.Millisecond, vocab: 16}
+	r, err = raceBackends(context.Background(), raceModel(), []backend.Backend{lf}, lcpu, "")
+	if err != nil || r.keep != 0 || len(r.failed) != 0 || len(r.verdicts) != 4 || r.verdicts[2].Winner != "cpu" {
+		t.Fatalf("race with a failing LayerRunner: %+v, %v; want the device kept, the layer classes to the CPU", r, err)
 	}
 	// Every device failing leaves the CPU with the failures to report.
 	broken.forwards, ok.failAt, ok.forwards = 0, 1, 0
