@@ -131,7 +131,11 @@ func (e *Engine) openDevice(ctx context.Context, c choice, cpu backend.Backend) 
 	}
 	if race && len(devs) > 0 {
 		if opts.Progress != nil {
-			opts.Progress("timing the devices against the CPU")
+			if len(devs) == 1 {
+				opts.Progress("timing the device against the CPU")
+			} else {
+				opts.Progress("timing the devices against the CPU")
+			}
 		}
 		r, err := raceBackends(ctx, m, devs, cpu, opts.ProbeCache)
 		e.probe = r.verdicts

@@ -108,6 +108,7 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 	host := len(devs)
 	tbl := probe.NewTable(probeVersion, strings.Join(names, " + "), path)
 	tbl.Now = probeNow
+	tbl.Deferred = true // written once every class is raced: a cancelled race leaves nothing
 	shape := shapeKey(m)
 	res := raced{keep: -1}
 	failed := make([]bool, len(backends))
@@ -365,6 +366,7 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 		res.keep = w
 	}
 	res.verdicts[1].Note = handover(pv, dv, names, caps)
+	tbl.Flush()
 	return res, nil
 }
 

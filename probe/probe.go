@@ -277,7 +277,7 @@ func (c *Class) settle(w int) {
 	persist := !c.noPersist
 	c.mu.Unlock()
 	if persist {
-		c.t.remember(c, w)
+		c.t.remember(c)
 	}
 }
 
@@ -396,8 +396,12 @@ type Table struct {
 	Config  Config
 	// Now is the clock (tests substitute a fake one).
 	Now func() time.Time
+	// Deferred holds verdicts back from the file until Flush (a caller
+	// racing several classes in one go writes all or, cancelled, none).
+	Deferred bool
 
 	mu      sync.Mutex
+	held    []*Class
 	classes map[string]*Class
 	loaded  bool
 	paused  atomic.Int64
@@ -647,31 +651,60 @@ func readLimited(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// remember persists class c's verdict (arm w), best effort: a read-only
+// remember persists class c's verdict, best effort: a read-only
 // cache directory costs a re-probe next run, never a failure. Entries of
 // other versions, devices and classes are kept; an entry of an older
 // format is rewritten with its arms.
-func (t *Table) remember(c *Class, w int) {
+func (t *Table) remember(c *Class) {
 	if t == nil || t.Path == "" {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.Deferred {
+		t.held = append(t.held, c)
+		return
+	}
+	t.writeLocked([]*Class{c})
+}
+
+// Flush writes the verdicts Deferred held back (best effort, as ever).
+func (t *Table) Flush() {
+	if t == nil || t.Path == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.held) > 0 {
+		t.writeLocked(t.held)
+		t.held = nil
+	}
+}
+
+// writeLocked merges the verdicts of decided classes cs into the file.
+// t.mu is held.
+func (t *Table) writeLocked(cs []*Class) {
 	var entries []Entry
 	if data, err := readLimited(t.Path); err == nil {
 		entries, _ = ParseCache(data)
 	}
-	e := Entry{Version: t.Version, Device: t.Device, Class: c.name, Winner: c.arms[w], Arms: c.arms}
-	k := classKey(c.name, c.arms)
-	replaced := false
-	for i, old := range entries {
-		if old.Version == e.Version && old.Device == e.Device && classKey(old.Class, old.Arms) == k {
-			entries[i] = e
-			replaced = true
+	for _, c := range cs {
+		w := c.Winner()
+		if w < 0 {
+			continue
 		}
-	}
-	if !replaced {
-		entries = append(entries, e)
+		e := Entry{Version: t.Version, Device: t.Device, Class: c.name, Winner: c.arms[w], Arms: c.arms}
+		k := classKey(c.name, c.arms)
+		replaced := false
+		for i, old := range entries {
+			if old.Version == e.Version && old.Device == e.Device && classKey(old.Class, old.Arms) == k {
+				entries[i] = e
+				replaced = true
+			}
+		}
+		if !replaced {
+			entries = append(entries, e)
+		}
 	}
 	writeCache(t.Path, entries)
 }

@@ -537,3 +537,22 @@ func TestRacePanicsOnBadArms(t *testing.T) {
 		}()
 	}
 }
+
+func TestDeferredFlush(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "probe.json")
+	tb := NewTable("v1", "a + cpu", path)
+	tb.Deferred = true
+	c := tb.Race("decode", "a", "cpu")
+	c.RecordArm(0, 0, false)
+	feed3(c, 2, 1*ms, 9*ms)
+	if c.Winner() != 0 {
+		t.Fatal("not decided")
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("a deferred verdict was written before Flush (%v)", err)
+	}
+	tb.Flush()
+	if entries, err := ReadCache(path); err != nil || len(entries) != 1 || entries[0].Winner != "a" {
+		t.Fatalf("after Flush: %+v, %v", entries, err)
+	}
+}
