@@ -366,6 +366,13 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 		res.keep = w
 	}
 	res.verdicts[1].Note = handover(pv, dv, names, caps)
+	if len(res.failed) > 0 {
+		msgs := make([]string, len(res.failed))
+		for i, err := range res.failed {
+			msgs[i] = err.Error()
+		}
+		res.verdicts[0].Note = strings.Join(msgs, "; ") + " (out of the race; a class raced after a failure is measured again on the next load)"
+	}
 	tbl.Flush()
 	return res, nil
 }

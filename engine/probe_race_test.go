@@ -230,6 +230,9 @@ func TestRaceDeviceFails(t *testing.T) {
 	if err != nil || r.keep != 1 || len(r.failed) != 1 || !errors.Is(r.failed[0], errFakeLost) || !strings.Contains(r.failed[0].Error(), "cuda:0:fake") {
 		t.Fatalf("race %+v, %v; want webgpu kept and cuda's failure named", r, err)
 	}
+	if n := r.verdicts[0].Note; !strings.Contains(n, "cuda:0:fake failed while timed") {
+		t.Errorf("decode note %q does not name the failure", n)
+	}
 	if broken.forwards != 3 {
 		t.Errorf("the failed device ran %d steps, want 3 (none after its failure)", broken.forwards)
 	}
