@@ -371,7 +371,7 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 		for i, err := range res.failed {
 			msgs[i] = err.Error()
 		}
-		res.verdicts[0].Note = strings.Join(msgs, "; ") + " (out of the race; a class raced after a failure is measured again on the next load)"
+		res.verdicts[0].Note = strings.Join(msgs, "; ") + " (out of the race; the classes from its failure on are measured again on the next load)"
 	}
 	tbl.Flush()
 	return res, nil
