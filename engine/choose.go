@@ -10,14 +10,16 @@ import (
 	"github.com/cortiq/cortiq/backend"
 )
 
-// autoDevices is the order in which Backend "auto" tries the device
-// backends this build links (see backends.go); a name not registered is
-// skipped.
+// autoDevices is the order in which Backend "auto" considers the device
+// backends this build links (see backends.go; the CLI links cuda too); a
+// name not registered is skipped. Every one that opens is raced against
+// the CPU (raceBackends) and the fastest decoder kept; without a race
+// (Options.NoProbe) the first that opens is kept.
 //
-// The CUDA backend is not among them: as in the seed's facade, it runs
-// only when asked for by name (--backend cuda, CORTIQ_GPU=cuda) and is
-// never swapped for another behind the user's back.
-var autoDevices = []string{"webgpu"}
+// Auto may choose CUDA (when the driver is there) by measurement; a
+// backend asked for by name (--backend cuda, --backend webgpu) is never
+// measured against another nor swapped for one behind the user's back.
+var autoDevices = []string{"cuda", "webgpu"}
 
 // choice is what the scheduler's policy (choose) decided to try.
 type choice struct {
@@ -34,10 +36,10 @@ type choice struct {
 //     declines it. If it refuses the model, the CPU runs it and
 //     DeviceError says why.
 //   - "auto" (or ""): the registered device backends in autoDevices
-//     order, the first that opens. A software adapter is declined unless
-//     Options.AllowSoftware; unless Options.NoProbe the device is then
-//     timed against the CPU and kept only if it decodes faster
-//     (BackendReason says why not).
+//     order. A software adapter is declined unless Options.AllowSoftware;
+//     unless Options.NoProbe every one that opens is raced against the
+//     CPU per op class and the fastest decoder kept (the CPU when it wins:
+//     BackendReason says why); with NoProbe the first that opens.
 func choose(want string) (choice, error) {
 	names := backend.Names()
 	switch want {
@@ -88,10 +90,20 @@ func (o Options) deviceOptions(forced bool) backend.Options {
 // openDevice carries out the choice: it opens the device backend to use,
 // or records why there is none (devErr: a fault or a refusal; devReason:
 // the measurement preferred the CPU). cpu is the CPU backend, nil when it
-// is built on demand (no measurement then).
+// is built on demand (no measurement then). Under a race every candidate
+// is opened (each uploads the model) and all but the winner closed.
 func (e *Engine) openDevice(ctx context.Context, c choice, cpu backend.Backend) {
 	m, opts := e.Model, e.opts
+	race := !c.forced && !opts.NoProbe && cpu != nil
 	var errs []error
+	var devs []backend.Backend
+	closeAll := func(keep int) {
+		for i, d := range devs {
+			if i != keep {
+				d.Close()
+			}
+		}
+	}
 	for _, name := range c.devices {
 		if opts.Progress != nil {
 			opts.Progress("opening the device, uploading the weights and building the kernels")
@@ -102,6 +114,7 @@ func (e *Engine) openDevice(ctx context.Context, c choice, cpu backend.Backend) 
 			if dev != nil {
 				dev.Close()
 			}
+			closeAll(-1)
 			return
 		}
 		if err != nil {
@@ -111,30 +124,51 @@ func (e *Engine) openDevice(ctx context.Context, c choice, cpu backend.Backend) 
 			errs = append(errs, err)
 			continue
 		}
-		if !c.forced && !opts.NoProbe && cpu != nil {
-			if opts.Progress != nil {
+		devs = append(devs, dev)
+		if !race {
+			break // the first that opens
+		}
+	}
+	if race && len(devs) > 0 {
+		if opts.Progress != nil {
+			if len(devs) == 1 {
 				opts.Progress("timing the device against the CPU")
+			} else {
+				opts.Progress("timing the devices against the CPU")
 			}
-			keep, why := keepDeviceByProbe(ctx, m, dev, cpu, opts.ProbeCache)
-			if ctx.Err() != nil {
-				dev.Close()
+		}
+		r, err := raceBackends(ctx, m, devs, cpu, opts.ProbeCache)
+		e.probe = r.verdicts
+		switch {
+		case ctx.Err() != nil:
+			closeAll(-1)
+			return
+		case err != nil:
+			// The CPU could not be measured: keep the first device.
+			r.keep = 0
+		case r.keep < 0:
+			closeAll(-1)
+			if r.cpuWon {
+				names := make([]string, len(devs))
+				for i, d := range devs {
+					names[i] = d.Name()
+				}
+				e.devReason = cpuFasterError(names, opts.ProbeCache, r.cached).Error()
 				return
 			}
-			if !keep {
-				dev.Close()
-				var faster *CPUFasterError
-				if errors.As(why, &faster) {
-					e.devReason = why.Error()
-					return
-				}
-				errs = append(errs, why)
-				continue
-			}
+			devs = nil
+			errs = append(errs, r.failed...)
+		}
+		if r.keep >= 0 {
+			closeAll(r.keep)
+			devs = []backend.Backend{devs[r.keep]}
 			if r, ok := cpu.(interface{ ReleasePacked() }); ok {
 				r.ReleasePacked() // the probe's CPU steps packed int8 tiles
 			}
 		}
-		e.dev = dev
+	}
+	if len(devs) > 0 {
+		e.dev = devs[0]
 		return
 	}
 	switch len(errs) {

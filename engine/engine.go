@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,13 +63,15 @@ type Options struct {
 	// rest (see prefix.go). 0 = off.
 	PrefixCacheBytes int64
 	// ProbeCache is the file where --backend auto's speed verdicts are
-	// remembered (package probe); "" measures on every load.
+	// remembered (package probe), per engine version, raced devices and op
+	// class; "" measures on every load.
 	ProbeCache string
 	// Tuning is the device backend's own knobs (a webgpu.Tuning), built
 	// by cmd/* from the environment; nil = the backend's defaults.
 	Tuning any
-	// NoProbe keeps the device --backend auto opened without timing it
-	// against the CPU (CORTIQ_PROBE=0 in the CLI; the browser tab).
+	// NoProbe keeps the first device --backend auto opens (autoDevices
+	// order) without racing the devices and the CPU (CORTIQ_PROBE=0 in
+	// the CLI; the browser tab).
 	NoProbe bool
 	// AllowSoftware lets --backend auto keep a software adapter
 	// (lavapipe, SwiftShader); a backend asked for by name always may.
@@ -96,6 +99,7 @@ type Engine struct {
 	dev       backend.Backend // nil when running on the CPU only
 	devErr    error           // why the device backend is not in use (a fault)
 	devReason string          // why the auto choice declined a working device
+	probe     []ClassVerdict  // the auto choice's race, per op class
 	owned     bool            // Close releases the backends and the model
 
 	spec   *Spec        // the default speculation (SetSpec)
@@ -228,6 +232,12 @@ func (e *Engine) DeviceError() error { return e.devErr }
 // BackendReason says why the auto choice runs on the CPU although a
 // working device exists (the CPU decodes this model faster); "" otherwise.
 func (e *Engine) BackendReason() string { return e.devReason }
+
+// ProbeVerdicts are the verdicts per op class of the race --backend auto
+// ran (or adopted from the cache) among the device backends that opened
+// and the CPU; nil when no race ran (a backend asked for by name,
+// Options.NoProbe, no device).
+func (e *Engine) ProbeVerdicts() []ClassVerdict { return slices.Clone(e.probe) }
 
 // Device is the device backend new sessions start on, nil when they start
 // on the CPU.

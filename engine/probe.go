@@ -3,6 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/model"
@@ -10,79 +14,411 @@ import (
 )
 
 // probeVersion keys the cached verdicts: a verdict measured by another
-// engine version (other kernels, other graph) is measured again.
-const probeVersion = "cortiq-decode-2"
+// engine version (other kernels, other graph, other classes) is measured
+// again. ProbeVersion exports it for `cortiq devices`.
+const probeVersion = "cortiq-probe-3"
 
-// probeSteps bounds the single-token steps one measurement takes (the
-// probe's rules decide earlier on a clear 2x gap).
-const probeSteps = 14
+// ProbeVersion is the engine version the speed verdicts are kept under: a
+// verdict of another (an older build's) is ignored and measured again.
+const ProbeVersion = probeVersion
 
-// keepDeviceByProbe decides, for --backend auto, whether the device decodes
-// this model faster than the CPU engine. It alternates single-token steps
-// between a device and a CPU session under package probe's rules (the
-// first device step and cold steps are discarded, best samples compared,
-// an early verdict at a 2x gap) and remembers the verdict per engine
-// version, adapter and model shape, so only the first load measures. A
-// hardware adapter is not always faster: a weak integrated GPU, a driver
-// with slow submits, or a model too small to amortize them.
+// The bounds of one measurement, per arm (the probe's rules decide earlier
+// on a clear 2x gap).
+const (
+	probeSteps        = 14 // single-token decode steps
+	probePrefill      = 64 // tokens of one prefill chunk
+	probePrefillSteps = 5  // prefill chunks
+	probeLayerSteps   = 8  // single-row steps through one layer
+)
+
+// probeNow is the probe's clock (tests substitute a fake one).
+var probeNow = time.Now
+
+// ClassVerdict is one op class's verdict among the backends raced for
+// --backend auto (Engine.ProbeVerdicts).
+type ClassVerdict struct {
+	// Class is "decode <shape>", "prefill64 <shape>" or
+	// "layer <mixer>/<ffn> <shape>" (see raceBackends).
+	Class string `json:"class"`
+	// Arms are the backends raced, the CPU last.
+	Arms []string `json:"arms"`
+	// Winner is one of Arms; "" when the race stayed undecided.
+	Winner string `json:"winner,omitempty"`
+	// Best is each arm's best clean sample of this load (0: none, as for
+	// a verdict remembered from an earlier load).
+	Best []time.Duration `json:"best_ns,omitempty"`
+	// Cached says the verdict came from the cache file.
+	Cached bool `json:"cached,omitempty"`
+	// Note says what the verdict would take to act on (prefill) or why an
+	// arm is out (a failure).
+	Note string `json:"note,omitempty"`
+}
+
+// raced is what raceBackends decided.
+type raced struct {
+	keep     int  // index into devs of the backend that decodes; -1 = the CPU
+	cpuWon   bool // the CPU won the decode race (keep is -1)
+	cached   bool // the decode verdict came from the cache
+	verdicts []ClassVerdict
+	failed   []error // the devices that failed while timed
+}
+
+// armCaps are what an arm's sessions can do, seen while racing.
+type armCaps struct{ export, imprt bool }
+
+// raceBackends decides, for --backend auto, which of the opened device
+// backends devs (in preference order) or the CPU backend cpu runs this
+// model. It races them per op class under package probe's rules (each
+// device's first step and cold steps discarded, best samples compared, an
+// early verdict at a 2x gap over every other arm, a failing device out of
+// the race) and remembers each verdict per engine version, the raced
+// devices and the class (model shape included), so only the first load
+// measures. The classes the backend contract lets the engine time:
 //
-// Options.NoProbe skips it (the device is kept). An error from the device
-// while measuring counts against it. A done ctx stops the measurement
-// (nothing is remembered) and returns ctx's error.
-func keepDeviceByProbe(ctx context.Context, m *model.Model, dev, cpu backend.Backend, path string) (keep bool, why error) {
-	tbl := probe.NewTable(probeVersion, dev.Name(), path)
-	cls := tbl.Class("decode " + shapeKey(m))
-	switch cls.Verdict() {
-	case probe.DeviceWins:
-		return true, nil
-	case probe.HostWins:
-		return false, hostWinsError(dev, path, true)
+//   - "decode <shape>": one single-token Forward step (embedding, every
+//     layer, the head). Its verdict decides the session's backend.
+//   - "prefill64 <shape>": one 64-token Forward chunk from position 0. It
+//     is reported; when another arm wins it by 2x or more the verdict's
+//     Note says what handing the state over would take.
+//   - "layer <mixer>/<ffn> <shape>", one per kind of decoder layer the
+//     model has (attention/dense, attention/moe, short_conv/dense, …): one
+//     single-row ForwardLayers step through the first layer of that kind,
+//     raced among the arms whose sessions are LayerRunners holding it
+//     (webgpu and the CPU; cuda sessions are not LayerRunners yet).
+//
+// Attention apart from the FFN, the matvecs apart from the layer, and the
+// head apart from the step are not separable through the contract (a
+// layer is its unit; only a SplitSession's LayersHead runs the head alone,
+// and the CPU session is not one).
+//
+// A close decode race left undecided keeps the device with the best
+// sample. An error from a device while measuring takes it out of the
+// race (and of the choice); a done ctx stops the measurement and returns
+// ctx's error.
+func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, cpu backend.Backend, path string) (raced, error) {
+	names := make([]string, 0, len(devs)+1)
+	for _, b := range append(slices.Clone(devs), cpu) {
+		n := b.Name()
+		for k := 2; slices.Contains(names, n); k++ {
+			n = fmt.Sprintf("%s#%d", b.Name(), k)
+		}
+		names = append(names, n)
 	}
-	ds, err := dev.NewSession(probeSteps + 2)
-	if err != nil {
-		return false, fmt.Errorf("device session for the speed probe: %w", err)
+	backends := append(slices.Clone(devs), cpu)
+	host := len(devs)
+	tbl := probe.NewTable(probeVersion, strings.Join(names, " + "), path)
+	tbl.Now = probeNow
+	tbl.Deferred = true // written once every class is raced: a cancelled race leaves nothing
+	shape := shapeKey(m)
+	res := raced{keep: -1}
+	failed := make([]bool, len(backends))
+	caps := make([]*armCaps, len(backends))
+	fail := func(i int, err error) {
+		if !failed[i] {
+			failed[i] = true
+			res.failed = append(res.failed, fmt.Errorf("%s failed while timed against the CPU: %w", names[i], err))
+		}
 	}
-	defer ds.Close()
-	cs, err := cpu.NewSession(probeSteps + 2)
-	if err != nil {
-		return true, nil // the CPU cannot be measured: keep the device
-	}
-	defer cs.Close()
 	tok := m.Arch.BOS
 	if tok < 0 || tok >= m.Arch.Vocab {
 		tok = 0
 	}
-	step := func(s backend.Session) error {
-		_, err := s.Forward([]int{tok}, false)
-		return err
+
+	// run races one class: open(i) gives arm i's session state, step(i)
+	// runs one timed call on it. Arms failed in an earlier class are out;
+	// with global, an arm failing here is out of the choice too (decode
+	// and prefill are what sessions do; a layer class is only informative,
+	// its failure takes the arm out of that class alone).
+	type armRun struct {
+		step  func() error
+		close func()
 	}
-	for i := 0; i < probeSteps && cls.Verdict() == probe.Undecided; i++ {
-		if err := ctx.Err(); err != nil {
-			return false, err
+	run := func(cls *probe.Class, idx []int, open func(i int) (armRun, error), steps int, global bool) (ClassVerdict, error) {
+		note := func(i int, err error) {
+			if global {
+				fail(i, err)
+			}
 		}
-		err := cls.Run(ctx,
-			func(context.Context) (bool, error) { return false, step(ds) },
-			func(context.Context) error { return step(cs) })
+		v := ClassVerdict{Class: cls.Name(), Arms: cls.Arms()}
+		if w := cls.Winner(); w >= 0 {
+			v.Winner, v.Cached = v.Arms[w], true
+			return v, nil
+		}
+		arms := make([]armRun, len(idx))
+		defer func() {
+			for _, a := range arms {
+				if a.close != nil {
+					a.close()
+				}
+			}
+		}()
+		for k, i := range idx {
+			if failed[i] {
+				cls.Fail(k)
+				continue
+			}
+			a, err := open(i)
+			if err != nil {
+				if k == len(idx)-1 {
+					return v, err // the CPU: nothing to race against
+				}
+				note(i, err)
+				cls.Fail(k)
+				continue
+			}
+			arms[k] = a
+		}
+		for n := 0; n < steps*len(idx) && cls.Winner() < 0; n++ {
+			if err := ctx.Err(); err != nil {
+				return v, err
+			}
+			k, err := cls.Step(ctx, func(_ context.Context, k int) (bool, error) { return false, arms[k].step() })
+			if err != nil {
+				if k == len(idx)-1 {
+					return v, fmt.Errorf("the CPU failed while timing %s: %w", cls.Name(), err)
+				}
+				note(idx[k], err)
+				cls.Fail(k)
+			}
+		}
+		if w := cls.Winner(); w >= 0 {
+			v.Winner = v.Arms[w]
+		}
+		for k := range idx {
+			d, _ := cls.Best(k)
+			v.Best = append(v.Best, d)
+		}
+		return v, nil
+	}
+	// session opens arm i's session as the engine would: a device holding
+	// only some layers is paired with a CPU session for the rest.
+	session := func(i, maxLen int) (backend.Session, error) {
+		s, err := backends[i].NewSession(maxLen)
 		if err != nil {
-			return false, fmt.Errorf("device failed while timed against the CPU: %w", err)
+			return nil, err
+		}
+		if caps[i] == nil {
+			_, ex := s.(backend.StateExporter)
+			_, im := s.(backend.StateImporter)
+			caps[i] = &armCaps{export: ex, imprt: im}
+		}
+		if ss, ok := partial(s); ok && i != host {
+			sp, err := newSplit(ss, cpu, maxLen)
+			if err != nil {
+				s.Close()
+				return nil, err
+			}
+			return sp, nil
+		}
+		return s, nil
+	}
+	all := make([]int, len(backends))
+	for i := range all {
+		all[i] = i
+	}
+
+	// Decode: one token per step.
+	decode := tbl.Race("decode "+shape, names...)
+	dv, err := run(decode, all, func(i int) (armRun, error) {
+		s, err := session(i, probeSteps+2)
+		if err != nil {
+			return armRun{}, err
+		}
+		return armRun{step: func() error {
+			if s.Len() >= probeSteps+1 {
+				s.Reset()
+			}
+			_, err := s.Forward([]int{tok}, false)
+			return err
+		}, close: func() { s.Close() }}, nil
+	}, probeSteps, true)
+	if err != nil {
+		return res, err
+	}
+	res.cached = dv.Cached
+	res.verdicts = append(res.verdicts, dv)
+
+	// Prefill: one chunk from position 0 per step.
+	chunk := make([]int, probePrefill)
+	for i := range chunk {
+		chunk[i] = (tok + 7919*i) % m.Arch.Vocab
+	}
+	prefill := tbl.Race(fmt.Sprintf("prefill%d %s", probePrefill, shape), names...)
+	pv, err := run(prefill, all, func(i int) (armRun, error) {
+		s, err := session(i, probePrefill)
+		if err != nil {
+			return armRun{}, err
+		}
+		return armRun{step: func() error {
+			s.Reset()
+			_, err := s.Forward(chunk, false)
+			return err
+		}, close: func() { s.Close() }}, nil
+	}, probePrefillSteps, true)
+	if err != nil {
+		return res, err
+	}
+	res.verdicts = append(res.verdicts, pv)
+
+	// Layers: one single-row step through the first layer of each kind,
+	// on the arms whose sessions are LayerRunners holding it.
+	// After a load that measured decode and prefill, the layer verdicts
+	// are only read back (they decide nothing; finding which arms are
+	// LayerRunners would open a session on each).
+	measure := !dv.Cached || !pv.Cached
+	seen := map[string]bool{}
+	for li, l := range m.Arch.Layers {
+		kind := fmt.Sprintf("%s/%s", l.Mixer, l.FFN)
+		if seen[kind] {
+			continue
+		}
+		seen[kind] = true
+		name := fmt.Sprintf("layer %s %s", kind, shape)
+		if !measure {
+			if c := tbl.Lookup(name); c != nil {
+				res.verdicts = append(res.verdicts, ClassVerdict{Class: name, Arms: c.Arms(), Winner: c.Arms()[c.Winner()], Cached: true})
+			}
+			continue
+		}
+		var idx []int
+		var armNames []string
+		sessions := map[int]backend.Session{}
+		for i := range backends {
+			if failed[i] {
+				continue
+			}
+			s, err := backends[i].NewSession(probeLayerSteps + 1)
+			if err != nil {
+				continue
+			}
+			_, ok := s.(backend.LayerRunner)
+			if ss, split := s.(backend.SplitSession); split && !ss.Layers()[li] {
+				ok = false
+			}
+			if !ok {
+				s.Close()
+				continue
+			}
+			sessions[i] = s
+			idx = append(idx, i)
+			armNames = append(armNames, names[i])
+		}
+		if len(idx) < 2 || idx[len(idx)-1] != host {
+			for _, s := range sessions {
+				s.Close()
+			}
+			continue
+		}
+		x0 := make([]float32, m.Arch.Hidden)
+		for j := range x0 {
+			x0[j] = float32(math.Sin(float64(j)+1)) / 4
+		}
+		cls := tbl.Race(name, armNames...)
+		lv, err := run(cls, idx, func(i int) (armRun, error) {
+			s := sessions[i]
+			delete(sessions, i)
+			lr := s.(backend.LayerRunner)
+			x := make([]float32, len(x0))
+			pos := 0
+			return armRun{step: func() error {
+				if pos >= probeLayerSteps {
+					s.Reset()
+					pos = 0
+				}
+				copy(x, x0)
+				err := lr.ForwardLayers(x, 1, pos, li, li+1)
+				pos++
+				return err
+			}, close: func() { s.Close() }}, nil
+		}, probeLayerSteps, false)
+		for _, s := range sessions {
+			s.Close() // opened but not raced (a cached verdict)
+		}
+		if err != nil {
+			return res, err
+		}
+		res.verdicts = append(res.verdicts, lv)
+	}
+
+	// The session's backend: the decode winner, unless it failed in a
+	// later class. Then, or when a close race stayed undecided, the
+	// device with the best decode sample still standing, else the first
+	// device standing; none standing leaves the CPU.
+	w := slices.Index(names, dv.Winner)
+	res.cpuWon = w == host && slices.Contains(failed[:host], false)
+	if w < 0 || failed[w] {
+		w = -1
+		for i := range devs {
+			if failed[i] || len(dv.Best) <= i || dv.Best[i] == 0 {
+				continue
+			}
+			if w < 0 || dv.Best[i] < dv.Best[w] {
+				w = i
+			}
+		}
+		for i := range devs {
+			if w < 0 && !failed[i] {
+				w = i
+			}
 		}
 	}
-	// A close race left undecided after probeSteps keeps the device.
-	if cls.Verdict() == probe.HostWins {
-		return false, hostWinsError(dev, path, false)
+	if w >= 0 && w != host {
+		res.keep = w
 	}
-	return true, nil
+	res.verdicts[1].Note = handover(pv, dv, names, caps)
+	if len(res.failed) > 0 {
+		msgs := make([]string, len(res.failed))
+		for i, err := range res.failed {
+			msgs[i] = err.Error()
+		}
+		res.verdicts[0].Note = strings.Join(msgs, "; ") + " (out of the race; the classes from its failure on are measured again on the next load)"
+	}
+	tbl.Flush()
+	return res, nil
 }
 
-func hostWinsError(dev backend.Backend, path string, cached bool) error {
+// handover says what acting on a prefill verdict would take when another
+// arm than the decode winner prefills at least 2x faster ("" otherwise).
+func handover(pv, dv ClassVerdict, names []string, caps []*armCaps) string {
+	p, d := slices.Index(names, pv.Winner), slices.Index(names, dv.Winner)
+	if p < 0 || d < 0 || p == d || pv.Best == nil || pv.Best[p] == 0 || pv.Best[d] == 0 {
+		return ""
+	}
+	gap := float64(pv.Best[d]) / float64(pv.Best[p])
+	if gap < probe.DefaultConfig.EarlyGap {
+		return ""
+	}
+	msg := fmt.Sprintf("%s prefills %.1fx faster than %s, which decodes fastest: ", names[p], gap, names[d])
+	cp, cd := caps[p], caps[d]
+	switch {
+	case cp == nil || cd == nil:
+		return msg + "the sessions' capabilities were not seen"
+	case p == len(names)-1 && cd.imprt:
+		return msg + "Options.PrefillOnCPU hands the prompt's state to the device (CPU export, device ImportState)"
+	case cp.export && cd.imprt:
+		return msg + "the contract allows the hand-over (ExportState, then ImportState through the host): the engine would keep both backends open and run session.prefill on the first (the PrefillOnCPU path with a device as the source)"
+	case !cp.export:
+		return msg + names[p] + "'s sessions cannot export their state (backend.StateExporter)"
+	}
+	return msg + names[d] + "'s sessions cannot import a state (backend.StateImporter)"
+}
+
+// cpuFasterError is the auto choice's verdict that the CPU decodes
+// faster than every device raced.
+func cpuFasterError(devs []string, path string, cached bool) error {
 	how := "measured just now"
 	if cached {
 		how = "measured on an earlier load"
 	}
 	if path != "" {
-		how += "; delete " + path + " to measure again"
+		how += "; `cortiq devices --forget all` or deleting " + path + " measures again"
 	}
-	return &CPUFasterError{fmt.Sprintf("the CPU engine decodes this model faster than %s (%s; --backend webgpu forces the device)", dev.Name(), how)}
+	force := make([]string, len(devs))
+	for i, d := range devs {
+		force[i] = "--backend " + strings.SplitN(d, ":", 2)[0]
+	}
+	return &CPUFasterError{fmt.Sprintf("the CPU engine decodes this model faster than %s (%s; %s forces the device)",
+		strings.Join(devs, ", "), how, strings.Join(force, " or "))}
 }
 
 // CPUFasterError is the auto choice's normal verdict that the CPU decodes

@@ -7,21 +7,44 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/cortiq/cortiq/cuda/driver"
+	"github.com/cortiq/cortiq/engine"
 	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/probe"
 )
 
 func init() {
-	register("devices", "devices [--json]", "list the WebGPU adapter, its limits, the CUDA devices and the probe's verdicts", cmdDevices)
+	register("devices", "devices [--json] [--forget all|stale|TEXT]", "list the WebGPU adapter, its limits, the CUDA devices and the probe's verdicts", cmdDevices)
 }
 
 func cmdDevices(args []string) error {
 	fs := newFlags("devices")
 	jsonOut := fs.Bool("json", false, "print JSON")
+	forget := fs.String("forget", "", "first forget the probe's verdicts: all, stale (another engine version's), or those whose class or devices contain TEXT; the next --backend auto load measures again")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	cachePath := probeCachePath()
+	if *forget != "" {
+		if cachePath == "" {
+			return fmt.Errorf("--forget: no verdict file (CORTIQ_PROBE_CACHE is off)")
+		}
+		n, err := probe.Forget(cachePath, func(e probe.Entry) bool {
+			switch *forget {
+			case "all":
+				return true
+			case "stale":
+				return e.Version != engine.ProbeVersion
+			}
+			return strings.Contains(e.Class, *forget) || strings.Contains(e.Device, *forget)
+		})
+		if err != nil {
+			return fmt.Errorf("--forget: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "cortiq: forgot %d verdict(s) in %s\n", n, cachePath)
 	}
 	type limits struct {
 		MaxBufferSize                  uint64 `json:"max_buffer_size"`
@@ -37,8 +60,13 @@ func cmdDevices(args []string) error {
 		CUDA      []driver.Info    `json:"cuda,omitempty"`
 		CUDAError string           `json:"cuda_error,omitempty"`
 		Probe     []probe.Entry    `json:"probe_verdicts"`
-		CPUCores  int              `json:"cpu_cores"`
-	}{CPUCores: numCPU()}
+		// ProbeCache is the verdict file, ProbeVersion the engine version
+		// whose verdicts count (another's are stale: measured again).
+		ProbeCache   string `json:"probe_cache,omitempty"`
+		ProbeVersion string `json:"probe_version"`
+		ProbeError   string `json:"probe_error,omitempty"`
+		CPUCores     int    `json:"cpu_cores"`
+	}{CPUCores: numCPU(), ProbeCache: cachePath, ProbeVersion: engine.ProbeVersion}
 	if dev, err := gpu.Open(gpu.Options{}); err != nil {
 		out.Error = err.Error()
 	} else {
@@ -54,11 +82,11 @@ func cmdDevices(args []string) error {
 	} else {
 		out.CUDA = cd
 	}
-	if p := probeCachePath(); p != "" {
-		if data, err := os.ReadFile(p); err == nil {
-			if entries, err := probe.ParseCache(data); err == nil {
-				out.Probe = entries
-			}
+	if cachePath != "" {
+		if entries, err := probe.ReadCache(cachePath); err != nil {
+			out.ProbeError = err.Error()
+		} else {
+			out.Probe = entries
 		}
 	}
 	if *jsonOut {
@@ -83,11 +111,37 @@ func cmdDevices(args []string) error {
 	for _, d := range out.CUDA {
 		fmt.Printf("cuda        %s\n", d)
 	}
-	if len(out.Probe) == 0 {
+	switch {
+	case out.ProbeError != "":
+		fmt.Printf("probe       verdicts unreadable (measured again on load): %s\n", out.ProbeError)
+	case len(out.Probe) == 0:
 		fmt.Printf("probe       no verdicts cached\n")
+	default:
+		fmt.Printf("probe       verdicts in %s (cortiq devices --forget all|stale|TEXT)\n", cachePath)
 	}
 	for _, e := range out.Probe {
-		fmt.Printf("probe       %-24s %-6s (%s, engine %s)\n", e.Class, e.Winner, e.Device, e.Version)
+		fmt.Printf("probe       %s\n", verdictLine(e))
 	}
 	return nil
+}
+
+// verdictLine is one cached verdict for people: class, winner, the arms
+// raced, and whether it is stale (another engine version's).
+func verdictLine(e probe.Entry) string {
+	winner, among := e.Winner, strings.Join(e.Arms, ", ")
+	if slices.Equal(e.Arms, []string{probe.ArmDevice, probe.ArmHost}) {
+		// A verdict of the two-arm probe: the device named by Device
+		// against the CPU.
+		if winner == probe.ArmDevice {
+			winner = e.Device
+		} else {
+			winner = "cpu"
+		}
+		among = e.Device + ", cpu"
+	}
+	stale := ""
+	if e.Version != engine.ProbeVersion {
+		stale = "; stale: engine " + e.Version
+	}
+	return fmt.Sprintf("%-36s %s (among %s%s)", e.Class, winner, among, stale)
 }

@@ -26,7 +26,8 @@ import (
 //	CORTIQ_PROBE_CACHE  the verdict file instead of $CORTIQ_CACHE/probe.json
 //	                    (0 or off: remember nothing)
 //	CORTIQ_GPU          0 or 1: what --backend auto means (cpu or webgpu)
-//	CORTIQ_PROBE        0: --backend auto keeps the device without timing it
+//	CORTIQ_PROBE        0: --backend auto keeps the first device that opens
+//	                    (cuda, then webgpu) without racing them and the CPU
 //	HF_ENDPOINT         the hub's base URL (default https://huggingface.co)
 //	HF_TOKEN            the hub access token for gated or private repos
 //	TERM                "dumb": progress as plain lines, even on a terminal

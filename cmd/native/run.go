@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -104,7 +105,29 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 	if (backend == "webgpu" || backend == "cuda") && e.DeviceError() != nil {
 		fmt.Fprintf(os.Stderr, "cortiq: %s unavailable, running on the CPU: %v\n", backend, e.DeviceError())
 	}
+	printRace(e)
 	return e, nil
+}
+
+// printRace tells, on stderr, what --backend auto measured on this load
+// (nothing when its verdicts came from the cache: `cortiq devices` lists
+// those).
+func printRace(e *engine.Engine) {
+	for _, v := range e.ProbeVerdicts() {
+		if v.Cached {
+			continue
+		}
+		var best []string
+		for i, d := range v.Best {
+			if d > 0 {
+				best = append(best, fmt.Sprintf("%s %.3gms", v.Arms[i], float64(d)/1e6))
+			}
+		}
+		fmt.Fprintf(os.Stderr, "[auto] %s: %s (best step: %s)\n", v.Class, cmp.Or(v.Winner, "undecided"), strings.Join(best, ", "))
+		if v.Note != "" {
+			fmt.Fprintf(os.Stderr, "[auto]   %s\n", v.Note)
+		}
+	}
 }
 
 func parseBytes(s string) (int64, error) {
