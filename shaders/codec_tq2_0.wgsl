@@ -1,5 +1,4 @@
-// tq2_0 weights (and tq1_0, whose base-3 digits the upload writes as the
-// same 2-bit codes), repacked at upload into two planes: the quant plane
+// tq2_0 weights, repacked at upload into two planes: the quant plane
 // holds a 256-element super-block's codes in 64 bytes, u32 word i of the
 // plane elements 16i..16i+15 (element 16i+4m+k in bits 2m..2m+1 of byte k:
 // a shift and a mask give four consecutive elements, one per byte), the

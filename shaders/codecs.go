@@ -106,19 +106,18 @@ var deviceCodecs = func() []*DeviceCodec {
 		copy(s[4:6], in[0:2])
 		s[6], s[7] = 0, 0
 	})
-	// tq2_0 and tq1_0: the 2-bit codes regrouped so a u32 holds 16
-	// consecutive elements (RepackTQ2), then d; tq1_0's base-3 digits are
-	// held as the same 2-bit codes (64 bytes per 256 instead of 52, the
-	// same values) and read by tq2_0's prelude.
+	// tq2_0: the 2-bit codes regrouped so a u32 holds 16 consecutive
+	// elements (tq2Codes), then d. tq1_0: the 48 bytes of five digits,
+	// then the 4 bytes of four digits and d as two u32.
 	tq2 := planarOf(tensor.TQ2_0, 32, 256, 64, 2, func(q, s, in []byte) {
 		tq2Codes(q, func(p int) byte { return in[32*(p/128)+p%32] >> (2 * ((p % 128) / 32)) & 3 })
 		copy(s, in[64:66])
 	})
-	tq1 := planarOf(tensor.TQ1_0, 32, 256, 64, 2, func(q, s, in []byte) {
-		tq2Codes(q, func(p int) byte { return tq1Digit(in, p) })
-		copy(s, in[52:54])
+	tq1 := planarOf(tensor.TQ1_0, 32, 256, 48, 8, func(q, s, in []byte) {
+		copy(q, in[:48])
+		copy(s[0:6], in[48:54])
+		s[6], s[7] = 0, 0
 	})
-	tq1.prelude = []string{"codec_tq2_0"}
 	// padded is a codec read as padded GGUF blocks (codec_blocks.wgsl);
 	// whole reads its words itself, else codec_chunk<chunk> assembles
 	// fetchc from its fetch4.
@@ -310,25 +309,4 @@ func tq2Codes(q []byte, code func(p int) byte) {
 	for p := 0; p < 256; p++ {
 		q[4*(p/16)+p%4] |= code(p) << (2 * ((p % 16) / 4))
 	}
-}
-
-// tq1Digit is base-3 digit p (0..2) of a tq1_0 super-block as ggml decodes
-// it: digit n of byte v is ((v·3^n mod 256)·3) >> 8; elements 0..159 are
-// digit p/32 of byte p%32, 160..239 digit (p−160)/16 of byte 32+(p−160)%16,
-// 240..255 digit (p−240)/4 of byte 48+(p−240)%4.
-func tq1Digit(in []byte, p int) byte {
-	var v byte
-	var n int
-	switch {
-	case p < 160:
-		v, n = in[p%32], p/32
-	case p < 240:
-		v, n = in[32+(p-160)%16], (p-160)/16
-	default:
-		v, n = in[48+(p-240)%4], (p-240)/4
-	}
-	for range n {
-		v *= 3
-	}
-	return byte(uint16(v) * 3 >> 8)
 }

@@ -115,11 +115,27 @@ func TestPlanarLayouts(t *testing.T) {
 			return float32(int32(nib(b, e)|(qh>>uint(e%32)&1)<<4)-16) * f16(d)
 		},
 	}
-	tq := func(b []byte, soff, e int) float32 {
+	dec[tensor.TQ2_0] = func(b []byte, soff, e int) float32 {
 		q := u32(b, e/16) >> (2 * uint((e%16)/4)) >> (8 * uint(e%4)) & 3
 		return float32(int32(q)-1) * f16(half(b, soff, e/256))
 	}
-	dec[tensor.TQ2_0], dec[tensor.TQ1_0] = tq, tq
+	dec[tensor.TQ1_0] = func(b []byte, soff, e int) float32 {
+		blk, p := e/256, e%256
+		var v byte
+		var n int
+		switch {
+		case p < 160:
+			v, n = b[48*blk+p%32], p/32
+		case p < 240:
+			v, n = b[48*blk+32+(p-160)%16], (p-160)/16
+		default:
+			v, n = byte(u32(b, soff+2*blk)>>(8*uint((p-240)%4))), (p-240)/4
+		}
+		for range n {
+			v *= 3
+		}
+		return float32(int32(uint16(v)*3>>8)-1) * f16(u32(b, soff+2*blk+1))
+	}
 	for _, d := range deviceCodecs {
 		if !d.Planar || d.Codec == tensor.Q8_0 || d.Codec == tensor.Q4_0 {
 			continue
