@@ -1,7 +1,7 @@
 // mxfp4 weights, repacked at upload like q4_0: the quant plane holds each
 // 32-element block's 16 e2m1 nibble bytes (one vec4<u32>; element j < 16
 // the low nibble of byte j, j + 16 its high nibble), the scale plane (from
-// u32 `soff`) the e8m0 exponents in 16-bit slots, two per u32. x =
+// u32 `soff`) the e8m0 exponents, four per u32. x =
 // kvals[q]·2^(e−128) (ggml's doubled code book and halved scale). lut(i)
 // reads the code book (codecs.go adds it: workgroup memory where the kernel
 // calls codec_init). One vec4<u32> is a whole block and one CHUNK.
@@ -26,8 +26,8 @@ fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 8> {
 // chunkscale is ggml_e8m0_to_fp32_half of the block's exponent.
 fn chunkscale(e: u32, soff: u32) -> f32 {
     let b = e / 32u;
-    let i = soff + b / 2u;
-    let x = (w[i / 4u][i % 4u] >> (16u * (b & 1u))) & 0xFFu;
+    let i = soff + b / 4u;
+    let x = (w[i / 4u][i % 4u] >> (8u * (b % 4u))) & 0xFFu;
     return bitcast<f32>(select((x - 1u) << 23u, 0x00200000u << x, x < 2u));
 }
 

@@ -19,8 +19,9 @@ type DeviceCodec struct {
 	// mxfp4, tq1_0, tq2_0: GGUF's blocks are not 16-byte aligned) are held
 	// as a quant plane of QBytes per block of Elems elements (a multiple
 	// of 16 bytes: whole vec4<u32>s), then a scale plane of SBytes per
-	// block (2: two f16 scales per u32, padded to a whole u32; 4 or 8:
-	// one or two u32 per block) from u32 word soff (Pack's result).
+	// block (1: mxfp4's exponents, four per u32; 2: two f16 scales per
+	// u32; 4 or 8: one or two u32 per block; padded to a whole u32) from
+	// u32 word soff (Pack's result).
 	Planar bool
 	QBytes int
 	SBytes int
@@ -74,12 +75,10 @@ var deviceCodecs = func() []*DeviceCodec {
 	}
 	iq4nl := planar(tensor.IQ4_NL, 32, 16)
 	iq4nl.lut = true
-	// mxfp4: the e8m0 exponent, then 16 bytes of e2m1 nibbles; the
-	// exponent is held in a 2-byte slot (its high byte zero) so the scale
-	// plane reads as q4_0's.
-	mxfp4 := planarOf(tensor.MXFP4, 32, 32, 16, 2, func(q, s, in []byte) {
+	// mxfp4: the e8m0 exponent, then 16 bytes of e2m1 nibbles.
+	mxfp4 := planarOf(tensor.MXFP4, 32, 32, 16, 1, func(q, s, in []byte) {
 		copy(q, in[1:17])
-		s[0], s[1] = in[0], 0
+		s[0] = in[0]
 	})
 	mxfp4.lut = true
 	// iq4_xs: the first 8 bytes of a super-block (d, the scales' high

@@ -48,7 +48,7 @@ func TestDeviceCodecs(t *testing.T) {
 			}
 			switch {
 			case d.Planar:
-				if d.QBytes%16 != 0 || d.Block != d.QBytes+d.SBytes || (d.SBytes != 2 && d.SBytes != 4 && d.SBytes != 8) ||
+				if d.QBytes%16 != 0 || d.Block != d.QBytes+d.SBytes || (d.SBytes != 1 && d.SBytes != 2 && d.SBytes != 4 && d.SBytes != 8) ||
 					d.Elems != c.BlockLen() || len(data) != n*d.QBytes+(d.SBytes*n+3)&^3 || int(soff) != n*d.QBytes/4 {
 					t.Fatalf("planar: %d bytes, soff %d", len(data), soff)
 				}
@@ -87,7 +87,7 @@ func TestPlanarLayouts(t *testing.T) {
 	dec := map[tensor.Codec]func(b []byte, soff, e int) float32{
 		tensor.IQ4_NL: func(b []byte, soff, e int) float32 { return iq4[nib(b, e)] * f16(half(b, soff, e/32)) },
 		tensor.MXFP4: func(b []byte, soff, e int) float32 {
-			x := half(b, soff, e/32)
+			x := u32(b, soff+e/128) >> (8 * uint(e/32%4)) & 0xFF
 			var s float32
 			if x < 2 {
 				s = math.Float32frombits(0x00200000 << x)

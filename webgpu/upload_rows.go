@@ -65,9 +65,10 @@ func (b *Backend) uploadRows(ctx context.Context, rr model.RangeReader, name str
 		return nil, err
 	}
 	per := max(1, rowChunkBytes/w.rb)
-	if w.misaligned(per) {
-		// A range's scale plane (2 bytes a block for some codecs) must
-		// start on a 4-byte boundary: even block counts per range.
+	for w.misaligned(per) {
+		// A range's scale plane (1 or 2 bytes a block for some codecs)
+		// must start on a 4-byte boundary: block counts per range that
+		// keep it there.
 		per++
 	}
 	raw := make([]byte, min(per, w.rows)*w.rb)
@@ -192,7 +193,8 @@ func (b *Backend) newRowWriter(name string, c tensor.Codec, rows, cols int) (*ro
 }
 
 // misaligned reports whether rows from r0 would start a planar codec's
-// scale-plane entries mid u32 (2-byte entries from an odd block).
+// scale-plane entries mid u32 (1- or 2-byte entries from a block not a
+// multiple of 4 or 2).
 func (w *rowWriter) misaligned(r0 int) bool {
 	return w.sBytes*w.bpr*r0%4 != 0
 }
