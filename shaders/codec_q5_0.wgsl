@@ -1,17 +1,23 @@
 // q5_0 weights, repacked at upload into two planes: the quant plane holds
 // each 32-element block's 16 nibble bytes (one vec4<u32>; element j < 16
 // the low nibble of byte j, j + 16 its high nibble), the scale plane (from
-// u32 `soff`) two u32 per block: the 32 fifth bits (bit j for element j),
-// then the half-precision d. x = d·(q − 16) exactly as GGUF (and the CPU
-// engine) decode it. One vec4<u32> is a whole block and one CHUNK.
+// u32 `soff`) 6 bytes per block: the 32 fifth bits (bit j for element j),
+// then the half-precision d, two blocks per three u32. x = d·(q − 16)
+// exactly as GGUF (and the CPU engine) decode it. One vec4<u32> is a whole
+// block and one CHUNK.
 const CHUNK: u32 = 32u;
 
-// head is block b's scale-plane entry: (fifth bits, d); soff + 2b is even,
-// so both words are in one vec4.
+fn word(i: u32) -> u32 {
+    return w[i / 4u][i % 4u];
+}
+
+// head is block b's scale-plane entry: (fifth bits, d's bits in the low
+// half). An even block's entry starts on a word, an odd one's mid word.
 fn head(b: u32, soff: u32) -> vec2<u32> {
-    let i = soff + 2u * b;
-    let v = w[i / 4u];
-    return vec2<u32>(v[i % 4u], v[i % 4u + 1u]);
+    let i = soff + 3u * (b / 2u) + (b & 1u);
+    let a = word(i);
+    let c = word(i + 1u);
+    return select(vec2<u32>((a >> 16u) | (c << 16u), c >> 16u), vec2<u32>(a, c), (b & 1u) == 0u);
 }
 
 // q5x4 decodes four elements: nibbles n (one per byte) and their fifth

@@ -20,8 +20,9 @@ type DeviceCodec struct {
 	// as a quant plane of QBytes per block of Elems elements (a multiple
 	// of 16 bytes: whole vec4<u32>s), then a scale plane of SBytes per
 	// block (1: mxfp4's exponents, four per u32; 2: two f16 scales per
-	// u32; 4 or 8: one or two u32 per block; padded to a whole u32) from
-	// u32 word soff (Pack's result).
+	// u32; 4 or 8: one or two u32 per block; 6: q5_0's fifth bits and d,
+	// two blocks per three u32; padded to a whole u32) from u32 word soff
+	// (Pack's result).
 	Planar bool
 	QBytes int
 	SBytes int
@@ -90,7 +91,7 @@ var deviceCodecs = func() []*DeviceCodec {
 	})
 	iq4xs.lut = true
 	// q4_1: d and m (one u32) per block; q5_1: d, m and the fifth bits
-	// (two u32); q5_0: the fifth bits, then d (two u32).
+	// (two u32); q5_0: the fifth bits, then d (6 bytes).
 	q41 := planarOf(tensor.Q4_1, 32, 32, 16, 4, func(q, s, in []byte) {
 		copy(q, in[4:20])
 		copy(s, in[:4])
@@ -99,11 +100,10 @@ var deviceCodecs = func() []*DeviceCodec {
 		copy(q, in[8:24])
 		copy(s, in[:8])
 	})
-	q50 := planarOf(tensor.Q5_0, 32, 32, 16, 8, func(q, s, in []byte) {
+	q50 := planarOf(tensor.Q5_0, 32, 32, 16, 6, func(q, s, in []byte) {
 		copy(q, in[6:22])
 		copy(s[0:4], in[2:6])
 		copy(s[4:6], in[0:2])
-		s[6], s[7] = 0, 0
 	})
 	// tq2_0: the 2-bit codes regrouped so a u32 holds 16 consecutive
 	// elements (tq2Codes), then d. tq1_0: the 48 bytes of five digits,

@@ -48,7 +48,7 @@ func TestDeviceCodecs(t *testing.T) {
 			}
 			switch {
 			case d.Planar:
-				if d.QBytes%16 != 0 || d.Block != d.QBytes+d.SBytes || (d.SBytes != 1 && d.SBytes != 2 && d.SBytes != 4 && d.SBytes != 8) ||
+				if d.QBytes%16 != 0 || d.Block != d.QBytes+d.SBytes || (d.SBytes != 1 && d.SBytes != 2 && d.SBytes != 4 && d.SBytes != 6 && d.SBytes != 8) ||
 					d.Elems != c.BlockLen() || len(data) != n*d.QBytes+(d.SBytes*n+3)&^3 || int(soff) != n*d.QBytes/4 {
 					t.Fatalf("planar: %d bytes, soff %d", len(data), soff)
 				}
@@ -111,7 +111,8 @@ func TestPlanarLayouts(t *testing.T) {
 			return float32(nib(b, e)|(qh>>uint(e%32)&1)<<4)*f16(dm) + f16(dm>>16)
 		},
 		tensor.Q5_0: func(b []byte, soff, e int) float32 {
-			qh, d := u32(b, soff+2*(e/32)), u32(b, soff+2*(e/32)+1)
+			o := 4*soff + 6*(e/32)
+			qh, d := binary.LittleEndian.Uint32(b[o:]), uint32(binary.LittleEndian.Uint16(b[o+4:]))
 			return float32(int32(nib(b, e)|(qh>>uint(e%32)&1)<<4)-16) * f16(d)
 		},
 	}

@@ -30,8 +30,8 @@
 //	iq4_nl, mxfp4, q4_1, q5_0, q5_1
 //	          repacked the same way: 4 u32 of nibbles per block, then a
 //	          scale plane of 1 (mxfp4's exponent), 2 (iq4_nl's d), 4 (q4_1's
-//	          d and m) or 8 bytes (q5_0's and q5_1's fifth bits and scales)
-//	          a block.
+//	          d and m), 6 (q5_0's fifth bits and d) or 8 bytes (q5_1's d, m
+//	          and fifth bits) a block.
 //	iq4_xs    a quant plane of 32 u32 of nibbles per 256-element
 //	          super-block, then 2 u32 per super-block (d and the scales).
 //	tq2_0     a quant plane of 16 u32 of 2-bit codes per super-block, 16
