@@ -1,7 +1,8 @@
 // tq1_0 weights, repacked at upload into two planes: the quant plane holds
 // each 256-element super-block's 48 bytes of five base-3 digits (three
-// vec4<u32>), the scale plane (from u32 `soff`) two u32 per super-block:
-// the 4 bytes of four digits, then the f16 d. Digit n of byte v is
+// vec4<u32>), the scale plane (from u32 `soff`) 6 bytes per super-block:
+// the 4 bytes of four digits, then the f16 d (two super-blocks per three
+// u32, as codec_q5_0.wgsl's). Digit n of byte v is
 // ((v·3^n mod 256)·3) >> 8, as ggml decodes it; elements 0..159 are digit
 // p/32 of byte p%32, 160..239 digit (p−160)/16 of byte 32 + p%16, 240..255
 // digit (p−240)/4 of the scale word's byte p%4. x = (digit−1)·d. A CHUNK is
@@ -32,12 +33,18 @@ fn t2x4(n: u32) -> vec4<f32> {
     return bitcast<vec4<f32>>(u) - vec4<f32>(8388609.0);
 }
 
+fn word(i: u32) -> u32 {
+    return w[i / 4u][i % 4u];
+}
+
 // head is super-block b's scale-plane entry: (the four-digit bytes, d's
-// bits); soff + 2b is even, so both words are in one vec4.
+// bits in the low half). An even block's entry starts on a word, an odd
+// one's mid word.
 fn head(b: u32, soff: u32) -> vec2<u32> {
-    let i = soff + 2u * b;
-    let v = w[i / 4u];
-    return vec2<u32>(v[i % 4u], v[i % 4u + 1u]);
+    let i = soff + 3u * (b / 2u) + (b & 1u);
+    let a = word(i);
+    let c = word(i + 1u);
+    return select(vec2<u32>((a >> 16u) | (c << 16u), c >> 16u), vec2<u32>(a, c), (b & 1u) == 0u);
 }
 
 fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 8> {

@@ -20,9 +20,9 @@ type DeviceCodec struct {
 	// as a quant plane of QBytes per block of Elems elements (a multiple
 	// of 16 bytes: whole vec4<u32>s), then a scale plane of SBytes per
 	// block (1: mxfp4's exponents, four per u32; 2: two f16 scales per
-	// u32; 4 or 8: one or two u32 per block; 6: q5_0's fifth bits and d,
-	// two blocks per three u32; padded to a whole u32) from u32 word soff
-	// (Pack's result).
+	// u32; 4 or 8: one or two u32 per block; 6: a u32 and an f16 (q5_0,
+	// tq1_0), two blocks per three u32; padded to a whole u32) from u32
+	// word soff (Pack's result).
 	Planar bool
 	QBytes int
 	SBytes int
@@ -107,15 +107,14 @@ var deviceCodecs = func() []*DeviceCodec {
 	})
 	// tq2_0: the 2-bit codes regrouped so a u32 holds 16 consecutive
 	// elements (tq2Codes), then d. tq1_0: the 48 bytes of five digits,
-	// then the 4 bytes of four digits and d as two u32.
+	// then the 4 bytes of four digits and d (6 bytes, as q5_0's).
 	tq2 := planarOf(tensor.TQ2_0, 32, 256, 64, 2, func(q, s, in []byte) {
 		tq2Codes(q, func(p int) byte { return in[32*(p/128)+p%32] >> (2 * ((p % 128) / 32)) & 3 })
 		copy(s, in[64:66])
 	})
-	tq1 := planarOf(tensor.TQ1_0, 32, 256, 48, 8, func(q, s, in []byte) {
+	tq1 := planarOf(tensor.TQ1_0, 32, 256, 48, 6, func(q, s, in []byte) {
 		copy(q, in[:48])
-		copy(s[0:6], in[48:54])
-		s[6], s[7] = 0, 0
+		copy(s, in[48:54])
 	})
 	// padded is a codec read as padded GGUF blocks (codec_blocks.wgsl);
 	// whole reads its words itself, else codec_chunk<chunk> assembles

@@ -130,12 +130,12 @@ func TestPlanarLayouts(t *testing.T) {
 		case p < 240:
 			v, n = b[48*blk+32+(p-160)%16], (p-160)/16
 		default:
-			v, n = byte(u32(b, soff+2*blk)>>(8*uint((p-240)%4))), (p-240)/4
+			v, n = b[4*soff+6*blk+(p-240)%4], (p-240)/4
 		}
 		for range n {
 			v *= 3
 		}
-		return float32(int32(uint16(v)*3>>8)-1) * f16(u32(b, soff+2*blk+1))
+		return float32(int32(uint16(v)*3>>8)-1) * f16(uint32(binary.LittleEndian.Uint16(b[4*soff+6*blk+4:])))
 	}
 	for _, d := range deviceCodecs {
 		if !d.Planar || d.Codec == tensor.Q8_0 || d.Codec == tensor.Q4_0 {

@@ -37,7 +37,7 @@
 //	tq2_0     a quant plane of 16 u32 of 2-bit codes per super-block, 16
 //	          consecutive elements a word, then the f16 d plane.
 //	tq1_0     a quant plane of GGUF's 48 bytes of five base-3 digits per
-//	          super-block, then 2 u32 per super-block (its 4 bytes of four
+//	          super-block, then 6 bytes per super-block (its 4 bytes of four
 //	          digits, d).
 //	q4_K      GGUF's 144-byte super-blocks in place, their scales and
 //	          nibbles reordered (RepackQ4_K; rows of 256s).
