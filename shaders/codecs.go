@@ -209,8 +209,9 @@ func codecPrelude(c tensor.Codec) (string, error) { return prelude(c, false) }
 // codec_init(thread, threads) from uniform control flow before their first
 // fetch (matvec, matmul, the expert kernels): a code-book codec's 16 values
 // are then read from workgroup memory, one bank each, instead of a private
-// array (local memory, where a warp's 16 different indices cost up to 16
-// transactions per lookup).
+// array (per-thread local memory, where a warp's different indices cost a
+// transaction each). On the H200 iq4_nl read from a private array decoded
+// at 203 tok/s where q5_0, read the same way without one, ran at 698.
 func codecPreludeShared(c tensor.Codec) (string, error) { return prelude(c, true) }
 
 // lutPrivate and lutShared give a code-book prelude its lut(i) and
