@@ -17,14 +17,6 @@ fn wf16(b: u32, off: u32) -> f32 {
     return unpack2x16float(w[i / 16u][(i % 16u) / 4u] >> (8u * (i % 4u))).x;
 }
 
-// iq4nl is IQ4_NL's (and IQ4_XS's) non-linear code book.
-var<private> iq4nl: array<f32, 16> = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
-    1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
-
-// fp4 is MXFP4's e2m1 code book, doubled (ggml's kvalues_mxfp4).
-var<private> fp4: array<f32, 16> = array<f32, 16>(0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0,
-    0.0, -1.0, -2.0, -3.0, -4.0, -6.0, -8.0, -12.0);
-
 // wword is the little-endian u32 of the four bytes from off of padded
 // block b (any alignment).
 fn wword(b: u32, off: u32) -> u32 {

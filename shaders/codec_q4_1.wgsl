@@ -1,23 +1,11 @@
-// q4_1 weights: GGUF's 20-byte blocks of 32, each padded to 32 bytes at
-// upload (PadBlocks): half-precision d and m, 16 bytes of nibbles (element j < 16 the
-// low nibble of byte j, j + 16 its high nibble). x = d·q + m, so the chunk
-// scales are (d, −m) (AFFINE). A CHUNK is one block, read a word (four
-// elements) at a time.
-const BLK: u32 = 32u;
-const PADV: u32 = 2u;
+// q4_1 weights, repacked at upload into two planes: the quant plane holds
+// each 32-element block's 16 nibble bytes (one vec4<u32>; element j < 16
+// the low nibble of byte j, j + 16 its high nibble), the scale plane (from
+// u32 `soff`) one u32 per block, its half-precision d and m. x = d·q + m,
+// so the chunk scales are (d, −m) (AFFINE). One vec4<u32> is a whole block
+// and one CHUNK.
 const CHUNK: u32 = 32u;
 const AFFINE: bool = true;
-
-// nibbles is block b's 16 nibble bytes (bytes 4..19: the last three words
-// of its first vec4 and the first of its second); q4_1 has no fifth bits.
-fn nibbles(b: u32) -> vec4<u32> {
-    let a = w[2u * b];
-    return vec4<u32>(a.y, a.z, a.w, w[2u * b + 1u].x);
-}
-
-fn fifth(b: u32) -> u32 {
-    return 0u;
-}
 
 // q4w is four raw values: nibble bytes n (0..15) with fifth bits h (bits
 // 0..3) on top, by the float trick of codec_q4_0.wgsl.
@@ -40,16 +28,24 @@ fn blockq(k: vec4<u32>, qh: u32) -> array<vec4<f32>, 8> {
 }
 
 fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 8> {
-    let b = e / 32u;
-    return blockq(nibbles(b), fifth(b));
+    return blockq(w[e / 32u], 0u);
+}
+
+fn chunkscales(e: u32, soff: u32) -> vec2<f32> {
+    let i = soff + e / 32u;
+    let dm = unpack2x16float(w[i / 4u][i % 4u]);
+    return vec2<f32>(dm.x, -dm.y);
+}
+
+fn chunkscale(e: u32, soff: u32) -> f32 {
+    return chunkscales(e, soff).x;
 }
 
 fn fetch4(e: u32, soff: u32) -> vec4<f32> {
-    let b = e / 32u;
     let j = e % 32u;
-    let n = (nibbles(b)[(j % 16u) / 4u] >> select(0u, 4u, j >= 16u)) & 0x0F0F0F0Fu;
+    let n = (w[e / 32u][(j % 16u) / 4u] >> select(0u, 4u, j >= 16u)) & 0x0F0F0F0Fu;
     let sm = chunkscales(e, soff);
-    return q4w(n, (fifth(b) >> j) & 0xFu) * sm.x - vec4<f32>(sm.y);
+    return q4w(n, 0u) * sm.x - vec4<f32>(sm.y);
 }
 
 fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 8> {
@@ -59,13 +55,4 @@ fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 8> {
         r[i] = r[i] * sm.x - vec4<f32>(sm.y);
     }
     return r;
-}
-
-fn chunkscale(e: u32, soff: u32) -> f32 {
-    return chunkscales(e, soff).x;
-}
-
-fn chunkscales(e: u32, soff: u32) -> vec2<f32> {
-    let b = e / 32u;
-    return vec2<f32>(wf16(b, 0u), -wf16(b, 2u));
 }

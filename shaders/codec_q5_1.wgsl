@@ -1,23 +1,12 @@
-// q5_1 weights: GGUF's 24-byte blocks of 32, each padded to 32 bytes at
-// upload (PadBlocks): half-precision d and m, 32 fifth bits, 16 bytes of nibbles.
-// x = d·q + m, so the chunk scales are (d, −m) (AFFINE). A CHUNK is one
-// block, read a word (four elements) at a time.
-const BLK: u32 = 32u;
-const PADV: u32 = 2u;
+// q5_1 weights, repacked at upload into two planes: the quant plane holds
+// each 32-element block's 16 nibble bytes (one vec4<u32>; element j < 16
+// the low nibble of byte j, j + 16 its high nibble), the scale plane (from
+// u32 `soff`) two u32 per block: GGUF's first 8 bytes, half-precision d and
+// m, then the 32 fifth bits (bit j for element j). x = d·q + m, so the
+// chunk scales are (d, −m) (AFFINE). One vec4<u32> is a whole block and one
+// CHUNK.
 const CHUNK: u32 = 32u;
 const AFFINE: bool = true;
-
-// nibbles is block b's 16 nibble bytes (bytes 8..23), fifth its 32 fifth
-// bits (bytes 4..7).
-fn nibbles(b: u32) -> vec4<u32> {
-    let a = w[2u * b];
-    let c = w[2u * b + 1u];
-    return vec4<u32>(a.z, a.w, c.x, c.y);
-}
-
-fn fifth(b: u32) -> u32 {
-    return w[2u * b].y;
-}
 
 // q4w is four raw values: nibble bytes n (0..15) with fifth bits h (bits
 // 0..3) on top, by the float trick of codec_q4_0.wgsl.
@@ -39,17 +28,35 @@ fn blockq(k: vec4<u32>, qh: u32) -> array<vec4<f32>, 8> {
         q4w((k.z >> 4u) & m, (qh >> 24u) & 0xFu), q4w((k.w >> 4u) & m, qh >> 28u));
 }
 
+// head is block b's scale-plane entry: (d and m, fifth bits); soff + 2b is
+// even, so both words are in one vec4.
+fn head(b: u32, soff: u32) -> vec2<u32> {
+    let i = soff + 2u * b;
+    let v = w[i / 4u];
+    return vec2<u32>(v[i % 4u], v[i % 4u + 1u]);
+}
+
 fn fetchq(e: u32, soff: u32) -> array<vec4<f32>, 8> {
     let b = e / 32u;
-    return blockq(nibbles(b), fifth(b));
+    return blockq(w[b], head(b, soff).y);
+}
+
+fn chunkscales(e: u32, soff: u32) -> vec2<f32> {
+    let dm = unpack2x16float(head(e / 32u, soff).x);
+    return vec2<f32>(dm.x, -dm.y);
+}
+
+fn chunkscale(e: u32, soff: u32) -> f32 {
+    return chunkscales(e, soff).x;
 }
 
 fn fetch4(e: u32, soff: u32) -> vec4<f32> {
     let b = e / 32u;
     let j = e % 32u;
-    let n = (nibbles(b)[(j % 16u) / 4u] >> select(0u, 4u, j >= 16u)) & 0x0F0F0F0Fu;
-    let sm = chunkscales(e, soff);
-    return q4w(n, (fifth(b) >> j) & 0xFu) * sm.x - vec4<f32>(sm.y);
+    let h = head(b, soff);
+    let n = (w[b][(j % 16u) / 4u] >> select(0u, 4u, j >= 16u)) & 0x0F0F0F0Fu;
+    let dm = unpack2x16float(h.x);
+    return q4w(n, (h.y >> j) & 0xFu) * dm.x + vec4<f32>(dm.y);
 }
 
 fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 8> {
@@ -59,13 +66,4 @@ fn fetchc(e: u32, soff: u32) -> array<vec4<f32>, 8> {
         r[i] = r[i] * sm.x - vec4<f32>(sm.y);
     }
     return r;
-}
-
-fn chunkscale(e: u32, soff: u32) -> f32 {
-    return chunkscales(e, soff).x;
-}
-
-fn chunkscales(e: u32, soff: u32) -> vec2<f32> {
-    let b = e / 32u;
-    return vec2<f32>(wf16(b, 0u), -wf16(b, 2u));
 }

@@ -36,7 +36,7 @@ func Hybrid(name string) (string, error) {
 // ExpertMatmul is the routed-expert matvec module for expert banks of codec
 // c (see moe_matmul.wgsl).
 func ExpertMatmul(c tensor.Codec) (string, error) {
-	pre, err := codecPrelude(c)
+	pre, err := codecPreludeShared(c)
 	if err != nil {
 		return "", err
 	}
@@ -49,7 +49,7 @@ func ExpertGemm(c tensor.Codec, tb int) (string, error) {
 	if tb < 1 || tb > 16 {
 		return "", fmt.Errorf("shaders: expert token block %d out of range 1..16", tb)
 	}
-	pre, err := codecPrelude(c)
+	pre, err := codecPreludeShared(c)
 	if err != nil {
 		return "", err
 	}

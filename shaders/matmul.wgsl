@@ -37,6 +37,7 @@ var<workgroup> red2: array<f32, __RED2__>; // NN * 8
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
+    codec_init(lid.x, 64u);
     let row0 = (wg.x + wg.y * nwg.x) * R;
     var base = 0u;
     var cnt = step[1];

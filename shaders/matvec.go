@@ -66,7 +66,7 @@ func matvec(c tensor.Codec, m MatvecShape, cols int, norm bool, cb *Comb) (strin
 	case cols <= 0 || cols%ChunkOf(c) != 0 || cols%4 != 0:
 		return "", fmt.Errorf("shaders: matvec over %d inputs: not a multiple of the %s chunk", cols, c)
 	}
-	pre, err := codecPrelude(c)
+	pre, err := codecPreludeShared(c)
 	if err != nil {
 		return "", err
 	}

@@ -33,6 +33,7 @@ var<workgroup> red2: array<f32, __RED2__>; // S·R·8
 @compute @workgroup_size(__WG__)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
+    codec_init(lid.x, WG);
     let wgi = wg.x + wg.y * nwg.x;
     var base = 0u;
     var cnt = step[1];

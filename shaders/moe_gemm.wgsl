@@ -45,6 +45,7 @@ fn gated(g: f32, u: f32) -> f32 {
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    codec_init(lid.x, 64u);
     let row = wg.x;
     let ex = wg.y;
     let s0 = wg.z * TB;

@@ -61,6 +61,7 @@ fn dotrow(r: u32, xrow: u32, lid: u32) -> f32 {
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
+    codec_init(lid.x, 64u);
     let row = wg.x + wg.y * nwg.x;
     let t = wg.z;
     let live = row < p.rows && t < step[1];

@@ -27,13 +27,22 @@
 //	          32-element block, then a scale plane (f16 pairs) from u32 soff.
 //	q4_0      repacked the same way (see RepackQ4_0): 4 u32 of nibbles per
 //	          block, then the f16 scale plane.
+//	iq4_nl, mxfp4, q4_1, q5_0, q5_1
+//	          repacked the same way: 4 u32 of nibbles per block, then a
+//	          scale plane of 1 (mxfp4's exponent), 2 (iq4_nl's d), 4 (q4_1's
+//	          d and m), 6 (q5_0's fifth bits and d) or 8 bytes (q5_1's d, m
+//	          and fifth bits) a block.
+//	iq4_xs    a quant plane of 32 u32 of nibbles per 256-element
+//	          super-block, then 2 u32 per super-block (d and the scales).
+//	tq2_0     a quant plane of 16 u32 of 2-bit codes per super-block, 16
+//	          consecutive elements a word, then the f16 d plane.
+//	tq1_0     a quant plane of GGUF's 48 bytes of five base-3 digits per
+//	          super-block, then 6 bytes per super-block (its 4 bytes of four
+//	          digits, d).
 //	q4_K      GGUF's 144-byte super-blocks in place, their scales and
 //	          nibbles reordered (RepackQ4_K; rows of 256s).
 //	q6_K      GGUF's 210-byte super-blocks, each padded to 224 bytes (PadQ6_K).
-//	q5_0, iq4_nl, mxfp4
-//	          GGUF's blocks in 32 bytes, nibbles first, then the fifth bits
-//	          and scale (PadBlocks).
-//	q4_1, q5_1, q5_K, q3_K, q2_K, iq4_xs, tq1_0, tq2_0
+//	q5_K, q3_K, q2_K
 //	          GGUF's blocks, each zero-padded to a multiple of 16 bytes
 //	          (PadBlocks), read byte by byte (codec_blocks.wgsl).
 //	iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m
@@ -105,8 +114,7 @@ const (
 
 // PadBlocks lays a padded codec's GGUF blocks out for the device: each
 // block's bytes at their offsets, zero-padded to DeviceBlockBytes so every
-// block starts on a 16-byte boundary (q5_0, iq4_nl and mxfp4 reordered:
-// nibbles first). dst is reused when large enough.
+// block starts on a 16-byte boundary. dst is reused when large enough.
 func PadBlocks(dst, src []byte, c tensor.Codec) ([]byte, error) {
 	bb, db := c.BlockBytes(), DeviceBlockBytes(c)
 	if len(src)%bb != 0 {
@@ -119,27 +127,6 @@ func PadBlocks(dst, src []byte, c tensor.Codec) ([]byte, error) {
 	dst = dst[:n*db]
 	for b := 0; b < n; b++ {
 		o, in := dst[b*db:(b+1)*db], src[b*bb:(b+1)*bb]
-		// Reordered so a kernel takes the nibbles as one vec4 and the rest
-		// from the next (codec_q5_0.wgsl, codec_iq4_nl.wgsl,
-		// codec_mxfp4.wgsl).
-		switch c {
-		case tensor.Q5_0:
-			copy(o[0:16], in[6:22])
-			copy(o[16:20], in[2:6])
-			copy(o[20:22], in[0:2])
-			clear(o[22:])
-			continue
-		case tensor.IQ4_NL:
-			copy(o[0:16], in[2:18])
-			copy(o[16:18], in[0:2])
-			clear(o[18:])
-			continue
-		case tensor.MXFP4:
-			copy(o[0:16], in[1:17])
-			o[16] = in[0]
-			clear(o[17:])
-			continue
-		}
 		copy(o, in)
 		clear(o[bb:])
 	}
@@ -175,7 +162,7 @@ func matmulRows(c tensor.Codec, tb, r int, norm bool) (string, error) {
 	if r < 1 || r > 16 || r*tb > 48 { // workgroup memory: 288 bytes per output
 		return "", fmt.Errorf("shaders: matmul row block %d (token block %d) out of range", r, tb)
 	}
-	pre, err := codecPrelude(c)
+	pre, err := codecPreludeShared(c)
 	if err != nil {
 		return "", err
 	}

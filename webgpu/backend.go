@@ -769,7 +769,7 @@ func (b *Backend) attnPrefillPipe(hd int) *gpu.Pipeline {
 func (b *Backend) matvecStaged(c tensor.Codec, rows, cols int) (shaders.MatvecShape, bool) {
 	sh := b.tune.matvecShape(rows)
 	ok := b.tune.stagedCodec(c) && cols%shaders.ChunkOf(c) == 0 &&
-		shaders.MatvecSharedBytes(sh, cols) <= int(b.dev.Limits().MaxComputeWorkgroupStorageSize)
+		shaders.MatvecSharedBytes(sh, cols)+shaders.LUTBytes(c) <= int(b.dev.Limits().MaxComputeWorkgroupStorageSize)
 	return sh, ok
 }
 

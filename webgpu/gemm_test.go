@@ -27,7 +27,9 @@ func TestGemmParity(t *testing.T) {
 	shapes := []shape{{tensor.F32, 256}, {tensor.F32, 264}, {tensor.F16, 256}, {tensor.F16, 264}, {tensor.Q8_0, 256}, {tensor.Q4_0, 256}, {tensor.Q4_K, 256}, {tensor.Q6_K, 256},
 		// GGUF's other codecs: a reordered block, word-level and byte-level
 		// reads, 16- and 32-element chunks, code books and appended grids.
-		{tensor.Q5_0, 256}, {tensor.Q5_K, 256}, {tensor.Q3_K, 256}, {tensor.MXFP4, 256}, {tensor.IQ2_XS, 256}, {tensor.IQ3_S, 256}}
+		{tensor.Q5_0, 256}, {tensor.Q5_K, 256}, {tensor.Q3_K, 256}, {tensor.MXFP4, 256}, {tensor.IQ2_XS, 256}, {tensor.IQ3_S, 256},
+		// The planes of 256-element blocks (iq4_xs, tq1_0 as tq2_0's codes).
+		{tensor.IQ4_XS, 256}, {tensor.TQ1_0, 512}}
 	// Other tilings on q4_0 only (each pipeline costs seconds on lavapipe):
 	// one that leaves threads idle while staging, a loop one, a
 	// double-buffered one, and gemmFor's large one.

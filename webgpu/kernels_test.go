@@ -138,12 +138,17 @@ func encodeWeight(t *testing.T, c tensor.Codec, rows, cols int, v []float32) ([]
 
 var testCodecs = []tensor.Codec{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K}
 
+// planeCodecs are the low-bit GGUF codecs held as q4_0's planes (the code
+// books of iq4_nl, iq4_xs and mxfp4 in workgroup memory where a kernel
+// calls codec_init): the staged matvec and the matmul test them too.
+var planeCodecs = []tensor.Codec{tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.IQ4_NL, tensor.IQ4_XS, tensor.MXFP4, tensor.TQ1_0, tensor.TQ2_0}
+
 func TestKernelMatmul(t *testing.T) {
 	k := newKT(t)
 	r := rand.New(rand.NewPCG(1, 2))
 	// 2048 columns: every thread loops over several 16-byte chunks.
 	const rows, cols = 37, 2048
-	for _, c := range testCodecs {
+	for _, c := range append(append([]tensor.Codec(nil), testCodecs...), planeCodecs...) {
 		dc, _ := deviceCodec(c)
 		data, soff, w := encodeWeight(t, c, rows, cols, randVec(r, rows*cols, 1))
 		wb := k.storage(data)
@@ -201,7 +206,7 @@ func TestKernelEmbed(t *testing.T) {
 	k := newKT(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	const vocab, hidden = 19, 512
-	for _, c := range testCodecs {
+	for _, c := range append(append([]tensor.Codec(nil), testCodecs...), planeCodecs...) {
 		t.Run(c.String(), func(t *testing.T) {
 			dc, _ := deviceCodec(c)
 			data, soff, w := encodeWeight(t, c, vocab, hidden, randVec(r, vocab*hidden, 1))

@@ -10,7 +10,6 @@ import (
 	"github.com/cortiq/cortiq/cpu/kernel"
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
-	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/synth"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -46,10 +45,8 @@ func TestParityLowbit(t *testing.T) {
 	}
 	defer f.Close()
 	var cases []string
-	for _, c := range shaders.Codecs {
-		if shaders.Padded(c) {
-			cases = append(cases, c.String())
-		}
+	for _, c := range paddedCodecs() {
+		cases = append(cases, c.String())
 	}
 	cases = append(cases, "q3_K_M", "q2_K_mix", "q5_K_M", "mxfp4_moe", "iq2_M", "moe/mxfp4_moe", "moe/iq4_xs")
 	moe := shape

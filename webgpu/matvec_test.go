@@ -8,6 +8,7 @@ import (
 
 	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/shaders"
+	"github.com/cortiq/cortiq/tensor"
 )
 
 // TestKernelMatvecStaged checks the staged decode matvec against a float64
@@ -21,8 +22,16 @@ func TestKernelMatvecStaged(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	const rows, cols = 38, 1024
 	shapes := []shaders.MatvecShape{{Rows: 4, Sets: 1, Groups: 2}, {Rows: 2, Sets: 2, Groups: 3}}
-	for _, c := range testCodecs {
+	for _, c := range append(append([]tensor.Codec(nil), testCodecs...), planeCodecs...) {
 		dc, _ := deviceCodec(c)
+		tol := 1e-4
+		if c == tensor.Q4_1 || c == tensor.Q5_1 {
+			// x = d·q + m with m near −8d: the kernel's d·Σq·x and m·Σx
+			// cancel, an f32 error of 1.3e-4 on a gated output of the
+			// fused norm with its plus one (bit for bit the same before
+			// these codecs were held as planes).
+			tol = 3e-4
+		}
 		data, soff, w := encodeWeight(t, c, rows, cols, randVec(r, rows*cols, 1))
 		wb := k.storage(data)
 		bias := randVec(r, rows, 1)
@@ -110,7 +119,7 @@ func TestKernelMatvecStaged(t *testing.T) {
 								key := fmt.Sprintf("matvec/%s/%v/%d", dc, sh, norm&1)
 								k.run(key, src, kinds, [3]uint32{gx, gy, uint32(n)}, bufs...)
 								got := k.read(out, n*stride)
-								closeTo(t, fmt.Sprintf("y(%+v)", sh), got, want, 1e-4)
+								closeTo(t, fmt.Sprintf("y(%+v)", sh), got, want, tol)
 								if norm != 0 || mode == 2 {
 									continue
 								}

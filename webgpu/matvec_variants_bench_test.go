@@ -16,6 +16,10 @@ import (
 // runs them, over distinct weights (from HBM, as in decode) and chained:
 // plain, with the RMSNorm of x fused in (MatmulRowsNorm), with the gated
 // activation of interleaved gate/up rows (mode 2), and both.
+// CORTIQ_MV_BENCH_CODEC picks the weights' codec (q4_0 by default; any
+// codec the device reads, in its device layout: scripts/bench-wgsl-codecs.sh
+// runs the GGUF types held as planes beside q4_0); GB/s counts the
+// weight's device bytes.
 func BenchmarkMatvecVariants(b *testing.B) {
 	d := testDevice(b)
 	shapes := [][2]int{{3072, 2048}, {2048, 2048}, {16384, 2048}, {2048, 8192}, {128256, 2048}}
@@ -31,17 +35,9 @@ func BenchmarkMatvecVariants(b *testing.B) {
 	}
 	for _, sh := range shapes {
 		rows, cols := sh[0], sh[1]
-		rb, err := codec.RowBytes(cols)
+		wbytes, soff, err := benchLayout(codec, rows, cols)
 		if err != nil {
 			b.Fatal(err)
-		}
-		wbytes := (rows*rb + 15) &^ 15
-		var soff uint32 // the scale plane follows the quant plane
-		switch codec {
-		case tensor.Q8_0:
-			soff = uint32(rows * cols / 4)
-		case tensor.Q4_0:
-			soff = uint32(rows * cols / 8)
 		}
 		n := min(nbuf, max(4, (200<<20)/wbytes))
 		var wbs []*gpu.Buffer
@@ -147,6 +143,33 @@ func BenchmarkMatvecVariants(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchLayout is the device bytes of a rows x cols weight of codec c
+// (rounded up to 16) and its soff: where a planar codec's scale plane or an
+// IQ codec's grid starts, in u32 words.
+func benchLayout(c tensor.Codec, rows, cols int) (int, uint32, error) {
+	dc, err := deviceCodec(c)
+	if err != nil {
+		return 0, 0, err
+	}
+	if dc != c || cols%shaders.ChunkOf(c) != 0 {
+		return 0, 0, fmt.Errorf("%s is not read in place at %d columns", c, cols)
+	}
+	n := int(deviceBytes(c, rows, cols))
+	var soff uint32
+	d := shaders.DeviceCodecOf(c)
+	switch {
+	case d.Planar:
+		soff = uint32(rows * (cols / d.Elems) * d.QBytes / 4)
+	case d.Grid != nil:
+		rb, err := deviceRowBytes(c, cols)
+		if err != nil {
+			return 0, 0, err
+		}
+		soff = uint32(rows * rb / 4)
+	}
+	return (n + 15) &^ 15, soff, nil
 }
 
 // repeat is ds n times over: chains long enough that the GPU time dwarfs

@@ -65,9 +65,10 @@ func (b *Backend) uploadRows(ctx context.Context, rr model.RangeReader, name str
 		return nil, err
 	}
 	per := max(1, rowChunkBytes/w.rb)
-	if w.bpr%2 == 1 && per%2 == 1 {
-		// A range's scale plane (2 bytes a block) must start on a 4-byte
-		// boundary: even block counts per range.
+	for w.misaligned(per) {
+		// A range's scale plane (1 or 2 bytes a block for some codecs)
+		// must start on a 4-byte boundary: block counts per range that
+		// keep it there.
 		per++
 	}
 	raw := make([]byte, min(per, w.rows)*w.rb)
@@ -106,7 +107,7 @@ func (b *Backend) uploadParts(label string, ts []*tensor.Tensor) (dw *dweight, o
 		}
 		rows += t.Rows()
 	}
-	if dc, err := deviceCodec(c); err != nil || cols%4 != 0 || (planar(dc) && cols%32 != 0) {
+	if dc, err := deviceCodec(c); err != nil || cols%4 != 0 || (planar(dc) && cols%shaders.DeviceCodecOf(dc).Elems != 0) {
 		return nil, false, nil
 	}
 	w, err := b.newRowWriter(label, c, rows, cols)
@@ -115,7 +116,7 @@ func (b *Backend) uploadParts(label string, ts []*tensor.Tensor) (dw *dweight, o
 	}
 	r0 := 0
 	for _, t := range ts {
-		if w.bpr%2 == 1 && r0%2 == 1 {
+		if w.misaligned(r0) {
 			w.buf.Release()
 			return nil, false, nil
 		}
@@ -139,8 +140,9 @@ type rowWriter struct {
 	rows, cols int
 	rb         int   // source bytes per row
 	drb        int   // device bytes per row (unquantized device codecs)
-	bpr        int   // 32-blocks per row (quantized device codecs)
+	bpr        int   // blocks per row (planar device codecs)
 	qBytes     int   // quant bytes per block
+	sBytes     int   // scale-plane bytes per block
 	qlen, size int64 // quant plane and buffer bytes
 	buf        *gpu.Buffer
 	scratch    []byte
@@ -162,11 +164,15 @@ func (b *Backend) newRowWriter(name string, c tensor.Codec, rows, cols int) (*ro
 		w.dc = tensor.F32
 	}
 	if planar(w.dc) {
-		w.qBytes = shaders.DeviceCodecOf(w.dc).QBytes
-		w.bpr = cols / 32
+		rec := shaders.DeviceCodecOf(w.dc)
+		w.qBytes, w.sBytes = rec.QBytes, rec.SBytes
+		if cols%rec.Elems != 0 {
+			return nil, fmt.Errorf("webgpu: %s has %d columns, not a whole number of %d-element %s blocks", name, cols, rec.Elems, w.dc)
+		}
+		w.bpr = cols / rec.Elems
 		nb := int64(rows) * int64(w.bpr)
 		w.qlen = nb * int64(w.qBytes)
-		w.size = w.qlen + (nb*2+3)&^3
+		w.size = w.qlen + (nb*int64(w.sBytes)+3)&^3
 	} else {
 		if w.drb, err = deviceRowBytes(w.dc, cols); err != nil {
 			return nil, err
@@ -184,6 +190,13 @@ func (b *Backend) newRowWriter(name string, c tensor.Codec, rows, cols int) (*ro
 		}
 	}
 	return w, nil
+}
+
+// misaligned reports whether rows from r0 would start a planar codec's
+// scale-plane entries mid u32 (1- or 2-byte entries from a block not a
+// multiple of 4 or 2).
+func (w *rowWriter) misaligned(r0 int) bool {
+	return w.sBytes*w.bpr*r0%4 != 0
 }
 
 // write writes data at off, submitting when enough is staged.
@@ -225,7 +238,7 @@ func (w *rowWriter) put(r0 int, chunk []byte) error {
 	if !planar(dc) {
 		return w.write(int64(r0)*int64(w.drb), data)
 	}
-	if w.bpr%2 == 1 && r0%2 == 1 {
+	if w.misaligned(r0) {
 		return fmt.Errorf("webgpu: upload %s: rows from %d: scale plane misaligned", w.name, r0)
 	}
 	b0, kb := int64(r0)*int64(w.bpr), n*w.bpr
@@ -233,7 +246,7 @@ func (w *rowWriter) put(r0 int, chunk []byte) error {
 		return err
 	}
 	s := int(csoff) * 4
-	return w.write(w.qlen+2*b0, data[s:s+(2*kb+3)&^3])
+	return w.write(w.qlen+int64(w.sBytes)*b0, data[s:s+(w.sBytes*kb+3)&^3])
 }
 
 // done accounts the buffer and returns the weight.

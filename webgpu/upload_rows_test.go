@@ -267,12 +267,15 @@ func TestUploadPartsMatchesFused(t *testing.T) {
 	}
 }
 
-// paddedCodecs are the GGUF codecs held as padded blocks (and the IQ
-// codecs' appended grid) on the device.
+// paddedCodecs are the codecs the device reads besides the first ones
+// (f32, f16, q8_0, q4_0, q4_K, q6_K): those held as padded blocks (and the
+// IQ codecs' appended grid) and the low-bit ones repacked into planes.
 func paddedCodecs() []tensor.Codec {
 	var cs []tensor.Codec
 	for _, c := range shaders.Codecs {
-		if shaders.Padded(c) {
+		switch c {
+		case tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K:
+		default:
 			cs = append(cs, c)
 		}
 	}
