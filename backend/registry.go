@@ -47,9 +47,27 @@ var ErrSoftware = errors.New("software device")
 // scheduler then runs it on the CPU and reports why).
 type Opener func(ctx context.Context, m *model.Model, opts Options) (Backend, error)
 
+// Identifier says which device a backend's Opener would open for m,
+// without opening it: no upload, no kernels built, no device memory taken
+// beyond what naming it needs (the driver's device name, the adapter's
+// info). The name is what the opened Backend's Name would be, so the
+// scheduler can look a saved verdict up and open only its winner. It
+// fails as the Opener would when there is no device ("no libcuda.so.1",
+// no adapter, a software adapter without Options.AllowSoftware, a model
+// the backend refuses before touching the device), and with
+// ErrUnidentified when it cannot tell without opening (the scheduler then
+// opens the backend to learn its name).
+type Identifier func(ctx context.Context, m *model.Model, opts Options) (string, error)
+
+// ErrUnidentified is what an Identifier's error is (errors.Is) when the
+// device cannot be named without opening it, and what Identify returns for
+// a backend registered without an Identifier.
+var ErrUnidentified = errors.New("backend: the device cannot be named without opening it")
+
 var (
-	regMu   sync.RWMutex
-	openers = map[string]Opener{}
+	regMu       sync.RWMutex
+	openers     = map[string]Opener{}
+	identifiers = map[string]Identifier{}
 )
 
 // Register makes a backend available by name, as database/sql drivers
@@ -67,6 +85,44 @@ func Register(name string, open Opener) {
 		panic("backend: Register called twice for " + name)
 	}
 	openers[name] = open
+}
+
+// RegisterIdentifier gives the backend registered as name an Identifier
+// (optional: a backend without one is opened to learn its name). It panics
+// when id is nil, name is not registered or already has one.
+func RegisterIdentifier(name string, id Identifier) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if id == nil {
+		panic("backend: RegisterIdentifier of a nil identifier for " + name)
+	}
+	if _, ok := openers[name]; !ok {
+		panic("backend: RegisterIdentifier before Register for " + name)
+	}
+	if _, dup := identifiers[name]; dup {
+		panic("backend: RegisterIdentifier called twice for " + name)
+	}
+	identifiers[name] = id
+}
+
+// Identify names the device the backend registered under name would open
+// for m, without opening it (see Identifier); ErrUnidentified when the
+// backend has no Identifier.
+func Identify(ctx context.Context, name string, m *model.Model, opts Options) (string, error) {
+	regMu.RLock()
+	_, ok := openers[name]
+	id := identifiers[name]
+	regMu.RUnlock()
+	if !ok {
+		return "", fmt.Errorf("backend: no backend %q in this build (have %v)", name, Names())
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if id == nil {
+		return "", fmt.Errorf("%w (%s has no identifier)", ErrUnidentified, name)
+	}
+	return id(ctx, m, opts)
 }
 
 // Open opens the backend registered under name for m.

@@ -180,7 +180,7 @@ func Open(ctx context.Context, m *model.Model, opts Options) (*Backend, error) {
 		b.opts.Chunk = 2048
 	}
 	info := dev.Info()
-	b.name = fmt.Sprintf("cuda:%d:%s", info.Ordinal, info.Name)
+	b.name = deviceName(info)
 	if to := cmp.Or(opts.To, len(m.Arch.Layers)); opts.From != 0 || to != len(m.Arch.Layers) {
 		b.name += fmt.Sprintf("[%d-%d]", opts.From, to-1)
 	}
@@ -203,6 +203,9 @@ func Open(ctx context.Context, m *model.Model, opts Options) (*Backend, error) {
 	}
 	return b, nil
 }
+
+// deviceName is a whole-model backend's Name on the device (identify's too).
+func deviceName(info driver.Info) string { return fmt.Sprintf("cuda:%d:%s", info.Ordinal, info.Name) }
 
 // OpenDevice opens a CUDA device when Options.Device is nil: the driver's
 // primary context by default. Tests replace it to inject faults into the

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cortiq/cortiq/backend"
+	"github.com/cortiq/cortiq/cuda/driver"
 	"github.com/cortiq/cortiq/model"
 )
 
@@ -13,7 +14,39 @@ import (
 // this package (package engine does, in backends.go). It needs only the
 // NVIDIA driver at run time; without it Open says so and the scheduler
 // runs the next backend or the CPU.
-func init() { backend.Register("cuda", open) }
+func init() {
+	backend.Register("cuda", open)
+	backend.RegisterIdentifier("cuda", identify)
+}
+
+// DeviceInfo describes a device without opening it (identify's driver
+// call; tests replace it together with OpenDevice).
+var DeviceInfo = driver.DeviceInfo
+
+// identify is the registered backend.Identifier: the name open's backend
+// would have, from the driver's device name alone (no context, no
+// upload). It refuses what open refuses before the device (the
+// architecture) and fails without a driver as open does; several devices
+// or layer ranges are named only by opening (the split is planned from
+// each device's free memory).
+func identify(ctx context.Context, m *model.Model, o backend.Options) (string, error) {
+	t, _ := o.Tuning.(Tuning)
+	if o.Layers != "" || len(t.Devices) > 1 {
+		return "", fmt.Errorf("%w (cuda: layer ranges or several devices)", backend.ErrUnidentified)
+	}
+	if err := Check(&m.Arch); err != nil {
+		return "", err
+	}
+	ordinal := 0
+	if len(t.Devices) == 1 {
+		ordinal = t.Devices[0]
+	}
+	info, err := DeviceInfo(ordinal)
+	if err != nil {
+		return "", err
+	}
+	return deviceName(info), nil
+}
 
 // Tuning is what a front end may set beyond the common options
 // (backend.Options.Tuning).

@@ -18,6 +18,10 @@ import (
 // and the engine runs on the CPU.
 var AcquireJS func() (*wgpu.Device, AdapterInfo, error)
 
+// describeAdapter is Adapter in the browser: the device comes whole from
+// AcquireJS, so the adapter is not described apart from it.
+var describeAdapter = func() (AdapterInfo, error) { return AdapterInfo{}, ErrNoInfo }
+
 var openDevice = func(Options) (*Device, error) {
 	if AcquireJS == nil {
 		return nil, fmt.Errorf("%w: browser device acquisition not wired", ErrNoAdapter)

@@ -15,18 +15,9 @@ import (
 var openDevice = openNative
 
 func openNative(opts Options) (*Device, error) {
-	wgpu.SetLogLevel(wgpu.LogLevelOff)
-	inst := wgpu.CreateInstance(nil)
-	if inst == nil {
-		return nil, ErrNoAdapter
-	}
-	ad, err := inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreferenceHighPerformance})
-	if err != nil || ad == nil {
-		inst.Release()
-		if err == nil {
-			err = ErrNoAdapter
-		}
-		return nil, fmt.Errorf("%w: %v", ErrNoAdapter, err)
+	inst, ad, err := requestAdapter()
+	if err != nil {
+		return nil, err
 	}
 	ai := ad.GetInfo()
 	lim := ad.GetLimits().Limits
@@ -38,15 +29,7 @@ func openNative(opts Options) (*Device, error) {
 	// The binding reads the push-constant limit from an uninitialized
 	// extras struct (garbage); we use no push constants, so ask for none.
 	lim.MaxPushConstantSize = 0
-	d := &Device{
-		info: AdapterInfo{
-			Name:    adapterName(ai),
-			Vendor:  ai.VendorName,
-			Driver:  ai.DriverDescription,
-			Backend: ai.BackendType.String(),
-			Type:    ai.AdapterType.String(),
-		},
-	}
+	d := &Device{info: adapterInfo(ai)}
 	dev, err := ad.RequestDevice(&wgpu.DeviceDescriptor{
 		Label:            "cortiq",
 		RequiredLimits:   &wgpu.RequiredLimits{Limits: lim},
@@ -89,6 +72,48 @@ func openNative(opts Options) (*Device, error) {
 		}
 	}
 	return d, nil
+}
+
+// requestAdapter acquires the adapter Open uses (the instance must be
+// released with it), or says why there is none.
+func requestAdapter() (*wgpu.Instance, *wgpu.Adapter, error) {
+	wgpu.SetLogLevel(wgpu.LogLevelOff)
+	inst := wgpu.CreateInstance(nil)
+	if inst == nil {
+		return nil, nil, ErrNoAdapter
+	}
+	ad, err := inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreferenceHighPerformance})
+	if err != nil || ad == nil {
+		inst.Release()
+		if err == nil {
+			err = ErrNoAdapter
+		}
+		return nil, nil, fmt.Errorf("%w: %v", ErrNoAdapter, err)
+	}
+	return inst, ad, nil
+}
+
+func adapterInfo(ai wgpu.AdapterInfo) AdapterInfo {
+	return AdapterInfo{
+		Name:    adapterName(ai),
+		Vendor:  ai.VendorName,
+		Driver:  ai.DriverDescription,
+		Backend: ai.BackendType.String(),
+		Type:    ai.AdapterType.String(),
+	}
+}
+
+// describeAdapter is Adapter natively: the adapter is requested, read and
+// released; no device is created.
+var describeAdapter = func() (AdapterInfo, error) {
+	inst, ad, err := requestAdapter()
+	if err != nil {
+		return AdapterInfo{}, err
+	}
+	info := adapterInfo(ad.GetInfo())
+	ad.Release()
+	inst.Release()
+	return info, nil
 }
 
 // readbackTimeout bounds a wait for the device; a hung device reads as lost.

@@ -1,5 +1,7 @@
 package gpu
 
+import "errors"
+
 // Options tune Open. The zero value opens a device for normal use.
 type Options struct {
 	// Profile holds the profiling aids; cmd/native sets them from
@@ -22,6 +24,16 @@ type Profile struct {
 	// while either is set. Empty strings match nothing.
 	Skip, Dup []string
 }
+
+// ErrNoInfo is Adapter's error where an adapter cannot be described
+// without acquiring a device (the browser build).
+var ErrNoInfo = errors.New("webgpu: the adapter is not described apart from its device here")
+
+// Adapter describes the adapter Open would acquire without creating a
+// device on it (nothing allocated; the adapter is released). It fails as
+// Open does when there is none (ErrNoAdapter), and with ErrNoInfo where it
+// cannot tell.
+func Adapter() (AdapterInfo, error) { return describeAdapter() }
 
 // Open acquires the platform's best adapter and a device with the adapter's
 // full limits. It returns an error wrapping ErrNoAdapter when there is none.

@@ -887,7 +887,7 @@ func (b *Backend) buildPipelines() error {
 }
 
 // Name is "webgpu:<adapter name>".
-func (b *Backend) Name() string { return "webgpu:" + b.dev.Info().Name }
+func (b *Backend) Name() string { return deviceName(b.dev.Info()) }
 
 // Device is the device the backend runs on.
 func (b *Backend) Device() *gpu.Device { return b.dev }

@@ -255,7 +255,8 @@ func TestFaults(t *testing.T) {
 
 // TestSoftwareAdapterDeclined: the registered opener declines a software
 // adapter unless the scheduler allows it (backend.Options.AllowSoftware),
-// with an error that is backend.ErrSoftware and ErrNoAdapter.
+// with an error that is backend.ErrSoftware and ErrNoAdapter; Identify
+// (no device) declines it alike and, allowed, names it as Open's Name.
 func TestSoftwareAdapterDeclined(t *testing.T) {
 	d := testDevice(t)
 	if d.Info().Type != "cpu" {
@@ -266,12 +267,20 @@ func TestSoftwareAdapterDeclined(t *testing.T) {
 	if _, err := backend.Open(ctx, "webgpu", m, backend.Options{}); !errors.Is(err, gpu.ErrNoAdapter) || !errors.Is(err, backend.ErrSoftware) {
 		t.Fatalf("software adapter not declined: %v", err)
 	}
+	// Identify names it without a device, declining it as Open does.
+	if _, err := backend.Identify(ctx, "webgpu", m, backend.Options{}); !errors.Is(err, gpu.ErrNoAdapter) || !errors.Is(err, backend.ErrSoftware) {
+		t.Fatalf("software adapter not declined by Identify: %v", err)
+	}
+	id, err := backend.Identify(ctx, "webgpu", m, backend.Options{AllowSoftware: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	b, err := backend.Open(ctx, "webgpu", m, backend.Options{AllowSoftware: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if name := b.Name(); name != "webgpu:"+d.Info().Name {
-		t.Errorf("Name %q", name)
+	if name := b.Name(); name != "webgpu:"+d.Info().Name || id != name {
+		t.Errorf("Name %q, Identify %q", name, id)
 	}
 	b.Close()
 }

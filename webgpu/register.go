@@ -2,6 +2,7 @@ package webgpu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -12,7 +13,35 @@ import (
 
 // The backend registers itself as "webgpu" (natively wgpu-native, in the
 // browser navigator.gpu): a program links it by importing this package.
-func init() { backend.Register("webgpu", open) }
+func init() {
+	backend.Register("webgpu", open)
+	backend.RegisterIdentifier("webgpu", identify)
+}
+
+// identify is the registered backend.Identifier: the name open's backend
+// would have, from the adapter's info (gpu.Adapter: no device created,
+// nothing uploaded). It declines a software adapter and fails without one
+// as open does; in the browser, where the adapter comes with its device,
+// it cannot tell (backend.ErrUnidentified).
+func identify(ctx context.Context, m *model.Model, o backend.Options) (string, error) {
+	if _, ok := o.Tuning.(Tuning); !ok && o.Tuning != nil {
+		return "", fmt.Errorf("webgpu: Options.Tuning is a %T, want a webgpu.Tuning", o.Tuning)
+	}
+	info, err := gpu.Adapter()
+	if errors.Is(err, gpu.ErrNoInfo) {
+		return "", fmt.Errorf("%w (%v)", backend.ErrUnidentified, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	if !o.AllowSoftware && strings.EqualFold(info.Type, "cpu") {
+		return "", softwareError(info.Name)
+	}
+	return deviceName(info), nil
+}
+
+// deviceName is the backend's Name on an adapter (identify's too).
+func deviceName(info gpu.AdapterInfo) string { return "webgpu:" + info.Name }
 
 // OnOpen, when set (tests), sees each device open opens, before the
 // weights are uploaded: fault injection.

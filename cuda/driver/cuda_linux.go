@@ -134,6 +134,17 @@ func Devices() ([]Info, error) {
 	return out, nil
 }
 
+// DeviceInfo describes device ordinal without creating a context: the
+// driver is loaded (cuInit) and asked, nothing is allocated on the device.
+func DeviceInfo(ordinal int) (Info, error) {
+	l, err := load()
+	if err != nil {
+		return Info{}, err
+	}
+	info, _, err := l.info(ordinal)
+	return info, err
+}
+
 // Attribute numbers (CUdevice_attribute).
 const (
 	attrSMs   = 16

@@ -17,5 +17,8 @@ func unsupported() error {
 // Devices says why there are none.
 func Devices() ([]Info, error) { return nil, unsupported() }
 
+// DeviceInfo says why there is none.
+func DeviceInfo(ordinal int) (Info, error) { return Info{}, unsupported() }
+
 // Open says why there is none.
 func Open(ordinal int) (*Context, error) { return nil, unsupported() }
