@@ -90,25 +90,95 @@ func (o Options) deviceOptions(forced bool) backend.Options {
 // openDevice carries out the choice: it opens the device backend to use,
 // or records why there is none (devErr: a fault or a refusal; devReason:
 // the measurement preferred the CPU). cpu is the CPU backend, nil when it
-// is built on demand (no measurement then). Under a race every candidate
-// is opened (each uploads the model) and all but the winner closed.
+// is built on demand (no measurement then).
+//
+// Under a race the candidates are first named without opening them
+// (backend.Identify: the driver's device name, the adapter's info): one
+// that cannot be there (no driver, no adapter, a software adapter) is
+// never opened, and a saved verdict for those devices opens its winner
+// only (nothing when the CPU won). Without one, every candidate is opened
+// (each uploads the model) and raced; raceBackends closes each as soon as
+// it loses the decode race, so the uploads held at once are the raced
+// devices' during the decode race and one device's after it.
 func (e *Engine) openDevice(ctx context.Context, c choice, cpu backend.Backend) {
 	m, opts := e.Model, e.opts
 	race := !c.forced && !opts.NoProbe && cpu != nil
+	dopts := opts.deviceOptions(c.forced)
 	var errs []error
+	failed := func(name string, err error) {
+		if errors.Is(err, backend.ErrSoftware) {
+			err = fmt.Errorf("%w (--backend %s forces it)", err, name)
+		}
+		errs = append(errs, err)
+	}
+	progress := func(msg string) {
+		if opts.Progress != nil {
+			opts.Progress(msg)
+		}
+	}
+	candidates := c.devices
+	if race {
+		candidates = nil
+		var ids []string
+		named := true
+		for _, name := range c.devices {
+			id, err := backend.Identify(ctx, name, m, dopts)
+			if ctx.Err() != nil {
+				return
+			}
+			switch {
+			case errors.Is(err, backend.ErrUnidentified):
+				named = false // opened to learn its name
+			case err != nil:
+				failed(name, err)
+				continue
+			}
+			candidates = append(candidates, name)
+			ids = append(ids, id)
+		}
+		if !named {
+			ids = nil // no saved verdict can be looked up
+		}
+		if r, ok := cachedRace(m, ids, opts.ProbeCache); ok {
+			if r.cpuWon {
+				e.probe = r.verdicts
+				e.devReason = cpuFasterError(ids, opts.ProbeCache, true).Error()
+				return
+			}
+			progress("opening the device, uploading the weights and building the kernels")
+			dev, err := backend.Open(ctx, candidates[r.keep], m, dopts)
+			if ctx.Err() != nil {
+				if dev != nil {
+					dev.Close()
+				}
+				return
+			}
+			if err == nil {
+				e.probe = r.verdicts
+				e.dev = dev
+				if r, ok := cpu.(interface{ ReleasePacked() }); ok {
+					r.ReleasePacked()
+				}
+				return
+			}
+			// The saved winner does not open now: the others race
+			// without it.
+			failed(candidates[r.keep], err)
+			candidates = slices.Delete(candidates, r.keep, r.keep+1)
+		}
+	}
 	var devs []backend.Backend
+	var closed []bool // set by the race: the devices it closed
 	closeAll := func(keep int) {
 		for i, d := range devs {
-			if i != keep {
+			if i != keep && (i >= len(closed) || !closed[i]) {
 				d.Close()
 			}
 		}
 	}
-	for _, name := range c.devices {
-		if opts.Progress != nil {
-			opts.Progress("opening the device, uploading the weights and building the kernels")
-		}
-		dev, err := backend.Open(ctx, name, m, opts.deviceOptions(c.forced))
+	for _, name := range candidates {
+		progress("opening the device, uploading the weights and building the kernels")
+		dev, err := backend.Open(ctx, name, m, dopts)
 		if ctx.Err() != nil {
 			// A cancelled load keeps nothing and falls back to nothing.
 			if dev != nil {
@@ -118,10 +188,7 @@ func (e *Engine) openDevice(ctx context.Context, c choice, cpu backend.Backend) 
 			return
 		}
 		if err != nil {
-			if errors.Is(err, backend.ErrSoftware) {
-				err = fmt.Errorf("%w (--backend %s forces it)", err, name)
-			}
-			errs = append(errs, err)
+			failed(name, err)
 			continue
 		}
 		devs = append(devs, dev)
@@ -130,22 +197,31 @@ func (e *Engine) openDevice(ctx context.Context, c choice, cpu backend.Backend) 
 		}
 	}
 	if race && len(devs) > 0 {
-		if opts.Progress != nil {
-			if len(devs) == 1 {
-				opts.Progress("timing the device against the CPU")
-			} else {
-				opts.Progress("timing the devices against the CPU")
-			}
+		if len(devs) == 1 {
+			progress("timing the device against the CPU")
+		} else {
+			progress("timing the devices against the CPU")
 		}
 		r, err := raceBackends(ctx, m, devs, cpu, opts.ProbeCache)
 		e.probe = r.verdicts
+		closed = r.closed
 		switch {
 		case ctx.Err() != nil:
 			closeAll(-1)
 			return
 		case err != nil:
-			// The CPU could not be measured: keep the first device.
-			r.keep = 0
+			// The CPU could not be measured: keep the first device
+			// the race left open.
+			r.keep = -1
+			for i := range devs {
+				if r.keep < 0 && (i >= len(closed) || !closed[i]) {
+					r.keep = i
+				}
+			}
+			if r.keep < 0 {
+				devs = nil
+				errs = append(errs, err)
+			}
 		case r.keep < 0:
 			closeAll(-1)
 			if r.cpuWon {

@@ -56,9 +56,10 @@ type ClassVerdict struct {
 
 // raced is what raceBackends decided.
 type raced struct {
-	keep     int  // index into devs of the backend that decodes; -1 = the CPU
-	cpuWon   bool // the CPU won the decode race (keep is -1)
-	cached   bool // the decode verdict came from the cache
+	keep     int    // index into devs of the backend that decodes; -1 = the CPU
+	closed   []bool // the devices closed while racing (every one but keep at the end)
+	cpuWon   bool   // the CPU won the decode race (keep is -1)
+	cached   bool   // the decode verdict came from the cache
 	verdicts []ClassVerdict
 	failed   []error // the devices that failed while timed
 }
@@ -76,15 +77,19 @@ type armCaps struct{ export, imprt bool }
 // measures. The classes the backend contract lets the engine time:
 //
 //   - "decode <shape>": one single-token Forward step (embedding, every
-//     layer, the head). Its verdict decides the session's backend.
-//   - "prefill64 <shape>": one 64-token Forward chunk from position 0. It
-//     is reported; when another arm wins it by 2x or more the verdict's
-//     Note says what handing the state over would take.
+//     layer, the head), raced among every device and the CPU. Its verdict
+//     decides the session's backend: every other device has lost and is
+//     closed at once (raced.closed), so the uploads held together are
+//     those of the decode race, and one device's after it.
+//   - "prefill64 <shape>": one 64-token Forward chunk from position 0,
+//     the kept device against the CPU (none when the CPU decodes). It is
+//     reported; when the CPU wins it by 2x or more the verdict's Note says
+//     what handing the state over takes (Options.PrefillOnCPU).
 //   - "layer <mixer>/<ffn> <shape>", one per kind of decoder layer the
 //     model has (attention/dense, attention/moe, short_conv/dense, …): one
 //     single-row ForwardLayers step through the first layer of that kind,
-//     raced among the arms whose sessions are LayerRunners holding it
-//     (webgpu and the CPU; cuda sessions are not LayerRunners yet).
+//     the kept device against the CPU when its sessions are LayerRunners
+//     holding it (webgpu; cuda sessions are not LayerRunners yet).
 //
 // Attention apart from the FFN, the matvecs apart from the layer, and the
 // head apart from the step are not separable through the contract (a
@@ -93,24 +98,22 @@ type armCaps struct{ export, imprt bool }
 //
 // A close decode race left undecided keeps the device with the best
 // sample. An error from a device while measuring takes it out of the
-// race (and of the choice); a done ctx stops the measurement and returns
-// ctx's error.
+// race (and of the choice; a kept device failing in prefill leaves the
+// CPU); a done ctx stops the measurement and returns ctx's error. The
+// devices not yet closed then (raced.closed) are the caller's.
 func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, cpu backend.Backend, path string) (raced, error) {
-	names := make([]string, 0, len(devs)+1)
-	for _, b := range append(slices.Clone(devs), cpu) {
-		n := b.Name()
-		for k := 2; slices.Contains(names, n); k++ {
-			n = fmt.Sprintf("%s#%d", b.Name(), k)
-		}
-		names = append(names, n)
-	}
 	backends := append(slices.Clone(devs), cpu)
+	names := make([]string, len(backends))
+	for i, b := range backends {
+		names[i] = b.Name()
+	}
+	names = armNames(names)
 	host := len(devs)
 	tbl := probe.NewTable(probeVersion, strings.Join(names, " + "), path)
 	tbl.Now = probeNow
 	tbl.Deferred = true // written once every class is raced: a cancelled race leaves nothing
 	shape := shapeKey(m)
-	res := raced{keep: -1}
+	res := raced{keep: -1, closed: make([]bool, len(devs))}
 	failed := make([]bool, len(backends))
 	caps := make([]*armCaps, len(backends))
 	fail := func(i int, err error) {
@@ -118,6 +121,27 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 			failed[i] = true
 			res.failed = append(res.failed, fmt.Errorf("%s failed while timed against the CPU: %w", names[i], err))
 		}
+	}
+	// release closes device i, out of the race: its upload is freed at
+	// once, not when the race ends.
+	release := func(i int) {
+		if i >= 0 && i < len(devs) && !res.closed[i] {
+			res.closed[i] = true
+			devs[i].Close()
+		}
+	}
+	// finish notes the failures on the decode verdict and writes the
+	// verdicts (none after a failure: Table.Deferred).
+	finish := func() raced {
+		if len(res.failed) > 0 {
+			msgs := make([]string, len(res.failed))
+			for i, err := range res.failed {
+				msgs[i] = err.Error()
+			}
+			res.verdicts[0].Note = strings.Join(msgs, "; ") + " (out of the race; the classes from its failure on are measured again on the next load)"
+		}
+		tbl.Flush()
+		return res
 	}
 	tok := m.Arch.BOS
 	if tok < 0 || tok >= m.Arch.Vocab {
@@ -238,13 +262,54 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 	res.cached = dv.Cached
 	res.verdicts = append(res.verdicts, dv)
 
-	// Prefill: one chunk from position 0 per step.
+	// The session's backend: the decode winner; when a close race stayed
+	// undecided or the winner failed, the device with the best decode
+	// sample still standing, else the first device standing; none
+	// standing leaves the CPU. Every other device has lost: it is closed
+	// now, so the classes below hold one device's upload at most.
+	w := slices.Index(names, dv.Winner)
+	res.cpuWon = w == host && slices.Contains(failed[:host], false)
+	if w < 0 || failed[w] {
+		w = -1
+		for i := range devs {
+			if failed[i] || len(dv.Best) <= i || dv.Best[i] == 0 {
+				continue
+			}
+			if w < 0 || dv.Best[i] < dv.Best[w] {
+				w = i
+			}
+		}
+		for i := range devs {
+			if w < 0 && !failed[i] {
+				w = i
+			}
+		}
+	}
+	for i := range devs {
+		if i != w {
+			release(i)
+		}
+	}
+	if len(res.failed) > 0 {
+		// A race with a failure persists nothing: it is measured again,
+		// whole, on the next load.
+		tbl.Path = ""
+	}
+	if w < 0 || w == host {
+		// The CPU decodes: no device left to race the other classes.
+		return finish(), nil
+	}
+	live := []int{w, host}
+	pair := []string{names[w], names[host]}
+
+	// Prefill: one chunk from position 0 per step, the kept device
+	// against the CPU (whether PrefillOnCPU would pay).
 	chunk := make([]int, probePrefill)
 	for i := range chunk {
 		chunk[i] = (tok + 7919*i) % m.Arch.Vocab
 	}
-	prefill := tbl.Race(fmt.Sprintf("prefill%d %s", probePrefill, shape), names...)
-	pv, err := run(prefill, all, func(i int) (armRun, error) {
+	prefill := tbl.Race(fmt.Sprintf("prefill%d %s", probePrefill, shape), pair...)
+	pv, err := run(prefill, live, func(i int) (armRun, error) {
 		s, err := session(i, probePrefill)
 		if err != nil {
 			return armRun{}, err
@@ -259,12 +324,13 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 		return res, err
 	}
 	res.verdicts = append(res.verdicts, pv)
+	res.verdicts[1].Note = handover(pv, dv, names, caps)
 
 	// Layers: one single-row step through the first layer of each kind,
-	// on the arms whose sessions are LayerRunners holding it.
-	// After a load that measured decode and prefill, the layer verdicts
-	// are only read back (they decide nothing; finding which arms are
-	// LayerRunners would open a session on each).
+	// the kept device against the CPU when its sessions are LayerRunners
+	// holding it. After a load that measured decode and prefill, the
+	// layer verdicts are only read back (they decide nothing; finding
+	// whether the device's sessions are LayerRunners would open one).
 	measure := !dv.Cached || !pv.Cached
 	seen := map[string]bool{}
 	for li, l := range m.Arch.Layers {
@@ -280,13 +346,11 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 			}
 			continue
 		}
-		var idx []int
-		var armNames []string
+		if failed[w] {
+			break
+		}
 		sessions := map[int]backend.Session{}
-		for i := range backends {
-			if failed[i] {
-				continue
-			}
+		for _, i := range live {
 			s, err := backends[i].NewSession(probeLayerSteps + 1)
 			if err != nil {
 				continue
@@ -300,10 +364,8 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 				continue
 			}
 			sessions[i] = s
-			idx = append(idx, i)
-			armNames = append(armNames, names[i])
 		}
-		if len(idx) < 2 || idx[len(idx)-1] != host {
+		if len(sessions) < 2 {
 			for _, s := range sessions {
 				s.Close()
 			}
@@ -313,8 +375,8 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 		for j := range x0 {
 			x0[j] = float32(math.Sin(float64(j)+1)) / 4
 		}
-		cls := tbl.Race(name, armNames...)
-		lv, err := run(cls, idx, func(i int) (armRun, error) {
+		cls := tbl.Race(name, pair...)
+		lv, err := run(cls, live, func(i int) (armRun, error) {
 			s := sessions[i]
 			delete(sessions, i)
 			lr := s.(backend.LayerRunner)
@@ -339,68 +401,105 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 		}
 		res.verdicts = append(res.verdicts, lv)
 	}
-
-	// The session's backend: the decode winner, unless it failed in a
-	// later class. Then, or when a close race stayed undecided, the
-	// device with the best decode sample still standing, else the first
-	// device standing; none standing leaves the CPU.
-	w := slices.Index(names, dv.Winner)
-	res.cpuWon = w == host && slices.Contains(failed[:host], false)
-	if w < 0 || failed[w] {
-		w = -1
-		for i := range devs {
-			if failed[i] || len(dv.Best) <= i || dv.Best[i] == 0 {
-				continue
-			}
-			if w < 0 || dv.Best[i] < dv.Best[w] {
-				w = i
-			}
-		}
-		for i := range devs {
-			if w < 0 && !failed[i] {
-				w = i
-			}
-		}
-	}
-	if w >= 0 && w != host {
+	if !failed[w] {
 		res.keep = w
+	} else {
+		// The kept device failed in a later class: the CPU runs it.
+		release(w)
+		res.cpuWon = false
 	}
-	res.verdicts[1].Note = handover(pv, dv, names, caps)
-	if len(res.failed) > 0 {
-		msgs := make([]string, len(res.failed))
-		for i, err := range res.failed {
-			msgs[i] = err.Error()
-		}
-		res.verdicts[0].Note = strings.Join(msgs, "; ") + " (out of the race; the classes from its failure on are measured again on the next load)"
-	}
-	tbl.Flush()
-	return res, nil
+	return finish(), nil
 }
 
-// handover says what acting on a prefill verdict would take when another
-// arm than the decode winner prefills at least 2x faster ("" otherwise).
+// armNames are the race's arm names for backends named names (the CPU
+// last): a name repeated is numbered ("webgpu:x#2").
+func armNames(names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, b := range names {
+		n := b
+		for k := 2; slices.Contains(out, n); k++ {
+			n = fmt.Sprintf("%s#%d", b, k)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// cachedRace is what raceBackends would decide from saved verdicts alone
+// for the devices named devNames (Backend.Name, as backend.Identify gives
+// them; preference order) and the CPU, with no backend open: ok when the
+// decode verdict is saved and, for a device winner, the prefill verdict
+// too (a race would then measure nothing: the layer verdicts are read
+// back). The auto choice then opens the winner only, or nothing when the
+// CPU won.
+func cachedRace(m *model.Model, devNames []string, path string) (raced, bool) {
+	if path == "" || len(devNames) == 0 {
+		return raced{}, false
+	}
+	names := armNames(append(slices.Clone(devNames), "cpu"))
+	host := len(names) - 1
+	tbl := probe.NewTable(probeVersion, strings.Join(names, " + "), path)
+	tbl.Now = probeNow
+	shape := shapeKey(m)
+	dc := tbl.Race("decode "+shape, names...)
+	w := dc.Winner()
+	if w < 0 {
+		return raced{}, false
+	}
+	res := raced{keep: -1, cached: true, cpuWon: w == host}
+	res.verdicts = []ClassVerdict{{Class: dc.Name(), Arms: dc.Arms(), Winner: names[w], Cached: true}}
+	if w == host {
+		return res, true
+	}
+	pc := tbl.Race(fmt.Sprintf("prefill%d %s", probePrefill, shape), names[w], names[host])
+	pw := pc.Winner()
+	if pw < 0 {
+		return raced{}, false
+	}
+	res.keep = w
+	res.verdicts = append(res.verdicts, ClassVerdict{Class: pc.Name(), Arms: pc.Arms(), Winner: pc.Arms()[pw], Cached: true})
+	seen := map[string]bool{}
+	for _, l := range m.Arch.Layers {
+		kind := fmt.Sprintf("%s/%s", l.Mixer, l.FFN)
+		if seen[kind] {
+			continue
+		}
+		seen[kind] = true
+		if c := tbl.Lookup(fmt.Sprintf("layer %s %s", kind, shape)); c != nil {
+			res.verdicts = append(res.verdicts, ClassVerdict{Class: c.Name(), Arms: c.Arms(), Winner: c.Arms()[c.Winner()], Cached: true})
+		}
+	}
+	return res, true
+}
+
+// handover says what acting on a prefill verdict would take when the CPU
+// prefills at least 2x faster than the device that decodes ("" otherwise).
+// The prefill race is the kept device against the CPU (the last of names);
+// caps are indexed as names.
 func handover(pv, dv ClassVerdict, names []string, caps []*armCaps) string {
-	p, d := slices.Index(names, pv.Winner), slices.Index(names, dv.Winner)
-	if p < 0 || d < 0 || p == d || pv.Best == nil || pv.Best[p] == 0 || pv.Best[d] == 0 {
+	p, d := slices.Index(pv.Arms, pv.Winner), slices.Index(pv.Arms, dv.Winner)
+	if p < 0 || d < 0 || p == d || len(pv.Best) != len(pv.Arms) || pv.Best[p] == 0 || pv.Best[d] == 0 {
 		return ""
 	}
 	gap := float64(pv.Best[d]) / float64(pv.Best[p])
 	if gap < probe.DefaultConfig.EarlyGap {
 		return ""
 	}
-	msg := fmt.Sprintf("%s prefills %.1fx faster than %s, which decodes fastest: ", names[p], gap, names[d])
-	cp, cd := caps[p], caps[d]
+	host := len(names) - 1
+	dn := slices.Index(names, dv.Winner)
+	msg := fmt.Sprintf("%s prefills %.1fx faster than %s, which decodes fastest: ", pv.Winner, gap, dv.Winner)
+	cp, cd := caps[host], caps[dn]
 	switch {
+	case pv.Winner != names[host]:
+		return "" // not a race against the CPU
 	case cp == nil || cd == nil:
 		return msg + "the sessions' capabilities were not seen"
-	case p == len(names)-1 && cd.imprt:
+	case cd.imprt:
 		return msg + "Options.PrefillOnCPU hands the prompt's state to the device (CPU export, device ImportState)"
-	case cp.export && cd.imprt:
-		return msg + "the contract allows the hand-over (ExportState, then ImportState through the host): the engine would keep both backends open and run session.prefill on the first (the PrefillOnCPU path with a device as the source)"
 	case !cp.export:
-		return msg + names[p] + "'s sessions cannot export their state (backend.StateExporter)"
+		return msg + names[host] + "'s sessions cannot export their state (backend.StateExporter)"
 	}
-	return msg + names[d] + "'s sessions cannot import a state (backend.StateImporter)"
+	return msg + dv.Winner + "'s sessions cannot import a state (backend.StateImporter)"
 }
 
 // cpuFasterError is the auto choice's verdict that the CPU decodes

@@ -51,12 +51,43 @@ type fakeArm struct {
 	vocab           int
 	forwards, opens int
 	closed          bool
+	closes          int
+	up              *fakeUploads // counts this fake's upload while open
+}
+
+// fakeUploads counts the fake devices' uploads held at once: live now,
+// peak the most ever, atPrefill the most while a prefill chunk ran.
+type fakeUploads struct {
+	mu                    sync.Mutex
+	live, peak, atPrefill int
+}
+
+func (u *fakeUploads) open() {
+	u.mu.Lock()
+	u.live++
+	u.peak = max(u.peak, u.live)
+	u.mu.Unlock()
+}
+
+func (u *fakeUploads) get() (live, peak, atPrefill int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.live, u.peak, u.atPrefill
 }
 
 var errFakeLost = errors.New("fake device lost")
 
 func (b *fakeArm) Name() string { return b.name }
-func (b *fakeArm) Close() error { b.closed = true; return nil }
+func (b *fakeArm) Close() error {
+	if !b.closed && b.up != nil {
+		b.up.mu.Lock()
+		b.up.live--
+		b.up.mu.Unlock()
+	}
+	b.closed = true
+	b.closes++
+	return nil
+}
 func (b *fakeArm) NewSession(int) (backend.Session, error) {
 	b.opens++
 	s := &fakeArmSession{b: b}
@@ -84,6 +115,11 @@ func (s *fakeArmSession) Forward(tokens []int, all bool) ([]float32, error) {
 	}
 	if b.clock != nil {
 		b.clock.advance(b.call + time.Duration(len(tokens))*b.tok)
+	}
+	if b.up != nil && len(tokens) > 1 {
+		b.up.mu.Lock()
+		b.up.atPrefill = max(b.up.atPrefill, b.up.live)
+		b.up.mu.Unlock()
 	}
 	s.n += len(tokens)
 	return make([]float32, b.vocab), nil
@@ -134,22 +170,26 @@ func useFakeClock(t *testing.T) *fakeClock {
 	return c
 }
 
-// TestRaceThreeArms: two devices and the CPU race per class; the fastest
-// decoder is kept, the layer kinds race among the LayerRunners, every
+// TestRaceThreeArms: two devices and the CPU race decode; the fastest
+// decoder is kept and the other device closed at once (before the prefill
+// and layer classes, which race the kept device against the CPU), every
 // verdict is persisted with its arms, and the next load measures nothing.
 func TestRaceThreeArms(t *testing.T) {
 	clock := useFakeClock(t)
 	path := filepath.Join(t.TempDir(), "probe.json")
 	m := raceModel()
-	fast := &fakeArm{name: "cuda:0:fake", clock: clock, call: 1 * time.Millisecond, tok: 100 * time.Microsecond, vocab: 16}
+	fast := &fakeArm{name: "cuda:0:fake", clock: clock, call: 1 * time.Millisecond, tok: 100 * time.Microsecond, layer: 500 * time.Microsecond, vocab: 16}
 	slow := &fakeArm{name: "webgpu:fake", clock: clock, call: 4 * time.Millisecond, tok: 200 * time.Microsecond, layer: 500 * time.Microsecond, vocab: 16}
 	cpu := &fakeArm{name: "cpu", clock: clock, call: 20 * time.Millisecond, tok: 2 * time.Millisecond, layer: 200 * time.Microsecond, vocab: 16}
 	r, err := raceBackends(context.Background(), m, []backend.Backend{fast, slow}, cpu, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.keep != 0 || r.cpuWon || r.cached || len(r.failed) != 0 {
-		t.Fatalf("race %+v, want the first device kept, measured", r)
+	if r.keep != 0 || r.cpuWon || r.cached || len(r.failed) != 0 || !slices.Equal(r.closed, []bool{false, true}) {
+		t.Fatalf("race %+v, want the first device kept, measured, the second closed", r)
+	}
+	if !slow.closed || slow.closes != 1 || fast.closed || slow.opens != 1 {
+		t.Errorf("the loser: closed %v (%d times), %d sessions (want 1, the decode race's); the winner closed %v", slow.closed, slow.closes, slow.opens, fast.closed)
 	}
 	want := map[string]string{"decode": "cuda:0:fake", "prefill64": "cuda:0:fake", "layer attention/dense": "cpu", "layer attention/moe": "cpu"}
 	if len(r.verdicts) != len(want) {
@@ -161,8 +201,8 @@ func TestRaceThreeArms(t *testing.T) {
 			t.Errorf("%s: winner %q, want %q", cls, v.Winner, want[cls])
 		}
 		arms := []string{"cuda:0:fake", "webgpu:fake", "cpu"}
-		if strings.HasPrefix(cls, "layer ") {
-			arms = arms[1:] // the CUDA fake is no LayerRunner
+		if cls != "decode" {
+			arms = []string{"cuda:0:fake", "cpu"} // the loser is closed
 		}
 		if !slices.Equal(v.Arms, arms) || len(v.Best) != len(arms) || v.Best[len(arms)-1] == 0 {
 			t.Errorf("%s: arms %q best %v, want %q measured", cls, v.Arms, v.Best, arms)
@@ -177,11 +217,27 @@ func TestRaceThreeArms(t *testing.T) {
 			t.Errorf("entry %+v keyed wrong", e)
 		}
 	}
-	// The next load adopts every verdict: no session, no step.
+	// The next load adopts every verdict: no session, no step; the loser
+	// is closed without a step.
 	before := []int{fast.opens, slow.opens, cpu.opens}
+	slow.closed, slow.closes = false, 0
 	r, err = raceBackends(context.Background(), m, []backend.Backend{fast, slow}, cpu, path)
-	if err != nil || r.keep != 0 || !r.cached {
+	if err != nil || r.keep != 0 || !r.cached || !slow.closed || fast.closed {
 		t.Fatalf("cached race %+v, %v", r, err)
+	}
+	// So does cachedRace, with no backend open (the auto choice's path
+	// when the devices are named by backend.Identify).
+	c, ok := cachedRace(m, []string{fast.name, slow.name}, path)
+	if !ok || c.keep != 0 || c.cpuWon || !c.cached || len(c.verdicts) != len(r.verdicts) {
+		t.Fatalf("cachedRace %+v, %v; want %+v", c, ok, r)
+	}
+	for i, v := range c.verdicts {
+		if w := r.verdicts[i]; v.Class != w.Class || v.Winner != w.Winner || !slices.Equal(v.Arms, w.Arms) || !v.Cached {
+			t.Errorf("cachedRace verdict %+v, raceBackends' %+v", v, w)
+		}
+	}
+	if _, ok := cachedRace(m, []string{slow.name}, path); ok {
+		t.Errorf("cachedRace found a verdict for another set of devices")
 	}
 	for _, v := range r.verdicts {
 		if !v.Cached || v.Best != nil {
@@ -192,6 +248,7 @@ func TestRaceThreeArms(t *testing.T) {
 		t.Errorf("a cached race opened sessions: %v → %v", before, now)
 	}
 	// Another set of devices is another race: measured again.
+	slow.closed = false
 	r, err = raceBackends(context.Background(), m, []backend.Backend{slow}, cpu, path)
 	if err != nil || r.cached || r.keep != 0 {
 		t.Fatalf("race of another set: %+v, %v", r, err)
@@ -206,8 +263,8 @@ func TestRaceCPUWins(t *testing.T) {
 	b := &fakeArm{name: "webgpu:fake", clock: clock, call: 40 * time.Millisecond, vocab: 16}
 	cpu := &fakeArm{name: "cpu", clock: clock, call: 3 * time.Millisecond, vocab: 16}
 	r, err := raceBackends(context.Background(), raceModel(), []backend.Backend{a, b}, cpu, "")
-	if err != nil || r.keep != -1 || !r.cpuWon {
-		t.Fatalf("race %+v, %v; want the CPU", r, err)
+	if err != nil || r.keep != -1 || !r.cpuWon || !a.closed || !b.closed || len(r.verdicts) != 1 {
+		t.Fatalf("race %+v, %v; want the CPU, both devices closed, the decode verdict alone (no device left to race the rest)", r, err)
 	}
 	msg := cpuFasterError([]string{a.name, b.name}, "/x/probe.json", false).Error()
 	for _, w := range []string{"measured just now", "cuda:0:fake, webgpu:fake", "--backend cuda or --backend webgpu", "/x/probe.json"} {
@@ -233,8 +290,8 @@ func TestRaceDeviceFails(t *testing.T) {
 	if n := r.verdicts[0].Note; !strings.Contains(n, "cuda:0:fake failed while timed") {
 		t.Errorf("decode note %q does not name the failure", n)
 	}
-	if broken.forwards != 3 {
-		t.Errorf("the failed device ran %d steps, want 3 (none after its failure)", broken.forwards)
+	if broken.forwards != 3 || !broken.closed || ok.closed {
+		t.Errorf("the failed device ran %d steps, want 3 (none after its failure), closed %v (want true; the kept one %v)", broken.forwards, broken.closed, ok.closed)
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("verdicts persisted after a failure (%v)", err)
@@ -249,14 +306,17 @@ func TestRaceDeviceFails(t *testing.T) {
 	}
 	// Every device failing leaves the CPU with the failures to report.
 	broken.forwards, ok.failAt, ok.forwards = 0, 1, 0
+	broken.closed, ok.closed = false, false
 	r, err = raceBackends(context.Background(), raceModel(), []backend.Backend{broken, ok}, cpu, path)
 	if err != nil || r.keep != -1 || r.cpuWon || len(r.failed) != 2 {
 		t.Fatalf("race %+v, %v; want the CPU for want of a device, two failures", r, err)
 	}
 }
 
-// TestRacePrefillHandover: another arm than the decode winner prefilling
-// 2x faster is reported with what acting on it would take.
+// TestRacePrefillHandover: the CPU prefilling 2x faster than the device
+// that decodes is reported with what acting on it would take. A device
+// that prefills faster but loses decode is closed once it loses (its
+// upload is not held for an informative class).
 func TestRacePrefillHandover(t *testing.T) {
 	clock := useFakeClock(t)
 	ms, us := time.Millisecond, time.Microsecond
@@ -268,20 +328,21 @@ func TestRacePrefillHandover(t *testing.T) {
 	if err != nil || r.keep != 0 {
 		t.Fatalf("race %+v, %v; want cuda (decode)", r, err)
 	}
-	p := r.verdicts[1]
-	if p.Winner != "webgpu:fake" || !strings.Contains(p.Note, "webgpu:fake prefills") || !strings.Contains(p.Note, "cuda:0:fake's sessions cannot import") {
-		t.Errorf("prefill verdict %+v", p)
-	}
-	dec.export = true // now cuda imports: the contract allows it
-	r, _ = raceBackends(context.Background(), raceModel(), []backend.Backend{dec, pre}, cpu, "")
-	if n := r.verdicts[1].Note; !strings.Contains(n, "contract allows the hand-over") {
-		t.Errorf("note %q", n)
+	if p := r.verdicts[1]; p.Winner != "cuda:0:fake" || !slices.Equal(p.Arms, []string{"cuda:0:fake", "cpu"}) || p.Note != "" || !pre.closed || pre.opens != 1 {
+		t.Errorf("prefill verdict %+v; the decode loser closed %v after %d sessions (want 1)", p, pre.closed, pre.opens)
 	}
 	// The CPU prefilling faster than the decoding device: PrefillOnCPU.
 	slowPre := &fakeArm{name: "webgpu:fake", clock: clock, call: 1 * ms, tok: 2 * ms, export: true, vocab: 16}
 	fastCPU := &fakeArm{name: "cpu", clock: clock, call: 5 * ms, tok: 100 * us, vocab: 16}
 	r, _ = raceBackends(context.Background(), raceModel(), []backend.Backend{slowPre}, fastCPU, "")
 	if n := r.verdicts[1].Note; r.keep != 0 || !strings.Contains(n, "PrefillOnCPU") {
+		t.Errorf("race %+v, note %q", r, n)
+	}
+	// A device that cannot import a state: the note says so.
+	noImport := &fakeArm{name: "webgpu:fake", clock: clock, call: 1 * ms, tok: 2 * ms, vocab: 16}
+	exportCPU := &fakeArm{name: "cpu", clock: clock, call: 5 * ms, tok: 100 * us, export: true, vocab: 16}
+	r, _ = raceBackends(context.Background(), raceModel(), []backend.Backend{noImport}, exportCPU, "")
+	if n := r.verdicts[1].Note; r.keep != 0 || !strings.Contains(n, "cpu prefills") || !strings.Contains(n, "webgpu:fake's sessions cannot import") {
 		t.Errorf("race %+v, note %q", r, n)
 	}
 }
@@ -298,10 +359,14 @@ func TestRaceCancelled(t *testing.T) {
 	}
 }
 
-// The fake devices the auto choice opens by name in TestAutoChoosesAmong.
+// The fake devices the auto choice names and opens in TestAutoChoosesAmong
+// and TestAutoRaceFreesLosers; autoCalls counts "identify NAME" and
+// "open NAME"; a name in autoUnnamed cannot be identified without opening.
 var (
 	autoFakesMu sync.Mutex
 	autoFakes   = map[string]*fakeArm{}
+	autoUnnamed = map[string]bool{}
+	autoCalls   = map[string]int{}
 )
 
 func init() {
@@ -309,40 +374,79 @@ func init() {
 		backend.Register(n, func(context.Context, *model.Model, backend.Options) (backend.Backend, error) {
 			autoFakesMu.Lock()
 			defer autoFakesMu.Unlock()
+			autoCalls["open "+n]++
 			if b := autoFakes[n]; b != nil {
+				if b.up != nil {
+					b.up.open()
+				}
 				return b, nil
 			}
 			return nil, fmt.Errorf("%s: no device here", n)
 		})
+		backend.RegisterIdentifier(n, func(context.Context, *model.Model, backend.Options) (string, error) {
+			autoFakesMu.Lock()
+			defer autoFakesMu.Unlock()
+			autoCalls["identify "+n]++
+			if autoUnnamed[n] {
+				return "", backend.ErrUnidentified
+			}
+			if b := autoFakes[n]; b != nil {
+				return b.name, nil
+			}
+			return "", fmt.Errorf("%s: no device here", n)
+		})
 	}
 }
 
-// TestAutoChoosesAmong: the engine's auto choice over registered device
-// backends, on cached verdicts (so no test timing): the cached winner is
-// kept and the others closed without a step; a CPU verdict runs on the
-// CPU with the reason; a backend asked for by name is never measured nor
-// swapped; NoProbe keeps the first that opens.
-func TestAutoChoosesAmong(t *testing.T) {
-	m := tinyModelWith(t, "", 0)
+// useAutoFakes makes the auto choice consider probe-a and probe-b.
+func useAutoFakes(t *testing.T) {
 	old := autoDevices
 	autoDevices = []string{"probe-a", "probe-b"}
-	t.Cleanup(func() { autoDevices = old })
+	t.Cleanup(func() {
+		autoDevices = old
+		autoFakesMu.Lock()
+		clear(autoFakes)
+		clear(autoUnnamed)
+		clear(autoCalls)
+		autoFakesMu.Unlock()
+	})
+}
+
+// autoCount reads autoCalls[key].
+func autoCount(key string) int {
+	autoFakesMu.Lock()
+	defer autoFakesMu.Unlock()
+	return autoCalls[key]
+}
+
+// TestAutoChoosesAmong: the engine's auto choice over registered device
+// backends, on cached verdicts (so no test timing): the devices are named
+// without opening them and only the cached winner is opened, without a
+// step; a CPU verdict opens nothing and runs on the CPU with the reason; a
+// device that cannot be named is opened to learn its name (the cached
+// verdict still holds, the loser closed without a step); a backend asked
+// for by name is never measured nor swapped; NoProbe keeps the first that
+// opens; a machine without the devices opens none.
+func TestAutoChoosesAmong(t *testing.T) {
+	m := tinyModelWith(t, "", 0)
+	useAutoFakes(t)
 	path := filepath.Join(t.TempDir(), "probe.json")
 	fresh := func() (a, b *fakeArm) {
 		a = &fakeArm{name: "probe-a:fake", vocab: m.Arch.Vocab}
 		b = &fakeArm{name: "probe-b:fake", vocab: m.Arch.Vocab}
 		autoFakesMu.Lock()
 		autoFakes["probe-a"], autoFakes["probe-b"] = a, b
+		clear(autoCalls)
 		autoFakesMu.Unlock()
 		return a, b
 	}
-	t.Cleanup(func() { autoFakesMu.Lock(); clear(autoFakes); autoFakesMu.Unlock() })
 	arms := []string{"probe-a:fake", "probe-b:fake", "cpu"}
 	cache := func(winner string) {
-		var es []string
-		for _, c := range []string{"decode ", "prefill64 "} {
-			es = append(es, fmt.Sprintf(`{"version":%q,"device":%q,"class":%q,"winner":%q,"arms":["probe-a:fake","probe-b:fake","cpu"]}`,
-				probeVersion, strings.Join(arms, " + "), c+shapeKey(m), winner))
+		es := []string{fmt.Sprintf(`{"version":%q,"device":%q,"class":%q,"winner":%q,"arms":["probe-a:fake","probe-b:fake","cpu"]}`,
+			probeVersion, strings.Join(arms, " + "), "decode "+shapeKey(m), winner)}
+		if winner != "cpu" {
+			es = append(es, fmt.Sprintf(`{"version":%q,"device":%q,"class":%q,"winner":%q,"arms":[%q,"cpu"]}`,
+				probeVersion, strings.Join(arms, " + "), "prefill64 "+shapeKey(m), winner, winner))
 		}
 		if err := os.WriteFile(path, []byte(`{"entries":[`+strings.Join(es, ",")+`]}`), 0o644); err != nil {
 			t.Fatal(err)
@@ -354,48 +458,138 @@ func TestAutoChoosesAmong(t *testing.T) {
 		}
 		return n
 	}
+	opened := func() []int { return []int{autoCount("open probe-a"), autoCount("open probe-b")} }
 
 	cache("probe-b:fake")
 	a, b := fresh()
 	e := newEngine(t, m, Options{Backend: "auto", ProbeCache: path})
-	if e.dev != b || !a.closed || b.closed || steps(a, b) != 0 || e.DeviceError() != nil || e.BackendReason() != "" {
-		t.Fatalf("auto on a cached probe-b verdict: device %v (a closed %v, b closed %v, %d steps), error %v, reason %q",
-			e.BackendName(), a.closed, b.closed, steps(a, b), e.DeviceError(), e.BackendReason())
+	if e.dev != b || b.closed || steps(a, b) != 0 || e.DeviceError() != nil || e.BackendReason() != "" {
+		t.Fatalf("auto on a cached probe-b verdict: device %v (b closed %v, %d steps), error %v, reason %q",
+			e.BackendName(), b.closed, steps(a, b), e.DeviceError(), e.BackendReason())
 	}
-	if v := e.ProbeVerdicts(); len(v) != 2 || !v[0].Cached || v[0].Winner != "probe-b:fake" {
+	if o := opened(); !slices.Equal(o, []int{0, 1}) || autoCount("identify probe-a") != 1 {
+		t.Errorf("a cached verdict opened %v (probe-a, probe-b), want only the winner once", o)
+	}
+	if v := e.ProbeVerdicts(); len(v) != 2 || !v[0].Cached || v[0].Winner != "probe-b:fake" || !slices.Equal(v[1].Arms, []string{"probe-b:fake", "cpu"}) {
 		t.Errorf("verdicts %+v", v)
 	}
 
-	// Asked for by name: that backend, whatever the verdicts say.
+	// A device that cannot be named without opening: both are opened,
+	// the cached verdict is adopted, the loser closed without a step.
+	a, b = fresh()
+	autoFakesMu.Lock()
+	autoUnnamed["probe-a"] = true
+	autoFakesMu.Unlock()
+	e = newEngine(t, m, Options{Backend: "auto", ProbeCache: path})
+	if e.dev != b || !a.closed || a.closes != 1 || steps(a, b) != 0 || !slices.Equal(opened(), []int{1, 1}) {
+		t.Fatalf("unnamed probe-a: device %s, a closed %v (%d times), %d steps, opened %v", e.BackendName(), a.closed, a.closes, steps(a, b), opened())
+	}
+	autoFakesMu.Lock()
+	clear(autoUnnamed)
+	autoFakesMu.Unlock()
+
+	// Asked for by name: that backend, whatever the verdicts say; nothing
+	// else named or opened.
 	a, b = fresh()
 	e = newEngine(t, m, Options{Backend: "probe-a", ProbeCache: path})
-	if e.dev != a || steps(a, b) != 0 || b.opens != 0 || e.ProbeVerdicts() != nil {
-		t.Fatalf("--backend probe-a: device %s, %d steps", e.BackendName(), steps(a, b))
+	if e.dev != a || steps(a, b) != 0 || !slices.Equal(opened(), []int{1, 0}) || autoCount("identify probe-b") != 0 || e.ProbeVerdicts() != nil {
+		t.Fatalf("--backend probe-a: device %s, %d steps, opened %v", e.BackendName(), steps(a, b), opened())
 	}
 
 	// NoProbe: the first that opens, the next never opened.
 	a, b = fresh()
 	e = newEngine(t, m, Options{Backend: "auto", ProbeCache: path, NoProbe: true})
-	if e.dev != a || steps(a, b) != 0 {
-		t.Fatalf("NoProbe: device %s, %d steps", e.BackendName(), steps(a, b))
+	if e.dev != a || steps(a, b) != 0 || !slices.Equal(opened(), []int{1, 0}) {
+		t.Fatalf("NoProbe: device %s, %d steps, opened %v", e.BackendName(), steps(a, b), opened())
 	}
 
-	// A cached CPU verdict: both closed, the reason names them.
+	// A cached CPU verdict: nothing opened, the reason names them.
 	cache("cpu")
 	a, b = fresh()
 	e = newEngine(t, m, Options{Backend: "auto", ProbeCache: path})
-	if e.dev != nil || !a.closed || !b.closed || e.DeviceError() != nil || !strings.Contains(e.BackendReason(), "earlier load") ||
+	if e.dev != nil || !slices.Equal(opened(), []int{0, 0}) || e.DeviceError() != nil || !strings.Contains(e.BackendReason(), "earlier load") ||
 		!strings.Contains(e.BackendReason(), "probe-a:fake, probe-b:fake") {
-		t.Fatalf("cached CPU verdict: device %s, error %v, reason %q", e.BackendName(), e.DeviceError(), e.BackendReason())
+		t.Fatalf("cached CPU verdict: device %s, opened %v, error %v, reason %q", e.BackendName(), opened(), e.DeviceError(), e.BackendReason())
+	}
+	if v := e.ProbeVerdicts(); len(v) != 1 || v[0].Winner != "cpu" || !v[0].Cached {
+		t.Errorf("verdicts %+v", v)
 	}
 
-	// A device that does not open is no arm: the race is among those that
-	// do (here none is cached for that set, so it is measured).
+	// A device that is not there is neither opened nor an arm: the race
+	// is among those that are (here none is cached for that set, so it is
+	// measured).
 	autoFakesMu.Lock()
 	autoFakes["probe-a"] = nil
+	clear(autoCalls)
 	autoFakesMu.Unlock()
 	e = newEngine(t, m, Options{Backend: "auto", ProbeCache: path})
 	if v := e.ProbeVerdicts(); len(v) == 0 || !slices.Equal(v[0].Arms, []string{"probe-b:fake", "cpu"}) || v[0].Cached {
 		t.Fatalf("race without probe-a: %+v", v)
+	}
+	if o := opened(); !slices.Equal(o, []int{0, 1}) {
+		t.Errorf("opened %v, want probe-b only", o)
+	}
+
+	// No device at all (a CPU-only machine): nothing opened, each
+	// backend's reason reported.
+	autoFakesMu.Lock()
+	clear(autoFakes)
+	clear(autoCalls)
+	autoFakesMu.Unlock()
+	e = newEngine(t, m, Options{Backend: "auto", ProbeCache: path})
+	if err := e.DeviceError(); e.dev != nil || !slices.Equal(opened(), []int{0, 0}) || err == nil ||
+		!strings.Contains(err.Error(), "probe-a: no device here") || !strings.Contains(err.Error(), "probe-b: no device here") || e.ProbeVerdicts() != nil {
+		t.Fatalf("no device: %s, opened %v, error %v", e.BackendName(), opened(), err)
+	}
+}
+
+// TestAutoRaceFreesLosers: a first load (no verdict) opens both devices
+// and races them; the one that loses decode is closed before the prefill
+// class runs, so at most both uploads are held during the decode race and
+// one after it; the next load opens the winner alone.
+func TestAutoRaceFreesLosers(t *testing.T) {
+	m := tinyModelWith(t, "", 0)
+	useAutoFakes(t)
+	path := filepath.Join(t.TempDir(), "probe.json")
+	up := &fakeUploads{}
+	a := &fakeArm{name: "probe-a:fake", vocab: m.Arch.Vocab, up: up}
+	b := &fakeArm{name: "probe-b:fake", vocab: m.Arch.Vocab, up: up}
+	autoFakesMu.Lock()
+	autoFakes["probe-a"], autoFakes["probe-b"] = a, b
+	autoFakesMu.Unlock()
+	e := newEngine(t, m, Options{Backend: "auto", ProbeCache: path})
+	live, peak, atPrefill := up.get()
+	v := e.ProbeVerdicts()
+	if peak != 2 || len(v) == 0 || v[0].Cached || !slices.Equal(v[0].Arms, []string{"probe-a:fake", "probe-b:fake", "cpu"}) {
+		t.Fatalf("first load: peak %d uploads (want 2, both raced), verdicts %+v", peak, v)
+	}
+	// Which arm wins is this machine's timing; what is held is not.
+	kept := 0
+	if e.dev != nil {
+		kept = 1
+	}
+	if live != kept || atPrefill > 1 || a.closes > 1 || b.closes > 1 {
+		t.Fatalf("after the race: %d uploads held (device %s), %d while prefill ran (want at most 1), closes %d/%d",
+			live, e.BackendName(), atPrefill, a.closes, b.closes)
+	}
+	for _, f := range []*fakeArm{a, b} {
+		if (e.dev == backend.Backend(f)) == f.closed {
+			t.Errorf("%s: closed %v, kept %v", f.name, f.closed, e.dev == backend.Backend(f))
+		}
+	}
+	if e.dev == nil {
+		t.Skipf("the CPU won the race on this machine (%q): the next load's device path is covered by TestAutoChoosesAmong", e.BackendReason())
+	}
+	// The next load: the saved verdict opens the winner alone.
+	e.dev.Close()
+	a.closed, b.closed, a.closes, b.closes = false, false, 0, 0
+	*up = fakeUploads{}
+	autoFakesMu.Lock()
+	clear(autoCalls)
+	autoFakesMu.Unlock()
+	winner := e.dev
+	e = newEngine(t, m, Options{Backend: "auto", ProbeCache: path})
+	if _, peak, _ := up.get(); e.dev != winner || peak != 1 || autoCount("open probe-a")+autoCount("open probe-b") != 1 || !e.ProbeVerdicts()[0].Cached {
+		t.Fatalf("second load: device %s (want %s), peak %d uploads, opened %d", e.BackendName(), winner.Name(), peak, autoCount("open probe-a")+autoCount("open probe-b"))
 	}
 }

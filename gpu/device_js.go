@@ -20,7 +20,7 @@ var AcquireJS func() (*wgpu.Device, AdapterInfo, error)
 
 // describeAdapter is Adapter in the browser: the device comes whole from
 // AcquireJS, so the adapter is not described apart from it.
-var describeAdapter = func() (AdapterInfo, error) { return AdapterInfo{}, ErrNoInfo }
+var describeAdapter = func() (AdapterInfo, wgpu.Limits, error) { return AdapterInfo{}, wgpu.Limits{}, ErrNoInfo }
 
 var openDevice = func(Options) (*Device, error) {
 	if AcquireJS == nil {

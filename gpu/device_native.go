@@ -105,15 +105,15 @@ func adapterInfo(ai wgpu.AdapterInfo) AdapterInfo {
 
 // describeAdapter is Adapter natively: the adapter is requested, read and
 // released; no device is created.
-var describeAdapter = func() (AdapterInfo, error) {
+var describeAdapter = func() (AdapterInfo, wgpu.Limits, error) {
 	inst, ad, err := requestAdapter()
 	if err != nil {
-		return AdapterInfo{}, err
+		return AdapterInfo{}, wgpu.Limits{}, err
 	}
-	info := adapterInfo(ad.GetInfo())
+	info, lim := adapterInfo(ad.GetInfo()), ad.GetLimits().Limits
 	ad.Release()
 	inst.Release()
-	return info, nil
+	return info, lim, nil
 }
 
 // readbackTimeout bounds a wait for the device; a hung device reads as lost.

@@ -1,6 +1,10 @@
 package gpu
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
 
 // Options tune Open. The zero value opens a device for normal use.
 type Options struct {
@@ -33,7 +37,14 @@ var ErrNoInfo = errors.New("webgpu: the adapter is not described apart from its 
 // device on it (nothing allocated; the adapter is released). It fails as
 // Open does when there is none (ErrNoAdapter), and with ErrNoInfo where it
 // cannot tell.
-func Adapter() (AdapterInfo, error) { return describeAdapter() }
+func Adapter() (AdapterInfo, error) {
+	info, _, err := describeAdapter()
+	return info, err
+}
+
+// AdapterLimits is Adapter with the adapter's limits: those Open asks its
+// device for (`cortiq devices` lists them without creating a device).
+func AdapterLimits() (AdapterInfo, wgpu.Limits, error) { return describeAdapter() }
 
 // Open acquires the platform's best adapter and a device with the adapter's
 // full limits. It returns an error wrapping ErrNoAdapter when there is none.

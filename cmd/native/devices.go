@@ -67,15 +67,14 @@ func cmdDevices(args []string) error {
 		ProbeError   string `json:"probe_error,omitempty"`
 		CPUCores     int    `json:"cpu_cores"`
 	}{CPUCores: numCPU(), ProbeCache: cachePath, ProbeVersion: engine.ProbeVersion}
-	if dev, err := gpu.Open(gpu.Options{}); err != nil {
+	// The adapter and the CUDA devices are described without creating a
+	// device or a context: nothing is opened, nothing uploaded.
+	if info, l, err := gpu.AdapterLimits(); err != nil {
 		out.Error = err.Error()
 	} else {
-		info := dev.Info()
-		l := dev.Limits()
 		out.Adapter = &info
 		out.Limits = &limits{l.MaxBufferSize, l.MaxStorageBufferBindingSize, l.MaxComputeWorkgroupStorageSize,
 			l.MaxComputeInvocationsPerWorkgroup, l.MaxStorageBuffersPerShaderStage}
-		dev.Close()
 	}
 	if cd, err := driver.Devices(); err != nil {
 		out.CUDAError = err.Error()
