@@ -131,7 +131,8 @@ func raceBackends(ctx context.Context, m *model.Model, devs []backend.Backend, c
 		}
 	}
 	// finish notes the failures on the decode verdict and writes the
-	// verdicts (none after a failure: Table.Deferred).
+	// verdicts held back (Table.Deferred; a class with a failure is never
+	// written, and after a failure in decode none is).
 	finish := func() raced {
 		if len(res.failed) > 0 {
 			msgs := make([]string, len(res.failed))
