@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cortiq/cortiq/fixtures"
+	"github.com/cortiq/cortiq/tensor"
 )
 
 // TestAttnPrepFused: one-token steps with the qkv prep fused into the
@@ -20,9 +21,24 @@ func TestAttnPrepFused(t *testing.T) {
 	d := testDevice(t)
 	splitLenOverride = 8 // decode crosses from the single pass to split-K
 	defer func() { splitLenOverride = 0 }()
-	for _, name := range slices.Concat(fixtures.Dense, fixtures.Hybrid, fixtures.InRepo) {
+	// The families, then llama with its weights in codecs whose output
+	// projection the combining matvec reads (the staged kernel's codecs).
+	names := slices.Concat(fixtures.Dense, fixtures.Hybrid, fixtures.InRepo)
+	codecs := map[string]tensor.Codec{}
+	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.Q5_0, tensor.IQ4_NL} {
+		codecs["llama/"+c.String()] = c
+		names = append(names, "llama/"+c.String())
+	}
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
+			c, quant := codecs[name]
+			if quant {
+				name = "llama"
+			}
 			m, ref := loadFixture(t, name)
+			if quant {
+				m = quantized(t, m, c)
+			}
 			for _, f16 := range []bool{false, true} {
 				run := func(prep, comb string) (steps []float32, picks []int) {
 					_, s := testSession(t, m, Options{Device: d, Chunk: 16, KVF16: f16, Tuning: Tuning{AttnPrep: prep, AttnCombine: comb}}, 64)

@@ -257,7 +257,7 @@ func (g *graph) combineInto(label string, dl *dlayer, attn, o *op, m matmul) err
 	sh := b.tune.matvecShape(w.rows)
 	ch := shaders.ChunkOf(w.codec)
 	if ch == 0 || ch > 32 || 256%ch != 0 || w.cols != at.Heads*at.HeadDim || w.cols%ch != 0 ||
-		shaders.MatvecCombSharedBytes(sh, w.cols, cb) > int(b.dev.Limits().MaxComputeWorkgroupStorageSize) {
+		shaders.MatvecCombSharedBytes(sh, w.cols, cb)+shaders.LUTBytes(w.codec) > int(b.dev.Limits().MaxComputeWorkgroupStorageSize) {
 		return nil
 	}
 	p, err := b.dev.PipelineOf(fmt.Sprintf("matvec-comb/%s/r%ds%dg%d/%d/%+v", w.codec, sh.Rows, sh.Sets, sh.Groups, w.cols, cb),
