@@ -11,11 +11,11 @@ import (
 )
 
 // TestAttnPrepFused: one-token steps with the qkv prep fused into the
-// attention kernel and split-K attention's combine fused into the output
-// projection (the defaults) give bit for bit the logits of both as their
-// own dispatches (Tuning.AttnPrep, AttnCombine "separate") on every
-// fixture family with attention, both KV codecs, the single-pass and split-K kernels
-// (short and long spans), sliding-window rings, sinks, per-head q/k norms
+// attention kernel (Tuning.AttnPrep "fused") and split-K attention's
+// combine fused into the output projection (the default) give bit for bit
+// the logits of both as their own dispatches (AttnPrep "", AttnCombine
+// "separate") on every fixture family with attention, both KV codecs, the
+// single-pass and split-K kernels (short and long spans), sliding-window rings, sinks, per-head q/k norms
 // and greedy batches on the device.
 func TestAttnPrepFused(t *testing.T) {
 	d := testDevice(t)
@@ -56,7 +56,7 @@ func TestAttnPrepFused(t *testing.T) {
 								attns++
 							}
 						}
-						if want := map[string]int{"": 0, "separate": attns}[prep]; attns == 0 || preps != want {
+						if want := map[string]int{"fused": 0, "": attns}[prep]; attns == 0 || preps != want {
 							t.Fatalf("AttnPrep %q, %d positions: %d prep and %d attention dispatches", prep, end, preps, attns)
 						}
 						if end == 40 && comb == "" && name == "llama" && combs != 0 {
@@ -87,8 +87,8 @@ func TestAttnPrepFused(t *testing.T) {
 					}
 					return steps, picks
 				}
-				ss, sp := run("separate", "separate")
-				for _, c := range [][2]string{{"", ""}, {"", "separate"}, {"separate", ""}} {
+				ss, sp := run("", "separate")
+				for _, c := range [][2]string{{"fused", ""}, {"fused", "separate"}, {"", ""}} {
 					fs, fp := run(c[0], c[1])
 					for i := range ss {
 						if math.Float32bits(fs[i]) != math.Float32bits(ss[i]) {

@@ -371,7 +371,7 @@ func (g *graph) attention(i int, dl *dlayer, in *gpu.Buffer, pre *preNorm) error
 	if s.decSplits > 1 {
 		attn.splitDec, attn.combineDec = splitK(s.decSplitLen, s.decSplits)
 	}
-	if b.tune.AttnPrep == "" {
+	if b.tune.AttnPrep == "fused" {
 		// One-token steps: the prep fused into attention (and its split
 		// variant), one dispatch less per layer.
 		fusedP, err := b.kvPipe(shaders.AttentionPrep)
