@@ -138,7 +138,7 @@ func (f *File) setTensors(ents []entryJSON, dirOff int64) error {
 		if _, dup := f.index[ej.Name]; dup {
 			return errorf(f.Name, "tensor %d: duplicate name %q", i, ej.Name)
 		}
-		n, err := byteLen(c, ej.Shape)
+		n, err := storedLen(c, ej.Shape)
 		if err != nil {
 			return errorf(f.Name, "tensor %d %q: %s %v: %v", i, ej.Name, c, ej.Shape, err)
 		}
@@ -185,4 +185,13 @@ func byteLen(c tensor.Codec, shape []int) (int64, error) {
 		elems *= int64(d)
 	}
 	return tensor.ByteLen(c, shape)
+}
+
+// storedLen is the bytes the file stores for a tensor: its rows (byteLen),
+// then the codec's side field if it has one (tensor.StoredLen).
+func storedLen(c tensor.Codec, shape []int) (int64, error) {
+	if _, err := byteLen(c, shape); err != nil {
+		return 0, err
+	}
+	return tensor.StoredLen(c, shape)
 }

@@ -29,7 +29,7 @@ func TestSeedCodecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	for _, c := range []tensor.Codec{tensor.Q8_ROW, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G, tensor.Q1T} {
+	for _, c := range []tensor.Codec{tensor.Q8_ROW, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G, tensor.Q1T, tensor.Q8_2F} {
 		t.Run(c.String(), func(t *testing.T) {
 			path := filepath.Join(dir, c.String()+".cmf")
 			if err := writer.SaveCMF(f, path, writer.SaveOptions{Quant: c}); err != nil {

@@ -159,6 +159,19 @@ func convert(t *tensor.Tensor, target tensor.Codec) (*tensor.Tensor, error) {
 	if len(t.Data) != rows*srcRow {
 		return nil, fmt.Errorf("%d bytes of data, %s %v needs %d", len(t.Data), t.Codec, t.Shape, rows*srcRow)
 	}
+	if target.HasSide() {
+		// The column field is chosen over whole matrices: the tensor is
+		// decoded and encoded whole.
+		f := make([]float32, rows*cols)
+		if err := tensor.DequantizeTensor(f, t); err != nil {
+			return nil, err
+		}
+		data, side, err := tensor.EncodeTensor(target, t.Shape, f)
+		if err != nil {
+			return nil, err
+		}
+		return &tensor.Tensor{Name: t.Name, Codec: target, Shape: slices.Clone(t.Shape), Data: data, Side: side}, nil
+	}
 	dst := make([]byte, rows*dstRow)
 	// Chunks of about 1M elements bound the float32 scratch per worker.
 	chunk := max(1, (1<<20)/cols)
@@ -175,7 +188,7 @@ func convert(t *tensor.Tensor, target tensor.Codec) (*tensor.Tensor, error) {
 			for r0 := range next {
 				n := min(chunk, rows-r0)
 				f := buf[:n*cols]
-				err := tensor.Dequantize(f, t.Codec, t.Data[r0*srcRow:(r0+n)*srcRow])
+				err := tensor.DecodeRows(f, t, r0, n)
 				if err == nil {
 					err = tensor.Quantize(dst[r0*dstRow:(r0+n)*dstRow], target, f)
 				}

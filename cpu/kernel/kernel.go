@@ -7,6 +7,8 @@
 // in float32 with the weights decoded exactly as tensor.Dequantize decodes
 // them; the only difference from a naive "dequantize, then dot" loop is the
 // order of float32 additions (8-lane partial sums, 16 in arm64's f32 dot;
+// a codec with a side field, q8_2f, decodes rows with their matrix's
+// column field, tensor.DecodeRows's values;
 // for block codecs the block scale multiplies a block's partial sum, and
 // q4_0's -8 offset and q4_K's min are applied through Σx). MatMul decodes weight rows to float32
 // exactly and accumulates each output in one float32 sum per token. This is
@@ -139,6 +141,10 @@ func prepareMatVec(y []float32, w *tensor.Tensor, x []float32, row0, nrows int, 
 		panic(fmt.Sprintf("kernel: MatVec %s %v: len(x)=%d len(y)=%d for %d rows of %d", w.Name, w.Shape, len(x), len(y), nrows, cols))
 	}
 	m := matvec{y: y[:nrows], data: w.Data[row0*rb : (row0+nrows)*rb], rb: rb, x: x}
+	if w.Codec.HasSide() {
+		m.k, m.aux = matvecKernel(w.Codec), sideField(w, row0, nrows)
+		return m
+	}
 	if CurrentMode() == Int8 && cols > 0 && allFinite(x) {
 		if packedDecode && packable(w.Codec) && row0%i8Rows == 0 && cols%32 == 0 {
 			if *qx == nil {
@@ -224,6 +230,10 @@ func MatMul(y []float32, w *tensor.Tensor, x []float32, n int) {
 		return
 	case 1:
 		MatVec(y[:rows], w, x[:cols])
+		return
+	}
+	if w.Codec.HasSide() {
+		matmulSide(y, w, x, n, rows, cols)
 		return
 	}
 	if int8MatMul != nil && CurrentMode() == Int8 && allFinite(x[:n*cols]) && int8MatMul(y, w, x, n, rows, cols, rb) {
