@@ -1,7 +1,9 @@
 package shaders
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -33,6 +35,11 @@ type DeviceCodec struct {
 	// the tensor's blocks (its u32 word offset is the kernels' soff); nil
 	// for the other codecs.
 	Grid []byte
+	// Side lays out the per-tensor side field of a codec that has one
+	// (tensor.Codec.HasSide: q8_2f's column field) for the weight made of
+	// the rows of ts in order, to follow its blocks from u32 word base (the
+	// kernels' soff); nil for the other codecs. See Q82Tail.
+	Side func(base uint32, ts []*tensor.Tensor) ([]byte, error)
 
 	padded  bool     // GGUF's blocks padded to 16 bytes (PadBlocks)
 	prelude []string // the WGSL files of its prelude, in order
@@ -89,6 +96,9 @@ var deviceCodecs = func() []*DeviceCodec {
 		padded(tensor.IQ3_XXS, 32, false), padded(tensor.IQ3_S, 32, false), padded(tensor.IQ1_S, 32, false), padded(tensor.IQ1_M, 16, false),
 		padded(tensor.Q8_ROW, 32, false), padded(tensor.Q4_TILED, 32, false), padded(tensor.Q4TP, 32, false), padded(tensor.Q2TP, 32, false),
 		padded(tensor.Q1, 32, false), padded(tensor.Q1G, 32, false), padded(tensor.Q1T, 32, false))
+	q82 := padded(tensor.Q8_2F, 32, true)
+	q82.Side = Q82Tail
+	out = append(out, q82)
 	return out
 }()
 
@@ -187,4 +197,54 @@ func repackPlanar(dst, src []byte, blockBytes, qBytes int) ([]byte, uint32, erro
 	}
 	clear(out[qlen+2*n:])
 	return out, uint32(qlen / 4), nil
+}
+
+// Q82Tail is the column field of a q8_2f weight made of the rows of ts in
+// order (a fused q/k/v, a bank's experts), laid out for
+// codec_q8_2f.wgsl from u32 word base (a multiple of 4): the row length,
+// then one u32 per row, the word where that row's column scales start, then
+// each matrix's scales as f32, every field starting on a 16-byte boundary
+// so a kernel reads four scales with one load. Each tensor's rows take the
+// field of their matrix (tensor.Matrices).
+func Q82Tail(base uint32, ts []*tensor.Tensor) ([]byte, error) {
+	if len(ts) == 0 || base%4 != 0 {
+		return nil, fmt.Errorf("shaders: q8_2f side field at word %d of %d tensors", base, len(ts))
+	}
+	cols := ts[0].Cols()
+	rows, fields := 0, 0
+	for _, t := range ts {
+		if t.Codec != tensor.Q8_2F || t.Cols() != cols || cols%64 != 0 {
+			return nil, fmt.Errorf("shaders: %s (%s %v) cannot join a q8_2f weight of %d columns", t.Name, t.Codec, t.Shape, cols)
+		}
+		if err := t.CheckSide(); err != nil {
+			return nil, fmt.Errorf("shaders: %w", err)
+		}
+		rows += t.Rows()
+		fields += tensor.Matrices(t.Shape)
+	}
+	head := (1 + rows + 3) &^ 3 // words, to a 16-byte boundary
+	out := make([]byte, 4*(head+fields*cols))
+	le := binary.LittleEndian
+	le.PutUint32(out, uint32(cols))
+	row, field := 0, 0
+	f := make([]float32, cols)
+	for _, t := range ts {
+		nm := tensor.Matrices(t.Shape)
+		per := t.Rows() / nm
+		for m := range nm {
+			at := head + field*cols
+			if err := tensor.ColumnField(f, t, m); err != nil {
+				return nil, fmt.Errorf("shaders: %w", err)
+			}
+			for i, v := range f {
+				le.PutUint32(out[4*(at+i):], math.Float32bits(v))
+			}
+			for range per {
+				le.PutUint32(out[4*(1+row):], base+uint32(at))
+				row++
+			}
+			field++
+		}
+	}
+	return out, nil
 }

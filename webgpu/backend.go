@@ -646,10 +646,12 @@ func (b *Backend) loadFFN(m *model.Model, i int, dl *dlayer) (*dlayer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sameCodec(gate, up) {
+	if sameCodec(gate, up) && !gate.Codec.HasSide() {
 		// Rows interleaved, so a matvec workgroup holds each gate row next
 		// to its up row and can apply the activation itself (see
-		// matmul.wgsl's mode 2): one dispatch less per layer at decode.
+		// matmul.wgsl's mode 2): one dispatch less per layer at decode. (A
+		// codec with a side field keeps two weights, each with its own
+		// column field, which one interleaved tensor cannot carry.)
 		gu, err := interleaveRows(name("ffn_gate_up"), gate, up)
 		if err != nil {
 			return nil, err

@@ -68,6 +68,10 @@ func deviceBytes(c tensor.Codec, rows, cols int) int64 {
 	if planar(dc) {
 		n += 4 // scale plane padding
 	}
+	if dc.HasSide() {
+		// The side field's row table and one matrix's column field.
+		n += 4*int64(rows+4) + 4*int64(cols)
+	}
 	return n + int64(len(shaders.GridTail(dc)))
 }
 
@@ -126,6 +130,16 @@ func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows
 	if d.Grid != nil && err == nil {
 		soff = uint32(len(data) / 4)
 		data = append(data, d.Grid...)
+	}
+	if d.Side != nil && err == nil {
+		// The per-tensor side field (q8_2f's column scales) after the
+		// blocks, at the kernels' soff.
+		soff = uint32(len(data) / 4)
+		var tail []byte
+		if tail, err = d.Side(soff, ts); err != nil {
+			return nil, 0, 0, 0, 0, fmt.Errorf("webgpu: %s: %w", ts[0].Name, err)
+		}
+		data = append(data, tail...)
 	}
 	return data, c, rows, cols, soff, err
 }
