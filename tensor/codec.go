@@ -60,10 +60,14 @@ const (
 	// (64 int8, f16 d) and a per-matrix side field of f16 column scales
 	// (Tensor.Side; side.go). x = d·q·c_col.
 	Q8_2F Codec = 33
+	// BLR is the seed's binary low-rank weight, W = U·diag(s)·V with ±1
+	// factors of rank k, run as two products (blr.go): no rows of its own
+	// (ByteLen 0); the side field holds both factors as q1 matrices.
+	BLR Codec = 34
 
 	// NumCodecs bounds the codec numbers: tables indexed by codec have this
 	// length.
-	NumCodecs = 34
+	NumCodecs = 35
 )
 
 var codecInfo = [...]struct {
@@ -107,6 +111,7 @@ var codecInfo = [...]struct {
 	Q1G:      {"q1g", 128, 18},
 	Q1T:      {"q1t", 64, 28},
 	Q8_2F:    {"q8_2f", 64, 66},
+	BLR:      {"blr", 1, 0},
 }
 
 // Valid reports whether c is a codec this build knows.

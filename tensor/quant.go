@@ -46,6 +46,8 @@ func Dequantize(dst []float32, c Codec, src []byte) error {
 		}
 	case Q8_2F:
 		return fmt.Errorf("tensor: dequantize: %s rows mean nothing without the tensor's column field: decode the tensor (DecodeRows)", c)
+	case BLR:
+		return fmt.Errorf("tensor: dequantize: %s is two factor matrices, not rows: decode the tensor (DecodeRows)", c)
 	default:
 		dec := blockDecoders[c]
 		if dec == nil {
@@ -190,6 +192,8 @@ func Quantize(dst []byte, c Codec, src []float32) error {
 		}
 	case Q8_2F:
 		return fmt.Errorf("tensor: quantize: %s chooses a column field over the whole matrix: encode the tensor (EncodeTensor)", c)
+	case BLR:
+		return fmt.Errorf("tensor: quantize: %s factors the whole matrix: encode the tensor (EncodeTensor)", c)
 	default:
 		enc := blockEncoders[c]
 		if enc == nil {

@@ -272,7 +272,7 @@ func setQ4_0(b []byte, j int, v float32) {
 // field) can write codec c: every codec that holds floats.
 func Encodes(c Codec) bool {
 	switch c {
-	case F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q8_2F:
+	case F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q8_2F, BLR:
 		return true
 	}
 	return c.Valid() && blockEncoders[c] != nil

@@ -25,7 +25,7 @@ import (
 
 // HasSide reports whether codec c carries a per-tensor side field
 // (Tensor.Side) besides its rows.
-func (c Codec) HasSide() bool { return c == Q8_2F }
+func (c Codec) HasSide() bool { return c == Q8_2F || c == BLR }
 
 // Matrices is the number of [rows, cols] matrices a tensor of shape holds:
 // the product of the dimensions before the last two (1 for a vector or a
@@ -44,6 +44,9 @@ func Matrices(shape []int) int {
 func SideLen(c Codec, shape []int) (int64, error) {
 	if !c.HasSide() {
 		return 0, nil
+	}
+	if c == BLR {
+		return 0, fmt.Errorf("tensor: a blr tensor's side field is as long as its rank makes it (CheckStored)")
 	}
 	if len(shape) < 2 {
 		return 0, fmt.Errorf("tensor: a %s tensor needs two or more dimensions, not %v", c, shape)
@@ -65,22 +68,33 @@ func StoredLen(c Codec, shape []int) (int64, error) {
 	return n + s, err
 }
 
+// CheckStored reports whether n bytes are what a container stores for a
+// tensor of codec c and shape: StoredLen, or for blr, whose side field is
+// as long as its rank makes it, a whole rank (BLRRank).
+func CheckStored(c Codec, shape []int, n int64) error {
+	if c == BLR {
+		_, err := BLRRank(shape, n)
+		return err
+	}
+	want, err := StoredLen(c, shape)
+	if err != nil {
+		return err
+	}
+	if n != want {
+		return fmt.Errorf("%d bytes, %s %v needs %d", n, c, shape, want)
+	}
+	return nil
+}
+
 // SplitStored splits b, a tensor's bytes as a container stores them
-// (StoredLen), into its rows and its side field (nil for codecs without
+// (CheckStored), into its rows and its side field (nil for codecs without
 // one). Both alias b.
 func SplitStored(c Codec, shape []int, b []byte) (data, side []byte, err error) {
-	n, err := ByteLen(c, shape)
-	if err != nil {
-		return nil, nil, err
+	if err := CheckStored(c, shape, int64(len(b))); err != nil {
+		return nil, nil, fmt.Errorf("tensor: %w", err)
 	}
-	s, err := SideLen(c, shape)
-	if err != nil {
-		return nil, nil, err
-	}
-	if int64(len(b)) != n+s {
-		return nil, nil, fmt.Errorf("tensor: %d bytes for %s %v, want %d", len(b), c, shape, n+s)
-	}
-	if s == 0 {
+	n, _ := ByteLen(c, shape)
+	if !c.HasSide() {
 		return b, nil, nil
 	}
 	return b[:n:n], b[n:], nil
@@ -89,6 +103,15 @@ func SplitStored(c Codec, shape []int, b []byte) (data, side []byte, err error) 
 // CheckSide reports whether t.Side is the side field its codec and shape
 // imply (nil for a codec without one), naming the tensor.
 func (t *Tensor) CheckSide() error {
+	if t.Codec == BLR {
+		if len(t.Data) != 0 {
+			return fmt.Errorf("tensor %q: blr holds %d bytes of rows, want none", t.Name, len(t.Data))
+		}
+		if _, err := BLRRank(t.Shape, int64(len(t.Side))); err != nil {
+			return fmt.Errorf("tensor %q: %w", t.Name, err)
+		}
+		return nil
+	}
 	s, err := SideLen(t.Codec, t.Shape)
 	if err != nil {
 		return fmt.Errorf("tensor %q: %w", t.Name, err)
@@ -109,7 +132,7 @@ func ColumnField(dst []float32, t *Tensor, m int) error {
 		return err
 	}
 	cols := t.Cols()
-	if !t.Codec.HasSide() || m < 0 || m >= Matrices(t.Shape) || len(dst) != cols {
+	if t.Codec != Q8_2F || m < 0 || m >= Matrices(t.Shape) || len(dst) != cols {
 		return fmt.Errorf("tensor %q: no column field %d of %d values (%s %v)", t.Name, m, len(dst), t.Codec, t.Shape)
 	}
 	for i := range dst {
@@ -121,7 +144,7 @@ func ColumnField(dst []float32, t *Tensor, m int) error {
 // MatrixSide is the side field of matrix m of t (a [E, out, in] bank's
 // expert m), for a view of that matrix alone; nil for a codec without one.
 func MatrixSide(t *Tensor, m int) []byte {
-	if !t.Codec.HasSide() || len(t.Side) == 0 {
+	if t.Codec != Q8_2F || len(t.Side) == 0 {
 		return nil
 	}
 	n := len(t.Side) / Matrices(t.Shape)
@@ -149,6 +172,9 @@ func DecodeRows(dst []float32, t *Tensor, row0, n int) error {
 	}
 	if err := t.CheckSide(); err != nil {
 		return err
+	}
+	if t.Codec == BLR {
+		return decodeBLRRows(dst, t, row0, n)
 	}
 	per := rows / Matrices(t.Shape) // rows of one matrix
 	for r := range n {
@@ -186,6 +212,10 @@ func EncodeTensor(c Codec, shape []int, src []float32) (data, side []byte, err e
 	data = make([]byte, n)
 	if !c.HasSide() {
 		return data, nil, Quantize(data, c, src)
+	}
+	if c == BLR {
+		side, err := encodeBLR(shape, src)
+		return data, side, err
 	}
 	s, err := SideLen(c, shape)
 	if err != nil {

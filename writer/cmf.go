@@ -132,6 +132,11 @@ func shouldConvert(t *tensor.Tensor, target tensor.Codec) bool {
 	if t.Codec == target || t.Codec == tensor.I32 || !t.Codec.Valid() {
 		return false
 	}
+	if target == tensor.BLR {
+		// The layers' projections: a lookup (the embedding) and the head
+		// keep their encoding, and so does a matrix blr would not shrink.
+		return t.Name != model.TokenEmbd && t.Name != model.Output && tensor.BLRFits(t.Shape)
+	}
 	if !target.Quantized() {
 		return true
 	}

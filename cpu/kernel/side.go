@@ -95,3 +95,28 @@ func matmulSide(y []float32, w *tensor.Tensor, x []float32, n, rows, cols int) {
 		}
 	})
 }
+
+// blrProduct computes rows [row0, row0+nrows) of W·X for n tokens of a blr
+// weight w (y[t·nrows+o]), as its two products (tensor.BLRStages): T =
+// A·X, then B·T, each with the exact q1 kernels.
+func blrProduct(y []float32, w *tensor.Tensor, x []float32, n, row0, nrows int) {
+	a, b, err := tensor.BLRStages(w)
+	if err != nil {
+		panic("kernel: " + err.Error())
+	}
+	k, out := a.Shape[0], b.Shape[0]
+	t := make([]float32, n*k)
+	if n == 1 {
+		MatVec(t, a, x)
+		MatVecRows(y, b, t, row0, nrows)
+		return
+	}
+	MatMul(t, a, x, n)
+	if row0 == 0 && nrows == out {
+		MatMul(y, b, t, n)
+		return
+	}
+	for i := range n {
+		MatVecRows(y[i*nrows:(i+1)*nrows], b, t[i*k:(i+1)*k], row0, nrows)
+	}
+}
