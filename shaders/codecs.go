@@ -40,6 +40,10 @@ type DeviceCodec struct {
 	// the rows of ts in order, to follow its blocks from u32 word base (the
 	// kernels' soff); nil for the other codecs. See Q82Tail.
 	Side func(base uint32, ts []*tensor.Tensor) ([]byte, error)
+	// Stages splits a weight of a codec run as two products (blr) into
+	// them: y = b·(a·x), a and b in codecs the kernels read. Such a codec
+	// has no prelude of its own and is not in Codecs; nil for the others.
+	Stages func(t *tensor.Tensor) (a, b *tensor.Tensor, err error)
 
 	padded  bool     // GGUF's blocks padded to 16 bytes (PadBlocks)
 	prelude []string // the WGSL files of its prelude, in order
@@ -98,18 +102,27 @@ var deviceCodecs = func() []*DeviceCodec {
 		padded(tensor.Q1, 32, false), padded(tensor.Q1G, 32, false), padded(tensor.Q1T, 32, false))
 	q82 := padded(tensor.Q8_2F, 32, true)
 	q82.Side = Q82Tail
-	out = append(out, q82)
+	out = append(out, q82, &DeviceCodec{Codec: tensor.BLR, Stages: tensor.BLRStages})
 	return out
 }()
 
-// Codecs lists the weight codecs the kernels read directly.
+// Codecs lists the weight codecs the kernels read directly (a staged
+// codec, run as two products in other codecs, is not among them).
 var Codecs = func() []tensor.Codec {
-	out := make([]tensor.Codec, len(deviceCodecs))
-	for i, d := range deviceCodecs {
-		out[i] = d.Codec
+	var out []tensor.Codec
+	for _, d := range deviceCodecs {
+		if d.Stages == nil {
+			out = append(out, d.Codec)
+		}
 	}
 	return out
 }()
+
+// Staged reports whether codec c runs as two products (DeviceCodec.Stages).
+func Staged(c tensor.Codec) bool {
+	d := DeviceCodecOf(c)
+	return d != nil && d.Stages != nil
+}
 
 // DeviceCodecOf is codec c's record, or nil when no kernel reads c.
 func DeviceCodecOf(c tensor.Codec) *DeviceCodec {

@@ -220,7 +220,7 @@ func (dl *dlayer) mixerWeights() []*dweight {
 
 func (dl *dlayer) releaseMixer() {
 	for _, w := range dl.mixerWeights() {
-		w.buf.Release()
+		w.release()
 	}
 	if c := dl.conv; c != nil {
 		c.inBias.Release()

@@ -231,9 +231,7 @@ func (dm *dmoe) decodeBytes() int64 {
 
 func (dm *dmoe) release() {
 	for _, w := range dm.weights() {
-		if w != nil {
-			w.buf.Release()
-		}
+		w.release()
 	}
 	dm.selBias.Release()
 	dm.rBias.Release()

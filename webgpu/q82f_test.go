@@ -2,8 +2,10 @@ package webgpu
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cortiq/cortiq/cmf"
@@ -118,5 +120,104 @@ func TestParityQ82F(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestParityBLR runs a blr CMF file (`cortiq import --quant blr`: every
+// layer projection two q1 products) on the device next to the CPU's exact
+// kernels, prefill and decode logits within lowbitTol; each projection is
+// held as its two stages, and the pre-norms the first stages read run at
+// one-token steps. A blr embedding is refused before upload with
+// ErrUnsupported naming it (the engine runs the model on the CPU).
+func TestParityBLR(t *testing.T) {
+	d := testDevice(t)
+	defer kernel.SetMode(kernel.SetMode(kernel.Exact))
+	dir := t.TempDir()
+	shape := synth.Shape{Name: "k", Arch: "llama", Hidden: 128, Layers: 2, Heads: 4, KVHeads: 2, FFN: 192,
+		Vocab: 256, RopeTheta: 10000, Context: 64}
+	src := filepath.Join(dir, "f32.gguf")
+	if err := synth.Write(src, shape, tensor.F32); err != nil {
+		t.Fatal(err)
+	}
+	f, err := importer.Open(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	path := filepath.Join(dir, "blr.cmf")
+	if err := writer.SaveCMF(f, path, writer.SaveOptions{Quant: tensor.BLR}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := importer.FromCMF(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cb, err := cpu.New(m, cpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close()
+	gb, err := New(m, Options{Device: d, Chunk: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gb.Close()
+	for _, w := range append(append([]*dweight{gb.layers[1].o, gb.layers[1].down}, gb.layers[1].qkv...), gb.layers[1].gu...) {
+		if w.codec != tensor.BLR || w.stages[0] == nil || w.stages[0].codec != tensor.Q1 || w.stages[1].codec != tensor.Q1 {
+			t.Fatalf("%s held as %s, stages %v", w.name, w.codec, w.stages)
+		}
+	}
+	cs, err := cb.NewSession(32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := gb.NewSession(32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gs.Close()
+	ids := []int{1, 7, 200, 42, 255, 2, 99, 3, 250, 17}
+	want, err := cs.Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := gs.Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, "prefill", got, want, shape.Vocab, lowbitTol)
+	for _, tok := range []int{5, 6, 7} {
+		if want, err = cs.Forward([]int{tok}, false); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = gs.Forward([]int{tok}, false); err != nil {
+			t.Fatal(err)
+		}
+		checkRows(t, "decode", got, want, shape.Vocab, lowbitTol)
+	}
+
+	// A blr embedding: refused by name before upload.
+	w := model.MapWeights{}
+	for _, name := range m.Weights.Names() {
+		w[name], _ = m.Weights.Tensor(name)
+	}
+	emb := w[model.TokenEmbd]
+	ef := make([]float32, emb.Elements())
+	if err := tensor.DequantizeTensor(ef, emb); err != nil {
+		t.Fatal(err)
+	}
+	data, side, err := tensor.EncodeTensor(tensor.BLR, emb.Shape, ef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w[model.TokenEmbd] = &tensor.Tensor{Name: model.TokenEmbd, Codec: tensor.BLR, Shape: emb.Shape, Data: data, Side: side}
+	bm := *m
+	bm.Weights, bm.Close = w, nil
+	if b, err := New(&bm, Options{Device: d}); err == nil {
+		b.Close()
+		t.Fatal("a blr embedding was uploaded")
+	} else if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), model.TokenEmbd) {
+		t.Errorf("blr embedding: %v", err)
 	}
 }

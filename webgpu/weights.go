@@ -16,6 +16,20 @@ type dweight struct {
 	rows, cols int
 	soff       uint32 // scale plane offset (u32) for q8_0/q4_0, grid offset for the IQ codecs
 	bytes      int64  // device bytes, all read by one full matmul
+	// stages, for a weight run as two products (blr: buf nil): y =
+	// stages[1]·(stages[0]·x), through the session's blr scratch.
+	stages [2]*dweight
+}
+
+// release releases w's buffers (its stages' for a two-product weight).
+func (w *dweight) release() {
+	if w == nil {
+		return
+	}
+	w.buf.Release()
+	for _, st := range w.stages {
+		st.release()
+	}
 }
 
 // deviceCodec is the codec a weight of codec c is held in on the device.
@@ -38,7 +52,7 @@ func deviceCodec(c tensor.Codec) (tensor.Codec, error) {
 func deviceRowBytes(dc tensor.Codec, cols int) (int, error) {
 	rb, err := dc.RowBytes(cols)
 	d := shaders.DeviceCodecOf(dc)
-	if err != nil || d == nil {
+	if err != nil || d == nil || dc.BlockBytes() == 0 {
 		return rb, err
 	}
 	return rb / dc.BlockBytes() * d.Block, nil
@@ -56,6 +70,10 @@ func deviceBytes(c tensor.Codec, rows, cols int) int64 {
 	dc, err := deviceCodec(c)
 	if err != nil {
 		return 0
+	}
+	if shaders.Staged(dc) {
+		// Two q1 stages of about one bit of factors per weight.
+		return deviceBytes(tensor.Q1, rows, cols)
 	}
 	if dc == tensor.F16 && cols%shaders.ChunkOf(tensor.F16) != 0 {
 		dc = tensor.F32
