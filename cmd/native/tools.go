@@ -232,7 +232,7 @@ func cmdInfo(args []string) error {
 		if err != nil {
 			b = int64(len(t.Data))
 		}
-		bytesBy[t.Codec] += b
+		bytesBy[t.Codec] += b + int64(len(t.Side)) // q8_2f's column field, blr's factors
 		countBy[t.Codec]++
 		params += int64(t.Elements())
 	}
