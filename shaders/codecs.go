@@ -3,7 +3,6 @@ package shaders
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -216,9 +215,9 @@ func repackPlanar(dst, src []byte, blockBytes, qBytes int) ([]byte, uint32, erro
 // order (a fused q/k/v, a bank's experts), laid out for
 // codec_q8_2f.wgsl from u32 word base (a multiple of 4): the row length,
 // then one u32 per row, the word where that row's column scales start, then
-// each matrix's scales as f32, every field starting on a 16-byte boundary
-// so a kernel reads four scales with one load. Each tensor's rows take the
-// field of their matrix (tensor.Matrices).
+// each matrix's scales as the file holds them (f16, two a word), every
+// field on a 16-byte boundary so a kernel reads eight scales with one load.
+// Each tensor's rows take the field of their matrix (tensor.Matrices).
 func Q82Tail(base uint32, ts []*tensor.Tensor) ([]byte, error) {
 	if len(ts) == 0 || base%4 != 0 {
 		return nil, fmt.Errorf("shaders: q8_2f side field at word %d of %d tensors", base, len(ts))
@@ -236,22 +235,17 @@ func Q82Tail(base uint32, ts []*tensor.Tensor) ([]byte, error) {
 		fields += tensor.Matrices(t.Shape)
 	}
 	head := (1 + rows + 3) &^ 3 // words, to a 16-byte boundary
-	out := make([]byte, 4*(head+fields*cols))
+	fw := cols / 2              // words of one field (a multiple of 32)
+	out := make([]byte, 4*(head+fields*fw))
 	le := binary.LittleEndian
 	le.PutUint32(out, uint32(cols))
 	row, field := 0, 0
-	f := make([]float32, cols)
 	for _, t := range ts {
 		nm := tensor.Matrices(t.Shape)
 		per := t.Rows() / nm
 		for m := range nm {
-			at := head + field*cols
-			if err := tensor.ColumnField(f, t, m); err != nil {
-				return nil, fmt.Errorf("shaders: %w", err)
-			}
-			for i, v := range f {
-				le.PutUint32(out[4*(at+i):], math.Float32bits(v))
-			}
+			at := head + field*fw
+			copy(out[4*at:4*(at+fw)], t.Side[2*m*cols:2*(m+1)*cols])
 			for range per {
 				le.PutUint32(out[4*(1+row):], base+uint32(at))
 				row++
