@@ -22,6 +22,9 @@ import (
 // the device's (q·c_i)·d is the same float32 number. A product is
 // Q·(c⊙x) with the block scales: the column field prescales the
 // activations, the seed's "xs, prescaled by the column scale".
+//
+// blr (blr.go) uses the side field for a whole weight: it has no rows, and
+// its side holds its two factor matrices.
 
 // HasSide reports whether codec c carries a per-tensor side field
 // (Tensor.Side) besides its rows.

@@ -42,7 +42,9 @@ type SaveOptions struct {
 	//   - to a block codec: every float tensor of two or more dimensions
 	//     whose rows are a whole number of blocks, embeddings and output
 	//     included; 1-D tensors (norms, biases) and matrices with other row
-	//     lengths keep their encoding.
+	//     lengths keep their encoding;
+	//   - to blr: the 2-D matrices it shrinks (tensor.BLRFits) except the
+	//     token embedding and the output head.
 	// Integer tensors never change.
 	Quant tensor.Codec
 	// Encode, when set, is asked first for each tensor the rules above
@@ -165,8 +167,8 @@ func convert(t *tensor.Tensor, target tensor.Codec) (*tensor.Tensor, error) {
 		return nil, fmt.Errorf("%d bytes of data, %s %v needs %d", len(t.Data), t.Codec, t.Shape, rows*srcRow)
 	}
 	if target.HasSide() {
-		// The column field is chosen over whole matrices: the tensor is
-		// decoded and encoded whole.
+		// A side field (q8_2f's column scales, blr's factors) is chosen
+		// over whole matrices: the tensor is decoded and encoded whole.
 		f := make([]float32, rows*cols)
 		if err := tensor.DequantizeTensor(f, t); err != nil {
 			return nil, err

@@ -115,7 +115,6 @@ func MatMuls(x []float32, n int, ps ...Product) {
 		}
 		return
 	}
-
 	var qx *q8x
 	var buf [8]matvec
 	ms := buf[:0]
