@@ -197,6 +197,63 @@ func TestParityBLR(t *testing.T) {
 		checkRows(t, "decode", got, want, shape.Vocab, lowbitTol)
 	}
 
+	// A mix: only k and up in blr, beside float32 q, v, gate (whose
+	// one-token matvecs fuse the pre-norm): the norms must still run for
+	// the blr first stages.
+	mix := model.MapWeights{}
+	for _, name := range f.Weights.Names() {
+		x, _ := f.Weights.Tensor(name)
+		if strings.HasSuffix(name, "attn_k.weight") || strings.HasSuffix(name, "ffn_up.weight") {
+			xf := make([]float32, x.Elements())
+			if err := tensor.DequantizeTensor(xf, x); err != nil {
+				t.Fatal(err)
+			}
+			data, side, err := tensor.EncodeTensor(tensor.BLR, x.Shape, xf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x = &tensor.Tensor{Name: name, Codec: tensor.BLR, Shape: x.Shape, Data: data, Side: side}
+		}
+		mix[name] = x
+	}
+	mm := *f
+	mm.Weights, mm.Close = mix, nil
+	cpuRef, err := cpu.New(&mm, cpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpuRef.Close()
+	gm, err := New(&mm, Options{Device: d, Chunk: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gm.Close()
+	cs2, err := cpuRef.NewSession(32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs2, err := gm.NewSession(32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gs2.Close()
+	if want, err = cs2.Forward(ids, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = gs2.Forward(ids, true); err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, "mix prefill", got, want, shape.Vocab, lowbitTol)
+	for _, tok := range []int{5, 6, 7} {
+		if want, err = cs2.Forward([]int{tok}, false); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = gs2.Forward([]int{tok}, false); err != nil {
+			t.Fatal(err)
+		}
+		checkRows(t, "mix decode", got, want, shape.Vocab, lowbitTol)
+	}
+
 	// A blr embedding: refused by name before upload.
 	w := model.MapWeights{}
 	for _, name := range m.Weights.Names() {
