@@ -55,6 +55,13 @@ func TestCompile(t *testing.T) {
 		}
 		check(k.name, src, k.kinds...)
 	}
+	for _, hd := range []int{4, 32, 128, 256} {
+		src, err := shaders.AttentionTiledSrc(hd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprint("attention_tiled/hd", hd), src, U, R, R, R, W)
+	}
 	for _, c := range []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0} {
 		src, _ := shaders.LinearCodec(c)
 		check("linear/"+c.String(), src, U, R, R, R, W)

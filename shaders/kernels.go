@@ -226,6 +226,17 @@ func init() {
 		{GroupNormApply, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, GroupNormApplyParams{}, one(GroupNormApply)},
 		{CopyF32, []Bind{Uniform, ReadOnly, ReadWrite}, CopyF32Params{}, one(CopyF32)},
 		{AttentionFull, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, AttentionFullParams{}, one(AttentionFull)},
+		{AttentionTiled, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, AttentionFullParams{}, func() (map[string]string, error) {
+			m := map[string]string{}
+			for _, hd := range []int{32, 64, 128} {
+				src, err := AttentionTiledSrc(hd)
+				if err != nil {
+					return nil, err
+				}
+				m[fmt.Sprint("hd", hd)] = src
+			}
+			return m, nil
+		}},
 		{Linear, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, LinearParams{}, one(Linear)},
 		{KLinearC, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, LinearParams{}, perCodec(LinearCodec)},
 		{RowsNorm, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, RowsNormParams{}, one(RowsNorm)},
@@ -254,7 +265,7 @@ func init() {
 // variant with one more binding).
 func sharedParams(k *Kernel) bool {
 	switch k.Name {
-	case KMatmulNorm, KRMSNormIP, KLinearC:
+	case KMatmulNorm, KRMSNormIP, KLinearC, AttentionTiled:
 		return true
 	}
 	return false

@@ -11,26 +11,50 @@ import (
 )
 
 // DiTRunner runs the Z-Image transformer's blocks and final layer on the
-// device (diffusion.DiTDevice): the weights uploaded once as f32, each
+// device (diffusion.DiTDevice): the weights uploaded once, each
 // evaluation one upload of the embedded rows, RoPE rows and modulation
 // vectors, every block in one submission, one readback of the final
 // layer's output. The embedders and the timestep MLP stay on the CPU
 // (diffusion.DiT.Prepare).
+//
+// The linear layers are the LLM prefill's tiled GEMM (shaders.Gemm, any
+// of f32, f16, q8_0, q4_0), the feed-forward's gate and up projections one
+// GEMM over their interleaved rows with SiLU(gate)·up in its epilogue, the
+// joint attention the tiled kernel (shaders.AttentionTiled). Every buffer
+// bound stays within the binding limit (the device's, or
+// DiTOptions.MaxBinding): matrices larger than it are stored as bands of
+// rows, one GEMM each, and the feed-forward's hidden activations (FFN wide,
+// the widest) are computed in chunks of rows; every output value is
+// computed the same way whatever the bands and chunks, so the results do
+// not depend on the limit.
 type DiTRunner struct {
 	d    *gpu.Device
 	s    *diffusion.DiTSpec
 	wts  map[*float32]*gpu.Buffer
-	qw   map[*float32]codedWeight // block matrices stored in a codec
+	mats map[*float32]*matrix // by the first element of the spec's array (W1 for the fused W1/W3)
 	bufs []*gpu.Buffer
-	// batchLimit is the most bytes of a batch's widest stream buffer.
-	batchLimit uint64
+	// ffn is the feed-forward width on the device: FFN rounded up to a
+	// multiple of 4 (the GEMM reads rows as vec4), the padding zeros.
+	ffn int
+	// batchLimit is the most bytes of a batch's stream buffers; limit the
+	// most bytes of any binding (weight bands, feed-forward chunks).
+	batchLimit, limit uint64
 }
 
-// codedWeight is a matrix in the device layout of a codec.
-type codedWeight struct {
-	buf   *gpu.Buffer
-	codec tensor.Codec
-	soff  uint32 // q8_0/q4_0: the scale plane's offset in u32
+// matrix is an [out, in] weight on the device as bands of rows, each one
+// binding within the limit.
+type matrix struct {
+	codec   tensor.Codec
+	out, in int
+	bands   []band
+}
+
+// band is rows [row0, row0+rows) of a matrix in its own buffer (its bias
+// rows in another, nil without a bias).
+type band struct {
+	buf, bias  *gpu.Buffer
+	row0, rows int
+	soff       uint32 // q8_0/q4_0: the scale plane's offset in u32
 }
 
 // DiTOptions tunes NewDiTRunner.
@@ -43,6 +67,35 @@ type DiTOptions struct {
 	// device's binding limit (0: that limit); a larger batch runs one
 	// submission per input.
 	BatchBytes uint64
+	// MaxBinding caps every binding below the device's limit (0: that
+	// limit): the weight bands and the feed-forward's row chunks. A test
+	// forces a small one to run the browser's tiling on a native device.
+	MaxBinding uint64
+}
+
+// DiTBindings lists the buffers a DiTRunner binds for an evaluation of
+// rows stream rows (image and caption rows of every input of a batch),
+// by name, in bytes, before any banding or chunking: what a binding limit
+// must hold or the runner splits.
+func DiTBindings(s *diffusion.DiTSpec, rows int, c tensor.Codec) map[string]uint64 {
+	D, F := uint64(s.Dim), uint64((s.FFN+3)&^3)
+	n := uint64(rows)
+	mat := func(out, in uint64) uint64 {
+		cc := c
+		if in%32 != 0 {
+			cc = tensor.F32
+		}
+		b, _ := tensor.ByteLen(cc, []int{int(out), int(in)})
+		return uint64(b)
+	}
+	return map[string]uint64{
+		"stream (u, h, q, k, v, att, a, hn, f: rows x dim f32 each)": 4 * n * D,
+		"ffn hidden (rows x ffn f32)":                                4 * n * F,
+		"q/k/v/o weight (dim x dim)":                                 mat(D, D),
+		"w1/w3 fused weight (2 ffn x dim)":                           mat(2*F, D),
+		"w2 weight (dim x ffn)":                                      mat(D, F),
+		"rope (rows x head dim f32)":                                 4 * n * uint64(s.HeadDim),
+	}
 }
 
 // NewDiTRunner uploads the blocks' weights.
@@ -50,37 +103,62 @@ func NewDiTRunner(d *gpu.Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRun
 	if s.HeadDim > 1024 || s.HeadDim%2 != 0 {
 		return nil, fmt.Errorf("webgpu: dit: head dimension %d (the kernels take even sizes up to 1024)", s.HeadDim)
 	}
+	if s.Dim%4 != 0 {
+		return nil, fmt.Errorf("webgpu: dit: width %d (the kernels take multiples of 4)", s.Dim)
+	}
 	switch opts.Codec {
 	case tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0:
 	default:
 		return nil, fmt.Errorf("webgpu: dit: weights as %s (f32, f16, q8_0 or q4_0)", opts.Codec)
 	}
-	r := &DiTRunner{d: d, s: s, wts: map[*float32]*gpu.Buffer{}, qw: map[*float32]codedWeight{}, batchLimit: bindingLimit(d, opts.BatchBytes)}
+	lim := bindingLimit(d, opts.MaxBinding)
+	r := &DiTRunner{d: d, s: s, wts: map[*float32]*gpu.Buffer{}, mats: map[*float32]*matrix{},
+		ffn: (s.FFN + 3) &^ 3, limit: lim, batchLimit: bindingLimit(d, min(lim, nonZero(opts.BatchBytes)))}
+	D, F, FP := s.Dim, s.FFN, r.ffn
 	var xs [][]float32
+	fail := func(err error) (*DiTRunner, error) {
+		r.Close()
+		return nil, fmt.Errorf("webgpu: dit: %w", err)
+	}
 	for _, bs := range [][]diffusion.BlockSpec{s.NoiseRefiner, s.ContextRefiner, s.Layers} {
 		for _, b := range bs {
 			xs = append(xs, b.QNorm, b.KNorm, b.AttnNorm1, b.AttnNorm2, b.FFNNorm1, b.FFNNorm2)
-			mats := []struct {
-				w       []float32
-				out, in int
-			}{{b.Q, s.Dim, s.Dim}, {b.K, s.Dim, s.Dim}, {b.V, s.Dim, s.Dim}, {b.O, s.Dim, s.Dim},
-				{b.W1, s.FFN, s.Dim}, {b.W3, s.FFN, s.Dim}, {b.W2, s.Dim, s.FFN}}
-			for _, m := range mats {
-				if opts.Codec == tensor.F32 || m.in%32 != 0 {
-					xs = append(xs, m.w)
-					continue
+			for _, w := range [][]float32{b.Q, b.K, b.V, b.O} {
+				if err := r.upload(w, D, D, opts.Codec, nil, func(i int, dst []float32) { copy(dst, w[i*D:(i+1)*D]) }); err != nil {
+					return fail(err)
 				}
-				if err := r.uploadCoded(m.w, m.out, m.in, opts.Codec); err != nil {
-					r.Close()
-					return nil, fmt.Errorf("webgpu: dit: %w", err)
+			}
+			// W1 and W3 interleaved: row 2i is W1's row i, 2i+1 W3's
+			// (zeros past FFN).
+			w1, w3 := b.W1, b.W3
+			if err := r.upload(w1, 2*FP, D, opts.Codec, nil, func(i int, dst []float32) {
+				src := w1
+				if i%2 == 1 {
+					src = w3
 				}
+				if i/2 >= F {
+					clear(dst)
+					return
+				}
+				copy(dst, src[i/2*D:(i/2+1)*D])
+			}); err != nil {
+				return fail(err)
+			}
+			w2 := b.W2
+			if err := r.upload(w2, D, FP, opts.Codec, nil, func(i int, dst []float32) {
+				copy(dst, w2[i*F:(i+1)*F])
+				clear(dst[F:])
+			}); err != nil {
+				return fail(err)
 			}
 		}
 	}
-	xs = append(xs, s.FinalW, s.FinalB)
+	fw := s.FinalW
+	if err := r.upload(fw, s.PatchDim, D, tensor.F32, s.FinalB, func(i int, dst []float32) { copy(dst, fw[i*D:(i+1)*D]) }); err != nil {
+		return fail(err)
+	}
 	if err := uploadWeights(d, r.wts, &r.bufs, xs...); err != nil {
-		r.Close()
-		return nil, fmt.Errorf("webgpu: dit: %w", err)
+		return fail(err)
 	}
 	if err := d.Flush(); err != nil {
 		r.Close()
@@ -89,33 +167,93 @@ func NewDiTRunner(d *gpu.Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRun
 	return r, nil
 }
 
-// uploadCoded encodes a [out, in] matrix with codec c in the device layout.
-func (r *DiTRunner) uploadCoded(w []float32, out, in int, c tensor.Codec) error {
-	n, err := tensor.ByteLen(c, []int{out, in})
+// nonZero is x, or the largest uint64 for 0 (no cap).
+func nonZero(x uint64) uint64 {
+	if x == 0 {
+		return ^uint64(0)
+	}
+	return x
+}
+
+// upload stores an [out, in] matrix (row i written into dst by row) in
+// codec c (f32 where in is not a multiple of 32) as bands of rows within
+// the binding limit, keyed by key's first element; a matrix already
+// uploaded under that key (blocks sharing weights) is not uploaded again.
+func (r *DiTRunner) upload(key []float32, out, in int, c tensor.Codec, bias []float32, row func(i int, dst []float32)) error {
+	if r.mats[&key[0]] != nil {
+		return nil
+	}
+	if in%32 != 0 {
+		c = tensor.F32
+	}
+	rowBytes, err := tensor.ByteLen(c, []int{1, in})
 	if err != nil {
 		return err
 	}
-	enc := make([]byte, n)
-	if err := tensor.Quantize(enc, c, w); err != nil {
-		return err
+	// Whole rows, a multiple of 64 (the GEMM's tile) where the limit
+	// allows, even (fused gate/up pairs stay together); the device
+	// layout may pad a band by up to 16 bytes and a planar codec's scale
+	// plane by a word per band.
+	per := int((r.limit - 64) / uint64(rowBytes))
+	if per >= 64 {
+		per &^= 63
+	} else {
+		per &^= 1
 	}
-	var soff uint32
-	if d := shaders.DeviceCodecOf(c); d != nil && d.Pack != nil {
-		enc, soff, err = d.Pack(nil, enc)
+	if per < 1 {
+		return fmt.Errorf("a %d-byte row of a %dx%d matrix exceeds the binding limit %d", rowBytes, out, in, r.limit)
 	}
-	if err != nil {
-		return err
+	m := &matrix{codec: c, out: out, in: in}
+	f := make([]float32, min(per, out)*in)
+	for r0 := 0; r0 < out; r0 += per {
+		n := min(per, out-r0)
+		x := f[:n*in]
+		for i := range n {
+			row(r0+i, x[i*in:(i+1)*in])
+		}
+		var enc []byte
+		var soff uint32
+		if c == tensor.F32 {
+			enc = gpu.F32Bytes(x)
+		} else {
+			bl, err := tensor.ByteLen(c, []int{n, in})
+			if err != nil {
+				return err
+			}
+			enc = make([]byte, bl)
+			if err := tensor.Quantize(enc, c, x); err != nil {
+				return err
+			}
+			if dc := shaders.DeviceCodecOf(c); dc != nil && dc.Pack != nil {
+				if enc, soff, err = dc.Pack(nil, enc); err != nil {
+					return err
+				}
+			}
+		}
+		size := (len(enc) + 15) &^ 15
+		b, err := r.d.NewStorage("dit.weight", uint64(size))
+		if err != nil {
+			return err
+		}
+		r.bufs = append(r.bufs, b)
+		if err := r.d.Write(b, 0, append(enc, make([]byte, size-len(enc))...)); err != nil {
+			return err
+		}
+		bd := band{buf: b, row0: r0, rows: n, soff: soff}
+		if len(bias) > 0 {
+			bb, err := r.d.NewStorage("dit.bias", uint64(max(4*n, 16)))
+			if err != nil {
+				return err
+			}
+			r.bufs = append(r.bufs, bb)
+			if err := r.d.Write(bb, 0, gpu.F32Bytes(bias[r0:r0+n])); err != nil {
+				return err
+			}
+			bd.bias = bb
+		}
+		m.bands = append(m.bands, bd)
 	}
-	size := (len(enc) + 15) &^ 15
-	b, err := r.d.NewStorage("dit.weight", uint64(size))
-	if err != nil {
-		return err
-	}
-	r.bufs = append(r.bufs, b)
-	if err := r.d.Write(b, 0, append(enc, make([]byte, size-len(enc))...)); err != nil {
-		return err
-	}
-	r.qw[&w[0]] = codedWeight{buf: b, codec: c, soff: soff}
+	r.mats[&key[0]] = m
 	return nil
 }
 
@@ -128,27 +266,88 @@ func (r *DiTRunner) Close() {
 }
 
 // ditRun is one evaluation's buffers: the stream u [n, dim] (image rows,
-// then caption rows) and scratch of the same row layout.
+// then caption rows) and scratch of the same row layout; g holds the
+// feed-forward's hidden rows of one chunk (chunk rows x ffn).
 type ditRun struct {
 	imgRun
-	qw                    map[*float32]codedWeight
+	mats                  map[*float32]*matrix
 	s                     *diffusion.DiTSpec
 	u, h, q, k, v, att, a *gpu.Buffer
-	hn, g, up, f          *gpu.Buffer
+	hn, g, f              *gpu.Buffer
 	rope, mod, finalScale *gpu.Buffer
-	rows                  int
+	rows, ffn, chunk      int
+	steps                 map[[2]int]*gpu.Buffer
 }
 
-func (r *ditRun) linear(x *gpu.Buffer, w, b []float32, in, out, row0, rows int, y *gpu.Buffer) {
-	gx, gy := grid(rows*out, 256)
-	hasB := len(b) > 0
-	if q, ok := r.qw[&w[0]]; ok {
-		r.dispatchCoded(q, gx, gy,
-			r.uniform(shaders.LinearParams{Rows: u32(rows), NIn: u32(in), NOut: u32(out), Row0: u32(row0), HasBias: flag(hasB), SOff: q.soff}), x, q.buf, r.w(b), y)
+// step is the GEMM's row selection: rows [row0, row0+rows) of x (the
+// matmul interface's step buffer under sel 1).
+func (r *ditRun) step(row0, rows int) *gpu.Buffer {
+	k := [2]int{row0, rows}
+	if b := r.steps[k]; b != nil {
+		return b
+	}
+	if r.err != nil {
+		return nil
+	}
+	b, err := r.d.NewStorage("img.step", 16)
+	if err != nil {
+		r.err = err
+		return nil
+	}
+	r.temps = append(r.temps, b)
+	if r.err = r.d.Write(b, 0, gpu.U32Bytes([]uint32{0, u32(rows), u32(row0), u32(rows)})); r.err == nil {
+		r.steps[k] = b
+	}
+	return b
+}
+
+// gemm queues y[yOff + t·yStride + o] = Σ_i W[o, i]·x[row0 + t, i] (+ bias)
+// for t < rows over every band of m (mode 2: the rows are interleaved
+// gate/up pairs, output o/2 = SiLU(gate)·up).
+func (r *ditRun) gemm(m *matrix, x *gpu.Buffer, row0, rows int, y *gpu.Buffer, yOff, yStride int, mode uint32) {
+	if r.err != nil {
 		return
 	}
-	r.dispatch(shaders.Linear, gx, gy, 1,
-		r.uniform(shaders.LinearParams{Rows: u32(rows), NIn: u32(in), NOut: u32(out), Row0: u32(row0), HasBias: flag(hasB)}), x, r.w(w), r.w(b), y)
+	key := "img/gemm/" + m.codec.String()
+	p, err := r.d.PipelineOf(key, func() (string, error) { return shaders.Gemm(m.codec) }, kinds(shaders.KMatmul))
+	if err != nil {
+		r.err = err
+		return
+	}
+	tr, tt := shaders.GemmTile(m.codec)
+	st := r.step(row0, rows)
+	for _, b := range m.bands {
+		off := b.row0
+		if mode == 2 {
+			off /= 2
+		}
+		bias := b.bias
+		if bias == nil {
+			bias = r.dummy()
+		}
+		u := r.uniform(shaders.MatmulParams{Rows: u32(b.rows), Cols: u32(m.in), SOff: b.soff, Mode: mode, Alpha: 1, Sel: 1,
+			HasBias: flag(b.bias != nil), OutStride: u32(yStride), OutOff: u32(yOff + off)})
+		g := (b.rows + tr - 1) / tr
+		r.queue(p, key, uint32(min(g, 65535)), uint32((g+65534)/65535), uint32((rows+tt-1)/tt), u, st, b.buf, x, y, bias)
+	}
+}
+
+// queue binds bufs to pipeline p and queues it on a (x, y, z) grid.
+func (r *ditRun) queue(p *gpu.Pipeline, key string, gx, gy, gz uint32, bufs ...*gpu.Buffer) {
+	if r.err != nil {
+		return
+	}
+	bs := make([]gpu.Binding, len(bufs))
+	for i, b := range bufs {
+		bs[i] = gpu.Whole(b)
+	}
+	g, err := r.d.BindGroup(p, key, bs...)
+	if err != nil {
+		r.err = err
+		return
+	}
+	r.groups = append(r.groups, g)
+	r.ds = append(r.ds, gpu.Dispatch{P: p, G: g, X: gx, Y: gy, Z: gz, Label: key})
 }
 
 // norm writes rows of x normalized (mode 0 RMS, 1 LayerNorm) into y, times
@@ -170,6 +369,29 @@ func (r *ditRun) gatedAdd(y *gpu.Buffer, gateOff, row0, rows int) {
 		r.uniform(shaders.GatedAddParams{Width: u32(r.s.Dim), Row0: u32(row0), Rows: u32(rows), HasGate: flag(gateOff >= 0), GateOff: u32(max(gateOff, 0))}), y, r.mod, r.u)
 }
 
+// attention queues the joint attention of every head over rows
+// [row0, row0+rows) of q, k, v into att: the tiled kernel where the head
+// dimension allows, else one workgroup per query row.
+func (r *ditRun) attention(row0, rows int) {
+	s := r.s
+	par := r.uniform(shaders.AttentionFullParams{N: u32(rows), D: u32(s.HeadDim), Scale: float32(1 / math.Sqrt(float64(s.HeadDim))), Stride: u32(s.Dim), Row0: u32(row0)})
+	if s.HeadDim%4 != 0 || s.HeadDim > 256 {
+		r.dispatch(shaders.AttentionFull, uint32(min(rows, 65535)), uint32((rows+65534)/65535), uint32(s.Heads), par, r.q, r.k, r.v, r.att)
+		return
+	}
+	if r.err != nil {
+		return
+	}
+	key := fmt.Sprintf("img/%s/hd%d", shaders.AttentionTiled, s.HeadDim)
+	p, err := r.d.PipelineOf(key, func() (string, error) { return shaders.AttentionTiledSrc(s.HeadDim) }, kinds(shaders.AttentionTiled))
+	if err != nil {
+		r.err = err
+		return
+	}
+	bq := shaders.AttentionTiledRows
+	r.queue(p, key, uint32((rows+bq-1)/bq), 1, uint32(s.Heads), par, r.q, r.k, r.v, r.att)
+}
+
 // seg is one sequence's rows [row0, row0+rows) of u: attention runs
 // within it.
 type seg struct{ row0, rows int }
@@ -179,7 +401,7 @@ type seg struct{ row0, rows int }
 // vector's index (< 0: unmodulated).
 func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int, segs ...seg) {
 	s := r.s
-	D, F := s.Dim, s.FFN
+	D := s.Dim
 	off := func(k int) int {
 		if m < 0 {
 			return -1
@@ -187,9 +409,9 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int, segs ...seg) {
 		return (4*m + k) * D
 	}
 	r.norm(r.u, b.AttnNorm1, off(0), 0, row0, rows, s.Eps, r.h)
-	r.linear(r.h, b.Q, nil, D, D, row0, rows, r.q)
-	r.linear(r.h, b.K, nil, D, D, row0, rows, r.k)
-	r.linear(r.h, b.V, nil, D, D, row0, rows, r.v)
+	r.gemm(r.mats[&b.Q[0]], r.h, row0, rows, r.q, row0*D, D, 0)
+	r.gemm(r.mats[&b.K[0]], r.h, row0, rows, r.k, row0*D, D, 0)
+	r.gemm(r.mats[&b.V[0]], r.h, row0, rows, r.v, row0*D, D, 0)
 	for _, x := range []struct {
 		buf *gpu.Buffer
 		nw  []float32
@@ -202,47 +424,22 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int, segs ...seg) {
 		segs = []seg{{row0, rows}}
 	}
 	for _, sg := range segs {
-		r.dispatch(shaders.AttentionFull,
-			uint32(min(sg.rows, 65535)), uint32((sg.rows+65534)/65535), uint32(s.Heads),
-			r.uniform(shaders.AttentionFullParams{N: u32(sg.rows), D: u32(s.HeadDim), Scale: float32(1 / math.Sqrt(float64(s.HeadDim))), Stride: u32(D), Row0: u32(sg.row0)}), r.q, r.k, r.v, r.att)
+		r.attention(sg.row0, sg.rows)
 	}
-	r.linear(r.att, b.O, nil, D, D, row0, rows, r.a)
+	r.gemm(r.mats[&b.O[0]], r.att, row0, rows, r.a, row0*D, D, 0)
 	r.norm(r.a, b.AttnNorm2, -1, 0, row0, rows, s.Eps, r.hn)
 	r.gatedAdd(r.hn, off(1), row0, rows)
 
+	// The feed-forward in chunks of rows: g = SiLU(h·W1ᵀ)⊙(h·W3ᵀ) for the
+	// chunk's rows, then f = g·W2ᵀ into the chunk's rows of f.
 	r.norm(r.u, b.FFNNorm1, off(2), 0, row0, rows, s.Eps, r.h)
-	r.linear(r.h, b.W1, nil, D, F, row0, rows, r.g)
-	r.linear(r.h, b.W3, nil, D, F, row0, rows, r.up)
-	gx, gy := grid(rows*F, 256)
-	r.dispatch(shaders.SiLUMul, gx, gy, 1,
-		r.uniform(shaders.SiLUMulParams{N: u32(rows * F), Off: u32(row0 * F)}), r.up, r.g)
-	r.linear(r.g, b.W2, nil, F, D, row0, rows, r.f)
+	for c0 := row0; c0 < row0+rows; c0 += r.chunk {
+		n := min(r.chunk, row0+rows-c0)
+		r.gemm(r.mats[&b.W1[0]], r.h, c0, n, r.g, 0, r.ffn, 2)
+		r.gemm(r.mats[&b.W2[0]], r.g, 0, n, r.f, c0*D, D, 0)
+	}
 	r.norm(r.f, b.FFNNorm2, -1, 0, row0, rows, s.Eps, r.hn)
 	r.gatedAdd(r.hn, off(3), row0, rows)
-}
-
-// dispatchCoded queues the codec's linear kernel.
-func (r *ditRun) dispatchCoded(q codedWeight, gx, gy uint32, bufs ...*gpu.Buffer) {
-	if r.err != nil {
-		return
-	}
-	key := "img/linear/" + q.codec.String()
-	p, err := r.d.PipelineOf(key, func() (string, error) { return shaders.LinearCodec(q.codec) }, kinds(shaders.KLinearC))
-	if err != nil {
-		r.err = err
-		return
-	}
-	bs := make([]gpu.Binding, len(bufs))
-	for i, b := range bufs {
-		bs[i] = gpu.Whole(b)
-	}
-	g, err := r.d.BindGroup(p, key, bs...)
-	if err != nil {
-		r.err = err
-		return
-	}
-	r.groups = append(r.groups, g)
-	r.ds = append(r.ds, gpu.Dispatch{P: p, G: g, X: gx, Y: gy, Z: 1, Label: key})
 }
 
 // Run implements diffusion.DiTDevice.
@@ -267,7 +464,7 @@ func (d *DiTRunner) RunBatch(ins []*diffusion.DiTInput) ([][]float32, error) {
 	for _, in := range ins {
 		N += in.ImgRows + in.CapRows
 	}
-	if len(ins) > 1 && uint64(4*N*max(d.s.Dim, d.s.FFN)) > d.batchLimit {
+	if len(ins) > 1 && uint64(4*N*d.s.Dim) > d.batchLimit {
 		ys := make([][]float32, len(ins))
 		for i, in := range ins {
 			y, err := d.Run(in)
@@ -283,7 +480,7 @@ func (d *DiTRunner) RunBatch(ins []*diffusion.DiTInput) ([][]float32, error) {
 
 func (d *DiTRunner) run(ins []*diffusion.DiTInput) ([][]float32, error) {
 	s := d.s
-	D, F := s.Dim, s.FFN
+	D := s.Dim
 	if len(ins) == 0 {
 		return nil, fmt.Errorf("webgpu: dit: an empty batch")
 	}
@@ -299,7 +496,10 @@ func (d *DiTRunner) run(ins []*diffusion.DiTInput) ([][]float32, error) {
 		base[i] = N
 		N += in.ImgRows + in.CapRows
 	}
-	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, qw: d.qw, s: s, rows: N}
+	// The feed-forward's chunk: as many rows as its hidden activations
+	// fit in a binding.
+	chunk := min(N, max(1, int(d.limit/uint64(4*d.ffn))))
+	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, mats: d.mats, s: s, rows: N, ffn: d.ffn, chunk: chunk, steps: map[[2]int]*gpu.Buffer{}}
 	defer r.release()
 	var u, rope []float32
 	for _, in := range ins {
@@ -320,7 +520,7 @@ func (d *DiTRunner) run(ins []*diffusion.DiTInput) ([][]float32, error) {
 	for _, p := range []**gpu.Buffer{&r.h, &r.q, &r.k, &r.v, &r.att, &r.a, &r.hn, &r.f} {
 		*p = r.buf(N * D)
 	}
-	r.g, r.up = r.buf(N*F), r.buf(N*F)
+	r.g = r.buf(chunk * d.ffn)
 	last := len(ins) - 1
 	outRows := base[last] + ins[last].NImg
 	out := r.buf(outRows * s.PatchDim)
@@ -344,7 +544,7 @@ func (d *DiTRunner) run(ins []*diffusion.DiTInput) ([][]float32, error) {
 	}
 	for i, in := range ins {
 		r.norm(r.u, nil, -2, 1, base[i], in.NImg, s.FinalEps, r.h)
-		r.linear(r.h, s.FinalW, s.FinalB, D, s.PatchDim, base[i], in.NImg, out)
+		r.gemm(d.mats[&s.FinalW[0]], r.h, base[i], in.NImg, out, base[i]*s.PatchDim, s.PatchDim, 0)
 	}
 	if r.err != nil {
 		return nil, fmt.Errorf("webgpu: dit: %w", r.err)
