@@ -190,16 +190,7 @@ func (r *DiTRunner) upload(key []float32, out, in int, c tensor.Codec, bias []fl
 	if err != nil {
 		return err
 	}
-	// Whole rows, a multiple of 64 (the GEMM's tile) where the limit
-	// allows, even (fused gate/up pairs stay together); the device
-	// layout may pad a band by up to 16 bytes and a planar codec's scale
-	// plane by a word per band.
-	per := int((r.limit - 64) / uint64(rowBytes))
-	if per >= 64 {
-		per &^= 63
-	} else {
-		per &^= 1
-	}
+	per := bandRows(r.limit, uint64(rowBytes))
 	if per < 1 {
 		return fmt.Errorf("a %d-byte row of a %dx%d matrix exceeds the binding limit %d", rowBytes, out, in, r.limit)
 	}
@@ -255,6 +246,27 @@ func (r *DiTRunner) upload(key []float32, out, in int, c tensor.Codec, bias []fl
 	}
 	r.mats[&key[0]] = m
 	return nil
+}
+
+// bandRows is how many rows of rowBytes bytes a band within limit holds:
+// a multiple of 64 (the GEMM's tile) where the limit allows, else even
+// (fused gate/up pairs stay together); 64 bytes are kept for the device
+// layout's padding (16 bytes a band, a planar codec's scale plane a word).
+func bandRows(limit, rowBytes uint64) int {
+	if limit < 64 {
+		return 0
+	}
+	per := int((limit - 64) / rowBytes)
+	if per >= 64 {
+		return per &^ 63
+	}
+	return per &^ 1
+}
+
+// ffnChunk is how many stream rows of the feed-forward's hidden
+// activations (ffn f32 each) one binding within limit holds, at most rows.
+func ffnChunk(limit uint64, ffn, rows int) int {
+	return min(rows, max(1, int(limit/uint64(4*ffn))))
 }
 
 // Close releases the device buffers.
@@ -498,7 +510,7 @@ func (d *DiTRunner) run(ins []*diffusion.DiTInput) ([][]float32, error) {
 	}
 	// The feed-forward's chunk: as many rows as its hidden activations
 	// fit in a binding.
-	chunk := min(N, max(1, int(d.limit/uint64(4*d.ffn))))
+	chunk := ffnChunk(d.limit, d.ffn, N)
 	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, mats: d.mats, s: s, rows: N, ffn: d.ffn, chunk: chunk, steps: map[[2]int]*gpu.Buffer{}}
 	defer r.release()
 	var u, rope []float32
