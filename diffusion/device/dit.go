@@ -39,6 +39,8 @@ type DiTRunner struct {
 	// batchLimit is the most bytes of a batch's stream buffers; limit the
 	// most bytes of any binding (weight bands, feed-forward chunks).
 	batchLimit, limit uint64
+	// dispatches is the last submission's dispatch count.
+	dispatches int
 }
 
 // matrix is an [out, in] weight on the device as bands of rows, each one
@@ -313,10 +315,10 @@ func (r *ditRun) step(row0, rows int) *gpu.Buffer {
 	return b
 }
 
-// gemm queues y[yOff + t·yStride + o] = Σ_i W[o, i]·x[row0 + t, i] (+ bias)
+// gemm queues (labelled img/gemm/label) y[yOff + t·yStride + o] = Σ_i W[o, i]·x[row0 + t, i] (+ bias)
 // for t < rows over every band of m (mode 2: the rows are interleaved
 // gate/up pairs, output o/2 = SiLU(gate)·up).
-func (r *ditRun) gemm(m *matrix, x *gpu.Buffer, row0, rows int, y *gpu.Buffer, yOff, yStride int, mode uint32) {
+func (r *ditRun) gemm(label string, m *matrix, x *gpu.Buffer, row0, rows int, y *gpu.Buffer, yOff, yStride int, mode uint32) {
 	if r.err != nil {
 		return
 	}
@@ -340,12 +342,13 @@ func (r *ditRun) gemm(m *matrix, x *gpu.Buffer, row0, rows int, y *gpu.Buffer, y
 		u := r.uniform(shaders.MatmulParams{Rows: u32(b.rows), Cols: u32(m.in), SOff: b.soff, Mode: mode, Alpha: 1, Sel: 1,
 			HasBias: flag(b.bias != nil), OutStride: u32(yStride), OutOff: u32(yOff + off)})
 		g := (b.rows + tr - 1) / tr
-		r.queue(p, key, uint32(min(g, 65535)), uint32((g+65534)/65535), uint32((rows+tt-1)/tt), u, st, b.buf, x, y, bias)
+		r.queue(p, key, "img/gemm/"+label, uint32(min(g, 65535)), uint32((g+65534)/65535), uint32((rows+tt-1)/tt), u, st, b.buf, x, y, bias)
 	}
 }
 
-// queue binds bufs to pipeline p and queues it on a (x, y, z) grid.
-func (r *ditRun) queue(p *gpu.Pipeline, key string, gx, gy, gz uint32, bufs ...*gpu.Buffer) {
+// queue binds bufs to pipeline p (its bind group key) and queues it on a
+// (x, y, z) grid under label.
+func (r *ditRun) queue(p *gpu.Pipeline, key, label string, gx, gy, gz uint32, bufs ...*gpu.Buffer) {
 	if r.err != nil {
 		return
 	}
@@ -359,7 +362,7 @@ func (r *ditRun) queue(p *gpu.Pipeline, key string, gx, gy, gz uint32, bufs ...*
 		return
 	}
 	r.groups = append(r.groups, g)
-	r.ds = append(r.ds, gpu.Dispatch{P: p, G: g, X: gx, Y: gy, Z: gz, Label: key})
+	r.ds = append(r.ds, gpu.Dispatch{P: p, G: g, X: gx, Y: gy, Z: gz, Label: label})
 }
 
 // norm writes rows of x normalized (mode 0 RMS, 1 LayerNorm) into y, times
@@ -401,7 +404,7 @@ func (r *ditRun) attention(row0, rows int) {
 		return
 	}
 	bq := shaders.AttentionTiledRows
-	r.queue(p, key, uint32((rows+bq-1)/bq), 1, uint32(s.Heads), par, r.q, r.k, r.v, r.att)
+	r.queue(p, key, "img/"+shaders.AttentionTiled, uint32((rows+bq-1)/bq), 1, uint32(s.Heads), par, r.q, r.k, r.v, r.att)
 }
 
 // seg is one sequence's rows [row0, row0+rows) of u: attention runs
@@ -421,9 +424,9 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int, segs ...seg) {
 		return (4*m + k) * D
 	}
 	r.norm(r.u, b.AttnNorm1, off(0), 0, row0, rows, s.Eps, r.h)
-	r.gemm(r.mats[&b.Q[0]], r.h, row0, rows, r.q, row0*D, D, 0)
-	r.gemm(r.mats[&b.K[0]], r.h, row0, rows, r.k, row0*D, D, 0)
-	r.gemm(r.mats[&b.V[0]], r.h, row0, rows, r.v, row0*D, D, 0)
+	r.gemm("q", r.mats[&b.Q[0]], r.h, row0, rows, r.q, row0*D, D, 0)
+	r.gemm("k", r.mats[&b.K[0]], r.h, row0, rows, r.k, row0*D, D, 0)
+	r.gemm("v", r.mats[&b.V[0]], r.h, row0, rows, r.v, row0*D, D, 0)
 	for _, x := range []struct {
 		buf *gpu.Buffer
 		nw  []float32
@@ -438,7 +441,7 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int, segs ...seg) {
 	for _, sg := range segs {
 		r.attention(sg.row0, sg.rows)
 	}
-	r.gemm(r.mats[&b.O[0]], r.att, row0, rows, r.a, row0*D, D, 0)
+	r.gemm("o", r.mats[&b.O[0]], r.att, row0, rows, r.a, row0*D, D, 0)
 	r.norm(r.a, b.AttnNorm2, -1, 0, row0, rows, s.Eps, r.hn)
 	r.gatedAdd(r.hn, off(1), row0, rows)
 
@@ -447,8 +450,8 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int, segs ...seg) {
 	r.norm(r.u, b.FFNNorm1, off(2), 0, row0, rows, s.Eps, r.h)
 	for c0 := row0; c0 < row0+rows; c0 += r.chunk {
 		n := min(r.chunk, row0+rows-c0)
-		r.gemm(r.mats[&b.W1[0]], r.h, c0, n, r.g, 0, r.ffn, 2)
-		r.gemm(r.mats[&b.W2[0]], r.g, 0, n, r.f, c0*D, D, 0)
+		r.gemm("w1w3", r.mats[&b.W1[0]], r.h, c0, n, r.g, 0, r.ffn, 2)
+		r.gemm("w2", r.mats[&b.W2[0]], r.g, 0, n, r.f, c0*D, D, 0)
 	}
 	r.norm(r.f, b.FFNNorm2, -1, 0, row0, rows, s.Eps, r.hn)
 	r.gatedAdd(r.hn, off(3), row0, rows)
@@ -556,11 +559,12 @@ func (d *DiTRunner) run(ins []*diffusion.DiTInput) ([][]float32, error) {
 	}
 	for i, in := range ins {
 		r.norm(r.u, nil, -2, 1, base[i], in.NImg, s.FinalEps, r.h)
-		r.gemm(d.mats[&s.FinalW[0]], r.h, base[i], in.NImg, out, base[i]*s.PatchDim, s.PatchDim, 0)
+		r.gemm("final", d.mats[&s.FinalW[0]], r.h, base[i], in.NImg, out, base[i]*s.PatchDim, s.PatchDim, 0)
 	}
 	if r.err != nil {
 		return nil, fmt.Errorf("webgpu: dit: %w", r.err)
 	}
+	d.dispatches = len(r.ds)
 	if err := d.d.Run(nil, r.ds, nil); err != nil {
 		return nil, fmt.Errorf("webgpu: dit: %w", err)
 	}
