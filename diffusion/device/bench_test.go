@@ -9,6 +9,7 @@ import (
 
 	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/gpu"
+	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
 
@@ -22,6 +23,7 @@ var (
 	benchCap     = flagpkg.Int("dit.cap", 32, "BenchmarkDiTStep: caption rows (padded to a multiple of 32)")
 	benchCodec   = flagpkg.String("dit.codec", "f32", "BenchmarkDiTStep: block weights on the device (f32, f16, q8_0, q4_0)")
 	benchBatch   = flagpkg.Int("dit.batch", 1, "BenchmarkDiTStep: inputs per step (2: classifier-free guidance's batch)")
+	benchGemm    = flagpkg.String("dit.gemm", "", "BenchmarkDiTStep: the GEMM tiling (empty: the prefill's; large: shaders.GemmLarge)")
 	benchProfile = flagpkg.Bool("dit.profile", false, "BenchmarkDiTStep: time every dispatch and print the GPU time per kernel class")
 )
 
@@ -58,7 +60,15 @@ func BenchmarkDiTStep(b *testing.B) {
 	c := shape().DiT
 	s := randomDiTSpec(c)
 	t0 := time.Now()
-	run, err := NewDiTRunner(d, s, DiTOptions{Codec: codec})
+	opts := DiTOptions{Codec: codec}
+	switch *benchGemm {
+	case "":
+	case "large":
+		opts.Gemm = shaders.GemmLarge()
+	default:
+		b.Fatalf("-dit.gemm %q: empty or large", *benchGemm)
+	}
+	run, err := NewDiTRunner(d, s, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

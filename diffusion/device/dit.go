@@ -41,6 +41,7 @@ type DiTRunner struct {
 	batchLimit, limit uint64
 	// dispatches is the last submission's dispatch count.
 	dispatches int
+	gemm       shaders.GemmTiling // zero: shaders.Gemm's
 }
 
 // matrix is an [out, in] weight on the device as bands of rows, each one
@@ -73,6 +74,9 @@ type DiTOptions struct {
 	// limit): the weight bands and the feed-forward's row chunks. A test
 	// forces a small one to run the browser's tiling on a native device.
 	MaxBinding uint64
+	// Gemm is the linear layers' GEMM tiling (zero: shaders.Gemm's, the
+	// LLM prefill's; shaders.GemmLarge is the other one tuned).
+	Gemm shaders.GemmTiling
 }
 
 // DiTBindings lists the buffers a DiTRunner binds for an evaluation of
@@ -113,9 +117,14 @@ func NewDiTRunner(d *gpu.Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRun
 	default:
 		return nil, fmt.Errorf("webgpu: dit: weights as %s (f32, f16, q8_0 or q4_0)", opts.Codec)
 	}
+	if opts.Gemm != (shaders.GemmTiling{}) {
+		if err := opts.Gemm.Check(); err != nil {
+			return nil, fmt.Errorf("webgpu: dit: %w", err)
+		}
+	}
 	lim := bindingLimit(d, opts.MaxBinding)
 	r := &DiTRunner{d: d, s: s, wts: map[*float32]*gpu.Buffer{}, mats: map[*float32]*matrix{},
-		ffn: (s.FFN + 3) &^ 3, limit: lim, batchLimit: bindingLimit(d, min(lim, nonZero(opts.BatchBytes)))}
+		ffn: (s.FFN + 3) &^ 3, limit: lim, gemm: opts.Gemm, batchLimit: bindingLimit(d, min(lim, nonZero(opts.BatchBytes)))}
 	D, F, FP := s.Dim, s.FFN, r.ffn
 	var xs [][]float32
 	fail := func(err error) (*DiTRunner, error) {
@@ -291,6 +300,7 @@ type ditRun struct {
 	rope, mod, finalScale *gpu.Buffer
 	rows, ffn, chunk      int
 	steps                 map[[2]int]*gpu.Buffer
+	gemmTiling            shaders.GemmTiling
 }
 
 // step is the GEMM's row selection: rows [row0, row0+rows) of x (the
@@ -323,12 +333,18 @@ func (r *ditRun) gemm(label string, m *matrix, x *gpu.Buffer, row0, rows int, y 
 		return
 	}
 	key := "img/gemm/" + m.codec.String()
-	p, err := r.d.PipelineOf(key, func() (string, error) { return shaders.Gemm(m.codec) }, kinds(shaders.KMatmul))
+	gen := func() (string, error) { return shaders.Gemm(m.codec) }
+	tr, tt := shaders.GemmTile(m.codec)
+	if g := r.gemmTiling; g != (shaders.GemmTiling{}) {
+		key += fmt.Sprintf("/%dx%dx%d/%dx%d", g.Rows, g.Tokens, g.K, g.ThreadRows, g.ThreadTokens)
+		gen = func() (string, error) { return shaders.GemmTiled(m.codec, g) }
+		tr, tt = g.Rows, g.Tokens
+	}
+	p, err := r.d.PipelineOf(key, gen, kinds(shaders.KMatmul))
 	if err != nil {
 		r.err = err
 		return
 	}
-	tr, tt := shaders.GemmTile(m.codec)
 	st := r.step(row0, rows)
 	for _, b := range m.bands {
 		off := b.row0
@@ -514,7 +530,7 @@ func (d *DiTRunner) run(ins []*diffusion.DiTInput) ([][]float32, error) {
 	// The feed-forward's chunk: as many rows as its hidden activations
 	// fit in a binding.
 	chunk := ffnChunk(d.limit, d.ffn, N)
-	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, mats: d.mats, s: s, rows: N, ffn: d.ffn, chunk: chunk, steps: map[[2]int]*gpu.Buffer{}}
+	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, mats: d.mats, s: s, rows: N, ffn: d.ffn, chunk: chunk, steps: map[[2]int]*gpu.Buffer{}, gemmTiling: d.gemm}
 	defer r.release()
 	var u, rope []float32
 	for _, in := range ins {
