@@ -56,11 +56,16 @@ func TestCompile(t *testing.T) {
 		check(k.name, src, k.kinds...)
 	}
 	for _, hd := range []int{4, 32, 128, 256} {
-		src, err := shaders.AttentionTiledSrc(hd)
-		if err != nil {
-			t.Fatal(err)
+		for _, split := range []int{1, 2, 4, 8} {
+			src, err := shaders.AttentionTiledSplitSrc(hd, split)
+			if err != nil {
+				if hd/4%split == 0 {
+					t.Fatal(err)
+				}
+				continue
+			}
+			check(fmt.Sprintf("attention_tiled/hd%d/s%d", hd, split), src, U, R, R, R, W)
 		}
-		check(fmt.Sprint("attention_tiled/hd", hd), src, U, R, R, R, W)
 	}
 	for _, c := range []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0} {
 		src, _ := shaders.LinearCodec(c)

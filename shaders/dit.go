@@ -15,14 +15,30 @@ const AttentionTiled = "attention_tiled"
 const AttentionTiledRows = 64
 
 // AttentionTiledSrc is attention_tiled.wgsl for head dimension hd (a
-// multiple of 4 up to 256): key tiles of 2048/hd rows (at most 64), so
-// the staged keys and values take 16 KiB of workgroup memory, what every
-// browser grants. Dispatch (ceil(n/AttentionTiledRows), 1, heads).
+// multiple of 4 up to 256) with AttentionTiledSplit(hd) threads per row.
 func AttentionTiledSrc(hd int) (string, error) {
+	return AttentionTiledSplitSrc(hd, AttentionTiledSplit(hd))
+}
+
+// AttentionTiledSplit is the threads per row AttentionTiledSrc uses: as
+// many as keep a thread's share of the output at 16 vec4s (one for head
+// dims up to 64, two at 128, the Z-Image width, four at 256).
+func AttentionTiledSplit(hd int) int { return max(1, hd/64) }
+
+// AttentionTiledSplitSrc is attention_tiled.wgsl for head dimension hd
+// with split threads per row (1, 2, 4 or 8, dividing hd/4): key tiles of
+// 2048/hd rows (at most 64), so the staged keys and values take 16 KiB of
+// workgroup memory, what every browser grants. Dispatch
+// (ceil(n/AttentionTiledRows), 1, heads).
+func AttentionTiledSplitSrc(hd, split int) (string, error) {
 	if hd <= 0 || hd%4 != 0 || hd > 256 {
 		return "", fmt.Errorf("shaders: tiled image attention for head dim %d: want a multiple of 4 up to 256", hd)
 	}
+	if split != 1 && split != 2 && split != 4 && split != 8 || (hd/4)%split != 0 {
+		return "", fmt.Errorf("shaders: tiled image attention for head dim %d: %d threads per row (1, 2, 4 or 8 dividing %d)", hd, split, hd/4)
+	}
 	bk := min(64, 2048/hd)
 	return strings.NewReplacer("__HD4__", fmt.Sprint(hd/4), "__HD__", fmt.Sprint(hd), "__BK__", fmt.Sprint(bk),
-		"__BQ__", fmt.Sprint(AttentionTiledRows), "__TILE__", fmt.Sprint(bk*hd/4)).Replace(read(AttentionTiled)), nil
+		"__BQ__", fmt.Sprint(AttentionTiledRows), "__TILE__", fmt.Sprint(bk*hd/4), "__SPLIT__", fmt.Sprint(split),
+		"__OD4__", fmt.Sprint(hd/4/split), "__NT__", fmt.Sprint(AttentionTiledRows*split)).Replace(read(AttentionTiled)), nil
 }

@@ -24,6 +24,7 @@ var (
 	benchCodec   = flagpkg.String("dit.codec", "f32", "BenchmarkDiTStep: block weights on the device (f32, f16, q8_0, q4_0)")
 	benchBatch   = flagpkg.Int("dit.batch", 1, "BenchmarkDiTStep: inputs per step (2: classifier-free guidance's batch)")
 	benchGemm    = flagpkg.String("dit.gemm", "", "BenchmarkDiTStep: the GEMM tiling (empty: the prefill's; large: shaders.GemmLarge)")
+	benchSplit   = flagpkg.Int("dit.split", 0, "BenchmarkDiTStep: threads per attention row (0: the kernel's choice)")
 	benchProfile = flagpkg.Bool("dit.profile", false, "BenchmarkDiTStep: time every dispatch and print the GPU time per kernel class")
 )
 
@@ -60,7 +61,7 @@ func BenchmarkDiTStep(b *testing.B) {
 	c := shape().DiT
 	s := randomDiTSpec(c)
 	t0 := time.Now()
-	opts := DiTOptions{Codec: codec}
+	opts := DiTOptions{Codec: codec, AttnSplit: *benchSplit}
 	switch *benchGemm {
 	case "":
 	case "large":

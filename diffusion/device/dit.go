@@ -42,6 +42,7 @@ type DiTRunner struct {
 	// dispatches is the last submission's dispatch count.
 	dispatches int
 	gemm       shaders.GemmTiling // zero: shaders.Gemm's
+	attnSplit  int
 }
 
 // matrix is an [out, in] weight on the device as bands of rows, each one
@@ -77,6 +78,9 @@ type DiTOptions struct {
 	// Gemm is the linear layers' GEMM tiling (zero: shaders.Gemm's, the
 	// LLM prefill's; shaders.GemmLarge is the other one tuned).
 	Gemm shaders.GemmTiling
+	// AttnSplit is the tiled attention's threads per query row (0:
+	// shaders.AttentionTiledSplit's choice for the head dimension).
+	AttnSplit int
 }
 
 // DiTBindings lists the buffers a DiTRunner binds for an evaluation of
@@ -117,6 +121,15 @@ func NewDiTRunner(d *gpu.Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRun
 	default:
 		return nil, fmt.Errorf("webgpu: dit: weights as %s (f32, f16, q8_0 or q4_0)", opts.Codec)
 	}
+	split := opts.AttnSplit
+	if split == 0 {
+		split = shaders.AttentionTiledSplit(s.HeadDim)
+	}
+	if s.HeadDim%4 == 0 && s.HeadDim <= 256 {
+		if _, err := shaders.AttentionTiledSplitSrc(s.HeadDim, split); err != nil {
+			return nil, fmt.Errorf("webgpu: dit: %w", err)
+		}
+	}
 	if opts.Gemm != (shaders.GemmTiling{}) {
 		if err := opts.Gemm.Check(); err != nil {
 			return nil, fmt.Errorf("webgpu: dit: %w", err)
@@ -124,7 +137,7 @@ func NewDiTRunner(d *gpu.Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRun
 	}
 	lim := bindingLimit(d, opts.MaxBinding)
 	r := &DiTRunner{d: d, s: s, wts: map[*float32]*gpu.Buffer{}, mats: map[*float32]*matrix{},
-		ffn: (s.FFN + 3) &^ 3, limit: lim, gemm: opts.Gemm, batchLimit: bindingLimit(d, min(lim, nonZero(opts.BatchBytes)))}
+		ffn: (s.FFN + 3) &^ 3, limit: lim, gemm: opts.Gemm, attnSplit: split, batchLimit: bindingLimit(d, min(lim, nonZero(opts.BatchBytes)))}
 	D, F, FP := s.Dim, s.FFN, r.ffn
 	var xs [][]float32
 	fail := func(err error) (*DiTRunner, error) {
@@ -301,6 +314,7 @@ type ditRun struct {
 	rows, ffn, chunk      int
 	steps                 map[[2]int]*gpu.Buffer
 	gemmTiling            shaders.GemmTiling
+	attnSplit             int
 }
 
 // step is the GEMM's row selection: rows [row0, row0+rows) of x (the
@@ -413,8 +427,8 @@ func (r *ditRun) attention(row0, rows int) {
 	if r.err != nil {
 		return
 	}
-	key := fmt.Sprintf("img/%s/hd%d", shaders.AttentionTiled, s.HeadDim)
-	p, err := r.d.PipelineOf(key, func() (string, error) { return shaders.AttentionTiledSrc(s.HeadDim) }, kinds(shaders.AttentionTiled))
+	key := fmt.Sprintf("img/%s/hd%d/s%d", shaders.AttentionTiled, s.HeadDim, r.attnSplit)
+	p, err := r.d.PipelineOf(key, func() (string, error) { return shaders.AttentionTiledSplitSrc(s.HeadDim, r.attnSplit) }, kinds(shaders.AttentionTiled))
 	if err != nil {
 		r.err = err
 		return
@@ -530,7 +544,7 @@ func (d *DiTRunner) run(ins []*diffusion.DiTInput) ([][]float32, error) {
 	// The feed-forward's chunk: as many rows as its hidden activations
 	// fit in a binding.
 	chunk := ffnChunk(d.limit, d.ffn, N)
-	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, mats: d.mats, s: s, rows: N, ffn: d.ffn, chunk: chunk, steps: map[[2]int]*gpu.Buffer{}, gemmTiling: d.gemm}
+	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, mats: d.mats, s: s, rows: N, ffn: d.ffn, chunk: chunk, steps: map[[2]int]*gpu.Buffer{}, gemmTiling: d.gemm, attnSplit: d.attnSplit}
 	defer r.release()
 	var u, rope []float32
 	for _, in := range ins {

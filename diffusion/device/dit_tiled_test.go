@@ -62,8 +62,8 @@ func TestDiTBindingsBrowser(t *testing.T) {
 
 // TestDiTRunnerTiled: with a small forced binding limit (matrices in many
 // row bands, the feed-forward in chunks of a few rows, a guidance batch
-// per input) and with the other GEMM tiling a forward gives the unsplit
-// runner's output bit for bit, with f32 and q8_0 weights.
+// per input) and with the other GEMM tiling and attention rows split over
+// four threads a forward gives the unsplit runner's output bit for bit, with f32 and q8_0 weights.
 func TestDiTRunnerTiled(t *testing.T) {
 	ref := filepath.Join("..", "testdata", "zimage")
 	model := filepath.Join(ref, "zimage-tiny")
@@ -114,16 +114,17 @@ func TestDiTRunnerTiled(t *testing.T) {
 		// 4 KiB: f32 bands of 14 rows (W1/W3: 25 bands), feed-forward
 		// chunks of 5 rows.
 		split := forward(DiTOptions{MaxBinding: 4 << 10})
-		// Another GEMM tiling: each output is one fma chain either way.
-		large := forward(DiTOptions{Gemm: shaders.GemmLarge()})
+		// Another GEMM tiling (each output is one fma chain either way),
+		// four threads per attention row (each the same scores).
+		large := forward(DiTOptions{Gemm: shaders.GemmLarge(), AttnSplit: 4})
 		p.Close()
 		for i := range whole {
 			for j := range whole[i] {
 				if math.Float32bits(whole[i][j]) != math.Float32bits(split[i][j]) || math.Float32bits(whole[i][j]) != math.Float32bits(large[i][j]) {
-					t.Fatalf("%s, caption %d: value %d split %g, GemmLarge %g, whole %g", c, i, j, split[i][j], large[i][j], whole[i][j])
+					t.Fatalf("%s, caption %d: value %d split %g, GemmLarge and split attention %g, whole %g", c, i, j, split[i][j], large[i][j], whole[i][j])
 				}
 			}
 		}
-		t.Logf("%s: split under a 4 KiB binding limit = GemmLarge's = whole, bit for bit", c)
+		t.Logf("%s: split under a 4 KiB binding limit = GemmLarge's with split attention = whole, bit for bit", c)
 	}
 }
