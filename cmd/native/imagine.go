@@ -113,13 +113,32 @@ func cmdImagine(args []string) error {
 			return fmt.Errorf("negative prompt: %w", err)
 		}
 	}
+	tEnc := time.Now()
 	bar := newStepBar(os.Stderr, *steps)
-	opts.Progress = bar.step
+	stepAt := []time.Time{tEnc} // when each step ended, after the encoder's end
+	opts.Progress = func(i, n int) {
+		stepAt = append(stepAt, time.Now())
+		bar.step(i, n)
+	}
 	res, err := pipe.GenerateFromFeatures(opts, pos, neg)
 	bar.finish()
 	if err != nil {
 		return err
 	}
+	// Where the time went: the text encoder, the steps (the first apart:
+	// it builds the device pipelines), the VAE decode.
+	n := len(stepAt) - 1
+	last := stepAt[n]
+	first := 0.0
+	if n > 0 {
+		first = stepAt[1].Sub(tEnc).Seconds()
+	}
+	rest := "-"
+	if n > 1 {
+		rest = fmt.Sprintf("%.3fs", last.Sub(stepAt[1]).Seconds()/float64(n-1))
+	}
+	fmt.Fprintf(os.Stderr, "imagine: phases: text encoder %.3fs, %d steps %.3fs (first %.3fs, then %s a step), VAE decode %.3fs\n",
+		tEnc.Sub(t1).Seconds(), n, last.Sub(tEnc).Seconds(), first, rest, time.Since(last).Seconds())
 
 	var png bytes.Buffer
 	if err := diffusion.EncodePNG(&png, res.Image, res.Width, res.Height); err != nil {
