@@ -48,6 +48,7 @@ func TestCompile(t *testing.T) {
 		{shaders.QKRope, []gpu.BindKind{U, R, R, W}},
 		{shaders.GatedAdd, []gpu.BindKind{U, R, R, W}},
 		{shaders.SiLUMul, []gpu.BindKind{U, R, W}},
+		{shaders.NormAdd, []gpu.BindKind{U, R, R, R, R, W, W}},
 	} {
 		src, err := shaders.Source(k.name)
 		if err != nil {

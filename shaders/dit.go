@@ -10,6 +10,23 @@ import (
 // (AttentionFullParams), many query rows per workgroup.
 const AttentionTiled = "attention_tiled"
 
+// NormAdd is norm_add.wgsl: the DiT block's gated residual of a normed
+// output and the next norm in one pass.
+const NormAdd = "norm_add"
+
+// NormAddParams is norm_add.wgsl's P.
+type NormAddParams struct {
+	Width, Row0, Rows uint32
+	Eps, Eps2         float32
+	HasW, HasGate     Flag
+	GateOff           uint32
+	HasNext, HasW2    Flag
+	HasScale          Flag
+	ScaleOff          uint32
+}
+
+func (NormAddParams) Kernel() string { return NormAdd }
+
 // AttentionTiledRows is how many query rows one workgroup of
 // AttentionTiledSrc takes (its workgroup size).
 const AttentionTiledRows = 64

@@ -237,6 +237,7 @@ func init() {
 			}
 			return m, nil
 		}},
+		{NormAdd, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}, NormAddParams{}, one(NormAdd)},
 		{Linear, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, LinearParams{}, one(Linear)},
 		{KLinearC, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, LinearParams{}, perCodec(LinearCodec)},
 		{RowsNorm, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, RowsNormParams{}, one(RowsNorm)},

@@ -238,7 +238,7 @@ func Source(name string) (string, error) {
 	case QKVPrep, Attention:
 		return SourceKV(name, false)
 	case Combine, ActMul, Advance, Conv2D, GroupNormStats, GroupNormApply, CopyF32, AttentionFull,
-		Linear, RowsNorm, QKRope, GatedAdd, SiLUMul:
+		Linear, RowsNorm, QKRope, GatedAdd, SiLUMul, NormAdd:
 		return read(name), nil
 	case Argmax, ArgmaxPart:
 		return read("argmax_pick") + read(name), nil

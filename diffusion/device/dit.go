@@ -408,10 +408,21 @@ func (r *ditRun) norm(x *gpu.Buffer, w []float32, scaleOff, mode, row0, rows int
 			HasScale: flag(scaleOff >= 0), ScaleOff: u32(max(scaleOff, 0))}), x, r.w(w), scale, y)
 }
 
-func (r *ditRun) gatedAdd(y *gpu.Buffer, gateOff, row0, rows int) {
-	gx, gy := grid(rows*r.s.Dim, 256)
-	r.dispatch(shaders.GatedAdd, gx, gy, 1,
-		r.uniform(shaders.GatedAddParams{Width: u32(r.s.Dim), Row0: u32(row0), Rows: u32(rows), HasGate: flag(gateOff >= 0), GateOff: u32(max(gateOff, 0))}), y, r.mod, r.u)
+// normAdd adds the normed rows of x (times w) to u's, gated by the
+// modulation vector at gateOff (< 0: ungated); with next, it then writes
+// u's rows normed (times w2 and the modulation vector at scaleOff, < 0:
+// none) into h.
+func (r *ditRun) normAdd(x *gpu.Buffer, w []float32, gateOff int, next bool, w2 []float32, scaleOff, row0, rows int) {
+	gx, gy := uint32(min(rows, 65535)), uint32((rows+65534)/65535)
+	y := r.h
+	if !next {
+		y = r.hn // not written
+	}
+	r.dispatch(shaders.NormAdd, gx, gy, 1,
+		r.uniform(shaders.NormAddParams{Width: u32(r.s.Dim), Row0: u32(row0), Rows: u32(rows), Eps: r.s.Eps, Eps2: r.s.Eps,
+			HasW: flag(len(w) > 0), HasGate: flag(gateOff >= 0), GateOff: u32(max(gateOff, 0)),
+			HasNext: flag(next), HasW2: flag(len(w2) > 0), HasScale: flag(scaleOff >= 0), ScaleOff: u32(max(scaleOff, 0))}),
+		x, r.w(w), r.mod, r.w(w2), r.u, y)
 }
 
 // attention queues the joint attention of every head over rows
@@ -472,19 +483,17 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int, segs ...seg) {
 		r.attention(sg.row0, sg.rows)
 	}
 	r.gemm("o", r.mats[&b.O[0]], r.att, row0, rows, r.a, row0*D, D, 0)
-	r.norm(r.a, b.AttnNorm2, -1, 0, row0, rows, s.Eps, r.hn)
-	r.gatedAdd(r.hn, off(1), row0, rows)
+	// u += gate·norm(a), then h = the feed-forward's modulated norm of u.
+	r.normAdd(r.a, b.AttnNorm2, off(1), true, b.FFNNorm1, off(2), row0, rows)
 
 	// The feed-forward in chunks of rows: g = SiLU(h·W1ᵀ)⊙(h·W3ᵀ) for the
 	// chunk's rows, then f = g·W2ᵀ into the chunk's rows of f.
-	r.norm(r.u, b.FFNNorm1, off(2), 0, row0, rows, s.Eps, r.h)
 	for c0 := row0; c0 < row0+rows; c0 += r.chunk {
 		n := min(r.chunk, row0+rows-c0)
 		r.gemm("w1w3", r.mats[&b.W1[0]], r.h, c0, n, r.g, 0, r.ffn, 2)
 		r.gemm("w2", r.mats[&b.W2[0]], r.g, 0, n, r.f, c0*D, D, 0)
 	}
-	r.norm(r.f, b.FFNNorm2, -1, 0, row0, rows, s.Eps, r.hn)
-	r.gatedAdd(r.hn, off(3), row0, rows)
+	r.normAdd(r.f, b.FFNNorm2, off(3), false, nil, -1, row0, rows)
 }
 
 // Run implements diffusion.DiTDevice.
