@@ -43,11 +43,8 @@ func TestCompile(t *testing.T) {
 		{shaders.GroupNormApply, []gpu.BindKind{U, R, R, R, R, W}},
 		{shaders.CopyF32, []gpu.BindKind{U, R, W}},
 		{shaders.AttentionFull, []gpu.BindKind{U, R, R, R, W}},
-		{shaders.Linear, []gpu.BindKind{U, R, R, R, W}},
 		{shaders.RowsNorm, []gpu.BindKind{U, R, R, R, W}},
 		{shaders.QKRope, []gpu.BindKind{U, R, R, W}},
-		{shaders.GatedAdd, []gpu.BindKind{U, R, R, W}},
-		{shaders.SiLUMul, []gpu.BindKind{U, R, W}},
 		{shaders.NormAdd, []gpu.BindKind{U, R, R, R, R, W, W}},
 	} {
 		src, err := shaders.Source(k.name)
@@ -69,7 +66,7 @@ func TestCompile(t *testing.T) {
 		}
 	}
 	for _, c := range []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0} {
-		src, _ := shaders.LinearCodec(c)
-		check("linear/"+c.String(), src, U, R, R, R, W)
+		src, _ := shaders.Gemm(c)
+		check("gemm/"+c.String(), src, U, R, R, R, W, R)
 	}
 }

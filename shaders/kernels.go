@@ -74,7 +74,6 @@ const (
 	KRMSNorm    = "rmsnorm"
 	KRMSNormIP  = "rmsnorm_ip" // RMSNorm in place
 	KExperts    = "moe_matmul" // routed-expert matvec and GEMM
-	KLinearC    = "linear_codec"
 )
 
 var (
@@ -238,12 +237,8 @@ func init() {
 			return m, nil
 		}},
 		{NormAdd, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}, NormAddParams{}, one(NormAdd)},
-		{Linear, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, LinearParams{}, one(Linear)},
-		{KLinearC, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, LinearParams{}, perCodec(LinearCodec)},
 		{RowsNorm, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, RowsNormParams{}, one(RowsNorm)},
 		{QKRope, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, QKRopeParams{}, one(QKRope)},
-		{GatedAdd, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, GatedAddParams{}, one(GatedAdd)},
-		{SiLUMul, []Bind{Uniform, ReadOnly, ReadWrite}, SiLUMulParams{}, one(SiLUMul)},
 	}
 	byName, byType = map[string]*Kernel{}, map[string]Params{}
 	for i := range table {
@@ -266,7 +261,7 @@ func init() {
 // variant with one more binding).
 func sharedParams(k *Kernel) bool {
 	switch k.Name {
-	case KMatmulNorm, KRMSNormIP, KLinearC, AttentionTiled:
+	case KMatmulNorm, KRMSNormIP, AttentionTiled:
 		return true
 	}
 	return false
