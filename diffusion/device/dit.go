@@ -3,6 +3,7 @@ package device
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/gpu"
@@ -27,6 +28,11 @@ import (
 // the widest) are computed in chunks of rows; every output value is
 // computed the same way whatever the bands and chunks, so the results do
 // not depend on the limit.
+//
+// The first evaluation of a batch layout allocates its activations and
+// records its dispatches; the next steps of that layout write their inputs
+// and submit the same dispatches. Trim (called when a generation ends)
+// releases them.
 type DiTRunner struct {
 	d    *gpu.Device
 	s    *diffusion.DiTSpec
@@ -43,6 +49,8 @@ type DiTRunner struct {
 	dispatches int
 	gemm       shaders.GemmTiling // zero: shaders.Gemm's
 	attnSplit  int
+	recs       map[string]*ditRun // recorded evaluations by batch layout
+	mu         sync.Mutex         // run, Trim and Close: recs
 }
 
 // matrix is an [out, in] weight on the device as bands of rows, each one
@@ -295,6 +303,7 @@ func ffnChunk(limit uint64, ffn, rows int) int {
 
 // Close releases the device buffers.
 func (r *DiTRunner) Close() {
+	r.Trim()
 	for _, b := range r.bufs {
 		b.Release()
 	}
@@ -311,7 +320,9 @@ type ditRun struct {
 	u, h, q, k, v, att, a *gpu.Buffer
 	hn, g, f              *gpu.Buffer
 	rope, mod, finalScale *gpu.Buffer
+	out                   *gpu.Buffer // the final layer's rows [outRows, patch dim]
 	rows, ffn, chunk      int
+	outRows               int
 	steps                 map[[2]int]*gpu.Buffer
 	gemmTiling            shaders.GemmTiling
 	attnSplit             int
@@ -533,6 +544,8 @@ func (d *DiTRunner) RunBatch(ins []*diffusion.DiTInput) ([][]float32, error) {
 }
 
 func (d *DiTRunner) run(ins []*diffusion.DiTInput) ([][]float32, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	s := d.s
 	D := s.Dim
 	if len(ins) == 0 {
@@ -550,18 +563,19 @@ func (d *DiTRunner) run(ins []*diffusion.DiTInput) ([][]float32, error) {
 		base[i] = N
 		N += in.ImgRows + in.CapRows
 	}
-	// The feed-forward's chunk: as many rows as its hidden activations
-	// fit in a binding.
-	chunk := ffnChunk(d.limit, d.ffn, N)
-	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, mats: d.mats, s: s, rows: N, ffn: d.ffn, chunk: chunk, steps: map[[2]int]*gpu.Buffer{}, gemmTiling: d.gemm, attnSplit: d.attnSplit}
-	defer r.release()
+	key := ""
+	for _, in := range ins {
+		key += fmt.Sprintf("%d/%d/%d,", in.ImgRows, in.NImg, in.CapRows)
+	}
+	r, err := d.recorded(key, ins, base, N)
+	if err != nil {
+		return nil, err
+	}
 	var u, rope []float32
 	for _, in := range ins {
 		u = append(append(u, in.Img...), in.Cap...)
 		rope = append(append(rope, in.ImgRope...), in.CapRope...)
 	}
-	r.u = r.upload(u)
-	r.rope = r.upload(rope)
 	var mods []float32
 	for _, m := range ins[0].NoiseMod {
 		mods = append(mods, m...)
@@ -569,15 +583,62 @@ func (d *DiTRunner) run(ins []*diffusion.DiTInput) ([][]float32, error) {
 	for _, m := range ins[0].LayerMod {
 		mods = append(mods, m...)
 	}
-	r.mod = r.upload(mods)
-	r.finalScale = r.upload(ins[0].FinalScale)
+	for _, w := range []struct {
+		b *gpu.Buffer
+		x []float32
+	}{{r.u, u}, {r.rope, rope}, {r.mod, mods}, {r.finalScale, ins[0].FinalScale}} {
+		if len(w.x) > 0 {
+			if err := d.d.Write(w.b, 0, gpu.F32Bytes(w.x)); err != nil {
+				return nil, fmt.Errorf("webgpu: dit: %w", err)
+			}
+		}
+	}
+	d.dispatches = len(r.ds)
+	if err := d.d.Run(nil, r.ds, nil); err != nil {
+		return nil, fmt.Errorf("webgpu: dit: %w", err)
+	}
+	out, outRows := r.out, r.outRows
+	raw, err := d.d.ReadBuffer(out, uint64(4*outRows*s.PatchDim))
+	if err != nil {
+		return nil, fmt.Errorf("webgpu: dit: %w", err)
+	}
+	all := gpu.BytesF32(raw)
+	ys := make([][]float32, len(ins))
+	for i, in := range ins {
+		ys[i] = all[base[i]*s.PatchDim : (base[i]+in.NImg)*s.PatchDim]
+	}
+	return ys, nil
+}
+
+// recorded is the evaluation of a batch layout (key: each input's image,
+// patch and caption rows) with its buffers allocated and every dispatch
+// recorded, kept for the next steps (the layout repeats every step; a
+// guidance batch run per input alternates two): a step then writes its
+// inputs and submits. At most two are kept.
+func (d *DiTRunner) recorded(key string, ins []*diffusion.DiTInput, base []int, N int) (*ditRun, error) {
+	if r := d.recs[key]; r != nil {
+		return r, nil
+	}
+	if len(d.recs) >= 2 {
+		d.dropRecorded()
+	}
+	s := d.s
+	D := s.Dim
+	// The feed-forward's chunk: as many rows as its hidden activations
+	// fit in a binding.
+	chunk := ffnChunk(d.limit, d.ffn, N)
+	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, mats: d.mats, s: s, rows: N, ffn: d.ffn, chunk: chunk, steps: map[[2]int]*gpu.Buffer{}, gemmTiling: d.gemm, attnSplit: d.attnSplit}
+	r.u = r.buf(N * D)
+	r.rope = r.buf(N * s.HeadDim)
+	r.mod = r.buf(4 * D * (len(s.NoiseRefiner) + len(s.Layers)))
+	r.finalScale = r.buf(D)
 	for _, p := range []**gpu.Buffer{&r.h, &r.q, &r.k, &r.v, &r.att, &r.a, &r.hn, &r.f} {
 		*p = r.buf(N * D)
 	}
 	r.g = r.buf(chunk * d.ffn)
 	last := len(ins) - 1
-	outRows := base[last] + ins[last].NImg
-	out := r.buf(outRows * s.PatchDim)
+	r.outRows = base[last] + ins[last].NImg
+	r.out = r.buf(r.outRows * s.PatchDim)
 
 	for j := range s.NoiseRefiner {
 		for i, in := range ins {
@@ -598,25 +659,33 @@ func (d *DiTRunner) run(ins []*diffusion.DiTInput) ([][]float32, error) {
 	}
 	for i, in := range ins {
 		r.norm(r.u, nil, -2, 1, base[i], in.NImg, s.FinalEps, r.h)
-		r.gemm("final", d.mats[&s.FinalW[0]], r.h, base[i], in.NImg, out, base[i]*s.PatchDim, s.PatchDim, 0)
+		r.gemm("final", d.mats[&s.FinalW[0]], r.h, base[i], in.NImg, r.out, base[i]*s.PatchDim, s.PatchDim, 0)
 	}
 	if r.err != nil {
+		r.release()
 		return nil, fmt.Errorf("webgpu: dit: %w", r.err)
 	}
-	d.dispatches = len(r.ds)
-	if err := d.d.Run(nil, r.ds, nil); err != nil {
-		return nil, fmt.Errorf("webgpu: dit: %w", err)
+	if d.recs == nil {
+		d.recs = map[string]*ditRun{}
 	}
-	raw, err := d.d.ReadBuffer(out, uint64(4*outRows*s.PatchDim))
-	if err != nil {
-		return nil, fmt.Errorf("webgpu: dit: %w", err)
+	d.recs[key] = r
+	return r, nil
+}
+
+// Trim implements diffusion.DiTTrimmer: it releases the evaluations kept
+// for the next step (a generation's activations on the device).
+func (d *DiTRunner) Trim() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dropRecorded()
+}
+
+// dropRecorded releases the recorded evaluations.
+func (d *DiTRunner) dropRecorded() {
+	for k, r := range d.recs {
+		r.release()
+		delete(d.recs, k)
 	}
-	all := gpu.BytesF32(raw)
-	ys := make([][]float32, len(ins))
-	for i, in := range ins {
-		ys[i] = all[base[i]*s.PatchDim : (base[i]+in.NImg)*s.PatchDim]
-	}
-	return ys, nil
 }
 
 // sameMods reports whether a and b carry the same modulation vectors.
