@@ -39,6 +39,7 @@ func TestCompile(t *testing.T) {
 		kinds []gpu.BindKind
 	}{
 		{shaders.Conv2D, []gpu.BindKind{U, R, R, R, R, W}},
+		{shaders.Conv2DTiled, []gpu.BindKind{U, R, R, R, R, W}},
 		{shaders.GroupNormStats, []gpu.BindKind{U, R, W, W}},
 		{shaders.GroupNormApply, []gpu.BindKind{U, R, R, R, R, W}},
 		{shaders.CopyF32, []gpu.BindKind{U, R, W}},

@@ -10,6 +10,11 @@ import (
 // (AttentionFullParams), many query rows per workgroup.
 const AttentionTiled = "attention_tiled"
 
+// Conv2DTiled is conv2d_tiled.wgsl: Conv2D's convolution (its bindings,
+// uniform and sums) as a tiled implicit GEMM, for input channels in
+// multiples of 16.
+const Conv2DTiled = "conv2d_tiled"
+
 // NormAdd is norm_add.wgsl: the DiT block's gated residual of a normed
 // output and the next norm in one pass.
 const NormAdd = "norm_add"

@@ -236,6 +236,7 @@ func init() {
 			}
 			return m, nil
 		}},
+		{Conv2DTiled, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, Conv2DParams{}, one(Conv2DTiled)},
 		{NormAdd, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}, NormAddParams{}, one(NormAdd)},
 		{RowsNorm, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, RowsNormParams{}, one(RowsNorm)},
 		{QKRope, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, QKRopeParams{}, one(QKRope)},
@@ -261,7 +262,7 @@ func init() {
 // variant with one more binding).
 func sharedParams(k *Kernel) bool {
 	switch k.Name {
-	case KMatmulNorm, KRMSNormIP, AttentionTiled:
+	case KMatmulNorm, KRMSNormIP, AttentionTiled, Conv2DTiled:
 		return true
 	}
 	return false

@@ -226,7 +226,7 @@ func Source(name string) (string, error) {
 	case QKVPrep, Attention:
 		return SourceKV(name, false)
 	case Combine, ActMul, Advance, Conv2D, GroupNormStats, GroupNormApply, CopyF32, AttentionFull,
-		RowsNorm, QKRope, NormAdd:
+		RowsNorm, QKRope, NormAdd, Conv2DTiled:
 		return read(name), nil
 	case Argmax, ArgmaxPart:
 		return read("argmax_pick") + read(name), nil

@@ -18,14 +18,15 @@ import (
 //	go test -c -o bin/dit.test ./diffusion/device
 //	bin/dit.test -test.run '^$' -test.bench DiTStep -test.benchtime 5x -dit.shape zimage-turbo -dit.size 1024
 var (
-	benchShape   = flagpkg.String("dit.shape", "zimage-tiny", "BenchmarkDiTStep: the DiT's shape (zimage-tiny, zimage-turbo)")
-	benchSize    = flagpkg.Int("dit.size", 256, "BenchmarkDiTStep: the image side in pixels, a multiple of 16")
-	benchCap     = flagpkg.Int("dit.cap", 32, "BenchmarkDiTStep: caption rows (padded to a multiple of 32)")
-	benchCodec   = flagpkg.String("dit.codec", "f32", "BenchmarkDiTStep: block weights on the device (f32, f16, q8_0, q4_0)")
-	benchBatch   = flagpkg.Int("dit.batch", 1, "BenchmarkDiTStep: inputs per step (2: classifier-free guidance's batch)")
-	benchGemm    = flagpkg.String("dit.gemm", "", "BenchmarkDiTStep: the GEMM tiling (empty: the prefill's; large: shaders.GemmLarge)")
-	benchSplit   = flagpkg.Int("dit.split", 0, "BenchmarkDiTStep: threads per attention row (0: the kernel's choice)")
-	benchProfile = flagpkg.Bool("dit.profile", false, "BenchmarkDiTStep: time every dispatch and print the GPU time per kernel class")
+	benchShape     = flagpkg.String("dit.shape", "zimage-tiny", "BenchmarkDiTStep: the DiT's shape (zimage-tiny, zimage-turbo)")
+	benchSize      = flagpkg.Int("dit.size", 256, "BenchmarkDiTStep: the image side in pixels, a multiple of 16")
+	benchCap       = flagpkg.Int("dit.cap", 32, "BenchmarkDiTStep: caption rows (padded to a multiple of 32)")
+	benchCodec     = flagpkg.String("dit.codec", "f32", "BenchmarkDiTStep: block weights on the device (f32, f16, q8_0, q4_0)")
+	benchBatch     = flagpkg.Int("dit.batch", 1, "BenchmarkDiTStep: inputs per step (2: classifier-free guidance's batch)")
+	benchGemm      = flagpkg.String("dit.gemm", "", "BenchmarkDiTStep: the GEMM tiling (empty: the prefill's; large: shaders.GemmLarge)")
+	benchSplit     = flagpkg.Int("dit.split", 0, "BenchmarkDiTStep: threads per attention row (0: the kernel's choice)")
+	benchNaiveConv = flagpkg.Bool("vae.naive", false, "BenchmarkVAEDecode: convolutions on the one-invocation-per-output kernel")
+	benchProfile   = flagpkg.Bool("dit.profile", false, "BenchmarkDiTStep: time every dispatch and print the GPU time per kernel class")
 )
 
 // BenchmarkDiTStep times one transformer evaluation on the device (the
