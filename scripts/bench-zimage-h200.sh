@@ -10,11 +10,15 @@
 #    sharing one block's; no model on disk) at 512² and 1024², f32 and f16 weights, the two GEMM
 #    tilings; then one profiled step per size: GPU time per kernel class (gemm/q|k|v|o|w1w3|w2,
 #    attention_tiled, rows_norm, qk_rope, gated_add) and dispatches per step.
-# 2. diffusers bf16: ZImageTransformer2DModel alone, same shapes (random weights built on the GPU).
+#    The VAE decoder (BenchmarkVAEDecode, random Flux-VAE weights) at both sizes, tiled and
+#    one-invocation-per-output convolutions.
+# 2. diffusers bf16: ZImageTransformer2DModel and the VAE decoder alone, same shapes (random
+#    weights built on the GPU).
 # 3. FULL=1: the whole pipeline as before (cortiq synth writes ~20 GB first: ~4 min), cortiq
 #    imagine's phases (text encoder on the CPU, steps, VAE decode) against ZImagePipeline;
 #    f32 blocks on the device unless DITQ=q8_0 or q4_0.
-# Results under $OUT: dit-cortiq.txt, dit-profile.txt, dit-diffusers.jsonl (+ zimage-*.txt).
+# Results under $OUT: dit-cortiq.txt, vae-cortiq.txt, dit-profile.txt, dit-diffusers.jsonl
+# (+ zimage-*.txt).
 [ -f bin/dit.test.gz ] && gunzip -kf bin/dit.test.gz
 [ -f bin/cortiq.gz ] && gunzip -kf bin/cortiq.gz
 for f in .gl/*.deb; do dpkg -x $f /; done 2>/dev/null; ldconfig
@@ -33,6 +37,11 @@ if [ -x $T ]; then
     echo "== cortiq DiT step: ${s}², $c weights, gemm ${g:-default}"
     bench -dit.size $s -dit.codec $c -dit.gemm "$g" | grep -E 'Benchmark|bench_test'
   done; done; done | tee $O/dit-cortiq.txt
+  for s in $SIZES; do for n in false true; do
+    echo "== cortiq VAE decode: ${s}², naive convolutions $n"
+    timeout ${TMO:-240} $T -test.run '^$' -test.bench VAEDecode -test.benchtime 2x -dit.shape ${SHAPE:-zimage-turbo} \
+      -dit.size $s -vae.naive=$n 2>&1 | grep -E 'Benchmark|bench|vae_conv'
+  done; done | tee $O/vae-cortiq.txt
   for s in $SIZES; do
     echo "== profiled ${s}² step (f16 weights; one pass per dispatch, so slower than above)"
     REPS=1 bench -dit.size $s -dit.codec f16 -dit.profile | grep -v '^goos\|^goarch\|^pkg\|^cpu\|^PASS'
