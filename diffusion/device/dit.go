@@ -34,11 +34,16 @@ import (
 // and submit the same dispatches. Trim (called when a generation ends)
 // releases them.
 type DiTRunner struct {
-	d    *gpu.Device
-	s    *diffusion.DiTSpec
-	wts  map[*float32]*gpu.Buffer
-	mats map[*float32]*matrix // by the first element of the spec's array (W1 for the fused W1/W3)
-	bufs []*gpu.Buffer
+	d   *gpu.Device
+	s   *diffusion.DiTSpec
+	wts map[*float32]*gpu.Buffer
+	// The blocks' matrices (refiners, layers) and the final layer's; s
+	// keeps the spec's sizes and vectors, not its matrices (the host's
+	// float32 copies are the caller's to drop).
+	noise, ctx, layers []blockMats
+	final              *matrix
+	byKey              map[*float32]*matrix // while uploading: matrices by their spec array
+	bufs               []*gpu.Buffer
 	// ffn is the feed-forward width on the device: FFN rounded up to a
 	// multiple of 4 (the GEMM reads rows as vec4), the padding zeros.
 	ffn int
@@ -60,6 +65,9 @@ type matrix struct {
 	out, in int
 	bands   []band
 }
+
+// blockMats are one block's matrices on the device.
+type blockMats struct{ q, k, v, o, w13, w2 *matrix }
 
 // band is rows [row0, row0+rows) of a matrix in its own buffer (its bias
 // rows in another, nil without a bias).
@@ -144,7 +152,7 @@ func NewDiTRunner(d *gpu.Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRun
 		}
 	}
 	lim := bindingLimit(d, opts.MaxBinding)
-	r := &DiTRunner{d: d, s: s, wts: map[*float32]*gpu.Buffer{}, mats: map[*float32]*matrix{},
+	r := &DiTRunner{d: d, s: s, wts: map[*float32]*gpu.Buffer{}, byKey: map[*float32]*matrix{},
 		ffn: (s.FFN + 3) &^ 3, limit: lim, gemm: opts.Gemm, attnSplit: split, batchLimit: bindingLimit(d, min(lim, nonZero(opts.BatchBytes)))}
 	D, F, FP := s.Dim, s.FFN, r.ffn
 	var xs [][]float32
@@ -152,18 +160,25 @@ func NewDiTRunner(d *gpu.Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRun
 		r.Close()
 		return nil, fmt.Errorf("webgpu: dit: %w", err)
 	}
-	for _, bs := range [][]diffusion.BlockSpec{s.NoiseRefiner, s.ContextRefiner, s.Layers} {
-		for _, b := range bs {
+	for _, g := range []struct {
+		bs  []diffusion.BlockSpec
+		dst *[]blockMats
+	}{{s.NoiseRefiner, &r.noise}, {s.ContextRefiner, &r.ctx}, {s.Layers, &r.layers}} {
+		for _, b := range g.bs {
 			xs = append(xs, b.QNorm, b.KNorm, b.AttnNorm1, b.AttnNorm2, b.FFNNorm1, b.FFNNorm2)
-			for _, w := range [][]float32{b.Q, b.K, b.V, b.O} {
-				if err := r.upload(w, D, D, opts.Codec, nil, func(i int, dst []float32) { copy(dst, w[i*D:(i+1)*D]) }); err != nil {
+			var bm blockMats
+			for i, w := range [][]float32{b.Q, b.K, b.V, b.O} {
+				m, err := r.upload(w, D, D, opts.Codec, nil, func(i int, dst []float32) { copy(dst, w[i*D:(i+1)*D]) })
+				if err != nil {
 					return fail(err)
 				}
+				*[]**matrix{&bm.q, &bm.k, &bm.v, &bm.o}[i] = m
 			}
 			// W1 and W3 interleaved: row 2i is W1's row i, 2i+1 W3's
 			// (zeros past FFN).
 			w1, w3 := b.W1, b.W3
-			if err := r.upload(w1, 2*FP, D, opts.Codec, nil, func(i int, dst []float32) {
+			var err error
+			if bm.w13, err = r.upload(w1, 2*FP, D, opts.Codec, nil, func(i int, dst []float32) {
 				src := w1
 				if i%2 == 1 {
 					src = w3
@@ -177,18 +192,33 @@ func NewDiTRunner(d *gpu.Device, s *diffusion.DiTSpec, opts DiTOptions) (*DiTRun
 				return fail(err)
 			}
 			w2 := b.W2
-			if err := r.upload(w2, D, FP, opts.Codec, nil, func(i int, dst []float32) {
+			if bm.w2, err = r.upload(w2, D, FP, opts.Codec, nil, func(i int, dst []float32) {
 				copy(dst, w2[i*F:(i+1)*F])
 				clear(dst[F:])
 			}); err != nil {
 				return fail(err)
 			}
+			*g.dst = append(*g.dst, bm)
 		}
 	}
 	fw := s.FinalW
-	if err := r.upload(fw, s.PatchDim, D, tensor.F32, s.FinalB, func(i int, dst []float32) { copy(dst, fw[i*D:(i+1)*D]) }); err != nil {
+	var err error
+	if r.final, err = r.upload(fw, s.PatchDim, D, tensor.F32, s.FinalB, func(i int, dst []float32) { copy(dst, fw[i*D:(i+1)*D]) }); err != nil {
 		return fail(err)
 	}
+	r.byKey = nil
+	// Keep the sizes and the vectors, not the matrices.
+	ts := *s
+	ts.FinalW, ts.FinalB = nil, nil
+	for _, bs := range []*[]diffusion.BlockSpec{&ts.NoiseRefiner, &ts.ContextRefiner, &ts.Layers} {
+		c := make([]diffusion.BlockSpec, len(*bs))
+		for i, b := range *bs {
+			b.Q, b.K, b.V, b.O, b.W1, b.W3, b.W2 = nil, nil, nil, nil, nil, nil, nil
+			c[i] = b
+		}
+		*bs = c
+	}
+	r.s = &ts
 	if err := uploadWeights(d, r.wts, &r.bufs, xs...); err != nil {
 		return fail(err)
 	}
@@ -211,20 +241,20 @@ func nonZero(x uint64) uint64 {
 // codec c (f32 where in is not a multiple of 32) as bands of rows within
 // the binding limit, keyed by key's first element; a matrix already
 // uploaded under that key (blocks sharing weights) is not uploaded again.
-func (r *DiTRunner) upload(key []float32, out, in int, c tensor.Codec, bias []float32, row func(i int, dst []float32)) error {
-	if r.mats[&key[0]] != nil {
-		return nil
+func (r *DiTRunner) upload(key []float32, out, in int, c tensor.Codec, bias []float32, row func(i int, dst []float32)) (*matrix, error) {
+	if m := r.byKey[&key[0]]; m != nil {
+		return m, nil
 	}
 	if in%32 != 0 {
 		c = tensor.F32
 	}
 	rowBytes, err := tensor.ByteLen(c, []int{1, in})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	per := bandRows(r.limit, uint64(rowBytes))
 	if per < 1 {
-		return fmt.Errorf("a %d-byte row of a %dx%d matrix exceeds the binding limit %d", rowBytes, out, in, r.limit)
+		return nil, fmt.Errorf("a %d-byte row of a %dx%d matrix exceeds the binding limit %d", rowBytes, out, in, r.limit)
 	}
 	m := &matrix{codec: c, out: out, in: in}
 	f := make([]float32, min(per, out)*in)
@@ -241,43 +271,43 @@ func (r *DiTRunner) upload(key []float32, out, in int, c tensor.Codec, bias []fl
 		} else {
 			bl, err := tensor.ByteLen(c, []int{n, in})
 			if err != nil {
-				return err
+				return nil, err
 			}
 			enc = make([]byte, bl)
 			if err := tensor.Quantize(enc, c, x); err != nil {
-				return err
+				return nil, err
 			}
 			if dc := shaders.DeviceCodecOf(c); dc != nil && dc.Pack != nil {
 				if enc, soff, err = dc.Pack(nil, enc); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
 		size := (len(enc) + 15) &^ 15
 		b, err := r.d.NewStorage("dit.weight", uint64(size))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r.bufs = append(r.bufs, b)
 		if err := r.d.Write(b, 0, append(enc, make([]byte, size-len(enc))...)); err != nil {
-			return err
+			return nil, err
 		}
 		bd := band{buf: b, row0: r0, rows: n, soff: soff}
 		if len(bias) > 0 {
 			bb, err := r.d.NewStorage("dit.bias", uint64(max(4*n, 16)))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			r.bufs = append(r.bufs, bb)
 			if err := r.d.Write(bb, 0, gpu.F32Bytes(bias[r0:r0+n])); err != nil {
-				return err
+				return nil, err
 			}
 			bd.bias = bb
 		}
 		m.bands = append(m.bands, bd)
 	}
-	r.mats[&key[0]] = m
-	return nil
+	r.byKey[&key[0]] = m
+	return m, nil
 }
 
 // bandRows is how many rows of rowBytes bytes a band within limit holds:
@@ -315,7 +345,6 @@ func (r *DiTRunner) Close() {
 // feed-forward's hidden rows of one chunk (chunk rows x ffn).
 type ditRun struct {
 	imgRun
-	mats                  map[*float32]*matrix
 	s                     *diffusion.DiTSpec
 	u, h, q, k, v, att, a *gpu.Buffer
 	hn, g, f              *gpu.Buffer
@@ -466,7 +495,7 @@ type seg struct{ row0, rows int }
 // block runs one transformer block on rows [row0, row0+rows) of u, the
 // attention within each of segs (which cover them); m is its modulation
 // vector's index (< 0: unmodulated).
-func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int, segs ...seg) {
+func (r *ditRun) block(b *diffusion.BlockSpec, bm blockMats, m, row0, rows int, segs ...seg) {
 	s := r.s
 	D := s.Dim
 	off := func(k int) int {
@@ -476,9 +505,9 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int, segs ...seg) {
 		return (4*m + k) * D
 	}
 	r.norm(r.u, b.AttnNorm1, off(0), 0, row0, rows, s.Eps, r.h)
-	r.gemm("q", r.mats[&b.Q[0]], r.h, row0, rows, r.q, row0*D, D, 0)
-	r.gemm("k", r.mats[&b.K[0]], r.h, row0, rows, r.k, row0*D, D, 0)
-	r.gemm("v", r.mats[&b.V[0]], r.h, row0, rows, r.v, row0*D, D, 0)
+	r.gemm("q", bm.q, r.h, row0, rows, r.q, row0*D, D, 0)
+	r.gemm("k", bm.k, r.h, row0, rows, r.k, row0*D, D, 0)
+	r.gemm("v", bm.v, r.h, row0, rows, r.v, row0*D, D, 0)
 	for _, x := range []struct {
 		buf *gpu.Buffer
 		nw  []float32
@@ -493,7 +522,7 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int, segs ...seg) {
 	for _, sg := range segs {
 		r.attention(sg.row0, sg.rows)
 	}
-	r.gemm("o", r.mats[&b.O[0]], r.att, row0, rows, r.a, row0*D, D, 0)
+	r.gemm("o", bm.o, r.att, row0, rows, r.a, row0*D, D, 0)
 	// u += gate·norm(a), then h = the feed-forward's modulated norm of u.
 	r.normAdd(r.a, b.AttnNorm2, off(1), true, b.FFNNorm1, off(2), row0, rows)
 
@@ -501,8 +530,8 @@ func (r *ditRun) block(b *diffusion.BlockSpec, m, row0, rows int, segs ...seg) {
 	// chunk's rows, then f = g·W2ᵀ into the chunk's rows of f.
 	for c0 := row0; c0 < row0+rows; c0 += r.chunk {
 		n := min(r.chunk, row0+rows-c0)
-		r.gemm("w1w3", r.mats[&b.W1[0]], r.h, c0, n, r.g, 0, r.ffn, 2)
-		r.gemm("w2", r.mats[&b.W2[0]], r.g, 0, n, r.f, c0*D, D, 0)
+		r.gemm("w1w3", bm.w13, r.h, c0, n, r.g, 0, r.ffn, 2)
+		r.gemm("w2", bm.w2, r.g, 0, n, r.f, c0*D, D, 0)
 	}
 	r.normAdd(r.f, b.FFNNorm2, off(3), false, nil, -1, row0, rows)
 }
@@ -627,7 +656,7 @@ func (d *DiTRunner) recorded(key string, ins []*diffusion.DiTInput, base []int, 
 	// The feed-forward's chunk: as many rows as its hidden activations
 	// fit in a binding.
 	chunk := ffnChunk(d.limit, d.ffn, N)
-	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, mats: d.mats, s: s, rows: N, ffn: d.ffn, chunk: chunk, steps: map[[2]int]*gpu.Buffer{}, gemmTiling: d.gemm, attnSplit: d.attnSplit}
+	r := &ditRun{imgRun: imgRun{d: d.d, wts: d.wts}, s: s, rows: N, ffn: d.ffn, chunk: chunk, steps: map[[2]int]*gpu.Buffer{}, gemmTiling: d.gemm, attnSplit: d.attnSplit}
 	r.u = r.buf(N * D)
 	r.rope = r.buf(N * s.HeadDim)
 	r.mod = r.buf(4 * D * (len(s.NoiseRefiner) + len(s.Layers)))
@@ -642,12 +671,12 @@ func (d *DiTRunner) recorded(key string, ins []*diffusion.DiTInput, base []int, 
 
 	for j := range s.NoiseRefiner {
 		for i, in := range ins {
-			r.block(&s.NoiseRefiner[j], j, base[i], in.ImgRows)
+			r.block(&s.NoiseRefiner[j], d.noise[j], j, base[i], in.ImgRows)
 		}
 	}
 	for j := range s.ContextRefiner {
 		for i, in := range ins {
-			r.block(&s.ContextRefiner[j], -1, base[i]+in.ImgRows, in.CapRows)
+			r.block(&s.ContextRefiner[j], d.ctx[j], -1, base[i]+in.ImgRows, in.CapRows)
 		}
 	}
 	segs := make([]seg, len(ins))
@@ -655,11 +684,11 @@ func (d *DiTRunner) recorded(key string, ins []*diffusion.DiTInput, base []int, 
 		segs[i] = seg{base[i], in.ImgRows + in.CapRows}
 	}
 	for j := range s.Layers {
-		r.block(&s.Layers[j], len(s.NoiseRefiner)+j, 0, N, segs...)
+		r.block(&s.Layers[j], d.layers[j], len(s.NoiseRefiner)+j, 0, N, segs...)
 	}
 	for i, in := range ins {
 		r.norm(r.u, nil, -2, 1, base[i], in.NImg, s.FinalEps, r.h)
-		r.gemm("final", d.mats[&s.FinalW[0]], r.h, base[i], in.NImg, r.out, base[i]*s.PatchDim, s.PatchDim, 0)
+		r.gemm("final", d.final, r.h, base[i], in.NImg, r.out, base[i]*s.PatchDim, s.PatchDim, 0)
 	}
 	if r.err != nil {
 		r.release()
