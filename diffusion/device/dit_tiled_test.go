@@ -128,3 +128,71 @@ func TestDiTRunnerTiled(t *testing.T) {
 		t.Logf("%s: split under a 4 KiB binding limit = GemmLarge's with split attention = whole, bit for bit", c)
 	}
 }
+
+// TestDiTRunnerRecorded: a forward keeps its recorded evaluation, the next
+// forward of the same layout reuses it with the same result, and a
+// generation's end (diffusion.DiTTrimmer) releases it.
+func TestDiTRunnerRecorded(t *testing.T) {
+	ref := filepath.Join("..", "testdata", "zimage")
+	model := filepath.Join(ref, "zimage-tiny")
+	if _, err := os.Stat(filepath.Join(model, "model_index.json")); err != nil {
+		t.Skipf("reference model not found at %s: %v", model, err)
+	}
+	d := testDevice(t)
+	p, err := diffusion.Open(model, diffusion.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	spec, err := p.DiT.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := NewDiTRunner(d, spec, DiTOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	p.DiT.SetDevice(run)
+	f, err := safetensors.Open(filepath.Join(ref, "ref_transformer.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	x, _ := f.Float32s("x")
+	tt, _ := f.Float32s("t")
+	cap1, _ := f.Float32s("cap_feats")
+	xi, _ := f.Info("x")
+	ci, _ := f.Info("cap_feats")
+	a, err := p.DiT.Forward(x, xi.Shape[2], xi.Shape[3], tt[0], cap1, ci.Shape[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.recs) != 1 {
+		t.Fatalf("%d recorded evaluations after a forward, want 1", len(run.recs))
+	}
+	var rec *ditRun
+	for _, r := range run.recs {
+		rec = r
+	}
+	b, err := p.DiT.Forward(x, xi.Shape[2], xi.Shape[3], tt[0], cap1, ci.Shape[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range run.recs {
+		if len(run.recs) != 1 || r != rec {
+			t.Fatalf("the second forward of the layout recorded anew")
+		}
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			t.Fatalf("value %d: %g replayed, %g recorded", i, b[i], a[i])
+		}
+	}
+	if _, err := p.Generate(diffusion.Options{Prompt: "a cat", Width: 64, Height: 64, Steps: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if len(run.recs) != 0 {
+		t.Errorf("%d recorded evaluations after a generation, want 0 (trimmed)", len(run.recs))
+	}
+}
