@@ -259,7 +259,7 @@ func init() {
 }
 
 // sharedParams reports whether k reuses another entry's params struct (its
-// variant with one more binding).
+// variant with one more binding, or a tiled form of the same kernel).
 func sharedParams(k *Kernel) bool {
 	switch k.Name {
 	case KMatmulNorm, KRMSNormIP, AttentionTiled, Conv2DTiled:
