@@ -93,7 +93,7 @@ const (
 	AttentionFull  = "attention_full"
 
 	// Transformer-block kernels of the image DiT: f32 rows (its linears
-	// are the prefill GEMM, its attention AttentionTiled; see dit.go).
+	// are the prefill GEMM, its attention AttentionTiled; see image.go).
 	RowsNorm = "rows_norm"
 	QKRope   = "qk_rope"
 )
