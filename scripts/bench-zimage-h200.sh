@@ -9,13 +9,14 @@
 # 1. cortiq: one DiT evaluation on the device (BenchmarkDiTStep: random weights, every block
 #    sharing one block's; no model on disk) at 512² and 1024², f32 and f16 weights, the two GEMM
 #    tilings; then one profiled step per size: GPU time per kernel class (gemm/q|k|v|o|w1w3|w2,
-#    attention_tiled, rows_norm, qk_rope, gated_add) and dispatches per step.
+#    attention_tiled, rows_norm, norm_add, qk_rope) and dispatches per step.
 #    The VAE decoder (BenchmarkVAEDecode, random Flux-VAE weights) at both sizes, tiled and
 #    one-invocation-per-output convolutions.
 # 2. diffusers bf16: ZImageTransformer2DModel and the VAE decoder alone, same shapes (random
 #    weights built on the GPU).
 # 3. FULL=1: the whole pipeline as before (cortiq synth writes ~20 GB first: ~4 min), cortiq
-#    imagine's phases (text encoder on the CPU, steps, VAE decode) against ZImagePipeline;
+#    imagine's phases (text encoder: embeddings on the CPU, layers on the device; steps; VAE
+#    decode) against ZImagePipeline;
 #    f32 blocks on the device unless DITQ=q8_0 or q4_0.
 # Results under $OUT: dit-cortiq.txt, vae-cortiq.txt, dit-profile.txt, dit-diffusers.jsonl
 # (+ zimage-*.txt).
