@@ -136,11 +136,16 @@ func (f *File) Tensor(name string) (*tensor.Tensor, error) {
 	if !ok {
 		return nil, fmt.Errorf("cmf: %s: no tensor %q", f.Name, name)
 	}
-	data, err := f.data(e)
+	stored, err := f.data(e)
 	if err != nil {
 		return nil, err
 	}
-	return &tensor.Tensor{Name: e.Name, Codec: e.Codec, Shape: append([]int(nil), e.Shape...), Data: data}, nil
+	// A codec with a side field stores it after the rows (checked at open).
+	data, side, err := tensor.SplitStored(e.Codec, e.Shape, stored)
+	if err != nil {
+		return nil, fmt.Errorf("cmf: %s: tensor %q: %w", f.Name, e.Name, err)
+	}
+	return &tensor.Tensor{Name: e.Name, Codec: e.Codec, Shape: append([]int(nil), e.Shape...), Data: data, Side: side}, nil
 }
 
 func (f *File) data(e *Entry) ([]byte, error) {
@@ -212,16 +217,22 @@ func (f *File) checkSum(e *Entry, sum uint32) error {
 
 // CheckData checks data, the whole of the named tensor's bytes as read by
 // the caller, against the tensor's CRC-32C, without reading the file again.
-// A mismatch is a *ChecksumError.
-func (f *File) CheckData(name string, data []byte) error {
+// The bytes may come in pieces, in file order (more): a tensor's rows,
+// then its side field (tensor.Tensor.Data, then Side). A mismatch is a
+// *ChecksumError.
+func (f *File) CheckData(name string, data []byte, more ...[]byte) error {
 	e, ok := f.Entry(name)
 	if !ok {
 		return fmt.Errorf("cmf: %s: no tensor %q", f.Name, name)
 	}
-	if int64(len(data)) != e.Length {
-		return fmt.Errorf("cmf: %s: tensor %q: %d bytes to check, the tensor has %d", f.Name, name, len(data), e.Length)
+	n, sum := int64(len(data)), Checksum(data)
+	for _, p := range more {
+		n, sum = n+int64(len(p)), UpdateChecksum(sum, p)
 	}
-	return f.checkSum(e, Checksum(data))
+	if n != e.Length {
+		return fmt.Errorf("cmf: %s: tensor %q: %d bytes to check, the tensor has %d", f.Name, name, n, e.Length)
+	}
+	return f.checkSum(e, sum)
 }
 
 // CheckSum compares sum, the CRC-32C of the named tensor's whole data

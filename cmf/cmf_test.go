@@ -47,6 +47,10 @@ func sampleTensors() []*tensor.Tensor {
 		{Name: "blk.0.ffn_up.weight", Codec: tensor.Q6_K, Shape: []int{1, 256}, Data: mk(210, 11)},
 		{Name: "empty", Codec: tensor.F32, Shape: []int{0, 4}, Data: []byte{}},
 		{Name: "ids", Codec: tensor.I32, Shape: []int{2}, Data: mk(8, 13)},
+		// A codec with a side field: rows, then the column field.
+		{Name: "blk.0.ffn_gate.weight", Codec: tensor.Q8_2F, Shape: []int{2, 64}, Data: mk(2*66, 17), Side: mk(2*64, 19)},
+		// Binary low-rank: no rows, two q1 factors of rank 32.
+		{Name: "blk.0.ffn_down.weight", Codec: tensor.BLR, Shape: []int{8, 32}, Data: []byte{}, Side: mk(6*(8+32), 23)},
 	}
 }
 
@@ -104,8 +108,8 @@ func TestRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Codec != want.Codec || !reflect.DeepEqual(got.Shape, want.Shape) || !bytes.Equal(got.Data, want.Data) {
-			t.Errorf("tensor %s: got %v %v %d bytes", want.Name, got.Codec, got.Shape, len(got.Data))
+		if got.Codec != want.Codec || !reflect.DeepEqual(got.Shape, want.Shape) || !bytes.Equal(got.Data, want.Data) || !bytes.Equal(got.Side, want.Side) {
+			t.Errorf("tensor %s: got %v %v %d bytes, %d of side", want.Name, got.Codec, got.Shape, len(got.Data), len(got.Side))
 		}
 		if e, _ := f.Entry(want.Name); e.Offset%Alignment != 0 {
 			t.Errorf("tensor %s at unaligned offset %d", want.Name, e.Offset)
@@ -316,6 +320,10 @@ func TestHostile(t *testing.T) {
 		{"beyond", "outside the payload", rebuild(data, nil, withEntry(0, func(e *entryJSON) { e.Offset = 1 << 40 }))},
 		{"before", "outside the payload", rebuild(data, nil, withEntry(0, func(e *entryJSON) { e.Offset = 0 }))},
 		{"overlap", "overlaps", rebuild(data, nil, withEntry(1, func(e *entryJSON) { e.Offset = dir.Tensors[0].Offset }))},
+		{"no side", `"blk.0.ffn_gate.weight": length 132, but q8_2f [2 64] needs 260`, rebuild(data, nil, withEntry(6, func(e *entryJSON) { e.Length = 2 * 66 }))},
+		{"blr rank", `"blk.0.ffn_down.weight": length 234: blr [8 32]: 234 bytes of factors are not a whole rank (240 bytes per 32)`, rebuild(data, nil, withEntry(7, func(e *entryJSON) { e.Length -= 6 }))},
+		{"blr vector", `"blk.0.ffn_down.weight": length 240: a blr tensor is a matrix [out, in], not [256]`, rebuild(data, nil, withEntry(7, func(e *entryJSON) { e.Shape = []int{256} }))},
+		{"side of a vector", `"blk.0.ffn_gate.weight": q8_2f [128]: tensor: a q8_2f tensor needs two or more dimensions`, rebuild(data, nil, withEntry(6, func(e *entryJSON) { e.Shape = []int{128} }))},
 	}
 	for _, c := range cases {
 		_, err := Read(bytes.NewReader(c.data), int64(len(c.data)), "bad.cmf")

@@ -60,7 +60,7 @@ func fuzzOne(t *testing.T, data []byte) {
 		}
 		for _, e := range g.Tensors {
 			tt, err := g.Tensor(e.Name)
-			if err != nil || int64(len(tt.Data)) != e.Length {
+			if err != nil || int64(len(tt.Data)+len(tt.Side)) != e.Length {
 				t.Fatalf("tensor %q listed but unreadable: %v", e.Name, err)
 			}
 			g.VerifyTensor(e.Name)

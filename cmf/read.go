@@ -138,12 +138,23 @@ func (f *File) setTensors(ents []entryJSON, dirOff int64) error {
 		if _, dup := f.index[ej.Name]; dup {
 			return errorf(f.Name, "tensor %d: duplicate name %q", i, ej.Name)
 		}
-		n, err := byteLen(c, ej.Shape)
-		if err != nil {
-			return errorf(f.Name, "tensor %d %q: %s %v: %v", i, ej.Name, c, ej.Shape, err)
-		}
-		if n != ej.Length {
-			return errorf(f.Name, "tensor %d %q: length %d, but %s %v needs %d", i, ej.Name, ej.Length, c, ej.Shape, n)
+		if c == tensor.BLR {
+			// No rows: the length is the factors', as long as the rank
+			// makes it.
+			if _, err := byteLen(c, ej.Shape); err != nil {
+				return errorf(f.Name, "tensor %d %q: %s %v: %v", i, ej.Name, c, ej.Shape, err)
+			}
+			if err := tensor.CheckStored(c, ej.Shape, ej.Length); err != nil {
+				return errorf(f.Name, "tensor %d %q: length %d: %v", i, ej.Name, ej.Length, err)
+			}
+		} else {
+			n, err := storedLen(c, ej.Shape)
+			if err != nil {
+				return errorf(f.Name, "tensor %d %q: %s %v: %v", i, ej.Name, c, ej.Shape, err)
+			}
+			if n != ej.Length {
+				return errorf(f.Name, "tensor %d %q: length %d, but %s %v needs %d", i, ej.Name, ej.Length, c, ej.Shape, n)
+			}
 		}
 		if ej.Offset%f.Alignment != 0 || ej.Offset < f.PayloadOffset || ej.Offset > dirOff || ej.Length > dirOff-ej.Offset {
 			return errorf(f.Name, "tensor %d %q: data [%d, %d) not aligned to %d or outside the payload [%d, %d)", i, ej.Name, ej.Offset, ej.Offset+ej.Length, f.Alignment, f.PayloadOffset, dirOff)
@@ -185,4 +196,13 @@ func byteLen(c tensor.Codec, shape []int) (int64, error) {
 		elems *= int64(d)
 	}
 	return tensor.ByteLen(c, shape)
+}
+
+// storedLen is the bytes the file stores for a tensor: its rows (byteLen),
+// then the codec's side field if it has one (tensor.StoredLen).
+func storedLen(c tensor.Codec, shape []int) (int64, error) {
+	if _, err := byteLen(c, shape); err != nil {
+		return 0, err
+	}
+	return tensor.StoredLen(c, shape)
 }

@@ -111,12 +111,16 @@ func (w *Writer) WriteTensor(t *tensor.Tensor) error {
 	if n != int64(len(t.Data)) {
 		return fmt.Errorf("cmf: %s: tensor %q: %d bytes of data, %s %v needs %d", w.name, t.Name, len(t.Data), t.Codec, t.Shape, n)
 	}
+	if err := t.CheckSide(); err != nil {
+		return fmt.Errorf("cmf: %s: %w", w.name, err)
+	}
 	w.names[t.Name] = true
 	w.dir.Tensors = append(w.dir.Tensors, entryJSON{
 		Name: t.Name, Codec: t.Codec.String(), Shape: t.Shape,
-		Offset: w.off, Length: n, CRC32C: Checksum(t.Data),
+		Offset: w.off, Length: n + int64(len(t.Side)), CRC32C: UpdateChecksum(Checksum(t.Data), t.Side),
 	})
 	w.write(t.Data)
+	w.write(t.Side)
 	w.pad()
 	return w.err
 }

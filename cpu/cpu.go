@@ -255,6 +255,10 @@ func (g *weightGetter) tensor(name string, shape ...int) *tensor.Tensor {
 		g.fail(fmt.Errorf("cpu: tensor %q (%s %v): %d bytes of data, want %d (%v)", name, t.Codec, t.Shape, len(t.Data), n, err))
 		return nil
 	}
+	if err := t.CheckSide(); err != nil {
+		g.fail(fmt.Errorf("cpu: %w", err))
+		return nil
+	}
 	if g.seen != nil {
 		*g.seen = append(*g.seen, t)
 	}

@@ -29,7 +29,7 @@ func dequantizedTwin(t *testing.T, m *model.Model) *model.Model {
 	for _, name := range m.Weights.Names() {
 		src, _ := m.Weights.Tensor(name)
 		f := make([]float32, src.Elements())
-		if err := tensor.Dequantize(f, src.Codec, src.Data); err != nil {
+		if err := tensor.DequantizeTensor(f, src); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		data := make([]byte, 4*len(f))

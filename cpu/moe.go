@@ -60,7 +60,7 @@ func loadMoE(w *weightGetter, i int, m *model.MoE, hidden int) *moeWeights {
 		v := make([]*tensor.Tensor, E)
 		for e := range v {
 			v[e] = &tensor.Tensor{Name: fmt.Sprintf("%s[%d]", t.Name, e), Codec: t.Codec, Shape: []int{out, in},
-				Data: t.Data[e*out*rb : (e+1)*out*rb]}
+				Data: t.Data[e*out*rb : (e+1)*out*rb], Side: tensor.MatrixSide(t, e)}
 		}
 		return v
 	}

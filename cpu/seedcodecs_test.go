@@ -29,7 +29,7 @@ func TestSeedCodecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	for _, c := range []tensor.Codec{tensor.Q8_ROW, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G, tensor.Q1T} {
+	for _, c := range []tensor.Codec{tensor.Q8_ROW, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G, tensor.Q1T, tensor.Q8_2F, tensor.BLR} {
 		t.Run(c.String(), func(t *testing.T) {
 			path := filepath.Join(dir, c.String()+".cmf")
 			if err := writer.SaveCMF(f, path, writer.SaveOptions{Quant: c}); err != nil {
@@ -46,12 +46,50 @@ func TestSeedCodecs(t *testing.T) {
 					n++
 				}
 			}
-			if n != 9 { // one layer's 7 matrices, embedding and output
-				t.Errorf("%d tensors in %s, want 9", n, c)
+			want := 9 // one layer's 7 matrices, embedding and output
+			if c == tensor.BLR {
+				want = 7 // the embedding and the head keep their encoding
+			}
+			if n != want {
+				t.Errorf("%d tensors in %s, want %d", n, c, want)
 			}
 			twin := dequantizedTwin(t, m)
 			ids := []int{1, 7, 200, 42, 255, 2, 99, 3}
 			checkTwin(t, c.String(), m, twin, ids, 8, 32)
 		})
 	}
+}
+
+// TestQ82FBank: a routed-expert model converted to q8_2f keeps one column
+// field per expert (a [E, out, in] bank's side field holds E) and runs next
+// to its float32 twin within 1e-4, greedy tokens equal, so each expert's
+// product takes its own field.
+func TestQ82FBank(t *testing.T) {
+	defer kernel.SetMode(kernel.SetMode(kernel.Exact))
+	dir := t.TempDir()
+	src := filepath.Join(dir, "moe.gguf")
+	shape := ggufTypeShape
+	shape.Hidden, shape.FFN, shape.Experts, shape.ExpertsUsed = 128, 64, 4, 2
+	if err := synth.Write(src, shape, tensor.F32); err != nil {
+		t.Fatal(err)
+	}
+	f, err := importer.Open(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	path := filepath.Join(dir, "moe-q8_2f.cmf")
+	if err := writer.SaveCMF(f, path, writer.SaveOptions{Quant: tensor.Q8_2F}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := importer.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	bank, ok := m.Weights.Tensor("blk.0.ffn_down_exps.weight")
+	if !ok || bank.Codec != tensor.Q8_2F || len(bank.Side) != 4*64*2 {
+		t.Fatalf("down bank: %v %v, %d bytes of side", ok, bank.Codec, len(bank.Side))
+	}
+	checkTwin(t, "q8_2f moe", m, dequantizedTwin(t, m), []int{1, 7, 200, 42, 255, 2, 99, 3}, 8, 32)
 }

@@ -325,7 +325,7 @@ func (s *Session) embed(tokens []int) ([]float32, error) {
 			return nil, fmt.Errorf("cpu: token %d outside the vocabulary of %d", tok, a.Vocab)
 		}
 		row := x[t*H : (t+1)*H]
-		if err := tensor.Dequantize(row, b.embd.Codec, b.embd.Row(tok)); err != nil {
+		if err := tensor.DecodeRows(row, b.embd, tok, 1); err != nil {
 			return nil, fmt.Errorf("cpu: embedding: %w", err)
 		}
 		if sc := a.Scales().Embed; sc != 1 {

@@ -412,6 +412,14 @@ type DiTBatchDevice interface {
 	RunBatch(ins []*DiTInput) ([][]float32, error)
 }
 
+// DiTTrimmer is a DiTDevice that keeps resources for the next evaluation
+// of the same shape (a recorded step's buffers); Trim releases them. A
+// generation trims its device when it ends.
+type DiTTrimmer interface {
+	DiTDevice
+	Trim()
+}
+
 // SetDevice makes Forward run the blocks on dev (nil: the CPU).
 func (d *DiT) SetDevice(dev DiTDevice) { d.device = dev }
 

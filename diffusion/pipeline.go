@@ -421,6 +421,9 @@ func (p *Pipeline) GenerateFromFeatures(o Options, pos, neg Features) (*Result, 
 	if err := p.CheckSize(o.Width, o.Height); err != nil {
 		return nil, err
 	}
+	if t, ok := p.DiT.device.(DiTTrimmer); ok {
+		defer t.Trim()
+	}
 	C, h, w := p.LatentShape(o.Width, o.Height)
 	lat := make([]float32, C*h*w)
 	if o.Latents != nil {

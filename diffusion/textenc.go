@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/chat"
 	"github.com/cortiq/cortiq/cpu"
 	"github.com/cortiq/cortiq/importer"
@@ -28,6 +29,48 @@ type TextEncoder struct {
 	// max_sequence_length, 512; here a longer prompt is an error).
 	MaxTokens int
 	Hidden    int
+	// newSession, when set, runs the feature layers (SetLayers).
+	newSession func(maxLen int) (backend.Session, error)
+}
+
+// Model is the text encoder's language model (for a device backend of
+// it; the encoder does not own it).
+func (te *TextEncoder) Model() *model.Model { return te.model }
+
+// Layers is how many decoder layers make the features: all but the last
+// (the features are the residual stream entering it).
+func (te *TextEncoder) Layers() int { return te.layer }
+
+// SetLayers runs the feature layers on sessions of another backend of
+// Model() (a device): per prompt, the embeddings on the CPU, then a fresh
+// session's ForwardLayers (backend.LayerRunner) over layers [0, Layers()).
+// nil runs them on the CPU again.
+func (te *TextEncoder) SetLayers(newSession func(maxLen int) (backend.Session, error)) {
+	te.newSession = newSession
+}
+
+// hidden is the features of ids: hidden_states[Layers()].
+func (te *TextEncoder) hidden(ids []int) ([]float32, error) {
+	if te.newSession == nil {
+		return te.backend.HiddenStates(ids, te.layer)
+	}
+	x, err := te.backend.HiddenStates(ids, 0) // the embeddings
+	if err != nil {
+		return nil, err
+	}
+	s, err := te.newSession(len(ids))
+	if err != nil {
+		return nil, fmt.Errorf("text encoder: %w", err)
+	}
+	defer s.Close()
+	lr, ok := s.(backend.LayerRunner)
+	if !ok {
+		return nil, fmt.Errorf("text encoder: a %T session does not run layers", s)
+	}
+	if err := lr.ForwardLayers(x, len(ids), 0, 0, te.layer); err != nil {
+		return nil, fmt.Errorf("text encoder: %w", err)
+	}
+	return x, nil
 }
 
 // tokenizerFiles are the tokenizer/ files the text encoder reads.
@@ -118,7 +161,7 @@ func (te *TextEncoder) Encode(prompt string) ([]float32, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	h, err := te.backend.HiddenStates(ids, te.layer)
+	h, err := te.hidden(ids)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -127,7 +170,7 @@ func (te *TextEncoder) Encode(prompt string) ([]float32, int, error) {
 
 // EncodeIDs returns the caption features of already tokenized ids.
 func (te *TextEncoder) EncodeIDs(ids []int) ([]float32, error) {
-	return te.backend.HiddenStates(ids, te.layer)
+	return te.hidden(ids)
 }
 
 // openTextEncoderModel imports text_encoder/ (a transformers checkpoint).

@@ -134,7 +134,8 @@ func (w *cmfWeights) verifyAhead(workers int) {
 				}
 				name := names[i]
 				c := w.checks[name]
-				c.once.Do(func() { c.err = w.f.CheckData(name, w.mapped[name].Data) })
+				t := w.mapped[name]
+				c.once.Do(func() { c.err = w.f.CheckData(name, t.Data, t.Side) })
 			}
 		}()
 	}
@@ -178,7 +179,7 @@ func (w *cmfWeights) Tensor(name string) (*tensor.Tensor, bool) {
 		return nil, false
 	}
 	t := w.mapped[name]
-	c.once.Do(func() { c.err = w.f.CheckData(name, t.Data) })
+	c.once.Do(func() { c.err = w.f.CheckData(name, t.Data, t.Side) })
 	if c.err != nil {
 		w.fail(c.err)
 		return nil, false
@@ -213,6 +214,17 @@ func (c *cmfChecks) rows(name string, off int64, data []byte) error {
 		// Rows already folded into the running checksum.
 	default:
 		k.checked, k.err = true, c.f.VerifyTensor(name)
+	}
+	if rows, err := tensor.ByteLen(e.Codec, e.Shape); !k.checked && err == nil && k.next == rows && rows < e.Length {
+		// Every row read in order: the side field that follows them (a
+		// codec with one) completes the checksum.
+		side := make([]byte, e.Length-rows)
+		if err := c.f.ReadRange(name, rows, side); err != nil {
+			k.checked, k.err = true, err
+			return k.err
+		}
+		k.crc = cmf.UpdateChecksum(k.crc, side)
+		k.next = e.Length
 	}
 	if !k.checked && k.next == e.Length {
 		k.checked, k.err = true, c.f.CheckSum(name, k.crc)

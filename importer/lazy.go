@@ -85,11 +85,18 @@ func (w *lazyWeights) Tensor(name string) (*tensor.Tensor, bool) {
 	if err == nil && w.check != nil {
 		err = w.check.whole(name, data)
 	}
+	var side []byte
+	if err == nil {
+		// A codec with a side field stores it after the rows.
+		if data, side, err = tensor.SplitStored(h.Codec, h.Shape, data); err != nil {
+			err = fmt.Errorf("%s: tensor %q: %w", w.label, name, err)
+		}
+	}
 	if err != nil {
 		w.fail(err)
 		return nil, false
 	}
-	return &tensor.Tensor{Name: name, Codec: h.Codec, Shape: slices.Clone(h.Shape), Data: data}, true
+	return &tensor.Tensor{Name: name, Codec: h.Codec, Shape: slices.Clone(h.Shape), Data: data, Side: side}, true
 }
 
 func (w *lazyWeights) TensorInfo(name string) (tensor.Codec, []int, bool) {

@@ -77,7 +77,7 @@ func Quantizer(grams map[string]*Gram, c tensor.Codec, opts Options) func(t *ten
 			return nil, false, nil
 		}
 		w := make([]float32, t.Elements())
-		if err := tensor.Dequantize(w, t.Codec, t.Data); err != nil {
+		if err := tensor.DequantizeTensor(w, t); err != nil {
 			return nil, false, err
 		}
 		data, err := GPTQ(w, t.Rows(), t.Cols(), g, c, opts)

@@ -25,7 +25,7 @@ const shared = "../../shared/fixtures"
 // seed's codecs; those GPTQ can write also get its numbers, and GPTQ must
 // beat round-to-nearest on stories260K for mustBeat.
 var (
-	klCodecs = []tensor.Codec{tensor.Q8_0, tensor.Q4_0, tensor.Q8_ROW, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G, tensor.Q1T, tensor.MXFP4}
+	klCodecs = []tensor.Codec{tensor.Q8_0, tensor.Q4_0, tensor.Q8_ROW, tensor.Q8_2F, tensor.Q4_TILED, tensor.Q4TP, tensor.Q2TP, tensor.Q1, tensor.Q1G, tensor.Q1T, tensor.BLR, tensor.MXFP4}
 	mustBeat = []tensor.Codec{tensor.Q4_0, tensor.Q4TP, tensor.Q2TP}
 )
 

@@ -1,6 +1,7 @@
 package shaders
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/cortiq/cortiq/tensor"
@@ -39,6 +40,15 @@ type DeviceCodec struct {
 	// the tensor's blocks (its u32 word offset is the kernels' soff); nil
 	// for the other codecs.
 	Grid []byte
+	// Side lays out the per-tensor side field of a codec that has one
+	// (tensor.Codec.HasSide: q8_2f's column field) for the weight made of
+	// the rows of ts in order, to follow its blocks from u32 word base (the
+	// kernels' soff); nil for the other codecs. See Q82Tail.
+	Side func(base uint32, ts []*tensor.Tensor) ([]byte, error)
+	// Stages splits a weight of a codec run as two products (blr) into
+	// them: y = b·(a·x), a and b in codecs the kernels read. Such a codec
+	// has no prelude of its own and is not in Codecs; nil for the others.
+	Stages func(t *tensor.Tensor) (a, b *tensor.Tensor, err error)
 
 	padded  bool     // GGUF's blocks padded to 16 bytes (PadBlocks)
 	prelude []string // the WGSL files of its prelude, in order
@@ -152,17 +162,29 @@ var deviceCodecs = func() []*DeviceCodec {
 		padded(tensor.IQ3_XXS, 32, false), padded(tensor.IQ3_S, 32, false), padded(tensor.IQ1_S, 32, false), padded(tensor.IQ1_M, 16, false),
 		padded(tensor.Q8_ROW, 32, false), padded(tensor.Q4_TILED, 32, false), padded(tensor.Q4TP, 32, false), padded(tensor.Q2TP, 32, false),
 		padded(tensor.Q1, 32, false), padded(tensor.Q1G, 32, false), padded(tensor.Q1T, 32, false))
+	q82 := padded(tensor.Q8_2F, 32, true)
+	q82.Side = Q82Tail
+	out = append(out, q82, &DeviceCodec{Codec: tensor.BLR, Stages: tensor.BLRStages})
 	return out
 }()
 
-// Codecs lists the weight codecs the kernels read directly.
+// Codecs lists the weight codecs the kernels read directly (a staged
+// codec, run as two products in other codecs, is not among them).
 var Codecs = func() []tensor.Codec {
-	out := make([]tensor.Codec, len(deviceCodecs))
-	for i, d := range deviceCodecs {
-		out[i] = d.Codec
+	var out []tensor.Codec
+	for _, d := range deviceCodecs {
+		if d.Stages == nil {
+			out = append(out, d.Codec)
+		}
 	}
 	return out
 }()
+
+// Staged reports whether codec c runs as two products (DeviceCodec.Stages).
+func Staged(c tensor.Codec) bool {
+	d := DeviceCodecOf(c)
+	return d != nil && d.Stages != nil
+}
 
 // DeviceCodecOf is codec c's record, or nil when no kernel reads c.
 func DeviceCodecOf(c tensor.Codec) *DeviceCodec {
@@ -308,4 +330,49 @@ func tq2Codes(q []byte, code func(p int) byte) {
 	for p := 0; p < 256; p++ {
 		q[4*(p/16)+p%4] |= code(p) << (2 * ((p % 16) / 4))
 	}
+}
+
+// Q82Tail is the column field of a q8_2f weight made of the rows of ts in
+// order (a fused q/k/v, a bank's experts), laid out for
+// codec_q8_2f.wgsl from u32 word base (a multiple of 4): the row length,
+// then one u32 per row, the word where that row's column scales start, then
+// each matrix's scales as the file holds them (f16, two a word), every
+// field on a 16-byte boundary so a kernel reads eight scales with one load.
+// Each tensor's rows take the field of their matrix (tensor.Matrices).
+func Q82Tail(base uint32, ts []*tensor.Tensor) ([]byte, error) {
+	if len(ts) == 0 || base%4 != 0 {
+		return nil, fmt.Errorf("shaders: q8_2f side field at word %d of %d tensors", base, len(ts))
+	}
+	cols := ts[0].Cols()
+	rows, fields := 0, 0
+	for _, t := range ts {
+		if t.Codec != tensor.Q8_2F || t.Cols() != cols || cols%64 != 0 {
+			return nil, fmt.Errorf("shaders: %s (%s %v) cannot join a q8_2f weight of %d columns", t.Name, t.Codec, t.Shape, cols)
+		}
+		if err := t.CheckSide(); err != nil {
+			return nil, fmt.Errorf("shaders: %w", err)
+		}
+		rows += t.Rows()
+		fields += tensor.Matrices(t.Shape)
+	}
+	head := (1 + rows + 3) &^ 3 // words, to a 16-byte boundary
+	fw := cols / 2              // words of one field (a multiple of 32)
+	out := make([]byte, 4*(head+fields*fw))
+	le := binary.LittleEndian
+	le.PutUint32(out, uint32(cols))
+	row, field := 0, 0
+	for _, t := range ts {
+		nm := tensor.Matrices(t.Shape)
+		per := t.Rows() / nm
+		for m := range nm {
+			at := head + field*fw
+			copy(out[4*at:4*(at+fw)], t.Side[2*m*cols:2*(m+1)*cols])
+			for range per {
+				le.PutUint32(out[4*(1+row):], base+uint32(at))
+				row++
+			}
+			field++
+		}
+	}
+	return out, nil
 }

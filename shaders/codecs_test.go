@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cortiq/cortiq/tensor"
@@ -20,6 +21,14 @@ func TestDeviceCodecs(t *testing.T) {
 			c := d.Codec
 			if DeviceCodecOf(c) != d || !Supported(c) || ChunkOf(c) != d.Chunk {
 				t.Fatal("lookup disagrees with the table")
+			}
+			if d.Stages != nil {
+				// Run as two products in other codecs (blr): no layout or
+				// prelude of its own, and not among the codecs kernels read.
+				if !Staged(c) || slices.Contains(Codecs, c) || d.prelude != nil || d.Pack != nil || d.Chunk != 0 {
+					t.Fatal("a staged codec with a layout of its own")
+				}
+				return
 			}
 			if d.Chunk <= 0 || (c.BlockLen() > 1 && c.BlockLen()%d.Chunk != 0 && d.Chunk%c.BlockLen() != 0) {
 				t.Fatalf("chunk %d for blocks of %d elements", d.Chunk, c.BlockLen())

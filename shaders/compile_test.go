@@ -39,15 +39,14 @@ func TestCompile(t *testing.T) {
 		kinds []gpu.BindKind
 	}{
 		{shaders.Conv2D, []gpu.BindKind{U, R, R, R, R, W}},
+		{shaders.Conv2DTiled, []gpu.BindKind{U, R, R, R, R, W}},
 		{shaders.GroupNormStats, []gpu.BindKind{U, R, W, W}},
 		{shaders.GroupNormApply, []gpu.BindKind{U, R, R, R, R, W}},
 		{shaders.CopyF32, []gpu.BindKind{U, R, W}},
 		{shaders.AttentionFull, []gpu.BindKind{U, R, R, R, W}},
-		{shaders.Linear, []gpu.BindKind{U, R, R, R, W}},
 		{shaders.RowsNorm, []gpu.BindKind{U, R, R, R, W}},
 		{shaders.QKRope, []gpu.BindKind{U, R, R, W}},
-		{shaders.GatedAdd, []gpu.BindKind{U, R, R, W}},
-		{shaders.SiLUMul, []gpu.BindKind{U, R, W}},
+		{shaders.NormAdd, []gpu.BindKind{U, R, R, R, R, W, W}},
 	} {
 		src, err := shaders.Source(k.name)
 		if err != nil {
@@ -67,8 +66,20 @@ func TestCompile(t *testing.T) {
 			check(name+"/"+v, src, gpu.Kinds(k.Binds)...)
 		}
 	}
+	for _, hd := range []int{4, 32, 128, 256} {
+		for _, split := range []int{1, 2, 4, 8} {
+			src, err := shaders.AttentionTiledSplitSrc(hd, split)
+			if err != nil {
+				if hd/4%split == 0 {
+					t.Fatal(err)
+				}
+				continue
+			}
+			check(fmt.Sprintf("attention_tiled/hd%d/s%d", hd, split), src, U, R, R, R, W)
+		}
+	}
 	for _, c := range []tensor.Codec{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0} {
-		src, _ := shaders.LinearCodec(c)
-		check("linear/"+c.String(), src, U, R, R, R, W)
+		src, _ := shaders.Gemm(c)
+		check("gemm/"+c.String(), src, U, R, R, R, W, R)
 	}
 }

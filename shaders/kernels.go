@@ -72,9 +72,8 @@ const (
 	KMatmul     = "matmul"      // matmul_io.wgsl: the row-blocked matmul, the staged matvec, the tiled GEMM
 	KMatmulNorm = "matmul_norm" // the one-token matmul with the fused RMSNorm (binding 6: norm weights)
 	KRMSNorm    = "rmsnorm"
-	KRMSNormIP  = "rmsnorm_ip" // RMSNorm in place
-	KExperts    = "moe_matmul" // routed-expert matvec and GEMM
-	KLinearC    = "linear_codec"
+	KRMSNormIP  = "rmsnorm_ip"  // RMSNorm in place
+	KExperts    = "moe_matmul"  // routed-expert matvec and GEMM
 	KMatmulComb = "matmul_comb" // the staged one-token matvec over attention's split-K partials (binding 6)
 )
 
@@ -251,12 +250,21 @@ func init() {
 		{GroupNormApply, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, GroupNormApplyParams{}, one(GroupNormApply)},
 		{CopyF32, []Bind{Uniform, ReadOnly, ReadWrite}, CopyF32Params{}, one(CopyF32)},
 		{AttentionFull, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, AttentionFullParams{}, one(AttentionFull)},
-		{Linear, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, LinearParams{}, one(Linear)},
-		{KLinearC, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, LinearParams{}, perCodec(LinearCodec)},
+		{AttentionTiled, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, AttentionFullParams{}, func() (map[string]string, error) {
+			m := map[string]string{}
+			for _, hd := range []int{32, 64, 128} {
+				src, err := AttentionTiledSrc(hd)
+				if err != nil {
+					return nil, err
+				}
+				m[fmt.Sprint("hd", hd)] = src
+			}
+			return m, nil
+		}},
+		{Conv2DTiled, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, Conv2DParams{}, one(Conv2DTiled)},
+		{NormAdd, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadOnly, ReadWrite, ReadWrite}, NormAddParams{}, one(NormAdd)},
 		{RowsNorm, []Bind{Uniform, ReadOnly, ReadOnly, ReadOnly, ReadWrite}, RowsNormParams{}, one(RowsNorm)},
 		{QKRope, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, QKRopeParams{}, one(QKRope)},
-		{GatedAdd, []Bind{Uniform, ReadOnly, ReadOnly, ReadWrite}, GatedAddParams{}, one(GatedAdd)},
-		{SiLUMul, []Bind{Uniform, ReadOnly, ReadWrite}, SiLUMulParams{}, one(SiLUMul)},
 	}
 	byName, byType = map[string]*Kernel{}, map[string]Params{}
 	for i := range table {
@@ -276,10 +284,10 @@ func init() {
 }
 
 // sharedParams reports whether k reuses another entry's params struct (its
-// variant with one more binding).
+// variant with one more binding, or a tiled form of the same kernel).
 func sharedParams(k *Kernel) bool {
 	switch k.Name {
-	case KMatmulNorm, KMatmulComb, KRMSNormIP, KLinearC:
+	case KMatmulNorm, KMatmulComb, KRMSNormIP, AttentionTiled, Conv2DTiled:
 		return true
 	}
 	return false

@@ -250,15 +250,6 @@ type AttentionFullParams struct {
 	_      [3]uint32
 }
 
-// LinearParams is linear.wgsl's and linear_codec.wgsl's P (SOff is the
-// codec variant's).
-type LinearParams struct {
-	Rows, NIn, NOut, Row0 uint32
-	HasBias               Flag
-	SOff                  uint32 `wgsl:"soff"`
-	_                     [2]uint32
-}
-
 // RowsNormParams is rows_norm.wgsl's P.
 type RowsNormParams struct {
 	Width, Row0, Rows uint32
@@ -275,20 +266,6 @@ type QKRopeParams struct {
 	HasNorm               Flag
 	Width                 uint32
 	_                     uint32
-}
-
-// GatedAddParams is gated_add.wgsl's P.
-type GatedAddParams struct {
-	Width, Row0, Rows uint32
-	HasGate           Flag
-	GateOff           uint32
-	_                 [3]uint32
-}
-
-// SiLUMulParams is silu_mul.wgsl's P.
-type SiLUMulParams struct {
-	N, Off uint32
-	_      [2]uint32
 }
 
 func (EmbedParams) Kernel() string          { return KEmbed }
@@ -313,8 +290,5 @@ func (GroupNormStatsParams) Kernel() string { return GroupNormStats }
 func (GroupNormApplyParams) Kernel() string { return GroupNormApply }
 func (CopyF32Params) Kernel() string        { return CopyF32 }
 func (AttentionFullParams) Kernel() string  { return AttentionFull }
-func (LinearParams) Kernel() string         { return Linear }
 func (RowsNormParams) Kernel() string       { return RowsNorm }
 func (QKRopeParams) Kernel() string         { return QKRope }
-func (GatedAddParams) Kernel() string       { return GatedAdd }
-func (SiLUMulParams) Kernel() string        { return SiLUMul }

@@ -104,12 +104,10 @@ const (
 	CopyF32        = "copy_f32"
 	AttentionFull  = "attention_full"
 
-	// Transformer-block kernels of the image DiT: f32 rows.
-	Linear   = "linear"
+	// Transformer-block kernels of the image DiT: f32 rows (its linears
+	// are the prefill GEMM, its attention AttentionTiled; see image.go).
 	RowsNorm = "rows_norm"
 	QKRope   = "qk_rope"
-	GatedAdd = "gated_add"
-	SiLUMul  = "silu_mul"
 )
 
 // PadBlocks lays a padded codec's GGUF blocks out for the device: each
@@ -211,16 +209,6 @@ func RMSNorm(inPlace bool) string {
 			"@group(0) @binding(4) var<storage, read_write> out: array<f32>;", 1)
 }
 
-// LinearCodec is the image DiT's linear kernel (linear_codec.wgsl) for
-// weights of codec c.
-func LinearCodec(c tensor.Codec) (string, error) {
-	pre, err := codecPrelude(c)
-	if err != nil {
-		return "", err
-	}
-	return read("linear_codec") + "\n" + pre, nil
-}
-
 // Source returns a self-contained module by name (QKVPrep, Attention, Combine,
 // ActMul, Argmax, ArgmaxPart, Advance).
 func Source(name string) (string, error) {
@@ -228,7 +216,7 @@ func Source(name string) (string, error) {
 	case QKVPrep, Attention, AttentionPrep:
 		return SourceKV(name, false)
 	case Combine, ActMul, Advance, Conv2D, GroupNormStats, GroupNormApply, CopyF32, AttentionFull,
-		Linear, RowsNorm, QKRope, GatedAdd, SiLUMul:
+		RowsNorm, QKRope, NormAdd, Conv2DTiled:
 		return read(name), nil
 	case Argmax, ArgmaxPart:
 		return read("argmax_pick") + read(name), nil

@@ -56,10 +56,18 @@ const (
 	Q1       Codec = 30 // tiles of 32: sign bits, f16 scale
 	Q1G      Codec = 31 // groups of 128: sign plane, f16 scale
 	Q1T      Codec = 32 // blocks of 64: ternary base, f16 d, four int8 overlay entries
+	// Q8_2F is the seed's int8 codec with a column field: blocks of 64
+	// (64 int8, f16 d) and a per-matrix side field of f16 column scales
+	// (Tensor.Side; side.go). x = d·q·c_col.
+	Q8_2F Codec = 33
+	// BLR is the seed's binary low-rank weight, W = U·diag(s)·V with ±1
+	// factors of rank k, run as two products (blr.go): no rows of its own
+	// (ByteLen 0); the side field holds both factors as q1 matrices.
+	BLR Codec = 34
 
 	// NumCodecs bounds the codec numbers: tables indexed by codec have this
 	// length.
-	NumCodecs = 33
+	NumCodecs = 35
 )
 
 var codecInfo = [...]struct {
@@ -102,6 +110,8 @@ var codecInfo = [...]struct {
 	Q1:       {"q1", 32, 6},
 	Q1G:      {"q1g", 128, 18},
 	Q1T:      {"q1t", 64, 28},
+	Q8_2F:    {"q8_2f", 64, 66},
+	BLR:      {"blr", 1, 0},
 }
 
 // Valid reports whether c is a codec this build knows.
@@ -148,11 +158,18 @@ func (c Codec) RowBytes(n int) (int, error) {
 
 // Tensor is one named weight: its codec, its shape and its encoded bytes.
 // Data may alias a memory-mapped file; treat it as read-only.
+//
+// Data holds the rows (ByteLen bytes, row r at Row(r)), so that any row
+// range decodes alone. A codec with a per-tensor side field (HasSide:
+// q8_2f's column scales) also needs Side, SideLen bytes, which Data's rows
+// mean nothing without: decode such a tensor with DecodeRows, never with
+// Dequantize on its rows (which refuses it).
 type Tensor struct {
 	Name  string
 	Codec Codec
 	Shape []int
 	Data  []byte
+	Side  []byte // the codec's per-tensor side field; nil for codecs without one
 }
 
 // Elements is the product of the shape's dimensions.

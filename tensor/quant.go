@@ -44,6 +44,10 @@ func Dequantize(dst []float32, c Codec, src []byte) error {
 		for b := 0; b < len(dst)/256; b++ {
 			DequantizeQ6_KBlock((*[256]float32)(dst[256*b:]), (*[210]byte)(src[210*b:]))
 		}
+	case Q8_2F:
+		return fmt.Errorf("tensor: dequantize: %s rows mean nothing without the tensor's column field: decode the tensor (DecodeRows)", c)
+	case BLR:
+		return fmt.Errorf("tensor: dequantize: %s is two factor matrices, not rows: decode the tensor (DecodeRows)", c)
 	default:
 		dec := blockDecoders[c]
 		if dec == nil {
@@ -186,6 +190,10 @@ func Quantize(dst []byte, c Codec, src []float32) error {
 		for b := 0; b < len(src)/256; b++ {
 			quantizeQ6_KBlock((*[210]byte)(dst[210*b:]), (*[256]float32)(src[256*b:]))
 		}
+	case Q8_2F:
+		return fmt.Errorf("tensor: quantize: %s chooses a column field over the whole matrix: encode the tensor (EncodeTensor)", c)
+	case BLR:
+		return fmt.Errorf("tensor: quantize: %s factors the whole matrix: encode the tensor (EncodeTensor)", c)
 	default:
 		enc := blockEncoders[c]
 		if enc == nil {

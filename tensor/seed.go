@@ -268,11 +268,11 @@ func setQ4_0(b []byte, j int, v float32) {
 	b[o] = b[o]&^(0xf<<sh) | byte(q)<<sh
 }
 
-// Encodes reports whether Quantize can write codec c (every codec that
-// holds floats).
+// Encodes reports whether Quantize (EncodeTensor for a codec with a side
+// field) can write codec c: every codec that holds floats.
 func Encodes(c Codec) bool {
 	switch c {
-	case F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K:
+	case F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q8_2F, BLR:
 		return true
 	}
 	return c.Valid() && blockEncoders[c] != nil

@@ -7,22 +7,38 @@ import (
 	"testing"
 
 	"github.com/cortiq/cortiq/fixtures"
+	"github.com/cortiq/cortiq/tensor"
 )
 
 // TestAttnPrepFused: one-token steps with the qkv prep fused into the
-// attention kernel and split-K attention's combine fused into the output
-// projection (the defaults) give bit for bit the logits of both as their
-// own dispatches (Tuning.AttnPrep, AttnCombine "separate") on every
-// fixture family with attention, both KV codecs, the single-pass and split-K kernels
-// (short and long spans), sliding-window rings, sinks, per-head q/k norms
+// attention kernel (Tuning.AttnPrep "fused") and split-K attention's
+// combine fused into the output projection (the default) give bit for bit
+// the logits of both as their own dispatches (AttnPrep "", AttnCombine
+// "separate") on every fixture family with attention, both KV codecs, the
+// single-pass and split-K kernels (short and long spans), sliding-window rings, sinks, per-head q/k norms
 // and greedy batches on the device.
 func TestAttnPrepFused(t *testing.T) {
 	d := testDevice(t)
 	splitLenOverride = 8 // decode crosses from the single pass to split-K
 	defer func() { splitLenOverride = 0 }()
-	for _, name := range slices.Concat(fixtures.Dense, fixtures.Hybrid, fixtures.InRepo) {
+	// The families, then llama with its weights in codecs whose output
+	// projection the combining matvec reads (the staged kernel's codecs).
+	names := slices.Concat(fixtures.Dense, fixtures.Hybrid, fixtures.InRepo)
+	codecs := map[string]tensor.Codec{}
+	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.Q5_0, tensor.IQ4_NL} {
+		codecs["llama/"+c.String()] = c
+		names = append(names, "llama/"+c.String())
+	}
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
+			c, quant := codecs[name]
+			if quant {
+				name = "llama"
+			}
 			m, ref := loadFixture(t, name)
+			if quant {
+				m = quantized(t, m, c)
+			}
 			for _, f16 := range []bool{false, true} {
 				run := func(prep, comb string) (steps []float32, picks []int) {
 					_, s := testSession(t, m, Options{Device: d, Chunk: 16, KVF16: f16, Tuning: Tuning{AttnPrep: prep, AttnCombine: comb}}, 64)
@@ -40,7 +56,7 @@ func TestAttnPrepFused(t *testing.T) {
 								attns++
 							}
 						}
-						if want := map[string]int{"": 0, "separate": attns}[prep]; attns == 0 || preps != want {
+						if want := map[string]int{"fused": 0, "": attns}[prep]; attns == 0 || preps != want {
 							t.Fatalf("AttnPrep %q, %d positions: %d prep and %d attention dispatches", prep, end, preps, attns)
 						}
 						if end == 40 && comb == "" && name == "llama" && combs != 0 {
@@ -71,8 +87,8 @@ func TestAttnPrepFused(t *testing.T) {
 					}
 					return steps, picks
 				}
-				ss, sp := run("separate", "separate")
-				for _, c := range [][2]string{{"", ""}, {"", "separate"}, {"separate", ""}} {
+				ss, sp := run("", "separate")
+				for _, c := range [][2]string{{"fused", ""}, {"fused", "separate"}, {"", ""}} {
 					fs, fp := run(c[0], c[1])
 					for i := range ss {
 						if math.Float32bits(fs[i]) != math.Float32bits(ss[i]) {

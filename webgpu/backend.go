@@ -105,6 +105,7 @@ type Backend struct {
 
 	maxQKV, maxFFN, maxAtt int
 	maxHeads, maxHD        int
+	blrRank                int // the largest inner dimension of a two-product weight (blr): its scratch
 
 	stats struct {
 		sync.Mutex
@@ -260,6 +261,9 @@ func (b *Backend) tensor(m *model.Model, name string) (*tensor.Tensor, error) {
 }
 
 func (b *Backend) uploadWeight(label string, ts ...*tensor.Tensor) (*dweight, error) {
+	if d := shaders.DeviceCodecOf(ts[0].Codec); d != nil && d.Stages != nil {
+		return b.uploadStaged(label, d, ts)
+	}
 	if len(ts) > 1 {
 		if dw, ok, err := b.uploadParts(label, ts); ok {
 			return dw, err
@@ -302,6 +306,9 @@ func (b *Backend) uploadVec(m *model.Model, name string, n int) (*gpu.Buffer, er
 
 // sameCodec reports whether ts can be fused into one device weight.
 func sameCodec(ts ...*tensor.Tensor) bool {
+	if shaders.Staged(ts[0].Codec) {
+		return len(ts) == 1 // two products each: never fused
+	}
 	for _, t := range ts[1:] {
 		if t.Codec != ts[0].Codec || t.Cols() != ts[0].Cols() {
 			return false
@@ -646,10 +653,12 @@ func (b *Backend) loadFFN(m *model.Model, i int, dl *dlayer) (*dlayer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sameCodec(gate, up) {
+	if sameCodec(gate, up) && !gate.Codec.HasSide() {
 		// Rows interleaved, so a matvec workgroup holds each gate row next
 		// to its up row and can apply the activation itself (see
-		// matmul.wgsl's mode 2): one dispatch less per layer at decode.
+		// matmul.wgsl's mode 2): one dispatch less per layer at decode. (A
+		// codec with a side field keeps two weights, each with its own
+		// column field, which one interleaved tensor cannot carry.)
 		gu, err := interleaveRows(name("ffn_gate_up"), gate, up)
 		if err != nil {
 			return nil, err
@@ -826,26 +835,34 @@ func (b *Backend) normPipe(inPlace bool) (*gpu.Pipeline, error) {
 // shader problem is an error from New, not from the first token.
 func (b *Backend) buildPipelines() error {
 	codecs := map[tensor.Codec]bool{b.emb.codec: true, b.head.codec: true}
+	// use marks w's codec, or its stages' for a two-product weight.
+	var use func(w *dweight)
+	use = func(w *dweight) {
+		switch {
+		case w == nil:
+		case w.stages[0] != nil:
+			use(w.stages[0])
+			use(w.stages[1])
+		default:
+			codecs[w.codec] = true
+		}
+	}
 	for _, dl := range b.layers {
 		if dl == nil {
 			continue
 		}
 		for _, w := range append(append([]*dweight{dl.o, dl.down}, dl.qkv...), dl.gu...) {
-			if w != nil {
-				codecs[w.codec] = true
-			}
+			use(w)
 		}
 		for _, w := range dl.mixerWeights() {
-			codecs[w.codec] = true
+			use(w)
 		}
 		if err := b.hybridPipes(dl); err != nil {
 			return err
 		}
 		if dl.moe != nil {
 			for _, w := range dl.moe.weights() {
-				if w != nil {
-					codecs[w.codec] = true
-				}
+				use(w)
 			}
 			for _, w := range []*dweight{dl.moe.gu, dl.moe.down} {
 				if _, err := b.expertPipe(w.codec); err != nil {
@@ -941,9 +958,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	rel := func(w *dweight) {
-		if w != nil {
-			w.buf.Release()
-		}
+		w.release()
 	}
 	if b.head != b.emb {
 		rel(b.head)
@@ -998,4 +1013,29 @@ func interleaveRows(name string, a, b *tensor.Tensor) (*tensor.Tensor, error) {
 		data = append(data, b.Data[r*rb:(r+1)*rb]...)
 	}
 	return &tensor.Tensor{Name: name, Codec: a.Codec, Shape: []int{2 * rows, a.Cols()}, Data: data}, nil
+}
+
+// uploadStaged uploads a weight run as two products (blr): its stages,
+// each in a codec the kernels read, under one dweight; the graph runs them
+// in turn (graph.matmul). b.blrRank grows to its inner dimension, the
+// session's scratch between the two.
+func (b *Backend) uploadStaged(label string, d *shaders.DeviceCodec, ts []*tensor.Tensor) (*dweight, error) {
+	if len(ts) != 1 {
+		return nil, fmt.Errorf("webgpu: %s: %s weights run as two products and cannot be fused", label, ts[0].Codec)
+	}
+	sa, sb, err := d.Stages(ts[0])
+	if err != nil {
+		return nil, fmt.Errorf("webgpu: %w", err)
+	}
+	wa, err := b.uploadWeight(sa.Name, sa)
+	if err != nil {
+		return nil, err
+	}
+	wb, err := b.uploadWeight(sb.Name, sb)
+	if err != nil {
+		wa.release()
+		return nil, err
+	}
+	b.blrRank = max(b.blrRank, wa.rows)
+	return &dweight{name: label, codec: ts[0].Codec, rows: wb.rows, cols: wa.cols, bytes: wa.bytes + wb.bytes, stages: [2]*dweight{wa, wb}}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/cortiq/cortiq/model"
+	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
 
@@ -23,6 +24,9 @@ func checkCodecs(m *model.Model) error {
 		}
 		if _, err := deviceCodec(c); err != nil {
 			return fmt.Errorf("webgpu: %w: tensor %q is %s, which no device kernel reads (the CPU engine runs it)", ErrUnsupported, name, c)
+		}
+		if shaders.Staged(c) && (name == model.TokenEmbd || name == model.Output) {
+			return fmt.Errorf("webgpu: %w: tensor %q is %s, two products, which the device's embedding lookup and head do not run (the CPU engine runs it)", ErrUnsupported, name, c)
 		}
 	}
 	return nil

@@ -257,7 +257,7 @@ func (g *graph) combineInto(label string, dl *dlayer, attn, o *op, m matmul) err
 	sh := b.tune.matvecShape(w.rows)
 	ch := shaders.ChunkOf(w.codec)
 	if ch == 0 || ch > 32 || 256%ch != 0 || w.cols != at.Heads*at.HeadDim || w.cols%ch != 0 ||
-		shaders.MatvecCombSharedBytes(sh, w.cols, cb) > int(b.dev.Limits().MaxComputeWorkgroupStorageSize) {
+		shaders.MatvecCombSharedBytes(sh, w.cols, cb)+shaders.LUTBytes(w.codec) > int(b.dev.Limits().MaxComputeWorkgroupStorageSize) {
 		return nil
 	}
 	p, err := b.dev.PipelineOf(fmt.Sprintf("matvec-comb/%s/r%ds%dg%d/%d/%+v", w.codec, sh.Rows, sh.Sets, sh.Groups, w.cols, cb),
@@ -371,7 +371,7 @@ func (g *graph) attention(i int, dl *dlayer, in *gpu.Buffer, pre *preNorm) error
 	if s.decSplits > 1 {
 		attn.splitDec, attn.combineDec = splitK(s.decSplitLen, s.decSplits)
 	}
-	if b.tune.AttnPrep == "" {
+	if b.tune.AttnPrep == "fused" {
 		// One-token steps: the prep fused into attention (and its split
 		// variant), one dispatch less per layer.
 		fusedP, err := b.kvPipe(shaders.AttentionPrep)
@@ -563,6 +563,18 @@ func (g *graph) bias(b *gpu.Buffer) gpu.Binding {
 func (g *graph) matmul(label string, m matmul) (*op, error) {
 	s, b := g.s, g.b
 	w := m.W
+	if a := w.stages[0]; a != nil {
+		// A weight run as two products (blr): the first into the
+		// session's scratch, the second from it with m's epilogue.
+		if m.GateUp || m.Head {
+			return nil, fmt.Errorf("webgpu: %w: %s: a two-product weight in a fused gate/up or the head", ErrUnsupported, w.name)
+		}
+		if _, err := g.matmul(label+" (stage 1)", matmul{W: a, X: m.X, Out: s.blr}); err != nil {
+			return nil, err
+		}
+		m.W, m.X = w.stages[1], s.blr
+		return g.matmul(label+" (stage 2)", m)
+	}
 	mv, rpw, err := b.matvecPipe(w.codec, w.rows, w.cols, false)
 	if err != nil {
 		return nil, err
@@ -610,14 +622,23 @@ func (g *graph) oneToken(label string, p *gpu.Pipeline, m matmul, nw *gpu.Buffer
 // preNorm is a pre-norm just added whose one-token work the matvecs that
 // read its output take over (fuseNorm).
 type preNorm struct {
-	op *op
-	w  *gpu.Buffer // its weights
+	op   *op
+	w    *gpu.Buffer // its weights
+	keep bool        // a reader cannot fuse it: it runs at one-token steps too
 }
 
 // fuseNorm gives the matmul just added (reading pre's output) a one-token
 // variant m that reads pre's input (x) raw and applies the norm itself;
 // pre is then left out of one-token steps.
 func (g *graph) fuseNorm(pre *preNorm, m matmul) error {
+	if m.W.stages[0] != nil {
+		// A two-product weight reads the norm's output in its first
+		// stage: the norm runs at every step (the fused readers still
+		// normalize for themselves).
+		pre.keep = true
+		pre.op.prefillOnly = false
+		return nil
+	}
 	np, _, err := g.b.matvecPipe(m.W.codec, m.W.rows, m.W.cols, true)
 	if err != nil {
 		return err
@@ -626,7 +647,7 @@ func (g *graph) fuseNorm(pre *preNorm, m matmul) error {
 	if err := g.oneToken(g.pend[len(g.pend)-1].label+" (norm)", np, m, pre.w); err != nil {
 		return err
 	}
-	pre.op.prefillOnly = true
+	pre.op.prefillOnly = !pre.keep
 	return nil
 }
 

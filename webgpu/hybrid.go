@@ -199,8 +199,9 @@ func splitQGate(t *tensor.Tensor, heads, hd int) (q, gate *tensor.Tensor, err er
 		gd = append(gd, t.Data[base+hd*rb:base+2*hd*rb]...)
 	}
 	shape := []int{heads * hd, t.Cols()}
-	return &tensor.Tensor{Name: t.Name, Codec: t.Codec, Shape: shape, Data: qd},
-		&tensor.Tensor{Name: t.Name + "[gate]", Codec: t.Codec, Shape: shape, Data: gd}, nil
+	// Both halves are rows of one matrix: its side field, if any, is theirs.
+	return &tensor.Tensor{Name: t.Name, Codec: t.Codec, Shape: shape, Data: qd, Side: t.Side},
+		&tensor.Tensor{Name: t.Name + "[gate]", Codec: t.Codec, Shape: shape, Data: gd, Side: t.Side}, nil
 }
 
 func (dl *dlayer) mixerWeights() []*dweight {
@@ -219,7 +220,7 @@ func (dl *dlayer) mixerWeights() []*dweight {
 
 func (dl *dlayer) releaseMixer() {
 	for _, w := range dl.mixerWeights() {
-		w.buf.Release()
+		w.release()
 	}
 	if c := dl.conv; c != nil {
 		c.inBias.Release()

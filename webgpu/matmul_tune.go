@@ -42,14 +42,19 @@ type Tuning struct {
 	// (16..256; 0 = shaders.AttnPrefillBlock).
 	AttnBlock int
 	// AttnPrep is where a one-token step's qkv prep (q/k norm, RoPE, the
-	// KV append) runs: "" fused into the attention kernel
-	// (shaders.AttentionPrep: one dispatch less per layer, the same bits),
-	// "separate" its own dispatch before attention, as longer steps do.
+	// KV append) runs: "" its own dispatch before attention, as longer
+	// steps do; "fused" inside the attention kernel (shaders.AttentionPrep:
+	// one dispatch less per layer, the same bits). Fused lost on an H200
+	// (llama-1b q4_0 decode 810 → 743 tok/s after 512 tokens, 663 → 607
+	// after 2048: every split's workgroup redoes the prep's loads and
+	// barriers before its first key), so it is not the default.
 	AttnPrep string
 	// AttnCombine is where a one-token step merges split-K attention's
 	// partials: "" in the output projection's staged matvec
 	// (shaders.MatvecComb: one dispatch less per layer, the same bits)
-	// where it fits, "separate" attn_combine's own dispatch.
+	// where it fits, "separate" attn_combine's own dispatch. Measured on an
+	// H200 (llama-1b q4_0 decode): 786 → 810 tok/s after 512 tokens, 658 →
+	// 663 after 2048.
 	AttnCombine string
 	// SmallSteps picks the kernels of steps of 2..16 tokens (speculative
 	// verification, see small.go): "" the one-token graph with batched
@@ -99,10 +104,11 @@ func (t Tuning) resolve() (Tuning, error) {
 			return t, fmt.Errorf("webgpu: Tuning.%s %d: want %d..%d (or 0 for the default)", c.name, c.v, c.lo, c.hi)
 		}
 	}
-	for _, k := range []struct{ name, v string }{{"AttnPrep", t.AttnPrep}, {"AttnCombine", t.AttnCombine}} {
-		if k.v != "" && k.v != "separate" {
-			return t, fmt.Errorf("webgpu: Tuning.%s %q: want \"\" or \"separate\"", k.name, k.v)
-		}
+	if t.AttnPrep != "" && t.AttnPrep != "fused" {
+		return t, fmt.Errorf("webgpu: Tuning.AttnPrep %q: want \"\" or \"fused\"", t.AttnPrep)
+	}
+	if t.AttnCombine != "" && t.AttnCombine != "separate" {
+		return t, fmt.Errorf("webgpu: Tuning.AttnCombine %q: want \"\" or \"separate\"", t.AttnCombine)
 	}
 	if t.SmallRows != 0 && (t.SmallRows < 2 || t.SmallRows > 16 || t.SmallRows%2 != 0) {
 		return t, fmt.Errorf("webgpu: Tuning.SmallRows %d: want an even 2..16 (or 0 for the default)", t.SmallRows)

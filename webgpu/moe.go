@@ -74,7 +74,7 @@ func expertViews(t *tensor.Tensor, e, out, in int) ([]*tensor.Tensor, error) {
 	v := make([]*tensor.Tensor, e)
 	for k := range v {
 		v[k] = &tensor.Tensor{Name: fmt.Sprintf("%s[%d]", t.Name, k), Codec: t.Codec, Shape: []int{out, in},
-			Data: t.Data[k*out*rb : (k+1)*out*rb]}
+			Data: t.Data[k*out*rb : (k+1)*out*rb], Side: tensor.MatrixSide(t, k)}
 	}
 	return v, nil
 }
@@ -231,9 +231,7 @@ func (dm *dmoe) decodeBytes() int64 {
 
 func (dm *dmoe) release() {
 	for _, w := range dm.weights() {
-		if w != nil {
-			w.buf.Release()
-		}
+		w.release()
 	}
 	dm.selBias.Release()
 	dm.rBias.Release()

@@ -28,18 +28,15 @@ func quantized(t *testing.T, m *model.Model, c tensor.Codec) *model.Model {
 			continue
 		}
 		f := make([]float32, src.Elements())
-		if err := tensor.Dequantize(f, src.Codec, src.Data); err != nil {
+		if err := tensor.DequantizeTensor(f, src); err != nil {
 			t.Fatal(err)
 		}
-		n, err := tensor.ByteLen(c, src.Shape)
+		// EncodeTensor is Quantize, plus the side field of a codec with one.
+		data, side, err := tensor.EncodeTensor(c, src.Shape, f)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		data := make([]byte, n)
-		if err := tensor.Quantize(data, c, f); err != nil {
-			t.Fatal(err)
-		}
-		w[name] = &tensor.Tensor{Name: name, Codec: c, Shape: src.Shape, Data: data}
+		w[name] = &tensor.Tensor{Name: name, Codec: c, Shape: src.Shape, Data: data, Side: side}
 	}
 	q := *m
 	q.Weights = w

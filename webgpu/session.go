@@ -123,6 +123,7 @@ type Session struct {
 	step, tokens, ids            *gpu.Buffer
 	picks                        *gpu.Buffer // argmax_part's per-span picks
 	x, h, qkv, att, tmp, gu, act *gpu.Buffer
+	blr                          *gpu.Buffer // between a two-product weight's stages
 	logits, stLogits, stX        *gpu.Buffer
 	stIDs                        []*gpu.Buffer  // one per greedy batch in flight
 	inflight                     []*GreedyBatch // submitted, not collected, oldest first
@@ -275,6 +276,7 @@ func (s *Session) alloc() error {
 		{&s.att, "att", c * s.b.maxAtt},
 		{&s.gu, "gu", c * 2 * s.b.maxFFN},
 		{&s.act, "act", c * s.b.maxFFN},
+		{&s.blr, "blr scratch", c * max(1, s.b.blrRank)},
 		{&s.logits, "logits", s.headChunk * a.Vocab},
 		{&s.part, "attention partials", s.partRows * s.b.maxHeads * (s.b.maxHD + 2)},
 	}

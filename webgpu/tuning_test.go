@@ -44,7 +44,7 @@ func TestTuning(t *testing.T) {
 	want := run(Tuning{})
 	for _, tune := range []Tuning{
 		{Matvec: "all", MatvecShape: shaders.MatvecShape{Rows: 2, Sets: 2, Groups: 2}, MVRows: 2, GemmRows: 4, GemmTB: 2, GemmLargeRows: 1, AttnBlock: 32, TraceSteps: true},
-		{Matvec: "rows", MVRows: 3, GemmRows: 16, GemmTB: 3, AttnBlock: 16, AttnPrep: "separate", AttnCombine: "separate"},
+		{Matvec: "rows", MVRows: 3, GemmRows: 16, GemmTB: 3, AttnBlock: 16, AttnPrep: "fused", AttnCombine: "separate"},
 	} {
 		got := run(tune)
 		if diff, at := maxAbsDiff(got, want); diff > parityTol {
@@ -64,7 +64,7 @@ func TestTuningRefused(t *testing.T) {
 		{Tuning{GemmTB: -1}, "GemmTB -1"},
 		{Tuning{AttnBlock: 8}, "AttnBlock 8"},
 		{Tuning{Matvec: "staged"}, `Matvec "staged"`},
-		{Tuning{AttnPrep: "fused"}, `AttnPrep "fused"`},
+		{Tuning{AttnPrep: "separate"}, `AttnPrep "separate"`},
 		{Tuning{AttnCombine: "o"}, `AttnCombine "o"`},
 		{Tuning{MatvecShape: shaders.MatvecShape{Rows: 3, Sets: 1, Groups: 1}}, "MatvecShape 3,1,1"},
 		{Tuning{MatvecShape: shaders.MatvecShape{Rows: 4}}, "MatvecShape 4,0,0"},

@@ -44,7 +44,8 @@ func (b *Backend) uploadNamed(ctx context.Context, m *model.Model, name string) 
 		if !ok {
 			return nil, fmt.Errorf("webgpu: missing tensor %q", name)
 		}
-		if n, err := tensor.ByteLen(c, shape); err == nil && n > int64(rowChunkBytes) && len(shape) >= 2 {
+		// A codec with a side field is laid out whole (encodeForDevice).
+		if n, err := tensor.ByteLen(c, shape); err == nil && n > int64(rowChunkBytes) && len(shape) >= 2 && !c.HasSide() {
 			return b.uploadRows(ctx, rr, name, c, shape)
 		}
 	}
@@ -150,6 +151,10 @@ type rowWriter struct {
 
 func (b *Backend) newRowWriter(name string, c tensor.Codec, rows, cols int) (*rowWriter, error) {
 	w := &rowWriter{b: b, name: name, c: c, rows: rows, cols: cols}
+	if c.HasSide() {
+		// Its side field is laid out with the whole weight (encodeForDevice).
+		return nil, fmt.Errorf("webgpu: %s: %s weights are uploaded whole", name, c)
+	}
 	var err error
 	if w.rb, err = c.RowBytes(cols); err != nil {
 		return nil, fmt.Errorf("webgpu: %s: %w", name, err)

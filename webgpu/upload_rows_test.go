@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -53,6 +54,15 @@ func TestUploadRowsMatchesWhole(t *testing.T) {
 	b := &Backend{dev: d}
 	rng := rand.New(rand.NewSource(1))
 	for _, c := range append([]tensor.Codec{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K}, paddedCodecs()...) {
+		if c.HasSide() {
+			// Laid out whole with its side field (uploadNamed never
+			// streams it): row ranges are refused by name.
+			ht := &tensor.Tensor{Name: "w", Codec: c, Shape: []int{4, 64}}
+			if _, err := b.uploadRows(context.Background(), rangeWeights{model.MapWeights{"w": ht}}, "w", c, ht.Shape); err == nil || !strings.Contains(err.Error(), "w") {
+				t.Errorf("%s: row-range upload: %v", c, err)
+			}
+			continue
+		}
 		for _, cols := range []int{64, 96, 100, 512} {
 			if _, err := c.RowBytes(cols); err != nil {
 				continue
@@ -239,12 +249,12 @@ func TestUploadPartsMatchesFused(t *testing.T) {
 					for j := range f {
 						f[j] = float32(rng.NormFloat64())
 					}
-					n, _ := tensor.ByteLen(c, []int{rows, cols})
-					data := make([]byte, n)
-					if err := tensor.Quantize(data, c, f); err != nil {
+					// EncodeTensor: Quantize, plus q8_2f's column field.
+					data, side, err := tensor.EncodeTensor(c, []int{rows, cols}, f)
+					if err != nil {
 						t.Fatal(err)
 					}
-					ts = append(ts, &tensor.Tensor{Name: string(rune('a' + i)), Codec: c, Shape: []int{rows, cols}, Data: data})
+					ts = append(ts, &tensor.Tensor{Name: string(rune('a' + i)), Codec: c, Shape: []int{rows, cols}, Data: data, Side: side})
 				}
 				want, wc, _, _, wsoff, err := encodeForDevice(ts)
 				if err != nil {

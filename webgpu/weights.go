@@ -16,6 +16,20 @@ type dweight struct {
 	rows, cols int
 	soff       uint32 // scale plane offset (u32) for q8_0/q4_0, grid offset for the IQ codecs
 	bytes      int64  // device bytes, all read by one full matmul
+	// stages, for a weight run as two products (blr: buf nil): y =
+	// stages[1]·(stages[0]·x), through the session's blr scratch.
+	stages [2]*dweight
+}
+
+// release releases w's buffers (its stages' for a two-product weight).
+func (w *dweight) release() {
+	if w == nil {
+		return
+	}
+	w.buf.Release()
+	for _, st := range w.stages {
+		st.release()
+	}
 }
 
 // deviceCodec is the codec a weight of codec c is held in on the device.
@@ -38,7 +52,7 @@ func deviceCodec(c tensor.Codec) (tensor.Codec, error) {
 func deviceRowBytes(dc tensor.Codec, cols int) (int, error) {
 	rb, err := dc.RowBytes(cols)
 	d := shaders.DeviceCodecOf(dc)
-	if err != nil || d == nil {
+	if err != nil || d == nil || dc.BlockBytes() == 0 {
 		return rb, err
 	}
 	return rb / dc.BlockBytes() * d.Block, nil
@@ -57,6 +71,10 @@ func deviceBytes(c tensor.Codec, rows, cols int) int64 {
 	if err != nil {
 		return 0
 	}
+	if shaders.Staged(dc) {
+		// Two q1 stages of about one bit of factors per weight.
+		return deviceBytes(tensor.Q1, rows, cols)
+	}
 	if dc == tensor.F16 && cols%shaders.ChunkOf(tensor.F16) != 0 {
 		dc = tensor.F32
 	}
@@ -67,6 +85,10 @@ func deviceBytes(c tensor.Codec, rows, cols int) int64 {
 	n := int64(rows) * int64(rb)
 	if planar(dc) {
 		n += 4 // scale plane padding
+	}
+	if dc.HasSide() {
+		// The side field's row table and one matrix's column field.
+		n += 4*int64(rows+4) + 4*int64(cols)
 	}
 	return n + int64(len(shaders.GridTail(dc)))
 }
@@ -126,6 +148,16 @@ func encodeForDevice(ts []*tensor.Tensor) (data []byte, codec tensor.Codec, rows
 	if d.Grid != nil && err == nil {
 		soff = uint32(len(data) / 4)
 		data = append(data, d.Grid...)
+	}
+	if d.Side != nil && err == nil {
+		// The per-tensor side field (q8_2f's column scales) after the
+		// blocks, at the kernels' soff.
+		soff = uint32(len(data) / 4)
+		var tail []byte
+		if tail, err = d.Side(soff, ts); err != nil {
+			return nil, 0, 0, 0, 0, fmt.Errorf("webgpu: %s: %w", ts[0].Name, err)
+		}
+		data = append(data, tail...)
 	}
 	return data, c, rows, cols, soff, err
 }

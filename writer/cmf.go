@@ -42,7 +42,9 @@ type SaveOptions struct {
 	//   - to a block codec: every float tensor of two or more dimensions
 	//     whose rows are a whole number of blocks, embeddings and output
 	//     included; 1-D tensors (norms, biases) and matrices with other row
-	//     lengths keep their encoding.
+	//     lengths keep their encoding;
+	//   - to blr: the 2-D matrices it shrinks (tensor.BLRFits) except the
+	//     token embedding and the output head.
 	// Integer tensors never change.
 	Quant tensor.Codec
 	// Encode, when set, is asked first for each tensor the rules above
@@ -132,6 +134,11 @@ func shouldConvert(t *tensor.Tensor, target tensor.Codec) bool {
 	if t.Codec == target || t.Codec == tensor.I32 || !t.Codec.Valid() {
 		return false
 	}
+	if target == tensor.BLR {
+		// The layers' projections: a lookup (the embedding) and the head
+		// keep their encoding, and so does a matrix blr would not shrink.
+		return t.Name != model.TokenEmbd && t.Name != model.Output && tensor.BLRFits(t.Shape)
+	}
 	if !target.Quantized() {
 		return true
 	}
@@ -159,6 +166,19 @@ func convert(t *tensor.Tensor, target tensor.Codec) (*tensor.Tensor, error) {
 	if len(t.Data) != rows*srcRow {
 		return nil, fmt.Errorf("%d bytes of data, %s %v needs %d", len(t.Data), t.Codec, t.Shape, rows*srcRow)
 	}
+	if target.HasSide() {
+		// A side field (q8_2f's column scales, blr's factors) is chosen
+		// over whole matrices: the tensor is decoded and encoded whole.
+		f := make([]float32, rows*cols)
+		if err := tensor.DequantizeTensor(f, t); err != nil {
+			return nil, err
+		}
+		data, side, err := tensor.EncodeTensor(target, t.Shape, f)
+		if err != nil {
+			return nil, err
+		}
+		return &tensor.Tensor{Name: t.Name, Codec: target, Shape: slices.Clone(t.Shape), Data: data, Side: side}, nil
+	}
 	dst := make([]byte, rows*dstRow)
 	// Chunks of about 1M elements bound the float32 scratch per worker.
 	chunk := max(1, (1<<20)/cols)
@@ -175,7 +195,7 @@ func convert(t *tensor.Tensor, target tensor.Codec) (*tensor.Tensor, error) {
 			for r0 := range next {
 				n := min(chunk, rows-r0)
 				f := buf[:n*cols]
-				err := tensor.Dequantize(f, t.Codec, t.Data[r0*srcRow:(r0+n)*srcRow])
+				err := tensor.DecodeRows(f, t, r0, n)
 				if err == nil {
 					err = tensor.Quantize(dst[r0*dstRow:(r0+n)*dstRow], target, f)
 				}

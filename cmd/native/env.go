@@ -43,7 +43,7 @@ import (
 //	CORTIQ_GEMM_TB          1..16 (Tuning.GemmTB)
 //	CORTIQ_GEMM_LARGE_ROWS  1.. (Tuning.GemmLargeRows)
 //	CORTIQ_ATTN_BLOCK       16..256 (Tuning.AttnBlock)
-//	CORTIQ_ATTN_PREP        separate: qkv prep as its own dispatch at decode (Tuning.AttnPrep)
+//	CORTIQ_ATTN_PREP        fused: the decode's qkv prep inside the attention kernel (Tuning.AttnPrep)
 //	CORTIQ_ATTN_COMBINE     separate: split-K attention's combine as its own dispatch at decode (Tuning.AttnCombine)
 //	CORTIQ_SMALL_STEPS      off: steps of 2..16 tokens on the prefill kernels (Tuning.SmallSteps)
 //	CORTIQ_SMALL_ROWS       2..16, even (Tuning.SmallRows)
@@ -123,8 +123,8 @@ func gpuTuning() webgpu.Tuning {
 	t.GemmTB = envInt("CORTIQ_GEMM_TB", 1, 16)
 	t.GemmLargeRows = envInt("CORTIQ_GEMM_LARGE_ROWS", 1, 1<<30)
 	t.AttnBlock = envInt("CORTIQ_ATTN_BLOCK", 16, 256)
-	if os.Getenv("CORTIQ_ATTN_PREP") == "separate" {
-		t.AttnPrep = "separate"
+	if os.Getenv("CORTIQ_ATTN_PREP") == "fused" {
+		t.AttnPrep = "fused"
 	}
 	if os.Getenv("CORTIQ_ATTN_COMBINE") == "separate" {
 		t.AttnCombine = "separate"

@@ -22,12 +22,12 @@ func TestGPUTuningFromEnv(t *testing.T) {
 	if got := gpuTuning(); !reflect.DeepEqual(got, webgpu.Tuning{}) {
 		t.Errorf("no variables: %+v, want the zero Tuning", got)
 	}
-	set("all", "8,2,2", "2", "4", "3", "4096", "32", "1", "separate", "separate")
-	want := webgpu.Tuning{Matvec: "all", MatvecShape: shaders.MatvecShape{Rows: 8, Sets: 2, Groups: 2}, MVRows: 2, GemmRows: 4, GemmTB: 3, GemmLargeRows: 4096, AttnBlock: 32, TraceSteps: true, AttnPrep: "separate", AttnCombine: "separate"}
+	set("all", "8,2,2", "2", "4", "3", "4096", "32", "1", "fused", "separate")
+	want := webgpu.Tuning{Matvec: "all", MatvecShape: shaders.MatvecShape{Rows: 8, Sets: 2, Groups: 2}, MVRows: 2, GemmRows: 4, GemmTB: 3, GemmLargeRows: 4096, AttnBlock: 32, TraceSteps: true, AttnPrep: "fused", AttnCombine: "separate"}
 	if got := gpuTuning(); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
-	set("rows", "3,1,1", "17", "0", "x", "-5", "8", "yes", "fused", "x")
+	set("rows", "3,1,1", "17", "0", "x", "-5", "8", "yes", "separate", "x")
 	if got := gpuTuning(); !reflect.DeepEqual(got, webgpu.Tuning{Matvec: "rows"}) {
 		t.Errorf("out of range: %+v, want only Matvec rows", got)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/webgpu"
 )
 
 func init() {
@@ -113,13 +114,32 @@ func cmdImagine(args []string) error {
 			return fmt.Errorf("negative prompt: %w", err)
 		}
 	}
+	tEnc := time.Now()
 	bar := newStepBar(os.Stderr, *steps)
-	opts.Progress = bar.step
+	stepAt := []time.Time{tEnc} // when each step ended, after the encoder's end
+	opts.Progress = func(i, n int) {
+		stepAt = append(stepAt, time.Now())
+		bar.step(i, n)
+	}
 	res, err := pipe.GenerateFromFeatures(opts, pos, neg)
 	bar.finish()
 	if err != nil {
 		return err
 	}
+	// Where the time went: the text encoder, the steps (the first apart:
+	// it builds the device pipelines), the VAE decode.
+	n := len(stepAt) - 1
+	last := stepAt[n]
+	first := 0.0
+	if n > 0 {
+		first = stepAt[1].Sub(tEnc).Seconds()
+	}
+	rest := "-"
+	if n > 1 {
+		rest = fmt.Sprintf("%.3fs", last.Sub(stepAt[1]).Seconds()/float64(n-1))
+	}
+	fmt.Fprintf(os.Stderr, "imagine: phases: text encoder %.3fs, %d steps %.3fs (first %.3fs, then %s a step), VAE decode %.3fs\n",
+		tEnc.Sub(t1).Seconds(), n, last.Sub(tEnc).Seconds(), first, rest, time.Since(last).Seconds())
 
 	var png bytes.Buffer
 	if err := diffusion.EncodePNG(&png, res.Image, res.Width, res.Height); err != nil {
@@ -247,7 +267,8 @@ func (b *stepBar) finish() {
 	}
 }
 
-// imagineDevice puts the transformer blocks and the VAE decoder on the GPU
+// imagineDevice puts the transformer blocks, the VAE decoder and the text
+// encoder's feature layers (textEncoderDevice: optional) on the GPU
 // for --backend webgpu (an error when it cannot) and auto (a hardware
 // adapter only; anything that fails leaves the CPU, and says why). It
 // returns where the pipeline runs and what releases the device.
@@ -258,6 +279,7 @@ func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where strin
 	release = func() {
 		pipe.DiT.SetDevice(nil)
 		pipe.SetDecoder(nil)
+		pipe.TextEncoder.SetLayers(nil)
 		for i := len(opened) - 1; i >= 0; i-- {
 			opened[i]()
 		}
@@ -307,5 +329,25 @@ func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where strin
 	}
 	opened = append(opened, dec.Close)
 	pipe.SetDecoder(dec)
-	return "transformer blocks and VAE decoder on " + dev.Info().Name + "; text encoder and embedders on the CPU", release, nil
+	where = "transformer blocks and VAE decoder on " + dev.Info().Name
+	// The text encoder's feature layers on the device too; where its model
+	// does not go there, it stays on the CPU (and says why).
+	if msg, err := textEncoderDevice(pipe.TextEncoder, dev, &opened); err != nil {
+		where += "; text encoder on the CPU (" + err.Error() + ")"
+	} else {
+		where += "; " + msg
+	}
+	return where + "; embedders on the CPU", release, nil
+}
+
+// textEncoderDevice runs te's feature layers on dev (the webgpu backend of
+// its model holding those layers), appending what releases it to opened.
+func textEncoderDevice(te *diffusion.TextEncoder, dev *gpu.Device, opened *[]func()) (string, error) {
+	b, err := webgpu.New(te.Model(), webgpu.Options{Device: dev, Layers: fmt.Sprintf("0-%d", te.Layers()-1)})
+	if err != nil {
+		return "", err
+	}
+	*opened = append(*opened, func() { b.Close() })
+	te.SetLayers(b.NewSession)
+	return fmt.Sprintf("text encoder layers 0-%d there too (its embeddings on the CPU)", te.Layers()-1), nil
 }

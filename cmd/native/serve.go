@@ -118,8 +118,21 @@ func cmdServe(args []string) error {
 				return err
 			}
 			defer p.Close()
+			// Its transformer blocks, VAE decoder and text encoder on the
+			// GPU as cortiq imagine puts them (--backend webgpu insists,
+			// auto falls back to the CPU and says why).
+			ib := "auto"
+			if mf.backend == "cpu" || mf.backend == "webgpu" {
+				ib = mf.backend
+			}
+			where, release, err := imagineDevice(p, ib, p.DiTQuant)
+			if err != nil {
+				s.Shutdown(context.Background())
+				return err
+			}
+			defer release()
 			name := s.AddImageModel(server.ModelName(m), server.FromPipeline(p))
-			names = append(names, fmt.Sprintf("%s (images, cpu, %s)", name, m))
+			names = append(names, fmt.Sprintf("%s (images: %s; %s)", name, where, m))
 			continue
 		}
 		mdl, name, path, err := load(ctx, m, func(server.Progress) {})

@@ -81,7 +81,7 @@ func resolvePath(nameOrPath string) (string, error) {
 func cmdImport(args []string) error {
 	fs := newFlags("import")
 	out := fs.String("o", "", "output file: .cmf, or .gguf for llama.cpp (families llama.cpp knows)")
-	quant := fs.String("quant", "", "requantize weights: f32, f16, bf16 or a block codec (q8_0, q4_0, q4_K, …, the seed's q8_row, q4_tiled, q4tp, q2tp, q1, q1g, q1t) (default: keep)")
+	quant := fs.String("quant", "", "requantize weights: f32, f16, bf16 or a block codec (q8_0, q4_0, q4_K, …, the seed's q8_row, q8_2f, q4_tiled, q4tp, q2tp, q1, q1g, q1t, blr) (default: keep)")
 	calib := fs.String("calib", "", "calibration text: quantize the linear weights with GPTQ on its input statistics (CPU)")
 	actOrder := fs.Bool("act-order", false, "with --calib: GPTQ in order of decreasing Hessian diagonal")
 	window := fs.Int("calib-window", 256, "with --calib: tokens per calibration sequence")
@@ -118,17 +118,17 @@ func cmdImport(args []string) error {
 	var codec tensor.Codec
 	keep := *quant == ""
 	if !keep {
-		if *quant == "q8_2f" || *quant == "blr" {
-			return fmt.Errorf("--quant %s: the seed's %s needs a tensor-level layout (a column field, or two factor matrices) CMF does not carry yet (docs/cmf.md)", *quant, *quant)
-		}
 		c, err := tensor.ParseCodec(*quant)
 		if err != nil || c == tensor.I32 || !tensor.Encodes(c) {
 			return fmt.Errorf("--quant %q: want f32, f16, bf16 or a block codec (q8_0, q4_0, q4_K, q6_K, q4tp, q2tp, …)", *quant)
 		}
 		codec = c
 	}
-	if *calib != "" && (keep || !tensor.CanSetElem(codec)) {
+	if *calib != "" && keep {
 		return fmt.Errorf("--calib: GPTQ needs --quant with one of %s", strings.Join(gptqCodecs(), ", "))
+	}
+	if *calib != "" && !tensor.CanSetElem(codec) {
+		return fmt.Errorf("--calib: GPTQ does not write %s; it needs --quant with one of %s", codec, strings.Join(gptqCodecs(), ", "))
 	}
 	m, err := openModel(src)
 	if err != nil {
@@ -232,7 +232,7 @@ func cmdInfo(args []string) error {
 		if err != nil {
 			b = int64(len(t.Data))
 		}
-		bytesBy[t.Codec] += b
+		bytesBy[t.Codec] += b + int64(len(t.Side)) // q8_2f's column field, blr's factors
 		countBy[t.Codec]++
 		params += int64(t.Elements())
 	}

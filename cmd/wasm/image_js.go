@@ -6,26 +6,35 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"syscall/js"
 	"time"
 
 	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/diffusion/device"
 	"github.com/cortiq/cortiq/tensor"
+	"github.com/cortiq/cortiq/webgpu"
 )
 
 // imageState is a loaded text-to-image pipeline (a pipeline CMF file): the
-// text encoder and embedders in wasm, the transformer blocks and the VAE
-// decoder on the device when it takes them.
+// embedders (and the text encoder's embeddings) in wasm, the transformer
+// blocks, the VAE decoder and the text encoder's feature layers on the
+// device when it takes them (the text encoder stays in wasm when only it
+// does not fit).
 type imageState struct {
 	pipe    *diffusion.Pipeline
 	dit     *device.DiTRunner
 	vae     *device.VAEDecoder
+	te      *webgpu.Backend
 	backend string
 	devErr  string
 }
 
 func (im *imageState) close() error {
+	if im.te != nil {
+		im.pipe.TextEncoder.SetLayers(nil)
+		im.te.Close()
+	}
 	if im.dit != nil {
 		im.dit.Close()
 	}
@@ -68,8 +77,15 @@ func (s *state) loadPipeline(p string, r request, info *loadInfo) error {
 			if err != nil {
 				return err
 			}
-			im.vae, err = device.NewVAEDecoder(dev, vs, device.VAEOptions{})
-			return err
+			if im.vae, err = device.NewVAEDecoder(dev, vs, device.VAEOptions{}); err != nil {
+				return err
+			}
+			te := pipe.TextEncoder
+			if b, err := webgpu.New(te.Model(), webgpu.Options{Device: dev, Layers: fmt.Sprintf("0-%d", te.Layers()-1)}); err == nil {
+				im.te = b
+				te.SetLayers(b.NewSession)
+			}
+			return nil
 		}()
 		if err != nil {
 			im.devErr = err.Error()

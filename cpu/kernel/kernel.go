@@ -7,6 +7,9 @@
 // in float32 with the weights decoded exactly as tensor.Dequantize decodes
 // them; the only difference from a naive "dequantize, then dot" loop is the
 // order of float32 additions (8-lane partial sums, 16 in arm64's f32 dot;
+// a codec with a side field, q8_2f, decodes rows with their matrix's
+// column field, tensor.DecodeRows's values; blr runs as its two q1
+// products, B·(A·x) (tensor.BLRStages), each exact;
 // for block codecs the block scale multiplies a block's partial sum, and
 // q4_0's -8 offset and q4_K's min are applied through Σx). MatMul decodes weight rows to float32
 // exactly and accumulates each output in one float32 sum per token. This is
@@ -65,6 +68,14 @@ func matRows(w *tensor.Tensor) int {
 // For a stacked expert bank [E, out, in], expert e is row0 = e*out,
 // nrows = out.
 func MatVecRows(y []float32, w *tensor.Tensor, x []float32, row0, nrows int) {
+	if w.Codec == tensor.BLR {
+		checkMat(w, w.Cols(), row0, nrows)
+		if len(x) != w.Cols() || len(y) < nrows {
+			panic(fmt.Sprintf("kernel: MatVec %s %v: len(x)=%d len(y)=%d for %d rows", w.Name, w.Shape, len(x), len(y), nrows))
+		}
+		blrProduct(y, w, x, 1, row0, nrows)
+		return
+	}
 	var qx *q8x
 	m := [1]matvec{prepareMatVec(y, w, x, row0, nrows, &qx)}
 	runMatVecs(m[:])
@@ -83,6 +94,16 @@ type Product struct {
 // in Int8 mode: decode issues many small products (q, k and v; gate and
 // up), and each separate call costs a synchronization of the workers.
 func MatMuls(x []float32, n int, ps ...Product) {
+	for i, p := range ps {
+		if p.W.Codec == tensor.BLR && n == 1 {
+			// Two products in turn: the others together, then it.
+			rest := append(append([]Product(nil), ps[:i]...), ps[i+1:]...)
+			MatMuls(x, n, rest...)
+			observe(p.W, x, n)
+			MatVec(p.Y, p.W, x)
+			return
+		}
+	}
 	if n == 1 {
 		for _, p := range ps {
 			observe(p.W, x, n)
@@ -139,6 +160,10 @@ func prepareMatVec(y []float32, w *tensor.Tensor, x []float32, row0, nrows int, 
 		panic(fmt.Sprintf("kernel: MatVec %s %v: len(x)=%d len(y)=%d for %d rows of %d", w.Name, w.Shape, len(x), len(y), nrows, cols))
 	}
 	m := matvec{y: y[:nrows], data: w.Data[row0*rb : (row0+nrows)*rb], rb: rb, x: x}
+	if w.Codec.HasSide() {
+		m.k, m.aux = matvecKernel(w.Codec), sideField(w, row0, nrows)
+		return m
+	}
 	if CurrentMode() == Int8 && cols > 0 && allFinite(x) {
 		if packedDecode && packable(w.Codec) && row0%i8Rows == 0 && cols%32 == 0 {
 			if *qx == nil {
@@ -224,6 +249,14 @@ func MatMul(y []float32, w *tensor.Tensor, x []float32, n int) {
 		return
 	case 1:
 		MatVec(y[:rows], w, x[:cols])
+		return
+	}
+	if w.Codec == tensor.BLR {
+		blrProduct(y, w, x, n, 0, rows)
+		return
+	}
+	if w.Codec.HasSide() {
+		matmulSide(y, w, x, n, rows, cols)
 		return
 	}
 	if int8MatMul != nil && CurrentMode() == Int8 && allFinite(x[:n*cols]) && int8MatMul(y, w, x, n, rows, cols, rb) {

@@ -28,6 +28,8 @@ type VAEDecoder struct {
 	bufs  []*gpu.Buffer
 	w     map[*float32]*gpu.Buffer // uploaded weight arrays by their first element
 	limit uint64                   // bytes per activation binding
+	// naiveConv runs every convolution on conv2d.wgsl (VAEOptions).
+	naiveConv bool
 }
 
 // VAEOptions tunes NewVAEDecoder.
@@ -36,11 +38,16 @@ type VAEOptions struct {
 	// device's limits (0: the device's); tests use it to band small
 	// images as a browser bands a 1024² one.
 	MaxBinding uint64
+	// NaiveConv runs every convolution on the one-invocation-per-output
+	// kernel (conv2d.wgsl) instead of the tiled one where the input
+	// channels allow (a multiple of 16): the reference it is tested
+	// against.
+	NaiveConv bool
 }
 
 // NewVAEDecoder uploads the decoder's weights.
 func NewVAEDecoder(d *gpu.Device, s *diffusion.VAESpec, opts VAEOptions) (*VAEDecoder, error) {
-	v := &VAEDecoder{d: d, s: s, w: map[*float32]*gpu.Buffer{}, limit: bindingLimit(d, opts.MaxBinding)}
+	v := &VAEDecoder{d: d, s: s, w: map[*float32]*gpu.Buffer{}, limit: bindingLimit(d, opts.MaxBinding), naiveConv: opts.NaiveConv}
 	var err error
 	up := func(x []float32) {
 		if err != nil || len(x) == 0 || v.w[&x[0]] != nil {
@@ -241,11 +248,16 @@ func (r *vaeRun) conv(c *diffusion.ConvSpec, x *act, up bool, res *act) *act {
 			if res != nil {
 				rb = res.bands[k]
 			}
-			gx, gy := grid((e-s)*W*c.Out, 256)
-			r.dispatch(shaders.Conv2D, gx, gy, 1,
-				r.uniform(shaders.Conv2DParams{H: u32(H), W: u32(W), CIn: u32(c.In), COut: u32(c.Out), K: u32(c.K), Res: hasRes,
-					Up: flag(up), Y0: u32(s), Rows: u32(e - s), YBase: u32(bs), XBase: u32(xbase)}),
-				xb, r.w(c.W), r.w(c.B), rb, y.bands[k])
+			par := r.uniform(shaders.Conv2DParams{H: u32(H), W: u32(W), CIn: u32(c.In), COut: u32(c.Out), K: u32(c.K), Res: hasRes,
+				Up: flag(up), Y0: u32(s), Rows: u32(e - s), YBase: u32(bs), XBase: u32(xbase)})
+			if c.In%16 == 0 && !r.v.naiveConv {
+				// 64 pixels x 64 output channels a workgroup.
+				gx, gy := grid((e-s)*W, 64)
+				r.dispatch(shaders.Conv2DTiled, gx, gy, uint32((c.Out+63)/64), par, xb, r.w(c.W), r.w(c.B), rb, y.bands[k])
+			} else {
+				gx, gy := grid((e-s)*W*c.Out, 256)
+				r.dispatch(shaders.Conv2D, gx, gy, 1, par, xb, r.w(c.W), r.w(c.B), rb, y.bands[k])
+			}
 			r.put(tmp)
 			s = e
 		}
