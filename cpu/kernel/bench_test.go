@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -147,4 +148,91 @@ func BenchmarkDecodeStep(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkDecodeStream runs the matrix-vector products of one decode step
+// of Llama-3.2-1B (16 layers: q, k, v as one MatMuls group, o, gate and up
+// as one group, down; then the tied 128256-row output) with every weight
+// in one codec, Int8 mode, as the CPU session issues them. The weights
+// (0.7 GB at q4_0) are larger than this machine's last-level cache, so it
+// measures the memory stream: "GB/s" is the GGUF bytes a step reads, and
+// "of_read" that rate over ParallelReadSum's on a 1 GiB buffer measured
+// before the loop (the `cortiq bench --bandwidth` probe; the decode
+// aim is ≥ 0.9 of it). Run with -cpu 1,2 and -count several, A/B
+// interleaved, on a quiet machine.
+func BenchmarkDecodeStream(b *testing.B) {
+	const hidden, ffn, kv, vocab, layers = 2048, 8192, 512, 128256, 16
+	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.Q4_K} {
+		b.Run("llama1b_"+c.String(), func(b *testing.B) {
+			defer SetMode(SetMode(Int8))
+			type layer struct{ q, k, v, o, gate, up, down *tensor.Tensor }
+			ls := make([]layer, layers)
+			var bytes int64
+			var all []*tensor.Tensor
+			for i := range ls {
+				ls[i] = layer{
+					benchWeight(c, hidden, hidden), benchWeight(c, kv, hidden), benchWeight(c, kv, hidden),
+					benchWeight(c, hidden, hidden), benchWeight(c, ffn, hidden), benchWeight(c, ffn, hidden),
+					benchWeight(c, hidden, ffn),
+				}
+				all = append(all, ls[i].q, ls[i].k, ls[i].v, ls[i].o, ls[i].gate, ls[i].up, ls[i].down)
+			}
+			out := benchWeight(c, vocab, hidden)
+			all = append(all, out)
+			for _, w := range all {
+				bytes += int64(len(w.Data))
+			}
+			defer func() {
+				for _, w := range all {
+					Unpack(w)
+				}
+			}()
+			x := randX(rand.New(rand.NewPCG(1, 2)), hidden)
+			h := make([]float32, ffn)
+			g := make([]float32, ffn)
+			y := make([]float32, hidden)
+			q, k, v := make([]float32, hidden), make([]float32, kv), make([]float32, kv)
+			logits := make([]float32, vocab)
+			step := func() {
+				for _, l := range ls {
+					MatMuls(x, 1, Product{q, l.q}, Product{k, l.k}, Product{v, l.v})
+					MatVec(y, l.o, q)
+					MatMuls(x, 1, Product{g, l.gate}, Product{h, l.up})
+					MatVec(y, l.down, h)
+				}
+				MatVec(logits, out, x)
+			}
+			step() // packs the weights
+			rd := readGBs()
+			b.SetBytes(bytes)
+			b.ResetTimer()
+			for b.Loop() {
+				step()
+			}
+			gbs := float64(bytes) * float64(b.N) / b.Elapsed().Seconds() / 1e9
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+			b.ReportMetric(rd, "read_GB/s")
+			b.ReportMetric(gbs/rd, "of_read")
+		})
+	}
+}
+
+var readBuf []byte
+
+// readGBs is the read bandwidth ParallelReadSum measures over 1 GiB (the
+// best of three passes).
+func readGBs() float64 {
+	if readBuf == nil {
+		readBuf = make([]byte, 1<<30)
+		for i := range readBuf {
+			readBuf[i] = byte(i)
+		}
+	}
+	best := 0.0
+	for range 3 {
+		t := time.Now()
+		ParallelReadSum(readBuf)
+		best = max(best, float64(len(readBuf))/time.Since(t).Seconds()/1e9)
+	}
+	return best
 }

@@ -20,11 +20,14 @@ const (
 	i8PanelB = 448 // panel bytes per block: 256 quads, 8 scales, 8+8 offsets, 8 d·Σq, 8+8 q6_K offsets
 )
 
-// i8Stride is the bytes per block of one 16-row group of packed weights.
+// i8Stride is the bytes per block of one 16-row group of packed weights:
+// the 16 rows' 32 weights (64 bytes a column quad), then their scales,
+// float32 except q4_0's and q8_0's, which keep their float16 (as many
+// bytes as the GGUF blocks: decode streams them once per token).
 func i8Stride(c tensor.Codec) int {
 	switch c {
 	case tensor.Q4_0:
-		return 256 + 64
+		return 256 + 32
 	case tensor.Q4_K:
 		return 256 + 64 + 64
 	case tensor.Q6_K:
@@ -38,7 +41,7 @@ func i8Stride(c tensor.Codec) int {
 	case q5Codec(c):
 		return 256 + 64 + 64 + 64
 	}
-	return 512 + 64
+	return 512 + 32 // q8_0, and q5_0 widened to q8_0
 }
 
 // packable reports whether the int8 tiles take codec c.
@@ -69,6 +72,12 @@ type packedW struct {
 	data   []byte
 	nb, ng int
 }
+
+// hugeWeights makes packed weights ask for transparent huge pages
+// (allocWeights).
+var hugeWeights = true
+
+func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
 
 func i8Bytes(q []int8) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), len(q)) }
 
@@ -104,7 +113,10 @@ func Unpack(w *tensor.Tensor) {
 func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
 	nb, ng, gs := cols/32, (rows+i8Rows-1)/i8Rows, i8Stride(c)
 	// One block of slack: the AMX q4_0 tiles read one block ahead.
-	p := &packedW{data: make([]byte, (ng*nb+1)*gs)[:ng*nb*gs], nb: nb, ng: ng}
+	p := &packedW{nb: nb, ng: ng}
+	if p.data = allocWeights(p, ng*nb*gs, gs); p.data == nil {
+		p.data = make([]byte, (ng*nb+1)*gs)[:ng*nb*gs]
+	}
 	parallelFor(ng, max(1, 64<<10/(nb*gs)), func(lo, hi int) {
 		for g := lo; g < hi; g++ {
 			var q6 [256]byte
@@ -160,7 +172,7 @@ func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
 						for q := range 4 {
 							binary.LittleEndian.PutUint32(dst[64*q+4*r:], binary.LittleEndian.Uint32(blk[2+4*q:]))
 						}
-						binary.LittleEndian.PutUint32(dst[256+4*r:], math.Float32bits(f16Table[uint16(blk[0])|uint16(blk[1])<<8]))
+						copy(dst[256+2*r:256+2*r+2], blk[:2])
 						continue
 					}
 					blk := src[34*b : 34*b+34]
@@ -168,7 +180,7 @@ func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
 						v := binary.LittleEndian.Uint32(blk[2+4*q:])
 						binary.LittleEndian.PutUint32(dst[64*q+4*r:], v^0x80808080)
 					}
-					binary.LittleEndian.PutUint32(dst[512+4*r:], math.Float32bits(f16Table[uint16(blk[0])|uint16(blk[1])<<8]))
+					copy(dst[512+2*r:512+2*r+2], blk[:2])
 				}
 			}
 		}
