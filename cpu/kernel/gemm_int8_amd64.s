@@ -1157,3 +1157,27 @@ gemvQ6_KVNNI_done:
 	VMOVUPS Z16, (DX)
 	VZEROUPPER
 	RET
+
+// func storeRows16(y *float32, ldy int, out *float32, nt int)
+// Copies nt rows of 16 float32 from out (contiguous) to y, ldy float32
+// apart: a tile's results into the token rows of the product.
+TEXT ·storeRows16(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	MOVQ ldy+8(FP), BX
+	SHLQ $2, BX
+	MOVQ out+16(FP), SI
+	MOVQ nt+24(FP), CX
+	TESTQ CX, CX
+	JZ   storeRows16_done
+
+storeRows16_loop:
+	VMOVUPS (SI), Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $64, SI
+	ADDQ BX, DI
+	DECQ CX
+	JNZ  storeRows16_loop
+
+storeRows16_done:
+	VZEROUPPER
+	RET
