@@ -113,7 +113,9 @@ func (s *Session) attend(at *model.Attention, sinks []float32, cache *kvCache, q
 	// starting goroutines would cost more than the work.
 	run := parallel
 	if n*at.Heads*(s.pos+t1)*hd < 1<<18 {
-		run = serial
+		run = func(n int, fn func(lo, hi int, scratch []float32), scratchLen int) {
+			fn(0, n, s.tmp.get(scratchLen))
+		}
 	}
 	// One (token, head) pair per task.
 	run(n*at.Heads, func(lo, hi int, scratch []float32) {
@@ -180,9 +182,4 @@ func parallel(n int, fn func(lo, hi int, scratch []float32), scratchLen int) {
 		}()
 	}
 	wg.Wait()
-}
-
-// serial is parallel's signature on the calling goroutine alone.
-func serial(n int, fn func(lo, hi int, scratch []float32), scratchLen int) {
-	fn(0, n, make([]float32, scratchLen))
 }
