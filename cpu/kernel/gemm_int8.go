@@ -29,7 +29,7 @@ func i8Stride(c tensor.Codec) int {
 	case tensor.Q4_0:
 		return 256 + 32
 	case tensor.Q4_K:
-		return 256 + 64 + 64
+		return 296 // 256 + 32 a block, 64 a super-block of 8 (gemmQ4_KSVNNI)
 	case tensor.Q6_K:
 		return 256 + 128 + 128
 	}
@@ -152,19 +152,24 @@ func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
 					if c == tensor.Q4_K {
 						// Sub-block b%8 of super-block b/8: nibble half
 						// (b%8)%2 of the 32 bytes of chunk (b%8)/2,
-						// re-paired as q4_0 pairs elements i and 16+i.
+						// re-paired as q4_0 pairs elements i and 16+i;
+						// the super-block's header holds d and dmin
+						// (float16), each sub-block its sc and m bytes.
 						sb := src[144*(b/8) : 144*(b/8)+144]
 						sub := b % 8
+						hdr := p.data[(g*nb+b-sub)*gs:]
+						dst := hdr[64+288*sub : 64+288*(sub+1)]
 						qs := sb[16+32*(sub/2) : 16+32*(sub/2)+32]
 						sh := 4 * uint(sub%2)
 						for i := range 16 {
 							dst[64*(i/4)+4*r+i%4] = (qs[i]>>sh)&0xf | ((qs[16+i]>>sh)&0xf)<<4
 						}
 						sc, m := tensor.Q4KScaleMin(sub, sb[4:16])
-						d := f16Table[binary.LittleEndian.Uint16(sb[0:])]
-						dmin := f16Table[binary.LittleEndian.Uint16(sb[2:])]
-						binary.LittleEndian.PutUint32(dst[256+4*r:], math.Float32bits(d*float32(sc)))
-						binary.LittleEndian.PutUint32(dst[320+4*r:], math.Float32bits(dmin*float32(m)))
+						dst[256+r], dst[272+r] = sc, m
+						if sub == 0 {
+							copy(hdr[2*r:2*r+2], sb[0:2])
+							copy(hdr[32+2*r:32+2*r+2], sb[2:4])
+						}
 						continue
 					}
 					if c == tensor.Q4_0 {

@@ -22,7 +22,10 @@ func quantPanelRow(x *float32, nb int, dst *byte)
 func gemmQ4_KVNNI(wp *byte, xp *byte, nb int, out *[128]float32)
 
 //go:noescape
-func gemvQ4_KVNNI(wp *byte, xq *int8, xd *float32, xs *float32, nb int, out *[16]float32)
+func gemmQ4_KSVNNI(wp *byte, xp *byte, nb int, out *[128]float32)
+
+//go:noescape
+func gemvQ4_KSVNNI(wp *byte, xq *int8, xd *float32, xs *float32, nb int, out *[16]float32)
 
 //go:noescape
 func gemmQ6_KVNNI(wp *byte, xp *byte, nb int, out *[128]float32)
@@ -51,7 +54,7 @@ func runPacked(m *matvec, lo, hi int) {
 		case tensor.Q8_0:
 			gemvQ8_0VNNI(wp, &m.qx.q[0], &m.qx.d[0], &m.qx.o8[0], nb, &out)
 		case tensor.Q4_K:
-			gemvQ4_KVNNI(wp, &m.qx.q[0], &m.qx.d[0], &m.qx.s[0], nb, &out)
+			gemvQ4_KSVNNI(wp, &m.qx.q[0], &m.qx.d[0], &m.qx.s[0], nb, &out)
 		case tensor.Q6_K:
 			gemvQ6_KVNNI(wp, &m.qx.q[0], &m.qx.d[0], &m.qx.o6[0], nb, &out)
 		}
@@ -121,7 +124,7 @@ func tileKernel(c tensor.Codec) func(wp, xp *byte, nb int, out *[128]float32) {
 	case tensor.Q8_0:
 		return gemmQ8_0VNNI
 	case tensor.Q4_K:
-		return gemmQ4_KVNNI
+		return gemmQ4_KSVNNI
 	case tensor.Q6_K:
 		return gemmQ6_KVNNI
 	}
