@@ -31,7 +31,7 @@ func i8Stride(c tensor.Codec) int {
 	case tensor.Q4_K:
 		return 296 // 256 + 32 a block, 64 a super-block of 8 (gemmQ4_KSVNNI)
 	case tensor.Q6_K:
-		return 256 + 128 + 128
+		return 424 // 256 + 128 + 32 a block, 64 a super-block of 8 (gemmQ6_KVNNI)
 	}
 	switch {
 	case lut4Codec(c):
@@ -135,8 +135,11 @@ func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
 					if c == tensor.Q6_K {
 						sb := src[210*(b/8) : 210*(b/8)+210]
 						e0 := 32 * (b % 8)
+						hdr := p.data[(g*nb+b-b%8)*gs:]
+						dst := hdr[64+416*(b%8) : 64+416*(b%8+1)]
 						if e0 == 0 {
 							q6Values(&q6, sb)
+							binary.LittleEndian.PutUint32(hdr[4*r:], math.Float32bits(f16Table[binary.LittleEndian.Uint16(sb[208:])]))
 						}
 						for i := range 16 {
 							lo, hi := q6[e0+i], q6[e0+16+i]
@@ -144,9 +147,7 @@ func packWeights(c tensor.Codec, data []byte, rb, rows, cols int) *packedW {
 							dst[256+4*r+i%4] |= (lo >> 4) << (2 * uint(i/4))
 							dst[256+64+4*r+i%4] |= (hi >> 4) << (2 * uint(i/4))
 						}
-						d := f16Table[binary.LittleEndian.Uint16(sb[208:])]
-						binary.LittleEndian.PutUint32(dst[384+4*r:], math.Float32bits(d*float32(int8(sb[192+e0/16]))))
-						binary.LittleEndian.PutUint32(dst[448+4*r:], math.Float32bits(d*float32(int8(sb[192+e0/16+1]))))
+						dst[384+r], dst[400+r] = sb[192+e0/16], sb[192+e0/16+1]
 						continue
 					}
 					if c == tensor.Q4_K {

@@ -790,9 +790,13 @@ gemmQ4_KVNNI_done:
 
 // q6_K tiles: per block of 32, the low nibbles as q4_0 quads (256 bytes),
 // the 2 high bits of quads 0-3 and 4-7 (64 bytes each: bits 2·(q%4) of
-// byte 4·row + j), then the scales d·sc of the two 16-element halves (16
-// float32 each). Values 0..63 are the unsigned operand; each half sums
-// separately from −32·Σx over the half (panel 384 and 416).
+// byte 4·row + j), then the int8 scales sc of the two 16-element halves
+// (16 bytes each); each super-block of 8 blocks starts with the 16 rows'
+// d as float32 (64 bytes): 424 bytes a row-block against the GGUF's 420
+// (float scales d·sc would take 512). The kernels form d·sc in float32
+// as the packing once did. Values 0..63 are the unsigned operand; each
+// half sums separately from −32·Σx over the half (panel 384 and 416).
+// nb is a multiple of 8.
 #define Q6CONSTS \
 	MOVL $0x0f0f0f0f, AX; \
 	VPBROADCASTD AX, Z31; \
@@ -814,8 +818,14 @@ TEXT ·gemmQ6_KVNNI(SB), NOSPLIT, $0-32
 	VXORPS Z21, Z21, Z21
 	VXORPS Z22, Z22, Z22
 	VXORPS Z23, Z23, Z23
+	SHRQ $3, CX
 	TESTQ CX, CX
 	JZ   gemmQ6_KVNNI_done
+
+gemmQ6_KVNNI_super:
+	MOVQ SI, R9
+	ADDQ $64, SI
+	MOVQ $8, R8
 
 gemmQ6_KVNNI_loop:
 	VPBROADCASTD 384(DI), Z0
@@ -938,8 +948,12 @@ gemmQ6_KVNNI_loop:
 	VPDPBUSD.BCST 244(DI), Z24, Z13
 	VPDPBUSD.BCST 248(DI), Z24, Z14
 	VPDPBUSD.BCST 252(DI), Z24, Z15
-	VMOVUPS 384(SI), Z28
-	VMOVUPS 448(SI), Z29
+	VPMOVSXBD 384(SI), Z28
+	VCVTDQ2PS Z28, Z28
+	VMULPS (R9), Z28, Z28
+	VPMOVSXBD 400(SI), Z29
+	VCVTDQ2PS Z29, Z29
+	VMULPS (R9), Z29, Z29
 	VCVTDQ2PS Z0, Z0
 	VCVTDQ2PS Z8, Z8
 	VMULPS.BCST 256(DI), Z28, Z25
@@ -988,10 +1002,12 @@ gemmQ6_KVNNI_loop:
 	VFMADD231PS Z7, Z25, Z23
 	VMULPS.BCST 284(DI), Z29, Z24
 	VFMADD231PS Z15, Z24, Z23
-	ADDQ $512, SI
+	ADDQ $416, SI
 	ADDQ $448, DI
-	DECQ CX
+	DECQ R8
 	JNZ  gemmQ6_KVNNI_loop
+	DECQ CX
+	JNZ  gemmQ6_KVNNI_super
 
 gemmQ6_KVNNI_done:
 	VMOVUPS Z16, 0(DX)
@@ -1017,8 +1033,14 @@ TEXT ·gemvQ6_KVNNI(SB), NOSPLIT, $0-48
 	Q6CONSTS
 	VXORPS Z16, Z16, Z16
 	VXORPS Z17, Z17, Z17
+	SHRQ $3, CX
 	TESTQ CX, CX
 	JZ   gemvQ6_KVNNI_done
+
+gemvQ6_KVNNI_super:
+	MOVQ SI, R9
+	ADDQ $64, SI
+	MOVQ $8, R8
 
 gemvQ6_KVNNI_loop:
 	PREFETCHT0 2048(SI)
@@ -1075,18 +1097,24 @@ gemvQ6_KVNNI_loop:
 	VPDPBUSD.BCST 28(DI), Z24, Z1
 	VCVTDQ2PS Z0, Z0
 	VCVTDQ2PS Z1, Z1
-	VMOVUPS 384(SI), Z28
+	VPMOVSXBD 384(SI), Z28
+	VCVTDQ2PS Z28, Z28
+	VMULPS (R9), Z28, Z28
 	VMULPS.BCST (R10), Z28, Z28
 	VFMADD231PS Z0, Z28, Z16
-	VMOVUPS 448(SI), Z29
+	VPMOVSXBD 400(SI), Z29
+	VCVTDQ2PS Z29, Z29
+	VMULPS (R9), Z29, Z29
 	VMULPS.BCST (R10), Z29, Z29
 	VFMADD231PS Z1, Z29, Z17
-	ADDQ $512, SI
+	ADDQ $416, SI
 	ADDQ $32, DI
 	ADDQ $4, R10
 	ADDQ $8, R12
-	DECQ CX
+	DECQ R8
 	JNZ  gemvQ6_KVNNI_loop
+	DECQ CX
+	JNZ  gemvQ6_KVNNI_super
 
 gemvQ6_KVNNI_done:
 	VADDPS Z17, Z16, Z16
