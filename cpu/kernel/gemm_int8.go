@@ -103,7 +103,8 @@ func packedOf(w *tensor.Tensor, rb, rows, cols int) *packedW {
 }
 
 // Unpack drops w's packed int8 tiles, if any; the next Int8 product
-// that needs them packs w again.
+// that needs them packs w again. Their memory (mapped outside the Go heap
+// on Linux) returns to the system at the next garbage collection.
 func Unpack(w *tensor.Tensor) {
 	if w != nil {
 		packCache.Delete(weak.Make(w))
