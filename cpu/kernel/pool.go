@@ -20,6 +20,7 @@ type job struct {
 	div   int // a claim takes 1/div of what is left (at least grain)
 	next  atomic.Int64
 	wg    sync.WaitGroup
+	left  atomic.Int32 // helpers still running it (after their wg.Done)
 }
 
 // jobPool recycles jobs: decode issues a hundred parallel products per
@@ -70,6 +71,7 @@ func worker() {
 		}
 		j.run()
 		j.wg.Done()
+		j.left.Add(-1) // last: the caller may reuse j once it reads 0
 	}
 }
 
@@ -138,10 +140,19 @@ func parallelRun(n, grain int, fn func(lo, hi int), ms []matvec) {
 	helpers := min(nw-1, nchunks-1)
 	ensureHelpers(helpers)
 	j.wg.Add(helpers)
+	j.left.Store(int32(helpers))
 	for range helpers {
 		poolJobs <- j
 	}
 	j.run()
+	// Wait for the helpers by polling for a while before blocking: a
+	// parked caller is woken through the scheduler (microseconds, tens of
+	// them in a VM), and decode waits once per product.
+	for spin := 0; spin < spinPolls && j.left.Load() != 0; spin++ {
+		if spin%64 == 63 {
+			runtime.Gosched()
+		}
+	}
 	j.wg.Wait()
 	j.fn = nil
 	clear(j.ms) // drop the references to the products' slices
