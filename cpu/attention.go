@@ -22,9 +22,9 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 		qRows *= 2
 	}
 
-	q := s.tmp.get(n * qRows)
-	k := s.tmp.get(n * kvDim)
-	v := s.tmp.get(n * kvDim)
+	q := s.tmp.out(n * qRows)
+	k := s.tmp.out(n * kvDim)
+	v := s.tmp.out(n * kvDim)
 	kernel.MatMuls(h, n, kernel.Product{Y: q, W: w.q}, kernel.Product{Y: k, W: w.k}, kernel.Product{Y: v, W: w.v})
 
 	// The output gate (qwen3_next) is interleaved per head with the query:
@@ -91,7 +91,7 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 			att[j] *= float32(1 / (1 + math.Exp(-float64(g))))
 		}
 	}
-	out := s.tmp.get(n * H)
+	out := s.tmp.out(n * H)
 	kernel.MatMul(out, w.o, att, n)
 	if w.ob != nil {
 		for t := range n {

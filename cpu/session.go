@@ -39,6 +39,14 @@ type scratch struct {
 
 // get returns a zeroed buffer of n floats.
 func (a *scratch) get(n int) []float32 {
+	b := a.out(n)
+	clear(b)
+	return b
+}
+
+// out returns a buffer of n floats with stale contents, for a product's
+// output (kernel.MatMul writes every element).
+func (a *scratch) out(n int) []float32 {
 	if a.next == len(a.bufs) {
 		a.bufs = append(a.bufs, nil)
 	}
@@ -47,7 +55,6 @@ func (a *scratch) get(n int) []float32 {
 		b = make([]float32, n)
 	} else {
 		b = b[:n]
-		clear(b)
 	}
 	a.bufs[a.next] = b
 	a.next++
@@ -440,11 +447,11 @@ func (s *Session) residual(x, out, postNorm []float32, n int) {
 // denseFFN is down(act(gate(h)) * up(h)).
 func (s *Session) denseFFN(f *ffnWeights, h []float32, n, ff int) []float32 {
 	a := s.b.arch
-	g := s.tmp.get(n * ff)
-	u := s.tmp.get(n * ff)
+	g := s.tmp.out(n * ff)
+	u := s.tmp.out(n * ff)
 	kernel.MatMuls(h, n, kernel.Product{Y: g, W: f.gate}, kernel.Product{Y: u, W: f.up})
 	gated(a, g, u)
-	out := s.tmp.get(n * a.Hidden)
+	out := s.tmp.out(n * a.Hidden)
 	kernel.MatMul(out, f.down, g, n)
 	return out
 }
