@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -156,8 +155,8 @@ func BenchmarkDecodeStep(b *testing.B) {
 // in one codec, Int8 mode, as the CPU session issues them. The weights
 // (0.7 GB at q4_0) are larger than this machine's last-level cache, so it
 // measures the memory stream: "GB/s" is the GGUF bytes a step reads, and
-// "of_read" that rate over ParallelReadSum's on a 1 GiB buffer measured
-// before the loop (the `cortiq bench --bandwidth` probe; the decode
+// "of_read" that rate over ReadBandwidth's on 1 GiB measured before the
+// loop (the `cortiq bench --bandwidth` probe; the decode
 // aim is ≥ 0.9 of it). Run with -cpu 1,2 and -count several, A/B
 // interleaved, on a quiet machine.
 func BenchmarkDecodeStream(b *testing.B) {
@@ -217,22 +216,6 @@ func BenchmarkDecodeStream(b *testing.B) {
 	}
 }
 
-var readBuf []byte
-
-// readGBs is the read bandwidth ParallelReadSum measures over 1 GiB (the
-// best of three passes).
-func readGBs() float64 {
-	if readBuf == nil {
-		readBuf = make([]byte, 1<<30)
-		for i := range readBuf {
-			readBuf[i] = byte(i)
-		}
-	}
-	best := 0.0
-	for range 3 {
-		t := time.Now()
-		ParallelReadSum(readBuf)
-		best = max(best, float64(len(readBuf))/time.Since(t).Seconds()/1e9)
-	}
-	return best
-}
+// readGBs is the read bandwidth of ReadBandwidth over 1 GiB (the best of
+// three passes).
+func readGBs() float64 { return ReadBandwidth(1024, 3) }
