@@ -160,47 +160,11 @@ func BenchmarkDecodeStep(b *testing.B) {
 // aim is ≥ 0.9 of it). Run with -cpu 1,2 and -count several, A/B
 // interleaved, on a quiet machine.
 func BenchmarkDecodeStream(b *testing.B) {
-	const hidden, ffn, kv, vocab, layers = 2048, 8192, 512, 128256, 16
 	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.Q4_K} {
 		b.Run("llama1b_"+c.String(), func(b *testing.B) {
 			defer SetMode(SetMode(Int8))
-			type layer struct{ q, k, v, o, gate, up, down *tensor.Tensor }
-			ls := make([]layer, layers)
-			var bytes int64
-			var all []*tensor.Tensor
-			for i := range ls {
-				ls[i] = layer{
-					benchWeight(c, hidden, hidden), benchWeight(c, kv, hidden), benchWeight(c, kv, hidden),
-					benchWeight(c, hidden, hidden), benchWeight(c, ffn, hidden), benchWeight(c, ffn, hidden),
-					benchWeight(c, hidden, ffn),
-				}
-				all = append(all, ls[i].q, ls[i].k, ls[i].v, ls[i].o, ls[i].gate, ls[i].up, ls[i].down)
-			}
-			out := benchWeight(c, vocab, hidden)
-			all = append(all, out)
-			for _, w := range all {
-				bytes += int64(len(w.Data))
-			}
-			defer func() {
-				for _, w := range all {
-					Unpack(w)
-				}
-			}()
-			x := randX(rand.New(rand.NewPCG(1, 2)), hidden)
-			h := make([]float32, ffn)
-			g := make([]float32, ffn)
-			y := make([]float32, hidden)
-			q, k, v := make([]float32, hidden), make([]float32, kv), make([]float32, kv)
-			logits := make([]float32, vocab)
-			step := func() {
-				for _, l := range ls {
-					MatMuls(x, 1, Product{q, l.q}, Product{k, l.k}, Product{v, l.v})
-					MatVec(y, l.o, q)
-					MatMuls(x, 1, Product{g, l.gate}, Product{h, l.up})
-					MatVec(y, l.down, h)
-				}
-				MatVec(logits, out, x)
-			}
+			step, bytes, done := llama1bDecode(c)
+			defer done()
 			step() // packs the weights
 			rd := readGBs()
 			b.SetBytes(bytes)
@@ -214,6 +178,50 @@ func BenchmarkDecodeStream(b *testing.B) {
 			b.ReportMetric(gbs/rd, "of_read")
 		})
 	}
+}
+
+// llama1bDecode builds Llama-3.2-1B's weights in codec c (random) and
+// returns one decode step's products as the CPU session issues them, the
+// GGUF bytes they read, and a function that drops the packed tiles.
+func llama1bDecode(c tensor.Codec) (step func(), bytes int64, done func()) {
+	const hidden, ffn, kv, vocab, layers = 2048, 8192, 512, 128256, 16
+	type layer struct{ q, k, v, o, gate, up, down *tensor.Tensor }
+	ls := make([]layer, layers)
+	var all []*tensor.Tensor
+	for i := range ls {
+		ls[i] = layer{
+			benchWeight(c, hidden, hidden), benchWeight(c, kv, hidden), benchWeight(c, kv, hidden),
+			benchWeight(c, hidden, hidden), benchWeight(c, ffn, hidden), benchWeight(c, ffn, hidden),
+			benchWeight(c, hidden, ffn),
+		}
+		all = append(all, ls[i].q, ls[i].k, ls[i].v, ls[i].o, ls[i].gate, ls[i].up, ls[i].down)
+	}
+	out := benchWeight(c, vocab, hidden)
+	all = append(all, out)
+	for _, w := range all {
+		bytes += int64(len(w.Data))
+	}
+	x := randX(rand.New(rand.NewPCG(1, 2)), hidden)
+	h := make([]float32, ffn)
+	g := make([]float32, ffn)
+	y := make([]float32, hidden)
+	q, k, v := make([]float32, hidden), make([]float32, kv), make([]float32, kv)
+	logits := make([]float32, vocab)
+	step = func() {
+		for _, l := range ls {
+			MatMuls(x, 1, Product{q, l.q}, Product{k, l.k}, Product{v, l.v})
+			MatVec(y, l.o, q)
+			MatMuls(x, 1, Product{g, l.gate}, Product{h, l.up})
+			MatVec(y, l.down, h)
+		}
+		MatVec(logits, out, x)
+	}
+	done = func() {
+		for _, w := range all {
+			Unpack(w)
+		}
+	}
+	return step, bytes, done
 }
 
 // readGBs is the read bandwidth of ReadBandwidth over 1 GiB (the best of
