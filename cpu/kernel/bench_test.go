@@ -39,6 +39,23 @@ func benchWeight(c tensor.Codec, rows, cols int) *tensor.Tensor {
 		for i := 0; i < len(data); i += c.BlockBytes() {
 			binary.LittleEndian.PutUint16(data[i+208:], half)
 		}
+	case tensor.MXFP4:
+		for i := 0; i < len(data); i += c.BlockBytes() {
+			data[i] = 120 // 2^-7
+		}
+	default:
+		// The float16 scales (and mins) of the other block codecs: random
+		// bits would hold infinities, NaNs and subnormals, whose
+		// arithmetic is far slower than that of real weights.
+		offs := map[tensor.Codec][]int{
+			tensor.Q4_1: {0, 2}, tensor.Q5_0: {0}, tensor.Q5_1: {0, 2}, tensor.IQ4_NL: {0},
+			tensor.Q5_K: {0, 2}, tensor.Q2_K: {80, 82}, tensor.Q3_K: {108}, tensor.IQ4_XS: {0},
+		}[c]
+		for i := 0; len(offs) > 0 && i < len(data); i += c.BlockBytes() {
+			for _, o := range offs {
+				binary.LittleEndian.PutUint16(data[i+o:], half)
+			}
+		}
 	}
 	return &tensor.Tensor{Name: "bench", Codec: c, Shape: []int{rows, cols}, Data: data}
 }
