@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cortiq/cortiq/cpu/kernel"
 	"github.com/cortiq/cortiq/model"
@@ -21,17 +22,17 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 		qRows *= 2
 	}
 
-	q := make([]float32, n*qRows)
-	k := make([]float32, n*kvDim)
-	v := make([]float32, n*kvDim)
+	q := s.tmp.out(n * qRows)
+	k := s.tmp.out(n * kvDim)
+	v := s.tmp.out(n * kvDim)
 	kernel.MatMuls(h, n, kernel.Product{Y: q, W: w.q}, kernel.Product{Y: k, W: w.k}, kernel.Product{Y: v, W: w.v})
 
 	// The output gate (qwen3_next) is interleaved per head with the query:
 	// [q_h (hd), gate_h (hd)]. Separate them.
 	var gate []float32
 	if at.OutputGate {
-		qq := make([]float32, n*qDim)
-		gate = make([]float32, n*qDim)
+		qq := s.tmp.get(n * qDim)
+		gate = s.tmp.get(n * qDim)
 		for t := range n {
 			for hh := range at.Heads {
 				src := q[t*qRows+hh*2*hd:]
@@ -43,11 +44,11 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 	}
 
 	plusOne := a.Norm == model.NormRMSPlusOne
-	cos := make([]float32, hd/2)
-	sin := make([]float32, hd/2)
+	cos := s.tmp.get(hd / 2)
+	sin := s.tmp.get(hd / 2)
 	cache := s.caches[i]
 	cache.ensure(s.pos + n)
-	att := make([]float32, n*qDim)
+	att := s.tmp.get(n * qDim)
 	// A ring cache takes the step in pieces that fit it: a piece's rows
 	// overwrite only positions before the window of its first query.
 	piece := n
@@ -90,7 +91,7 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 			att[j] *= float32(1 / (1 + math.Exp(-float64(g))))
 		}
 	}
-	out := make([]float32, n*H)
+	out := s.tmp.out(n * H)
 	kernel.MatMul(out, w.o, att, n)
 	if w.ob != nil {
 		for t := range n {
@@ -112,7 +113,9 @@ func (s *Session) attend(at *model.Attention, sinks []float32, cache *kvCache, q
 	// starting goroutines would cost more than the work.
 	run := parallel
 	if n*at.Heads*(s.pos+t1)*hd < 1<<18 {
-		run = serial
+		run = func(n int, fn func(lo, hi int, scratch []float32), scratchLen int) {
+			fn(0, n, s.tmp.get(scratchLen))
+		}
 	}
 	// One (token, head) pair per task.
 	run(n*at.Heads, func(lo, hi int, scratch []float32) {
@@ -152,27 +155,31 @@ func (s *Session) attend(at *model.Attention, sinks []float32, cache *kvCache, q
 }
 
 // parallel splits [0, n) over the cores; each worker gets a scratch buffer
-// of scratchLen floats.
+// of scratchLen floats. Workers claim small chunks as they go: causal
+// attention's tasks grow with the token's position, so equal static
+// shares would leave the first worker idle half the time.
 func parallel(n int, fn func(lo, hi int, scratch []float32), scratchLen int) {
 	workers := min(runtime.GOMAXPROCS(0), n)
 	if workers <= 1 {
 		fn(0, n, make([]float32, scratchLen))
 		return
 	}
+	chunk := max(1, n/(8*workers))
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	chunk := (n + workers - 1) / workers
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fn(lo, hi, make([]float32, scratchLen))
+			scratch := make([]float32, scratchLen)
+			for {
+				lo := int(next.Add(int64(chunk))) - chunk
+				if lo >= n {
+					return
+				}
+				fn(lo, min(lo+chunk, n), scratch)
+			}
 		}()
 	}
 	wg.Wait()
-}
-
-// serial is parallel's signature on the calling goroutine alone.
-func serial(n int, fn func(lo, hi int, scratch []float32), scratchLen int) {
-	fn(0, n, make([]float32, scratchLen))
 }

@@ -14,6 +14,7 @@ package cpu
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/cpu/kernel"
@@ -59,6 +60,10 @@ func (b *Backend) ReleasePacked() {
 	for _, t := range b.weights {
 		kernel.Unpack(t)
 	}
+	// The tiles live outside the Go heap (mapped for huge pages), where
+	// the collector's pacing does not see them: collect now, so that
+	// their memory goes back to the system now.
+	runtime.GC()
 }
 
 // layer holds one decoder layer's weights, ready for the forward pass.

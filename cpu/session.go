@@ -24,6 +24,56 @@ type Session struct {
 	// hook, when set (tests), sees the residual stream after the embedding
 	// (layer -1) and after every layer: n rows of Hidden values.
 	hook func(layer int, x []float32, n int)
+
+	tmp scratch // a layer's activations (attention, dense FFN)
+}
+
+// scratch hands out zeroed float32 buffers that live until the next
+// reset (one per layer): a forward pass allocates no activations in its
+// steady state, so decode makes no garbage per token and prefill does
+// not run the collector once per layer.
+type scratch struct {
+	bufs [][]float32
+	next int
+}
+
+// get returns a zeroed buffer of n floats.
+func (a *scratch) get(n int) []float32 {
+	b := a.out(n)
+	clear(b)
+	return b
+}
+
+// out returns a buffer of n floats with stale contents, for a product's
+// output (kernel.MatMul writes every element).
+func (a *scratch) out(n int) []float32 {
+	if a.next == len(a.bufs) {
+		a.bufs = append(a.bufs, nil)
+	}
+	b := a.bufs[a.next]
+	if cap(b) < n {
+		b = make([]float32, n)
+	} else {
+		b = b[:n]
+	}
+	a.bufs[a.next] = b
+	a.next++
+	return b
+}
+
+// reset makes every buffer free for reuse.
+func (a *scratch) reset() { a.next = 0 }
+
+// trim drops the buffers when they hold more than max bytes (after a
+// long prompt), so that an idle session keeps only a decode step's.
+func (a *scratch) trim(max int) {
+	n := 0
+	for _, b := range a.bufs {
+		n += 4 * cap(b)
+	}
+	if n > max {
+		*a = scratch{}
+	}
 }
 
 // kvCache holds the rotated keys and the values of past positions. A
@@ -397,11 +447,11 @@ func (s *Session) residual(x, out, postNorm []float32, n int) {
 // denseFFN is down(act(gate(h)) * up(h)).
 func (s *Session) denseFFN(f *ffnWeights, h []float32, n, ff int) []float32 {
 	a := s.b.arch
-	g := make([]float32, n*ff)
-	u := make([]float32, n*ff)
+	g := s.tmp.out(n * ff)
+	u := s.tmp.out(n * ff)
 	kernel.MatMuls(h, n, kernel.Product{Y: g, W: f.gate}, kernel.Product{Y: u, W: f.up})
 	gated(a, g, u)
-	out := make([]float32, n*a.Hidden)
+	out := s.tmp.out(n * a.Hidden)
 	kernel.MatMul(out, f.down, g, n)
 	return out
 }
@@ -439,9 +489,16 @@ func activate(act model.Activation, x []float32) {
 // *NonFiniteError naming the layer.
 func (s *Session) runLayers(x []float32, n, from, to int) error {
 	b := s.b
-	h := make([]float32, n*b.arch.Hidden)
+	defer func() {
+		s.tmp.reset()
+		s.tmp.trim(64 << 20)
+	}()
+	s.tmp.reset()
+	h := s.tmp.get(n * b.arch.Hidden)
+	mark := s.tmp.next
 	for i := from; i < to; i++ {
 		l := b.layers[i]
+		s.tmp.next = mark // the last layer's activations are dead
 		// Token mixer with its residual.
 		s.norm(h, x, l.attnNorm, n)
 		var out []float32

@@ -17,6 +17,10 @@ export GOMAXPROCS=$T
 log() { echo "## $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg) :: $*"; }
 log "$(grep -m1 'model name' /proc/cpuinfo)"
 log bandwidth; $B bench --bandwidth --json
+# The decode products alone (llama-1b's shapes, 0.7-1.3 GB of weights, past
+# the last-level cache): GB/s and its share of the read bandwidth (of_read).
+log kernels; go test -run XXX -bench DecodeStream -cpu 1,$T -benchtime 2s ./cpu/kernel | grep Bench
+CORTIQ_KSPEED=1 go test -count=1 -run DecodeStreamSpeed -v ./cpu/kernel | grep 'decode step'
 for q in q4_0 q8_0 q4_K_M; do
   for shape in qwen-0.5b llama-1b; do
     f=$M/$shape-$q.gguf

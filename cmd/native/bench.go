@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/cortiq/cortiq/gpu"
-	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"time"
 
 	"github.com/cortiq/cortiq/cpu/kernel"
 	"github.com/cortiq/cortiq/engine"
@@ -61,26 +59,10 @@ func cpuTokenWeightBytes(m *model.Model) int64 {
 	return n
 }
 
-// readBandwidth measures how fast the kernels' workers read memory: a
-// buffer of mib MiB (far beyond the caches) summed by all threads at
-// once, each its own contiguous part; the best of reps passes, in GB/s.
-func readBandwidth(mib, reps int) float64 {
-	buf := make([]byte, mib<<20)
-	for i := range buf {
-		buf[i] = byte(i)
-	}
-	best := 0.0
-	var sink uint64
-	for range reps {
-		t0 := time.Now()
-		sink += kernel.ParallelReadSum(buf)
-		best = max(best, float64(len(buf))/time.Since(t0).Seconds()/1e9)
-	}
-	if sink == 1 {
-		fmt.Fprint(io.Discard, sink)
-	}
-	return best
-}
+// readBandwidth measures how fast the kernels' workers read memory
+// (kernel.ReadBandwidth: mib MiB, far beyond the caches, laid out as the
+// packed weights are; the best of reps passes), in GB/s.
+func readBandwidth(mib, reps int) float64 { return kernel.ReadBandwidth(mib, reps) }
 
 func cmdBench(args []string) error {
 	fs := newFlags("bench")

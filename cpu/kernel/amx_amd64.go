@@ -100,9 +100,7 @@ func matmulAMX(y []float32, pw *packedW, c tensor.Codec, x []float32, n, rows, c
 			r0 := g * i8Rows
 			nr := min(i8Rows, rows-r0)
 			tile(&pw.data[g*nb*gs], &xp[0], nb, np, &out[0], &amxConfig, &scratch)
-			for tok := range n {
-				copy(y[tok*rows+r0:tok*rows+r0+nr], out[(tok/amxTokens)*256+16*(tok%amxTokens):][:nr])
-			}
+			storeTile(y, r0, nr, rows, out, n) // out: 16 float32 per token
 		}
 	})
 	return true

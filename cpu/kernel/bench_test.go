@@ -39,6 +39,23 @@ func benchWeight(c tensor.Codec, rows, cols int) *tensor.Tensor {
 		for i := 0; i < len(data); i += c.BlockBytes() {
 			binary.LittleEndian.PutUint16(data[i+208:], half)
 		}
+	case tensor.MXFP4:
+		for i := 0; i < len(data); i += c.BlockBytes() {
+			data[i] = 120 // 2^-7
+		}
+	default:
+		// The float16 scales (and mins) of the other block codecs: random
+		// bits would hold infinities, NaNs and subnormals, whose
+		// arithmetic is far slower than that of real weights.
+		offs := map[tensor.Codec][]int{
+			tensor.Q4_1: {0, 2}, tensor.Q5_0: {0}, tensor.Q5_1: {0, 2}, tensor.IQ4_NL: {0},
+			tensor.Q5_K: {0, 2}, tensor.Q2_K: {80, 82}, tensor.Q3_K: {108}, tensor.IQ4_XS: {0},
+		}[c]
+		for i := 0; len(offs) > 0 && i < len(data); i += c.BlockBytes() {
+			for _, o := range offs {
+				binary.LittleEndian.PutUint16(data[i+o:], half)
+			}
+		}
 	}
 	return &tensor.Tensor{Name: "bench", Codec: c, Shape: []int{rows, cols}, Data: data}
 }
@@ -148,3 +165,82 @@ func BenchmarkDecodeStep(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeStream runs the matrix-vector products of one decode step
+// of Llama-3.2-1B (16 layers: q, k, v as one MatMuls group, o, gate and up
+// as one group, down; then the tied 128256-row output) with every weight
+// in one codec, Int8 mode, as the CPU session issues them. The weights
+// (0.7 GB at q4_0) are larger than this machine's last-level cache, so it
+// measures the memory stream: "GB/s" is the GGUF bytes a step reads, and
+// "of_read" that rate over ReadBandwidth's on 1 GiB measured before the
+// loop (the `cortiq bench --bandwidth` probe; the decode
+// aim is ≥ 0.9 of it). Run with -cpu 1,2 and -count several, A/B
+// interleaved, on a quiet machine.
+func BenchmarkDecodeStream(b *testing.B) {
+	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.Q4_K} {
+		b.Run("llama1b_"+c.String(), func(b *testing.B) {
+			defer SetMode(SetMode(Int8))
+			step, bytes, done := llama1bDecode(c)
+			defer done()
+			step() // packs the weights
+			rd := readGBs()
+			b.SetBytes(bytes)
+			b.ResetTimer()
+			for b.Loop() {
+				step()
+			}
+			gbs := float64(bytes) * float64(b.N) / b.Elapsed().Seconds() / 1e9
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+			b.ReportMetric(rd, "read_GB/s")
+			b.ReportMetric(gbs/rd, "of_read")
+		})
+	}
+}
+
+// llama1bDecode builds Llama-3.2-1B's weights in codec c (random) and
+// returns one decode step's products as the CPU session issues them, the
+// GGUF bytes they read, and a function that drops the packed tiles.
+func llama1bDecode(c tensor.Codec) (step func(), bytes int64, done func()) {
+	const hidden, ffn, kv, vocab, layers = 2048, 8192, 512, 128256, 16
+	type layer struct{ q, k, v, o, gate, up, down *tensor.Tensor }
+	ls := make([]layer, layers)
+	var all []*tensor.Tensor
+	for i := range ls {
+		ls[i] = layer{
+			benchWeight(c, hidden, hidden), benchWeight(c, kv, hidden), benchWeight(c, kv, hidden),
+			benchWeight(c, hidden, hidden), benchWeight(c, ffn, hidden), benchWeight(c, ffn, hidden),
+			benchWeight(c, hidden, ffn),
+		}
+		all = append(all, ls[i].q, ls[i].k, ls[i].v, ls[i].o, ls[i].gate, ls[i].up, ls[i].down)
+	}
+	out := benchWeight(c, vocab, hidden)
+	all = append(all, out)
+	for _, w := range all {
+		bytes += int64(len(w.Data))
+	}
+	x := randX(rand.New(rand.NewPCG(1, 2)), hidden)
+	h := make([]float32, ffn)
+	g := make([]float32, ffn)
+	y := make([]float32, hidden)
+	q, k, v := make([]float32, hidden), make([]float32, kv), make([]float32, kv)
+	logits := make([]float32, vocab)
+	step = func() {
+		for _, l := range ls {
+			MatMuls(x, 1, Product{q, l.q}, Product{k, l.k}, Product{v, l.v})
+			MatVec(y, l.o, q)
+			MatMuls(x, 1, Product{g, l.gate}, Product{h, l.up})
+			MatVec(y, l.down, h)
+		}
+		MatVec(logits, out, x)
+	}
+	done = func() {
+		for _, w := range all {
+			Unpack(w)
+		}
+	}
+	return step, bytes, done
+}
+
+// readGBs is the read bandwidth of ReadBandwidth over 1 GiB (the best of
+// three passes).
+func readGBs() float64 { return ReadBandwidth(1024, 3) }

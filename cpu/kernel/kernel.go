@@ -110,6 +110,15 @@ func MatMuls(x []float32, n int, ps ...Product) {
 		}
 	}
 	if n != 1 {
+		if n > 1 && int8MatMuls && CurrentMode() == Int8 && len(ps) > 0 {
+			cols := ps[0].W.Cols()
+			if len(x) >= n*cols && allFinite(x[:n*cols]) && matmulsInt8(x, n, ps) {
+				for _, p := range ps {
+					observe(p.W, x, n)
+				}
+				return
+			}
+		}
 		for _, p := range ps {
 			MatMul(p.Y, p.W, x, n)
 		}
@@ -283,6 +292,13 @@ func allFinite(x []float32) bool {
 // packedDecode makes Int8-mode MatVec of q4_0 and q8_0 run on the packed
 // weights (level AVX512VNNI), with runPacked.
 var packedDecode bool
+
+// int8MatMuls makes MatMuls of n >= 2 tokens call matmulsInt8 (level
+// AVX512VNNI): the products share the quantized tokens and one parallel
+// loop. matmulsInt8 reports whether it handled them, with the results of
+// separate MatMul calls. (A direct call, not a function value, so that
+// decode's variadic products stay on the caller's stack.)
+var int8MatMuls bool
 
 // int8MatMul is the Int8-mode MatMul of the current level (nil if none);
 // it reports whether it handled the product.

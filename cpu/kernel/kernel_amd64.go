@@ -91,13 +91,13 @@ func applyLevel(l Level) {
 		readSumImpl = readSumAVX2
 		useLowbitInt8(l >= AVX512VNNI)
 	}
-	int8MatMul, packedDecode, quantRowImpl = nil, false, nil
+	int8MatMul, int8MatMuls, packedDecode, quantRowImpl = nil, false, false, nil
 	if l >= AVX512 {
 		quantRowImpl = quantRow
 		useAVX512(l >= AVX512VNNI)
 	}
 	if l >= AVX512VNNI {
-		int8MatMul, packedDecode = matmulInt8, true
+		int8MatMul, int8MatMuls, packedDecode = matmulInt8, true, true
 	}
 }
 

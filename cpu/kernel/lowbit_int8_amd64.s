@@ -146,6 +146,10 @@ GLOBL ·lbMXFP4(SB), RODATA|NOPTR, $16
 	VMULSS (R12), X6, X6; \
 	VADDSS X6, X3, X3
 
+// Every loop below prefetches the lines of the row 4 KiB ahead of the
+// block it decodes (rows are contiguous, so past a row's end it fetches
+// the next row's), as the packed decode kernels do.
+
 // A codec of 32-blocks of BB bytes: BLK(DOT) computes Y4 and Y7 of the
 // block at SI. Y12 = the dword C12 in every lane, Y9 = the iq4 code book.
 #define FUNC32(NAME, BLK, DOT, BB, C12) \
@@ -159,6 +163,7 @@ TEXT NAME(SB), NOSPLIT, $0-52; \
 	TESTQ CX, CX; \
 	JZ done; \
 loop: \
+	PREFETCHT0 4096(SI); \
 	BLK(DOT); \
 	ACC; \
 	ADDQ $BB, SI; \
@@ -224,6 +229,7 @@ TEXT NAME(SB), NOSPLIT, $0-52; \
 	TESTQ CX, CX; \
 	JZ done; \
 loop: \
+	PREFETCHT0 4096(SI); \
 	MOVBLZX (SI), AX; \
 	VMOVSS (R9)(AX*4), X4; \
 	VMULSS (R10), X4, X4; \
@@ -382,6 +388,9 @@ TEXT NAME(SB), NOSPLIT, $64-52; \
 	SHRQ $3, CX; \
 	JZ done; \
 loop: \
+	PREFETCHT0 4096(SI); \
+	PREFETCHT0 4160(SI); \
+	PREFETCHT0 4224(SI); \
 	Q5KHEAD; \
 	Q5KBLK(DOT, 48, 0, 0, 0); \
 	Q5KBLK(DOT, 48, 4, 32, 4); \
@@ -452,6 +461,8 @@ TEXT NAME(SB), NOSPLIT, $64-52; \
 	SHRQ $3, CX; \
 	JZ done; \
 loop: \
+	PREFETCHT0 4096(SI); \
+	PREFETCHT0 4160(SI); \
 	Q2KHEAD; \
 	Q2KBLK(DOT, 16, 0, 0, 0); \
 	Q2KBLK(DOT, 16, 2, 32, 8); \
@@ -554,6 +565,8 @@ TEXT NAME(SB), NOSPLIT, $64-52; \
 	SHRQ $3, CX; \
 	JZ done; \
 loop: \
+	PREFETCHT0 4096(SI); \
+	PREFETCHT0 4160(SI); \
 	Q3KHEAD; \
 	Q3KBLK(DOT, 32, 0, 0, 0); \
 	Q3KBLK(DOT, 32, 2, 32, 8); \
@@ -618,6 +631,9 @@ TEXT NAME(SB), NOSPLIT, $64-52; \
 	SHRQ $3, CX; \
 	JZ done; \
 loop: \
+	PREFETCHT0 4096(SI); \
+	PREFETCHT0 4160(SI); \
+	PREFETCHT0 4224(SI); \
 	IQ4XSHEAD; \
 	IQ4XSBLK(DOT, 8, 0, 0); \
 	IQ4XSBLK(DOT, 24, 32, 4); \

@@ -84,7 +84,7 @@ func packLowbitBlock(c tensor.Codec, dst, src []byte, r, b int) {
 		for i, w := range o.w {
 			dst[64*(i/4)+4*r+i%4] = byte(w) ^ 0x80
 		}
-		binary.LittleEndian.PutUint32(dst[512+4*r:], math.Float32bits(o.dw0))
+		copy(dst[512+2*r:512+2*r+2], src[22*b:22*b+2]) // d, as q8_0's tiles hold it
 		return
 	case tensor.IQ4_NL:
 		qs, d = src[18*b+2:18*b+18], f16le(src[18*b:])

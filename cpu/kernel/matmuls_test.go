@@ -40,3 +40,39 @@ func TestMatMuls(t *testing.T) {
 		SetMode(prev)
 	}
 }
+
+// TestMatMulsTiles checks, at every level, that MatMuls of products that
+// all have Int8 tiles (one pass over shared quantized tokens where the
+// level has the tiles) gives exactly what separate MatMul calls give,
+// with partial 16-row groups and token panels.
+func TestMatMulsTiles(t *testing.T) {
+	defer SetMode(SetMode(Int8))
+	r := rand.New(rand.NewPCG(9, 9))
+	const cols = 512
+	forEachImpl(t, func(t *testing.T) {
+		for _, n := range []int{2, 9, 17} {
+			ws := []*tensor.Tensor{
+				randWeight(t, r, tensor.Q4_0, 200, cols),
+				randWeight(t, r, tensor.Q8_0, 40, cols),
+				randWeight(t, r, tensor.Q4_K, 5, cols),
+				randWeight(t, r, tensor.Q6_K, 33, cols),
+				randWeight(t, r, tensor.IQ4_NL, 16, cols),
+			}
+			x := randX(r, n*cols)
+			var ps []Product
+			for _, w := range ws {
+				ps = append(ps, Product{Y: make([]float32, n*w.Shape[0]), W: w})
+			}
+			MatMuls(x, n, ps...)
+			for i, w := range ws {
+				want := make([]float32, n*w.Shape[0])
+				MatMul(want, w, x, n)
+				for j := range want {
+					if want[j] != ps[i].Y[j] {
+						t.Fatalf("n=%d product %d (%s) y[%d] = %g, separate MatMul %g", n, i, w.Codec, j, ps[i].Y[j], want[j])
+					}
+				}
+			}
+		}
+	})
+}

@@ -16,9 +16,11 @@ type job struct {
 	fn    func(lo, hi int)
 	ms    []matvec // run as runUnits(ms, lo, hi) when fn is nil
 	n     int
-	chunk int
+	grain int // the smallest chunk
+	div   int // a claim takes 1/div of what is left (at least grain)
 	next  atomic.Int64
 	wg    sync.WaitGroup
+	left  atomic.Int32 // helpers still running it (after their wg.Done)
 }
 
 // jobPool recycles jobs: decode issues a hundred parallel products per
@@ -69,6 +71,7 @@ func worker() {
 		}
 		j.run()
 		j.wg.Done()
+		j.left.Add(-1) // last: the caller may reuse j once it reads 0
 	}
 }
 
@@ -76,16 +79,26 @@ func worker() {
 // nanoseconds, so this is on the order of 50µs).
 const spinPolls = 2000
 
+// run claims and runs chunks until none is left. Chunks shrink as the
+// work runs out (guided scheduling): the first are long, so that each
+// worker streams a long stretch of the weights, and the last are small,
+// so that workers finish together even when one was slowed down (by
+// another process on its core): the wait for the slowest is at most
+// one small chunk.
 func (j *job) run() {
 	for {
-		lo := int(j.next.Add(int64(j.chunk))) - j.chunk
+		lo := int(j.next.Load())
 		if lo >= j.n {
 			return
 		}
+		hi := min(j.n, lo+max(j.grain, (j.n-lo)/j.div))
+		if !j.next.CompareAndSwap(int64(lo), int64(hi)) {
+			continue
+		}
 		if j.fn != nil {
-			j.fn(lo, min(lo+j.chunk, j.n))
+			j.fn(lo, hi)
 		} else {
-			runUnits(j.ms, lo, min(lo+j.chunk, j.n))
+			runUnits(j.ms, lo, hi)
 		}
 	}
 }
@@ -108,7 +121,8 @@ func parallelRun(n, grain int, fn func(lo, hi int), ms []matvec) {
 		return
 	}
 	nw := Workers()
-	// About 4 chunks per worker balances load without much overhead.
+	// Chunks of a quarter of a worker's share on average (guided: long
+	// first, short last; job.run).
 	chunk := max(grain, (n+4*nw-1)/(4*nw))
 	if nw == 1 || n <= grain || serialForTest || (n+chunk-1)/chunk == 1 {
 		if fn != nil {
@@ -120,15 +134,25 @@ func parallelRun(n, grain int, fn func(lo, hi int), ms []matvec) {
 	}
 	nchunks := (n + chunk - 1) / chunk
 	j := jobPool.Get().(*job)
-	j.fn, j.ms, j.n, j.chunk = fn, append(j.ms[:0], ms...), n, chunk
+	j.fn, j.ms, j.n = fn, append(j.ms[:0], ms...), n
+	j.grain, j.div = max(1, min(grain, chunk)), 2*nw
 	j.next.Store(0)
 	helpers := min(nw-1, nchunks-1)
 	ensureHelpers(helpers)
 	j.wg.Add(helpers)
+	j.left.Store(int32(helpers))
 	for range helpers {
 		poolJobs <- j
 	}
 	j.run()
+	// Wait for the helpers by polling for a while before blocking: a
+	// parked caller is woken through the scheduler (microseconds, tens of
+	// them in a VM), and decode waits once per product.
+	for spin := 0; spin < spinPolls && j.left.Load() != 0; spin++ {
+		if spin%64 == 63 {
+			runtime.Gosched()
+		}
+	}
 	j.wg.Wait()
 	j.fn = nil
 	clear(j.ms) // drop the references to the products' slices

@@ -3,6 +3,7 @@ package kernel
 import (
 	"encoding/binary"
 	"sync"
+	"time"
 )
 
 // ReadSum returns the sum of b as little-endian uint64 words (a trailing
@@ -49,3 +50,28 @@ func ParallelReadSum(b []byte) uint64 {
 	}
 	return s
 }
+
+// ReadBandwidth measures how fast the kernels' workers read memory, in
+// GB/s: a buffer of mib MiB (far beyond the caches; in huge pages where
+// the OS gives them, as the packed weights are) read by ParallelReadSum,
+// the best of reps passes. It is what decode's weight stream is compared
+// against (`cortiq bench --bandwidth`, BenchmarkDecodeStream).
+func ReadBandwidth(mib, reps int) float64 {
+	buf, free := streamBuffer(mib << 20)
+	defer free()
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	best := 0.0
+	var sink uint64
+	for range reps {
+		t0 := time.Now()
+		sink += ParallelReadSum(buf)
+		best = max(best, float64(len(buf))/time.Since(t0).Seconds()/1e9)
+	}
+	readSink = sink
+	return best
+}
+
+// readSink keeps ReadBandwidth's sums alive.
+var readSink uint64

@@ -1,14 +1,19 @@
 package kernel
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cortiq/cortiq/tensor"
 )
 
 // threadCPU is the CPU time the calling OS thread has used: timing
@@ -99,5 +104,43 @@ func TestMatMulSpeed(t *testing.T) {
 			d := cpuTime(1, func() { MatMul(y, w, x, n) })
 			fmt.Printf("%-5s %5dx%-5d n=%d %8.1f us  %6.2f GFLOP/s (1 thread, CPU time)\n", c, sh[0], sh[1], n, float64(d)/1e3, float64(2*n*sh[0]*sh[1])/float64(d))
 		}
+	}
+}
+
+// TestDecodeStreamSpeed prints the GGUF bytes a second of one decode step
+// of Llama-3.2-1B (BenchmarkDecodeStream's products, 0.7-1.3 GB, past the
+// last-level cache) on one thread, in thread CPU time (median and best of
+// 12 steps): the memory stream's efficiency per core, usable on a machine
+// shared with other jobs. Run with CORTIQ_KSPEED=1 (or a level) go test
+// -run DecodeStreamSpeed -v; CORTIQ_KSPEED_CODECS=q4_0,q8_0,q4_K.
+func TestDecodeStreamSpeed(t *testing.T) {
+	if os.Getenv("CORTIQ_KSPEED") == "" {
+		t.Skip("set CORTIQ_KSPEED=1 to measure")
+	}
+	if l, err := ParseLevel(os.Getenv("CORTIQ_KSPEED")); err == nil {
+		defer SetLevel(SetLevel(l))
+	}
+	defer SetMode(SetMode(Int8))
+	serialForTest = true
+	defer func() { serialForTest = false }()
+	names := strings.Split(cmp.Or(os.Getenv("CORTIQ_KSPEED_CODECS"), "q4_0,q8_0,q4_K"), ",")
+	for _, name := range names {
+		c, err := tensor.ParseCodec(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		step, bytes, done := llama1bDecode(c)
+		runtime.LockOSThread()
+		step()
+		var r []float64
+		for range 12 {
+			t0 := threadCPU()
+			step()
+			r = append(r, float64(bytes)/float64(threadCPU()-t0))
+		}
+		runtime.UnlockOSThread()
+		done()
+		slices.Sort(r)
+		fmt.Printf("%-5s decode step %6.2f GB/s median, %6.2f best (1 thread, CPU time, level %s)\n", c, r[len(r)/2], r[len(r)-1], CurrentLevel())
 	}
 }

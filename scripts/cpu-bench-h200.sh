@@ -1,0 +1,55 @@
+#!/bin/bash
+# CPU engine against llama.cpp's CPU build on the H200 machine's host cores
+# (issue 16: 2 and 16 threads, the same synth files, interleaved A B A B),
+# and cortiq binaries against each other (before/after a change). Through
+# the device tool from the repo root with carry [".devrun"]:
+#   .devrun/llamacpp-src.tgz  llama.cpp source (git archive of an upstream commit:
+#                             CMakeLists.txt cmake common ggml include src tools vendor licenses)
+#   .devrun/ab/NAME.gz        cortiq binaries (gzip'd, `go build -ldflags "-s -w" ./cmd/native`;
+#                             e.g. main.gz cpu16.gz); the last in ls order synthesizes the files
+# Stages (one warm lease, in order; each appends JSON lines under $OUT):
+#   build  llama.cpp CPU-only (GGML_NATIVE: AVX-512/VNNI/AMX as the host has) into /tmp/lcc/b (~2 min)
+#   files  synth qwen-0.5b and llama-1b at q4_0, q8_0, q4_K_M into /tmp/m
+#   run    per thread count (THREADS, default "16 2"), ROUNDS rounds (default 1), per file:
+#          read bandwidth, each cortiq binary (bench --backend cpu), llama-bench -t T
+# Example: bash scripts/cpu-bench-h200.sh build files run   (about 7 min with two binaries;
+# QUANTS=q4_0 halves it; a second command with ROUNDS=1 again gives the A B A B)
+set -u
+O=${OUT:-/tmp}; mkdir -p /tmp/m /tmp/ab
+for z in .devrun/ab/*.gz; do [ -f "$z" ] || continue; n=$(basename $z .gz); [ -x /tmp/ab/$n ] || { gunzip -c $z > /tmp/ab/$n; chmod +x /tmp/ab/$n; }; done
+BINS=$(ls /tmp/ab 2>/dev/null)
+LAST=/tmp/ab/$(echo $BINS | awk '{print $NF}')
+SHAPES=${SHAPES:-"qwen-0.5b llama-1b"}
+QUANTS=${QUANTS:-"q4_0 q8_0 q4_K_M"}
+THREADS=${THREADS:-"16 2"}
+ROUNDS=${ROUNDS:-1}
+export CORTIQ_CACHE=/tmp/cc CORTIQ_PROBE_CACHE=0
+log() { echo "{\"note\":\"$*\",\"time\":\"$(date -u +%FT%TZ)\",\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}" | tee -a $O/cpu.jsonl; }
+for stage in "$@"; do case $stage in
+build)
+  lscpu > $O/lscpu.txt
+  mkdir -p /tmp/lcc && tar xzf .devrun/llamacpp-src.tgz -C /tmp/lcc && cd /tmp/lcc &&
+  cmake -B b -G Ninja -DGGML_NATIVE=ON -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=OFF -DGGML_OPENMP=ON \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_UI=OFF \
+    -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF > $O/lcc-cmake.log 2>&1 &&
+  cmake --build b --target llama-bench -j$(nproc) > $O/lcc-build.log 2>&1; echo "llama.cpp build rc=$?"; tail -3 $O/lcc-build.log; cd - >/dev/null ;;
+files)
+  for s in $SHAPES; do for q in $QUANTS; do
+    [ -f /tmp/m/$s-$q.gguf ] || $LAST synth --shape $s --quant $q -o /tmp/m/ 2>&1 | tail -1
+  done; done ;;
+run)
+  for T in $THREADS; do for round in $(seq $ROUNDS); do
+    log "threads $T round $round bandwidth"
+    GOMAXPROCS=$T $LAST bench --bandwidth --json 2>/dev/null | tee -a $O/cpu.jsonl
+    for s in $SHAPES; do for q in $QUANTS; do f=/tmp/m/$s-$q.gguf; [ -f $f ] || continue
+      for n in $BINS; do
+        log "threads $T round $round cortiq $n $s-$q"
+        GOMAXPROCS=$T timeout 150 /tmp/ab/$n bench -m $f --backend cpu --prompt 64 --gen 32 --reps 2 --json 2>/dev/null | tee -a $O/cpu.jsonl
+      done
+      if [ -x /tmp/lcc/b/bin/llama-bench ]; then
+        log "threads $T round $round llama.cpp $s-$q"
+        timeout 150 /tmp/lcc/b/bin/llama-bench -m $f -t $T -p 64 -n 32 -r 2 -o jsonl 2>/dev/null | tee -a $O/cpu.jsonl
+      fi
+    done; done
+  done; done ;;
+esac; done
