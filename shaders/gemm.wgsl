@@ -54,21 +54,14 @@ fn xk4(xb: u32, k: u32) -> vec4<f32> {
 }
 
 // emit4 finishes rows o..o+3 of token t (the matmul kernel's epilogue);
-// mode 2 (interleaved gate/up rows, an even row count): the pairs (o, o+1)
-// and (o+2, o+3) through store_gated.
+// in the gated variant (GemmTiling.Gated), mode 2 (interleaved gate/up
+// rows, an even row count): the pairs (o, o+1) and (o+2, o+3) through
+// store_gated.
 fn emit4(o: u32, t: u32, cnt: u32, y4: vec4<f32>) {
     if (t >= cnt) {
         return;
     }
-    if (p.mode == 2u) {
-        if (o + 1u < p.rows) {
-            store_gated(o, t, y4.x, y4.y);
-        }
-        if (o + 3u < p.rows) {
-            store_gated(o + 2u, t, y4.z, y4.w);
-        }
-        return;
-    }
+__GATED__
     for (var r = 0u; r < 4u; r++) {
         if (o + r < p.rows) {
             store(o + r, t, y4[r]);

@@ -103,3 +103,27 @@ func TestAttnPrepFused(t *testing.T) {
 		})
 	}
 }
+
+// TestCombMaxSplits: a one-token step merges split attention's partials in
+// its output projection up to combMaxSplits parts, beyond that it runs
+// attn_combine (the merge lost there on the H200).
+func TestCombMaxSplits(t *testing.T) {
+	d := testDevice(t)
+	splitLenOverride = 8
+	defer func() { splitLenOverride = 0 }()
+	m, _ := loadFixture(t, "llama")
+	_, s := testSession(t, m, Options{Device: d, Chunk: 16}, 256)
+	for _, c := range []struct {
+		end        int
+		sep, merge bool
+	}{{40, false, true}, {8 * combMaxSplits, false, true}, {8*combMaxSplits + 8, true, false}, {250, true, false}} {
+		var sep, merge bool
+		for _, x := range s.encodeLayers(nil, 0, len(s.layerOps), 1, 1, c.end) {
+			sep = sep || strings.HasSuffix(x.Label, " attention combine")
+			merge = merge || strings.HasSuffix(x.Label, " o (combine)")
+		}
+		if sep != c.sep || merge != c.merge {
+			t.Errorf("%d positions: attn_combine %v, merged in o %v; want %v, %v", c.end, sep, merge, c.sep, c.merge)
+		}
+	}
+}

@@ -158,6 +158,14 @@ const (
 	maxDecSplits = 32
 )
 
+// combMaxSplits is the most split-K parts a one-token step merges in its
+// output projection (combineInto): each of that matvec's workgroups reads
+// every part of every head, and on an H200 (llama-1b decode) the merge won
+// at 10 parts after 512 tokens (q4_0 +3.1%, q8_0 +1.7%, q4_K_M +0.7%)
+// and lost at 32 after 2048 for q8_0 (-1.1%) and q4_K_M (-1.4%); above it
+// attn_combine runs as its own dispatch.
+const combMaxSplits = 16
+
 // moeChunk bounds the step length of models with routed experts.
 const moeChunk = 64
 
@@ -407,7 +415,7 @@ func (s *Session) encodeLayers(ds []gpu.Dispatch, from, to, n, headRows, posEnd 
 						sp = o.splitDecPrep
 					}
 					ds = append(ds, gpu.Dispatch{P: sp.mv, G: sp.g, X: sp.x, Y: uint32(n), Z: uint32(z), Label: sp.label})
-					if n == 1 && o.combInto != nil {
+					if n == 1 && o.combInto != nil && z <= combMaxSplits {
 						comb = o.combInto
 					} else {
 						ds = append(ds, o.combineDec.dispatch(n, headRows))

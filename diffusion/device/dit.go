@@ -386,12 +386,12 @@ func (r *ditRun) gemm(label string, m *matrix, x *gpu.Buffer, row0, rows int, y 
 	if r.err != nil {
 		return
 	}
-	key := "img/gemm/" + m.codec.String()
-	gen := func() (string, error) { return shaders.Gemm(m.codec) }
+	key := "img/gemm-gated/" + m.codec.String()
+	gen := func() (string, error) { return shaders.GemmGated(m.codec, shaders.GemmTiling{}) }
 	tr, tt := shaders.GemmTile(m.codec)
 	if g := r.gemmTiling; g != (shaders.GemmTiling{}) {
 		key += fmt.Sprintf("/%dx%dx%d/%dx%d", g.Rows, g.Tokens, g.K, g.ThreadRows, g.ThreadTokens)
-		gen = func() (string, error) { return shaders.GemmTiled(m.codec, g) }
+		gen = func() (string, error) { return shaders.GemmGated(m.codec, g) }
 		tr, tt = g.Rows, g.Tokens
 	}
 	p, err := r.d.PipelineOf(key, gen, kinds(shaders.KMatmul))
