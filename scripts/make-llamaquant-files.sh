@@ -25,6 +25,7 @@
 #                (cpu/testdata/llamaquant/gensrc), where every recipe applies
 #                as written; the IQ1/IQ2/IQ3 recipes quantize with an
 #                importance matrix llama-imatrix computes on a short text.
+#   gpt_oss_e8   the tiny gpt-oss (MXFP4_MOE only).
 #
 # usage: scripts/make-llamaquant-files.sh LLAMA_BUILD_BIN_DIR
 # (run from the repository root; needs ../shared and Go).
@@ -37,6 +38,10 @@ trap 'rm -rf "$TMP"' EXIT
 
 go run ./cpu/testdata/llamaquant/gensrc "$TMP/lq256-f32.gguf"
 cp "$SHARED/fixtures/models/stories260K.gguf" "$TMP/stories260K-f32.gguf"
+# gpt_oss_e8: the committed tiny gpt-oss (fixtures/testdata/tiny), written
+# as a float32 GGUF by cortiq, for the MXFP4_MOE recipe (MXFP4 experts,
+# Q8_0 attention).
+go run ./cmd/native import fixtures/testdata/tiny/gpt_oss_e8 -o "$TMP/gpt_oss_e8-f32.gguf"
 
 # A short text for llama-imatrix (the lq256 vocabulary has letters and
 # bytes, so any ASCII tokenizes).
@@ -56,8 +61,10 @@ manifest="$OUTDIR/MANIFEST.tsv"
 {
   echo "# file<TAB>tensors per ggml type, as llama-quantize printed them (scripts/make-llamaquant-files.sh)"
 } >"$manifest"
-for src in stories260K lq256; do
-  for r in $RECIPES $IRECIPES; do
+for src in stories260K lq256 gpt_oss_e8; do
+  recipes="$RECIPES $IRECIPES"
+  [ $src = gpt_oss_e8 ] && recipes=MXFP4_MOE
+  for r in $recipes; do
     out="$OUTDIR/$src-$r.gguf"
     im=()
     case " $IRECIPES " in *" $r "*) im=(--imatrix "$TMP/$src.imatrix") ;; esac
