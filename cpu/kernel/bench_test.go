@@ -169,7 +169,8 @@ func BenchmarkDecodeStep(b *testing.B) {
 // BenchmarkDecodeStream runs the matrix-vector products of one decode step
 // of Llama-3.2-1B (16 layers: q, k, v as one MatMuls group, o, gate and up
 // as one group, down; then the tied 128256-row output) with every weight
-// in one codec, Int8 mode, as the CPU session issues them. The weights
+// in one codec, Int8 mode, as the CPU session issues them, at the level
+// CORTIQ_CPU_LEVEL starts the package at (main_test.go). The weights
 // (0.7 GB at q4_0) are larger than this machine's last-level cache, so it
 // measures the memory stream: "GB/s" is the GGUF bytes a step reads, and
 // "of_read" that rate over ReadBandwidth's on 1 GiB measured before the
@@ -177,7 +178,7 @@ func BenchmarkDecodeStep(b *testing.B) {
 // aim is ≥ 0.9 of it). Run with -cpu 1,2 and -count several, A/B
 // interleaved, on a quiet machine.
 func BenchmarkDecodeStream(b *testing.B) {
-	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.Q4_K} {
+	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K} {
 		b.Run("llama1b_"+c.String(), func(b *testing.B) {
 			defer SetMode(SetMode(Int8))
 			step, bytes, done := llama1bDecode(c)
