@@ -2,9 +2,12 @@ package device
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/gpu"
 )
 
@@ -25,4 +28,23 @@ func testDevice(t testing.TB) *gpu.Device {
 		t.Fatalf("open device: %v", sharedErr)
 	}
 	return sharedDev
+}
+
+// tinyPipeline opens the device and the tiny Z-Image reference model
+// (closed when t ends), or skips when the model is not there; ref is the
+// folder holding the model and diffusers' reference outputs.
+func tinyPipeline(t testing.TB) (*gpu.Device, *diffusion.Pipeline, string) {
+	t.Helper()
+	ref := filepath.Join("..", "testdata", "zimage")
+	model := filepath.Join(ref, "zimage-tiny")
+	if _, err := os.Stat(filepath.Join(model, "model_index.json")); err != nil {
+		t.Skipf("reference model not found at %s: %v", model, err)
+	}
+	d := testDevice(t)
+	p, err := diffusion.Open(model, diffusion.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return d, p, ref
 }

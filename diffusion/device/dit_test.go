@@ -16,17 +16,7 @@ import (
 // diffusers' forward within the device tolerance, and with the VAE also on
 // the device the whole pipeline gives diffusers' image (PSNR ≥ 60 dB).
 func TestDiTRunner(t *testing.T) {
-	ref := filepath.Join("..", "testdata", "zimage")
-	model := filepath.Join(ref, "zimage-tiny")
-	if _, err := os.Stat(filepath.Join(model, "model_index.json")); err != nil {
-		t.Skipf("reference model not found at %s: %v", model, err)
-	}
-	d := testDevice(t)
-	p, err := diffusion.Open(model, diffusion.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	d, p, ref := tinyPipeline(t)
 	spec, err := p.DiT.Spec()
 	if err != nil {
 		t.Fatal(err)
@@ -191,17 +181,7 @@ func (c *countBatch) RunBatch(ins []*diffusion.DiTInput) ([][]float32, error) {
 // passes' outputs bit for bit, and the CPU's within the device tolerance;
 // a whole guided generation gives the same image either way.
 func TestDiTRunnerBatch(t *testing.T) {
-	ref := filepath.Join("..", "testdata", "zimage")
-	model := filepath.Join(ref, "zimage-tiny")
-	if _, err := os.Stat(filepath.Join(model, "model_index.json")); err != nil {
-		t.Skipf("reference model not found at %s: %v", model, err)
-	}
-	d := testDevice(t)
-	p, err := diffusion.Open(model, diffusion.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	d, p, ref := tinyPipeline(t)
 	spec, err := p.DiT.Spec()
 	if err != nil {
 		t.Fatal(err)

@@ -133,17 +133,7 @@ func TestDiTRunnerTiled(t *testing.T) {
 // forward of the same layout reuses it with the same result, and a
 // generation's end (diffusion.DiTTrimmer) releases it.
 func TestDiTRunnerRecorded(t *testing.T) {
-	ref := filepath.Join("..", "testdata", "zimage")
-	model := filepath.Join(ref, "zimage-tiny")
-	if _, err := os.Stat(filepath.Join(model, "model_index.json")); err != nil {
-		t.Skipf("reference model not found at %s: %v", model, err)
-	}
-	d := testDevice(t)
-	p, err := diffusion.Open(model, diffusion.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	d, p, ref := tinyPipeline(t)
 	spec, err := p.DiT.Spec()
 	if err != nil {
 		t.Fatal(err)

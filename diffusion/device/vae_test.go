@@ -2,29 +2,17 @@ package device
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/safetensors"
 )
 
 // TestVAEDecoder: the device decoder of the tiny Z-Image VAE equals the
 // CPU reference and diffusers' decode within the device tolerance.
 func TestVAEDecoder(t *testing.T) {
-	ref := filepath.Join("..", "testdata", "zimage")
-	model := filepath.Join(ref, "zimage-tiny")
-	if _, err := os.Stat(filepath.Join(model, "model_index.json")); err != nil {
-		t.Skipf("reference model not found at %s: %v", model, err)
-	}
-	d := testDevice(t)
-	p, err := diffusion.Open(model, diffusion.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	d, p, ref := tinyPipeline(t)
 	spec, err := p.VAE.Spec()
 	if err != nil {
 		t.Fatal(err)
@@ -73,17 +61,7 @@ func TestVAEDecoder(t *testing.T) {
 // rows, and its image is the untiled one bit for bit; a cap the global
 // mid attention cannot fit under is a clear error.
 func TestVAEDecoderTiled(t *testing.T) {
-	ref := filepath.Join("..", "testdata", "zimage")
-	model := filepath.Join(ref, "zimage-tiny")
-	if _, err := os.Stat(filepath.Join(model, "model_index.json")); err != nil {
-		t.Skipf("reference model not found at %s: %v", model, err)
-	}
-	d := testDevice(t)
-	p, err := diffusion.Open(model, diffusion.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	d, p, ref := tinyPipeline(t)
 	spec, err := p.VAE.Spec()
 	if err != nil {
 		t.Fatal(err)
