@@ -139,7 +139,7 @@ func init() {
 					return nil, err
 				}
 				m["gemm/"+c.String()] = src
-				if ChunkOf(c) <= 32 && 256%ChunkOf(c) == 0 {
+				if MatvecCodec(c) {
 					if src, err = Matvec(c, MatvecShape{Rows: 2, Sets: 1, Groups: 1}, 256, false); err != nil {
 						return nil, err
 					}
@@ -156,7 +156,7 @@ func init() {
 					return nil, err
 				}
 				m[c.String()] = src
-				if ChunkOf(c) <= 32 && 256%ChunkOf(c) == 0 {
+				if MatvecCodec(c) {
 					if src, err = Matvec(c, MatvecShape{Rows: 2, Sets: 1, Groups: 1}, 256, true); err != nil {
 						return nil, err
 					}
@@ -168,7 +168,7 @@ func init() {
 		{KMatmulComb, bindsMatmulNorm, MatmulParams{}, func() (map[string]string, error) {
 			m := map[string]string{}
 			for _, c := range Codecs {
-				if ChunkOf(c) <= 32 && 256%ChunkOf(c) == 0 {
+				if MatvecCodec(c) {
 					src, err := MatvecComb(c, MatvecShape{Rows: 4, Sets: 4, Groups: 1}, 256, Comb{Heads: 4, HD: 64, SplitLen: 64, MaxSplits: 32})
 					if err != nil {
 						return nil, err

@@ -20,6 +20,14 @@ func (m MatvecShape) RowsPerWorkgroup() int { return m.Rows * m.Sets * m.Groups 
 // Threads is the workgroup size.
 func (m MatvecShape) Threads() int { return 64 * m.Sets }
 
+// MatvecCodec reports whether the staged matvec (Matvec, MatvecComb) has
+// a form for weights of codec c: a chunk of at most 32 elements that
+// divides 256.
+func MatvecCodec(c tensor.Codec) bool {
+	ch := ChunkOf(c)
+	return ch > 0 && ch <= 32 && 256%ch == 0
+}
+
 // MatvecSharedBytes is the workgroup memory Matvec(c, m, cols, ...) uses:
 // the staged x row and the partial sums.
 func MatvecSharedBytes(m MatvecShape, cols int) int {

@@ -255,8 +255,7 @@ func (g *graph) combineInto(label string, dl *dlayer, attn, o *op, m matmul) err
 	}
 	cb := shaders.Comb{Heads: at.Heads, HD: at.HeadDim, Window: at.Window, SplitLen: s.decSplitLen, MaxSplits: s.decSplits}
 	sh := b.tune.matvecShape(w.rows)
-	ch := shaders.ChunkOf(w.codec)
-	if ch == 0 || ch > 32 || 256%ch != 0 || w.cols != at.Heads*at.HeadDim || w.cols%ch != 0 ||
+	if !shaders.MatvecCodec(w.codec) || w.cols != at.Heads*at.HeadDim || w.cols%shaders.ChunkOf(w.codec) != 0 ||
 		shaders.MatvecCombSharedBytes(sh, w.cols, cb)+shaders.LUTBytes(w.codec) > int(b.dev.Limits().MaxComputeWorkgroupStorageSize) {
 		return nil
 	}
