@@ -212,6 +212,9 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 	b := s.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if len(tokens) == 1 && b.prof == nil {
+		return s.forwardOne(tokens[0])
+	}
 	var out []float32
 	for t0 := 0; t0 < len(tokens); t0 += s.chunk {
 		ch := tokens[t0:min(len(tokens), t0+s.chunk)]
@@ -239,8 +242,7 @@ func (s *Session) Forward(tokens []int, all bool) ([]float32, error) {
 // caller: every row's when all, else the last row's of the last chunk
 // (none of an earlier chunk, which is only synchronized).
 func (s *Session) logitRows(T int, all, last bool) ([]float32, error) {
-	b, a := s.b, s.b.arch
-	V := a.Vocab
+	b := s.b
 	from := T - 1
 	if all {
 		from = 0
@@ -253,21 +255,66 @@ func (s *Session) logitRows(T int, all, last bool) ([]float32, error) {
 		if err := s.head(r, n); err != nil {
 			return nil, err
 		}
-		rows := make([]float32, n*V)
-		if err := b.dev.Read(driver.Bytes(rows), s.logits); err != nil {
+		rows, err := s.readLogits(n)
+		if err != nil {
 			return nil, err
-		}
-		b.stats.ReadbackBytes += int64(len(rows) * 4)
-		// The final softcap (gemma2) on the host, as the CPU computes it;
-		// greedy picks on the device need none (tanh keeps the order).
-		if c := a.FinalSoftcap; c > 0 {
-			for i, v := range rows {
-				rows[i] = float32(math.Tanh(float64(v/c))) * c
-			}
 		}
 		out = append(out, rows...)
 	}
 	return out, nil
+}
+
+// readLogits reads the first n rows of the logits buffer (waiting for the
+// work before them).
+func (s *Session) readLogits(n int) ([]float32, error) {
+	b := s.b
+	rows := make([]float32, n*b.arch.Vocab)
+	if err := b.dev.Read(driver.Bytes(rows), s.logits); err != nil {
+		return nil, err
+	}
+	b.stats.ReadbackBytes += int64(len(rows) * 4)
+	// The final softcap (gemma2) on the host, as the CPU computes it;
+	// greedy picks on the device need none (tanh keeps the order).
+	if c := b.arch.FinalSoftcap; c > 0 {
+		for i, v := range rows {
+			rows[i] = float32(math.Tanh(float64(v/c))) * c
+		}
+	}
+	return rows, nil
+}
+
+// stepGraph is the graphs key of the one-token step that leaves its
+// logits (embed the state's token → layers → head): what a sampled decode
+// runs per token, one graph launch as a greedy step is.
+const stepGraph = -1
+
+// forwardOne is Forward of one token: the step graph, then the logits
+// read back. The caller holds b.mu.
+func (s *Session) forwardOne(tok int) ([]float32, error) {
+	b := s.b
+	g, ok := s.graphs[stepGraph]
+	if !ok {
+		var err error
+		if g, err = s.capture(1, false); err != nil {
+			return nil, err
+		}
+		s.graphs[stepGraph] = g
+	}
+	s.hist0 = -1 // no greedy batch continues past an ordinary step
+	if err := s.setState(s.pos, tok); err != nil {
+		return nil, err
+	}
+	if err := b.dev.LaunchGraph(g); err != nil {
+		return nil, err
+	}
+	rows, err := s.readLogits(1)
+	if err != nil {
+		return nil, err
+	}
+	s.pos++
+	b.stats.Submits++
+	b.stats.Tokens++
+	return rows, nil
 }
 
 func (s *Session) check(tokens []int) error {
@@ -685,7 +732,7 @@ func (s *Session) SubmitGreedyBatch(first, k int) (*GreedyBatch, error) {
 	g, ok := s.graphs[k]
 	if !ok {
 		var err error
-		if g, err = s.capture(k); err != nil {
+		if g, err = s.capture(k, true); err != nil {
 			return nil, err
 		}
 		s.graphs[k] = g
@@ -753,8 +800,10 @@ func (s *Session) DropGreedyBatch(g *GreedyBatch) error {
 	return nil
 }
 
-// capture records k greedy steps into a graph.
-func (s *Session) capture(k int) (driver.Graph, error) {
+// capture records k one-token steps into a graph: greedy steps (each
+// argmax feeding the next step's token) when argmax, else steps that leave
+// their logits.
+func (s *Session) capture(k int, argmax bool) (driver.Graph, error) {
 	b := s.b
 	if err := b.dev.BeginCapture(); err != nil {
 		return 0, err
@@ -769,6 +818,9 @@ func (s *Session) capture(k int) (driver.Graph, error) {
 			}
 			if err := s.head(0, 1); err != nil {
 				return err
+			}
+			if !argmax {
+				continue
 			}
 			if err := b.launch(kernels.ArgmaxStep, &kernels.ArgmaxStepArgs{Logits: kernels.Ptr(s.logits), Vocab: int32(b.arch.Vocab),
 				State: kernels.Ptr(s.state), Hist: kernels.Ptr(s.hist), HistLen: histLen}); err != nil {
