@@ -6,7 +6,7 @@ package sample
 
 import (
 	"math"
-	"sort"
+	"slices"
 )
 
 // Params are the sampling settings of one generation.
@@ -30,11 +30,118 @@ type Sampler struct {
 	p     Params
 	state uint64
 	cand  []candidate
+	keys  []uint64 // radixDesc's scratch
 }
 
 type candidate struct {
 	id int
 	v  float32
+}
+
+// better is the candidates' order: the larger logit first, the lower id
+// on ties.
+func better(a, b candidate) bool {
+	if a.v != b.v {
+		return a.v > b.v
+	}
+	return a.id < b.id
+}
+
+// heapTopK is the largest top-k the heap selection serves; larger cuts
+// sort everything.
+const heapTopK = 512
+
+// topK moves the k best candidates of c to c[:k], best first, and returns
+// c[:k] (the rest of c is overwritten): c[:k] is kept as a heap whose root
+// is the worst kept candidate, and every later candidate better than that
+// root replaces it.
+func topK(c []candidate, k int) []candidate {
+	h := c[:k]
+	down := func(i int) {
+		for {
+			w, l, r := i, 2*i+1, 2*i+2
+			if l < k && better(h[w], h[l]) {
+				w = l
+			}
+			if r < k && better(h[w], h[r]) {
+				w = r
+			}
+			if w == i {
+				return
+			}
+			h[i], h[w] = h[w], h[i]
+			i = w
+		}
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for _, x := range c[k:] {
+		if better(x, h[0]) {
+			h[0] = x
+			down(0)
+		}
+	}
+	slices.SortFunc(h, func(a, b candidate) int {
+		if better(a, b) {
+			return -1
+		}
+		return 1
+	})
+	return h
+}
+
+// radixDesc sorts c (candidates of logits, in ascending id order) in the
+// order of better: each candidate becomes a uint64 whose high half orders
+// the logits descending (-0 as +0: they compare equal) and whose low half
+// is the id, and a stable least-significant-digit radix sort on the high
+// half orders them (ties keep the ascending ids). keys is scratch (grown
+// as needed, returned for reuse).
+func radixDesc(c []candidate, logits []float32, keys []uint64) []uint64 {
+	n := len(c)
+	if cap(keys) < 2*n {
+		keys = make([]uint64, 2*n)
+	}
+	src, dst := keys[:n], keys[n:2*n]
+	for i, x := range c {
+		v := x.v
+		if v == 0 {
+			v = 0
+		}
+		u := math.Float32bits(v)
+		if u&0x80000000 != 0 {
+			u = ^u
+		} else {
+			u |= 0x80000000
+		}
+		src[i] = uint64(^u)<<32 | uint64(uint32(x.id))
+	}
+	for _, d := range [...]struct{ shift, bits uint }{{32, 11}, {43, 11}, {54, 10}} {
+		var count [1 << 11]int
+		mask := uint64(1)<<d.bits - 1
+		for _, k := range src {
+			count[(k>>d.shift)&mask]++
+		}
+		if count[(src[0]>>d.shift)&mask] == n {
+			continue // one digit for all: nothing moves
+		}
+		at := 0
+		for i, m := range count[:mask+1] {
+			count[i] = at
+			at += m
+		}
+		for _, k := range src {
+			b := (k >> d.shift) & mask
+			dst[count[b]] = k
+			count[b]++
+		}
+		src, dst = dst, src
+	}
+	for i, k := range src {
+		id := int(uint32(k))
+		c[i] = candidate{id, logits[id]}
+	}
+	return keys
 }
 
 // New returns a sampler seeded from p.Seed.
@@ -138,16 +245,18 @@ func (s *Sampler) dist(logits []float32, history []int) (c []candidate, probs []
 	if len(c) == 0 {
 		return nil, nil, 0, false
 	}
-	// Sort descending by logit (the order temperature scaling keeps), ties by
-	// id, so the result does not depend on sort stability.
-	sort.Slice(c, func(a, b int) bool {
-		if c[a].v != c[b].v {
-			return c[a].v > c[b].v
+	// Order descending by logit (the order temperature scaling keeps),
+	// ties by id, so the result does not depend on sort stability: only
+	// the top k when top-k cuts (a heap pass over the vocabulary), else
+	// all of them (a radix sort: a comparison sort of a 128k vocabulary
+	// took ~50 ms a token).
+	if k := p.TopK; k > 0 && k < len(c) && k <= heapTopK {
+		c = topK(c, k)
+	} else {
+		s.keys = radixDesc(c, logits, s.keys)
+		if k > 0 && k < len(c) {
+			c = c[:k]
 		}
-		return c[a].id < c[b].id
-	})
-	if p.TopK > 0 && p.TopK < len(c) {
-		c = c[:p.TopK]
 	}
 	// Softmax over the survivors at the temperature, in float64 so that a
 	// tiny temperature saturates to 0 and 1 instead of overflowing to NaN.
