@@ -1,0 +1,73 @@
+package cpu
+
+import (
+	"context"
+	"flag"
+	"path/filepath"
+	"testing"
+
+	"github.com/cortiq/cortiq/cpu/kernel"
+	"github.com/cortiq/cortiq/importer"
+	"github.com/cortiq/cortiq/synth"
+	"github.com/cortiq/cortiq/tensor"
+)
+
+// browserShape is the e2e tests' qwen-mini: Qwen2.5-0.5B's widths (896
+// hidden, 14/2 heads, FFN 4864) with 4 layers and a 32k vocabulary, the
+// size of model a tab without WebGPU runs on the CPU engine.
+var browserShape = synth.Shape{Name: "qwen-mini", Arch: "qwen2", Hidden: 896, Layers: 4, Heads: 14, KVHeads: 2,
+	FFN: 4864, Vocab: 32000, Tied: true, QKVBias: true, RopeTheta: 1000000, Context: 4096}
+
+// browserLevel forces a kernel level for BenchmarkBrowserDecode
+// (-browser.level generic: the portable Go kernels wasm runs).
+var browserLevel = flag.String("browser.level", "", "kernel level for BenchmarkBrowserDecode (generic, avx2, …; empty: the best)")
+
+// BenchmarkBrowserDecode decodes single tokens of the qwen-mini shape per
+// codec. Run natively (at any CORTIQ_CPU_LEVEL) and as wasm under Node —
+//
+//	GOOS=js GOARCH=wasm go test -run XXX -bench BrowserDecode ./cpu/   (with $(go env GOROOT)/lib/wasm on PATH)
+//
+// — it says what the browser's wasm CPU path costs against the native
+// generic kernels of the same Go code (-browser.level generic; BENCHMARKS.md,
+// issue 16).
+func BenchmarkBrowserDecode(b *testing.B) {
+	if *browserLevel != "" {
+		l, err := kernel.ParseLevel(*browserLevel)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer kernel.SetLevel(kernel.SetLevel(l))
+	}
+	dir := b.TempDir()
+	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.F16} {
+		b.Run(c.String(), func(b *testing.B) {
+			path := filepath.Join(dir, c.String()+".gguf")
+			if err := synth.Write(path, browserShape, c); err != nil {
+				b.Fatal(err)
+			}
+			m, err := importer.Open(context.Background(), path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			be, err := New(m, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, err := be.NewSession(b.N + 40)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Forward(make([]int, 32), false); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := s.Forward([]int{(i * 7919) % browserShape.Vocab}, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
+}
