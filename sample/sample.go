@@ -51,19 +51,22 @@ func better(a, b candidate) bool {
 // sort everything.
 const heapTopK = 512
 
-// topK moves the k best candidates of c to c[:k], best first, and returns
-// c[:k] (the rest of c is overwritten): c[:k] is kept as a heap whose root
-// is the worst kept candidate, and every later candidate better than that
+// finite is whether a logit is a candidate at all (-Inf and NaN are not).
+func finite(v float32) bool { return v == v && !math.IsInf(float64(v), -1) }
+
+// topK returns the k best finite candidates of logits (all of them when
+// fewer), best first, in h's storage: h is kept as a heap whose root is
+// the worst kept candidate, and every later candidate better than that
 // root replaces it.
-func topK(c []candidate, k int) []candidate {
-	h := c[:k]
+func topK(logits []float32, k int, h []candidate) []candidate {
 	down := func(i int) {
+		n := len(h)
 		for {
 			w, l, r := i, 2*i+1, 2*i+2
-			if l < k && better(h[w], h[l]) {
+			if l < n && better(h[w], h[l]) {
 				w = l
 			}
-			if r < k && better(h[w], h[r]) {
+			if r < n && better(h[w], h[r]) {
 				w = r
 			}
 			if w == i {
@@ -73,12 +76,20 @@ func topK(c []candidate, k int) []candidate {
 			i = w
 		}
 	}
-	for i := k/2 - 1; i >= 0; i-- {
-		down(i)
+	i := 0
+	for ; i < len(logits) && len(h) < k; i++ {
+		if v := logits[i]; finite(v) {
+			h = append(h, candidate{i, v})
+		}
 	}
-	for _, x := range c[k:] {
-		if better(x, h[0]) {
-			h[0] = x
+	for j := len(h)/2 - 1; j >= 0; j-- {
+		down(j)
+	}
+	for ; i < len(logits); i++ {
+		v := logits[i]
+		// A later id loses every tie, so only a larger logit enters.
+		if v > h[0].v && finite(v) {
+			h[0] = candidate{i, v}
 			down(0)
 		}
 	}
@@ -235,28 +246,30 @@ func (s *Sampler) dist(logits []float32, history []int) (c []candidate, probs []
 	if p.Greedy() {
 		return nil, nil, 0, false
 	}
-	c = s.cand[:0]
-	for i, v := range logits {
-		if !math.IsInf(float64(v), -1) && !math.IsNaN(float64(v)) {
-			c = append(c, candidate{i, v})
+	// Order descending by logit (the order temperature scaling keeps),
+	// ties by id, so the result does not depend on sort stability: only
+	// the top k when top-k cuts (one heap pass over the logits), else
+	// every finite candidate (a radix sort: a comparison sort of a 128k
+	// vocabulary took ~50 ms a token).
+	if k := p.TopK; k > 0 && k <= heapTopK {
+		c = topK(logits, k, s.cand[:0])
+	} else {
+		c = s.cand[:0]
+		for i, v := range logits {
+			if finite(v) {
+				c = append(c, candidate{i, v})
+			}
+		}
+		if len(c) > 0 {
+			s.keys = radixDesc(c, logits, s.keys)
+		}
+		if k > 0 && k < len(c) {
+			c = c[:k]
 		}
 	}
 	s.cand = c
 	if len(c) == 0 {
 		return nil, nil, 0, false
-	}
-	// Order descending by logit (the order temperature scaling keeps),
-	// ties by id, so the result does not depend on sort stability: only
-	// the top k when top-k cuts (a heap pass over the vocabulary), else
-	// all of them (a radix sort: a comparison sort of a 128k vocabulary
-	// took ~50 ms a token).
-	if k := p.TopK; k > 0 && k < len(c) && k <= heapTopK {
-		c = topK(c, k)
-	} else {
-		s.keys = radixDesc(c, logits, s.keys)
-		if k > 0 && k < len(c) {
-			c = c[:k]
-		}
 	}
 	// Softmax over the survivors at the temperature, in float64 so that a
 	// tiny temperature saturates to 0 and 1 instead of overflowing to NaN.
