@@ -473,6 +473,13 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	if err != nil {
 		return nil, err
 	}
+	if sp != nil {
+		// A draft reads the prompt with the target (its time to first
+		// token), so decoding pays only its catch-ups on generated tokens.
+		if err := sp.prefill(prompt); err != nil {
+			return nil, err
+		}
+	}
 	tPrefill := time.Since(t0)
 	if sp != nil {
 		sp.submits0, sp.readback0 = sp.devCounters() // the decode's, not the prefill's

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/sample"
@@ -52,6 +53,9 @@ type Spec struct {
 
 	// tune adjusts the governor (tests: its clock and windows).
 	tune func(*specGovernor)
+	// drafter, when set, proposes instead of n-gram lookup in mode
+	// "ngram" (tests: a drafter that is never accepted).
+	drafter func(history []int, k int) []int
 }
 
 // SpecStats reports what speculation did in a generation.
@@ -309,6 +313,20 @@ func (sp *speculator) finish(emitted int, decodeTokS float64) *SpecStats {
 	return &st
 }
 
+// prefill makes the draft consume the prompt but its last token (which
+// the first speculative step feeds it with the tokens after it).
+func (sp *speculator) prefill(prompt []int) error {
+	ds := sp.draft
+	if ds == nil || len(prompt) < 2 || sp.draftLen != 0 || len(ds.history) != 0 {
+		return nil
+	}
+	if _, err := ds.Forward(prompt[:len(prompt)-1], false); err != nil {
+		return fmt.Errorf("engine: draft model: %w", err)
+	}
+	sp.draftLen = len(prompt) - 1
+	return nil
+}
+
 func (sp *speculator) close() {
 	if sp.draft != nil {
 		sp.draft.Close()
@@ -463,7 +481,12 @@ func residual(p, q sample.Dist) sample.Dist {
 // were drawn from (one-hot for n-gram lookup).
 func (sp *speculator) propose(history []int, k int) ([]int, []sample.Dist, error) {
 	if sp.draft == nil {
-		d := ngramDraft(history, sp.spec.NgramMax, k)
+		var d []int
+		if sp.spec.drafter != nil {
+			d = sp.spec.drafter(history, k)
+		} else {
+			d = ngramDraft(history, sp.spec.NgramMax, k)
+		}
 		qs := make([]sample.Dist, len(d))
 		for i, id := range d {
 			qs[i] = sample.Dist{IDs: []int{id}, P: []float64{1}}
@@ -478,9 +501,9 @@ func (sp *speculator) propose(history []int, k int) ([]int, []sample.Dist, error
 		return sp.proposeGreedy(history, k)
 	}
 	sp.draftConsumed = k - 1
-	logits, err := ds.Forward(history[sp.draftLen:], false)
+	logits, err := sp.catchUp(history[sp.draftLen:], 1)
 	if err != nil {
-		return nil, nil, fmt.Errorf("engine: draft model: %w", err)
+		return nil, nil, err
 	}
 	ctx := append([]int(nil), history...)
 	var drafts []int
@@ -527,8 +550,8 @@ func (sp *speculator) proposeGreedy(history []int, k int) ([]int, []sample.Dist,
 	ds := sp.draft
 	pend := history[sp.draftLen:]
 	if len(pend) > 1 {
-		if _, err := ds.Forward(pend[:len(pend)-1], false); err != nil {
-			return nil, nil, fmt.Errorf("engine: draft model: %w", err)
+		if _, err := sp.catchUp(pend[:len(pend)-1], 0); err != nil {
+			return nil, nil, err
 		}
 	}
 	ids, err := ds.ForwardGreedy(pend[len(pend)-1], k+1, 0)
@@ -550,6 +573,25 @@ func (sp *speculator) proposeGreedy(history []int, k int) ([]int, []sample.Dist,
 	}
 	sp.draftConsumed = len(drafts)
 	return drafts, nil, nil
+}
+
+// catchUp feeds the draft the tokens it has not consumed (those decoded
+// while drafting paused, in one batched Forward) and tells the governor
+// what the tokens beyond the last extra cost: what the next probe pays
+// per token the draft falls behind.
+func (sp *speculator) catchUp(tokens []int, extra int) ([]float32, error) {
+	var t0 time.Time
+	if sp.gov != nil {
+		t0 = sp.gov.now()
+	}
+	logits, err := sp.draft.Forward(tokens, false)
+	if err != nil {
+		return nil, fmt.Errorf("engine: draft model: %w", err)
+	}
+	if sp.gov != nil {
+		sp.gov.caughtUp(len(tokens)-extra, sp.gov.now().Sub(t0))
+	}
+	return logits, nil
 }
 
 // ngramDraft is prompt lookup: the tokens that followed the latest earlier

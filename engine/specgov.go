@@ -12,28 +12,43 @@ import (
 // start, so the host's handling of the tokens counts) and lets the
 // generation speculate only while that is the faster of the two.
 //
-// Phases: a speculative probe (a few calls, 5 ms at least), a plain
-// probe, then a decision. Speculation that wins runs for runTokens tokens
-// (and runTime) and is then compared against a fresh plain probe;
-// speculation that loses is paused for a plain stretch of backoff tokens
-// (and backoffTime; both doubling with each loss in a row, up to
-// maxBackoff), after which a speculative probe decides again.
-// The first call of every phase is not measured: it carries the switch
-// (a draft catching up on the tokens decoded plainly, a greedy pipeline
-// starting).
+// Phases: a plain probe (a few calls, 5 ms at least), a speculative probe,
+// then a decision. Speculation that wins runs for runTokens tokens (and
+// runTime) and is then compared against a fresh plain probe; speculation
+// that loses is paused for a plain stretch of backoff tokens (and
+// backoffTime; both doubling with each loss in a row, up to maxBackoff),
+// after which a speculative probe decides again. The first call of every
+// phase is not measured: it carries the switch (a draft catching up on
+// the tokens decoded plainly, a greedy pipeline starting).
+//
+// The worst case is bounded by construction, whatever the clock says. A
+// ledger counts the time speculation lost against plain decoding, in
+// plain tokens: every speculative call's time over its tokens' plain time,
+// and the first plain call after speculation (its switch back). Speculation
+// may lose at most allowance plain tokens plus budget of every token
+// emitted: a call runs only while the rest of that budget covers what the
+// last calls lost, and a pause ends only once the budget covers the last
+// probe's loss again, its draft catch-up scaled to the tokens decoded
+// since (a draft that costs more to catch up than budget never probes
+// again). A probe is at most maxProbe calls, and one in which no call
+// emitted more than one token (nothing accepted) loses after 1+probeCalls
+// calls, however its time compares. So a draft that is never accepted
+// costs at most allowance + budget×tokens plain tokens (plus one call's
+// misjudgement), in at most log2(tokens/minBackoff)+2 probes.
 //
 // Two guards keep one bad measurement from costing a whole run. A plain
 // probe is short and its calls are alike (one greedy batch each), so one
 // hiccup in it (a collection, a clock ramp) could make plain decoding look
-// several times slower than it is and speculation win for runTime: it is
-// measured as the median time per token of its calls, not the mean. And a
-// speculative run keeps measuring: once it has lossTime of calls whose
-// rate is clearly below the plain rate (lossMargin), it pauses at once
-// instead of running out runTokens (the draft stopped matching, or the
-// probe that let it run was lucky).
+// several times slower than it is and speculation win for runTime: plain
+// decoding is measured as the median time per token of its calls, not the
+// mean. And a speculative run keeps measuring: once it has lossTime of
+// calls whose rate is clearly below the plain rate (lossMargin), it pauses
+// at once instead of running out runTokens (the draft stopped matching, or
+// the probe that let it run was lucky).
 type specGovernor struct {
 	now        func() time.Time
 	probeCalls int           // measured calls of a probe
+	maxProbe   int           // calls of a speculative probe, at most
 	probeMin   int           // measured tokens of a plain probe, at least
 	probeTime  time.Duration // measured time of a probe, at least (a busy host's noise)
 	runTokens  int           // tokens speculation runs after winning
@@ -49,6 +64,10 @@ type specGovernor struct {
 	// backoffTime is the next plain stretch's least time (it doubles
 	// with backoff).
 	backoffTime, minBackoffTime time.Duration
+	// budget is the share of every emitted token's plain time that
+	// speculation may lose over the generation, allowance the plain
+	// tokens it may lose before that (its first probe).
+	budget, allowance float64
 
 	phase  govPhase
 	calls  int           // calls recorded in the phase
@@ -56,7 +75,8 @@ type specGovernor struct {
 	spent  time.Duration // their time
 	winT   time.Duration // the measured calls' time (all but the first)
 	winN   int           // and tokens
-	// perTok holds a plain probe's measured calls' time per token (for
+	gained bool          // a speculative call of the phase emitted more than one token
+	// perTok holds a plain phase's measured calls' time per token (for
 	// the median).
 	perTok []time.Duration
 	// cost is the last measured time per token of plain [0] and
@@ -64,6 +84,29 @@ type specGovernor struct {
 	cost         [2]time.Duration
 	plainRun     int // the current plain stretch
 	plainRunTime time.Duration
+
+	// The ledger, in plain tokens: loss is what speculation lost so far
+	// (negative: won), total the tokens emitted.
+	loss  float64
+	total int
+	// afterSpec: the plain phase follows speculation (its first call is
+	// speculation's switch back).
+	afterSpec bool
+	// firstLoss is the loss of the speculative phase's first call, and
+	// phaseLoss of all its calls (plus the switch back, once paused);
+	// catchLoss is the part of it that was a draft catching up
+	// (caughtUp); behind counts the tokens decoded plainly since the last
+	// speculative call (a draft catches up on them).
+	firstLoss, phaseLoss, catchLoss float64
+	behind                          int
+	// catchRate is the last catch-up's cost per token, in plain tokens.
+	catchRate float64
+	// probeLoss is the last losing probe's loss but its catch-up: the
+	// next probe needs it and catchRate per token behind.
+	probeLoss float64
+	// lastCall is the last probe's loss per measured call (-1: none
+	// measured yet).
+	lastCall float64
 
 	open     bool
 	curStart time.Time
@@ -87,9 +130,10 @@ func newSpecGovernor(now func() time.Time) *specGovernor {
 	if now == nil {
 		now = time.Now
 	}
-	return &specGovernor{now: now, probeCalls: 3, probeMin: 8, probeTime: 5 * time.Millisecond,
+	return &specGovernor{now: now, probeCalls: 3, maxProbe: 16, probeMin: 8, probeTime: 5 * time.Millisecond,
 		runTokens: 256, runTime: 250 * time.Millisecond, lossTime: 20 * time.Millisecond, lossMargin: 1.1,
-		backoff: 256, minBackoff: 256, maxBackoff: 4096, backoffTime: 250 * time.Millisecond, minBackoffTime: 250 * time.Millisecond}
+		backoff: 256, minBackoff: 256, maxBackoff: 4096, backoffTime: 250 * time.Millisecond, minBackoffTime: 250 * time.Millisecond,
+		budget: 0.05, allowance: 4, phase: probePlain, lastCall: -1}
 }
 
 // speculate reports whether the next decode call speculates.
@@ -127,14 +171,80 @@ func (g *specGovernor) lastPlain(k int) bool {
 	case probePlain:
 		return g.calls+1 >= 1+g.probeCalls && g.winN+k >= g.probeMin && g.winT+next >= g.probeTime
 	case runPlain:
-		return g.tokens+k >= g.plainRun && g.spent+next >= g.plainRunTime
+		return g.tokens+k >= g.plainRun && g.spent+next >= g.plainRunTime && g.affordable(k)
 	}
 	return true
+}
+
+// plainTokens is d in plain tokens (0 before plain decoding is measured).
+func (g *specGovernor) plainTokens(d time.Duration) float64 {
+	if g.cost[0] <= 0 {
+		return 0
+	}
+	return float64(d) / float64(g.cost[0])
+}
+
+// left is the ledger's budget not yet lost, after extra more tokens.
+func (g *specGovernor) left(extra int) float64 {
+	return g.allowance + g.budget*float64(g.total+extra) - g.loss
+}
+
+// affordable reports whether, extra tokens from now, the budget left
+// covers another probe: the last losing one's loss, and the draft's
+// catch-up on the tokens it will be behind.
+func (g *specGovernor) affordable(extra int) bool {
+	return g.left(extra) >= g.probeLoss+g.catchRate*float64(g.behind+extra)
+}
+
+// caughtUp reports that a draft, in the current speculative call, took d
+// to consume the n tokens it was behind.
+func (g *specGovernor) caughtUp(n int, d time.Duration) {
+	if n <= 0 || g.cost[0] <= 0 {
+		return
+	}
+	l := g.plainTokens(d)
+	g.catchLoss += l
+	g.catchRate = l / float64(n)
+}
+
+// callLoss is what the next speculative call of the phase is expected to
+// lose: the mean loss of its measured calls; before there are any, the
+// last probe's (the first call carries the catch-up), else the first
+// call's.
+func (g *specGovernor) callLoss() float64 {
+	if m := g.calls - 1; m > 0 {
+		return max(0, g.plainTokens(g.winT)-float64(g.winN)) / float64(m)
+	}
+	if g.lastCall >= 0 {
+		return g.lastCall
+	}
+	return max(0, g.firstLoss-g.catchLoss)
 }
 
 func (g *specGovernor) record(spec bool, n int, d time.Duration) {
 	if spec != g.speculate() {
 		return // a call of the other mode (cannot happen: one call per decision)
+	}
+	g.total += n
+	switch {
+	case spec:
+		l := g.plainTokens(d) - float64(n)
+		g.loss += l
+		g.phaseLoss += l
+		if g.calls == 0 {
+			g.firstLoss = l
+		}
+		g.gained = g.gained || n > 1
+	case g.afterSpec:
+		// The switch back: the first plain call after speculation.
+		if l := g.plainTokens(d) - float64(n); l > 0 {
+			g.loss += l
+			g.probeLoss += l
+		}
+		g.afterSpec = false
+		g.behind += n
+	default:
+		g.behind += n
 	}
 	g.calls++
 	g.tokens += n
@@ -142,13 +252,23 @@ func (g *specGovernor) record(spec bool, n int, d time.Duration) {
 	if g.calls > 1 {
 		g.winT += d
 		g.winN += n
-		if g.phase == probePlain {
+		if !spec {
 			g.perTok = append(g.perTok, d/time.Duration(n))
 		}
 	}
 	switch g.phase {
 	case probeSpec:
-		if g.calls >= 1+g.probeCalls && g.winT >= g.probeTime {
+		switch {
+		case g.left(0) < g.callLoss():
+			// The budget does not cover another call like the last.
+			g.cost[1] = g.specRate()
+			g.pause()
+		case g.calls >= 1+g.probeCalls && !g.gained:
+			// Nothing accepted: a speculative call emits what a plain
+			// one does, later.
+			g.cost[1] = g.specRate()
+			g.pause()
+		case g.calls >= g.maxProbe || (g.calls >= 1+g.probeCalls && g.winT >= g.probeTime):
 			g.cost[1] = g.measured()
 			if g.cost[0] == 0 {
 				g.enter(probePlain)
@@ -159,20 +279,29 @@ func (g *specGovernor) record(spec bool, n int, d time.Duration) {
 	case probePlain:
 		if g.calls >= 1+g.probeCalls && g.winN >= g.probeMin && g.winT >= g.probeTime {
 			g.cost[0] = g.median()
-			g.decide()
+			if g.cost[1] == 0 {
+				g.enter(probeSpec) // the first probe: plain decoding measured first
+			} else {
+				g.decide()
+			}
 		}
 	case runSpec:
-		if g.tokens >= g.runTokens && g.spent >= g.runTime {
-			g.cost[1] = g.measured()
+		m := g.measured()
+		switch {
+		case g.tokens >= g.runTokens && g.spent >= g.runTime:
+			g.cost[1] = m
+			g.afterSpec = true
 			g.enter(probePlain)
-		} else if m := g.measured(); g.cost[0] > 0 && g.calls >= 1+g.probeCalls && g.winT >= g.lossTime &&
-			float64(m) > g.lossMargin*float64(g.cost[0]) {
+		case g.left(0) < g.callLoss():
+			g.cost[1] = g.specRate()
+			g.pause()
+		case g.cost[0] > 0 && g.calls >= 1+g.probeCalls && g.winT >= g.lossTime && float64(m) > g.lossMargin*float64(g.cost[0]):
 			g.cost[1] = m
 			g.decide()
 		}
 	case runPlain:
-		if g.tokens >= g.plainRun && g.spent >= g.plainRunTime {
-			g.cost[0] = g.measured()
+		if g.tokens >= g.plainRun && g.spent >= g.plainRunTime && g.affordable(0) {
+			g.cost[0] = g.median()
 			g.enter(probeSpec)
 		}
 	}
@@ -187,7 +316,16 @@ func (g *specGovernor) measured() time.Duration {
 	return max(g.winT/time.Duration(g.winN), 1)
 }
 
-// median is the median time per token of a plain probe's measured calls
+// specRate is the speculative phase's time per token: its measured
+// calls', or its first call's when it ended before measuring any.
+func (g *specGovernor) specRate() time.Duration {
+	if m := g.measured(); m > 0 {
+		return m
+	}
+	return max(g.spent/time.Duration(max(g.tokens, 1)), 1)
+}
+
+// median is the median time per token of a plain phase's measured calls
 // (at least a nanosecond).
 func (g *specGovernor) median() time.Duration {
 	if len(g.perTok) == 0 {
@@ -203,7 +341,13 @@ func (g *specGovernor) median() time.Duration {
 }
 
 func (g *specGovernor) enter(p govPhase) {
-	g.phase, g.calls, g.tokens, g.spent, g.winT, g.winN = p, 0, 0, 0, 0, 0
+	if p == probeSpec || p == runSpec {
+		if !g.speculate() {
+			g.behind = 0
+			g.phaseLoss, g.firstLoss, g.catchLoss = 0, 0, 0
+		}
+	}
+	g.phase, g.calls, g.tokens, g.spent, g.winT, g.winN, g.gained = p, 0, 0, 0, 0, 0, false
 	g.perTok = g.perTok[:0]
 }
 
@@ -216,12 +360,25 @@ func (g *specGovernor) decide() {
 		g.enter(runSpec)
 		return
 	}
+	g.pause()
+}
+
+// pause stops drafting for a plain stretch of backoff tokens (doubling
+// with each loss in a row); the probe's loss is what the next probe must
+// find in the budget.
+func (g *specGovernor) pause() {
+	plain, spec := g.cost[0], g.cost[1]
 	g.paused++
 	g.plainRun, g.plainRunTime = g.backoff, g.backoffTime
 	g.reason = fmt.Sprintf("speculation measured %.0f tok/s, plain decoding %.0f tok/s: drafting paused for %d tokens", tokS(spec), tokS(plain), g.plainRun)
 	if g.backoff < g.maxBackoff {
 		g.backoff, g.backoffTime = min(2*g.backoff, g.maxBackoff), 2*g.backoffTime
 	}
+	g.probeLoss = max(0, g.phaseLoss-g.catchLoss)
+	if g.calls > 1 {
+		g.lastCall = g.callLoss()
+	}
+	g.afterSpec = true
 	g.enter(runPlain)
 }
 
