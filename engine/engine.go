@@ -469,16 +469,18 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	stopper := NewStopMatcher(req.Stop)
 
 	t0 := time.Now()
-	logits, err := sess.prefill(prompt[reused:])
-	if err != nil {
-		return nil, err
-	}
 	if sp != nil {
 		// A draft reads the prompt with the target (its time to first
-		// token), so decoding pays only its catch-ups on generated tokens.
+		// token), so decoding pays only its catch-ups on generated tokens;
+		// first, so that the target's weights are the ones the caches
+		// hold when decoding starts.
 		if err := sp.prefill(prompt); err != nil {
 			return nil, err
 		}
+	}
+	logits, err := sess.prefill(prompt[reused:])
+	if err != nil {
+		return nil, err
 	}
 	tPrefill := time.Since(t0)
 	if sp != nil {

@@ -24,7 +24,10 @@ import (
 // ids, and a draft model drafts with its own on-device greedy steps (one
 // submit for all k drafts). Unless Spec.Always, a governor (specgov.go)
 // measures speculative against plain steps as the generation runs and
-// pauses drafting while speculation is the slower.
+// pauses drafting while speculation is the slower, within a bounded loss.
+// A draft model reads the prompt during the prefill and, after a pause,
+// catches up on the tokens decoded plainly in one batched Forward when
+// the next probe starts (the governor counts that catch-up's cost).
 
 // Spec configures speculative decoding for a request.
 type Spec struct {
@@ -48,7 +51,10 @@ type Spec struct {
 	// Always speculates at every step. Otherwise the generation measures
 	// the time per token of speculative and of plain steps as it goes and
 	// pauses drafting while speculation is the slower (SpecStats.Paused,
-	// DisabledReason), so speculation never costs decode speed for long.
+	// DisabledReason); what speculation may lose against plain decoding
+	// is bounded by a budget (a few plain steps plus 5% of the tokens
+	// emitted, specgov.go), so a draft that is never accepted costs
+	// little more than that.
 	Always bool
 
 	// tune adjusts the governor (tests: its clock and windows).
@@ -115,6 +121,9 @@ func (e *Engine) SetSpec(sp *Spec) error {
 
 // DefaultSpecK is Spec.K's default.
 const DefaultSpecK = 4
+
+// openK is the most tokens drafted by a speculative probe's first call.
+const openK = 2
 
 // CheckDraft reports whether draft can propose tokens for target: the same
 // tokenizer (every token's text, BOS and EOS), or without tokenizers the
@@ -340,6 +349,11 @@ func (sp *speculator) step(history []int, limit int) ([]int, error) {
 	t := sp.target
 	last := history[len(history)-1]
 	k := min(sp.cur, limit-1, t.maxLen-len(t.history)-1)
+	if sp.gov != nil && sp.gov.opening() {
+		// A probe's first call is not measured (it carries the switch)
+		// and may be the one the budget cannot cover: a short one.
+		k = min(k, openK)
+	}
 	var drafts []int
 	var qs []sample.Dist
 	if k > 0 {

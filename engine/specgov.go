@@ -141,6 +141,9 @@ func (g *specGovernor) speculate() bool {
 	return g.phase == probeSpec || g.phase == runSpec
 }
 
+// opening reports whether the next call is a speculative probe's first.
+func (g *specGovernor) opening() bool { return g.phase == probeSpec && g.calls == 0 }
+
 // mark is called as a decode call starts: it closes the previous call's
 // interval.
 func (g *specGovernor) mark() {
