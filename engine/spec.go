@@ -123,7 +123,7 @@ func (e *Engine) SetSpec(sp *Spec) error {
 const DefaultSpecK = 4
 
 // openK is the most tokens drafted by a speculative probe's first call.
-const openK = 2
+const openK = 1
 
 // CheckDraft reports whether draft can propose tokens for target: the same
 // tokenizer (every token's text, BOS and EOS), or without tokenizers the
