@@ -194,7 +194,9 @@ func (g *specGovernor) left(extra int) float64 {
 
 // affordable reports whether, extra tokens from now, the budget left
 // covers another probe: the last losing one's loss, and the draft's
-// catch-up on the tokens it will be behind.
+// catch-up on the tokens it will be behind (at the last catch-up's cost
+// per token: its fixed part, a submit, extrapolated too, which errs on
+// the safe side).
 func (g *specGovernor) affordable(extra int) bool {
 	return g.left(extra) >= g.probeLoss+g.catchRate*float64(g.behind+extra)
 }
@@ -211,12 +213,16 @@ func (g *specGovernor) caughtUp(n int, d time.Duration) {
 }
 
 // callLoss is what the next speculative call of the phase is expected to
-// lose: the mean loss of its measured calls; before there are any, the
-// last probe's (the first call carries the catch-up), else the first
-// call's.
+// lose: the mean loss of its measured calls; before there are any, none
+// in a run (a probe measured it winning), else the last probe's (the
+// first call carries the catch-up), else the first call's but its
+// catch-up.
 func (g *specGovernor) callLoss() float64 {
 	if m := g.calls - 1; m > 0 {
 		return max(0, g.plainTokens(g.winT)-float64(g.winN)) / float64(m)
+	}
+	if g.phase == runSpec {
+		return 0
 	}
 	if g.lastCall >= 0 {
 		return g.lastCall
