@@ -550,6 +550,9 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		}
 		if sp != nil && sp.gov != nil {
 			sp.gov.mark()
+			if err := sp.syncDraft(history); err != nil {
+				return nil, err
+			}
 		}
 		switch {
 		case sp != nil && sp.speculate():

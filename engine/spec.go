@@ -329,8 +329,15 @@ func (sp *speculator) prefill(prompt []int) error {
 	if ds == nil || len(prompt) < 2 || sp.draftLen != 0 || len(ds.history) != 0 {
 		return nil
 	}
+	var t0 time.Time
+	if sp.gov != nil {
+		t0 = sp.gov.now()
+	}
 	if _, err := ds.Forward(prompt[:len(prompt)-1], false); err != nil {
 		return fmt.Errorf("engine: draft model: %w", err)
+	}
+	if sp.gov != nil {
+		sp.gov.primed(len(prompt)-1, sp.gov.now().Sub(t0))
 	}
 	sp.draftLen = len(prompt) - 1
 	return nil
@@ -587,6 +594,24 @@ func (sp *speculator) proposeGreedy(history []int, k int) ([]int, []sample.Dist,
 	}
 	sp.draftConsumed = len(drafts)
 	return drafts, nil, nil
+}
+
+// syncDraft makes a draft consume the tokens decoded since it last
+// drafted (history but its last token) when the governor asks for it.
+func (sp *speculator) syncDraft(history []int) error {
+	if sp.gov == nil || !sp.gov.syncDraft() || sp.draft == nil {
+		return nil
+	}
+	if len(sp.draft.history) != sp.draftLen || sp.draftLen >= len(history) {
+		return fmt.Errorf("engine: draft session at %d positions, expected %d", len(sp.draft.history), sp.draftLen)
+	}
+	if pend := history[sp.draftLen : len(history)-1]; len(pend) > 0 {
+		if _, err := sp.catchUp(pend, 0); err != nil {
+			return err
+		}
+	}
+	sp.draftLen = len(history) - 1
+	return nil
 }
 
 // catchUp feeds the draft the tokens it has not consumed (those decoded

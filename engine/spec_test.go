@@ -226,8 +226,8 @@ func TestSpecSamplingDistribution(t *testing.T) {
 		spec   *Spec
 		prompt []int
 	}
-	// Every step speculates (Always: a governed generation measures plain
-	// decoding first, so three tokens would all be plain ones). The draft
+	// Every step speculates with K drafts (Always: a governed probe's
+	// first step drafts one). The draft
 	// samples the same model more broadly or more narrowly than
 	// the target, so drafts are rejected (and, with top-k 2, the target's
 	// candidates outside the draft's come only from the residual).

@@ -12,29 +12,35 @@ import (
 // start, so the host's handling of the tokens counts) and lets the
 // generation speculate only while that is the faster of the two.
 //
-// Phases: a plain probe (a few calls, 5 ms at least), a speculative probe,
-// then a decision. Speculation that wins runs for runTokens tokens (and
-// runTime) and is then compared against a fresh plain probe; speculation
-// that loses is paused for a plain stretch of backoff tokens (and
-// backoffTime; both doubling with each loss in a row, up to maxBackoff),
-// after which a speculative probe decides again. The first call of every
-// phase is not measured: it carries the switch (a draft catching up on
-// the tokens decoded plainly, a greedy pipeline starting).
+// Phases: a speculative probe (a few calls, 5 ms at least), a plain
+// probe, then a decision. Speculation that wins runs for runTokens tokens
+// (and runTime) and is then compared against a fresh plain probe;
+// speculation that loses is paused for a plain stretch of backoff tokens
+// (and backoffTime; both doubling with each loss in a row, up to
+// maxBackoff), after which a speculative probe decides again. The first
+// call of every phase is not measured: it carries the switch (a draft
+// catching up on the tokens decoded plainly, a greedy pipeline starting).
 //
 // The worst case is bounded by construction, whatever the clock says. A
 // ledger counts the time speculation lost against plain decoding, in
-// plain tokens: every speculative call's time over its tokens' plain time,
-// and the first plain call after speculation (its switch back). Speculation
-// may lose at most allowance plain tokens plus budget of every token
-// emitted: a call runs only while the rest of that budget covers what the
-// last calls lost, and a pause ends only once the budget covers the last
-// probe's loss again, its draft catch-up scaled to the tokens decoded
-// since (a draft that costs more to catch up than budget never probes
-// again). A probe is at most maxProbe calls, and one in which no call
-// emitted more than one token (nothing accepted) loses after 1+probeCalls
-// calls, however its time compares. So a draft that is never accepted
-// costs at most allowance + budget×tokens plain tokens (plus one call's
-// misjudgement), in at most log2(tokens/minBackoff)+2 probes.
+// plain tokens (at the last measured plain rate): every speculative
+// call's time over its tokens' plain time, and the first plain call after
+// speculation (its switch back). Speculation may lose allowance plain
+// tokens plus budget of every token emitted: once plain decoding is
+// measured, a speculative call runs only while the budget left covers
+// what the phase's calls lost each, and a pause ends only once the budget
+// covers the last probe's loss again plus the draft's catch-up on the
+// tokens decoded since, at the last catch-up's measured cost (a draft
+// whose catch-up costs more than budget per token never probes again;
+// the first is priced by the draft's read of the prompt, or, after a
+// prompt of one token, by a catch-up at the first pause, syncDraft).
+// The first probe, before plain decoding is measured, is bounded by its
+// calls: it stops after two that accepted nothing. Any probe is at most
+// maxProbe calls and loses after 1+probeCalls calls that accepted nothing,
+// however its time compares; its first call drafts one token (spec.go).
+// So a draft that is never accepted costs its first probe (two calls)
+// plus at most allowance + budget×tokens plain tokens, in at most
+// log2(tokens/minBackoff)+2 probes (more once pauses reach maxBackoff).
 //
 // Two guards keep one bad measurement from costing a whole run. A plain
 // probe is short and its calls are alike (one greedy batch each), so one
@@ -66,7 +72,7 @@ type specGovernor struct {
 	backoffTime, minBackoffTime time.Duration
 	// budget is the share of every emitted token's plain time that
 	// speculation may lose over the generation, allowance the plain
-	// tokens it may lose before that (its first probe).
+	// tokens it may lose before that.
 	budget, allowance float64
 
 	phase  govPhase
@@ -85,28 +91,26 @@ type specGovernor struct {
 	plainRun     int // the current plain stretch
 	plainRunTime time.Duration
 
-	// The ledger, in plain tokens: loss is what speculation lost so far
-	// (negative: won), total the tokens emitted.
-	loss  float64
+	// The ledger, kept as times and tokens (the plain rate that prices
+	// them may be measured later): the speculative calls' and the
+	// switches back's, and the tokens emitted in all.
+	specT time.Duration
+	specN int
 	total int
-	// afterSpec: the plain phase follows speculation (its first call is
-	// speculation's switch back).
-	afterSpec bool
-	// firstLoss is the loss of the speculative phase's first call, and
-	// phaseLoss of all its calls (plus the switch back, once paused);
-	// catchLoss is the part of it that was a draft catching up
-	// (caughtUp); behind counts the tokens decoded plainly since the last
-	// speculative call (a draft catches up on them).
-	firstLoss, phaseLoss, catchLoss float64
-	behind                          int
-	// catchRate is the last catch-up's cost per token, in plain tokens.
-	catchRate float64
-	// probeLoss is the last losing probe's loss but its catch-up: the
-	// next probe needs it and catchRate per token behind.
-	probeLoss float64
-	// lastCall is the last probe's loss per measured call (-1: none
-	// measured yet).
-	lastCall float64
+	back  bool // the plain phase's next call is a switch back
+	// The last speculative phase: its calls' time and tokens but its
+	// catch-ups (for the next probe's estimate), its switch back, its
+	// measured calls (for callLoss), and its catch-ups' time and tokens.
+	lastT           time.Duration
+	lastN           int
+	lastWinT        time.Duration
+	lastWinN, lastM int
+	lastGained      bool
+	synced          bool          // syncDraft asked once
+	catchT          time.Duration // the current phase's catch-ups
+	catchN          int
+	catchRate       time.Duration // the last catch-up's time per token
+	behind          int           // tokens decoded plainly since the last speculative call
 
 	open     bool
 	curStart time.Time
@@ -133,7 +137,7 @@ func newSpecGovernor(now func() time.Time) *specGovernor {
 	return &specGovernor{now: now, probeCalls: 3, maxProbe: 16, probeMin: 8, probeTime: 5 * time.Millisecond,
 		runTokens: 256, runTime: 250 * time.Millisecond, lossTime: 20 * time.Millisecond, lossMargin: 1.1,
 		backoff: 256, minBackoff: 256, maxBackoff: 4096, backoffTime: 250 * time.Millisecond, minBackoffTime: 250 * time.Millisecond,
-		budget: 0.05, allowance: 4, phase: probePlain, lastCall: -1}
+		budget: 0.05, allowance: 4}
 }
 
 // speculate reports whether the next decode call speculates.
@@ -179,17 +183,20 @@ func (g *specGovernor) lastPlain(k int) bool {
 	return true
 }
 
-// plainTokens is d in plain tokens (0 before plain decoding is measured).
-func (g *specGovernor) plainTokens(d time.Duration) float64 {
+// plain is d in plain tokens (0 before plain decoding is measured).
+func (g *specGovernor) plain(d time.Duration) float64 {
 	if g.cost[0] <= 0 {
 		return 0
 	}
 	return float64(d) / float64(g.cost[0])
 }
 
+// loss is what speculation lost so far, in plain tokens (negative: won).
+func (g *specGovernor) loss() float64 { return g.plain(g.specT) - float64(g.specN) }
+
 // left is the ledger's budget not yet lost, after extra more tokens.
 func (g *specGovernor) left(extra int) float64 {
-	return g.allowance + g.budget*float64(g.total+extra) - g.loss
+	return g.allowance + g.budget*float64(g.total+extra) - g.loss()
 }
 
 // affordable reports whether, extra tokens from now, the budget left
@@ -198,36 +205,63 @@ func (g *specGovernor) left(extra int) float64 {
 // per token: its fixed part, a submit, extrapolated too, which errs on
 // the safe side).
 func (g *specGovernor) affordable(extra int) bool {
-	return g.left(extra) >= g.probeLoss+g.catchRate*float64(g.behind+extra)
+	need := max(0, g.plain(g.lastT)-float64(g.lastN)) + g.plain(g.catchRate)*float64(g.behind+extra)
+	return g.left(extra) >= need
 }
 
-// caughtUp reports that a draft, in the current speculative call, took d
-// to consume the n tokens it was behind.
+// caughtUp reports that a draft took d to consume the n tokens it was
+// behind: in a speculative call (part of the call's time), or asked by
+// syncDraft during a pause (a loss of its own).
 func (g *specGovernor) caughtUp(n int, d time.Duration) {
-	if n <= 0 || g.cost[0] <= 0 {
+	if n <= 0 {
 		return
 	}
-	l := g.plainTokens(d)
-	g.catchLoss += l
-	g.catchRate = l / float64(n)
+	g.catchRate = d / time.Duration(n)
+	if g.speculate() {
+		g.catchT += d
+		g.catchN += n
+		return
+	}
+	g.specT += d
+	g.behind = 0
+}
+
+// primed reports that a draft took d to read n tokens of the prompt
+// (before decoding): the cost of its catch-ups until one is measured.
+func (g *specGovernor) primed(n int, d time.Duration) {
+	if n > 0 {
+		g.catchRate = d / time.Duration(n)
+	}
+}
+
+// syncDraft reports whether a draft should catch up now, during the
+// call about to start: once, at the first pause, while its catch-up cost
+// is unknown (a prompt of one token tells nothing; the first probe needs
+// no catch-up: the draft read the prompt), so that the next probe's is
+// known while the draft is a few tokens behind, not hundreds.
+func (g *specGovernor) syncDraft() bool {
+	if g.phase != runPlain || g.catchRate > 0 || g.synced || g.behind == 0 {
+		return false
+	}
+	g.synced = true
+	return true
 }
 
 // callLoss is what the next speculative call of the phase is expected to
 // lose: the mean loss of its measured calls; before there are any, none
-// in a run (a probe measured it winning), else the last probe's (the
-// first call carries the catch-up), else the first call's but its
-// catch-up.
+// in a run (a probe measured it winning), else the last probe's, else the
+// first call's but its catch-up.
 func (g *specGovernor) callLoss() float64 {
 	if m := g.calls - 1; m > 0 {
-		return max(0, g.plainTokens(g.winT)-float64(g.winN)) / float64(m)
+		return max(0, g.plain(g.winT)-float64(g.winN)) / float64(m)
 	}
 	if g.phase == runSpec {
 		return 0
 	}
-	if g.lastCall >= 0 {
-		return g.lastCall
+	if g.lastM > 0 {
+		return max(0, g.plain(g.lastWinT)-float64(g.lastWinN)) / float64(g.lastM)
 	}
-	return max(0, g.firstLoss-g.catchLoss)
+	return max(0, g.plain(g.spent-g.catchT)-float64(g.tokens))
 }
 
 func (g *specGovernor) record(spec bool, n int, d time.Duration) {
@@ -237,20 +271,16 @@ func (g *specGovernor) record(spec bool, n int, d time.Duration) {
 	g.total += n
 	switch {
 	case spec:
-		l := g.plainTokens(d) - float64(n)
-		g.loss += l
-		g.phaseLoss += l
-		if g.calls == 0 {
-			g.firstLoss = l
-		}
+		g.specT += d
+		g.specN += n
 		g.gained = g.gained || n > 1
-	case g.afterSpec:
+	case g.back:
 		// The switch back: the first plain call after speculation.
-		if l := g.plainTokens(d) - float64(n); l > 0 {
-			g.loss += l
-			g.probeLoss += l
-		}
-		g.afterSpec = false
+		g.specT += d
+		g.specN += n
+		g.lastT += d
+		g.lastN += n
+		g.back = false
 		g.behind += n
 	default:
 		g.behind += n
@@ -267,45 +297,46 @@ func (g *specGovernor) record(spec bool, n int, d time.Duration) {
 	}
 	switch g.phase {
 	case probeSpec:
+		nothing := g.calls >= 1+g.probeCalls && !g.gained
 		switch {
-		case g.left(0) < g.callLoss():
-			// The budget does not cover another call like the last.
+		case g.cost[0] == 0:
+			// The first probe: no plain rate prices its calls yet.
+			if (g.calls >= 2 && !g.gained) || g.calls >= g.maxProbe || (g.calls >= 1+g.probeCalls && g.winT >= g.probeTime) {
+				g.cost[1] = g.specRate()
+				g.endSpec()
+				g.enter(probePlain)
+			}
+		case g.left(0) < g.callLoss() || nothing:
+			// The budget does not cover another call like the last, or
+			// nothing was accepted: a speculative call emits what a
+			// plain one does, later.
 			g.cost[1] = g.specRate()
-			g.pause()
-		case g.calls >= 1+g.probeCalls && !g.gained:
-			// Nothing accepted: a speculative call emits what a plain
-			// one does, later.
-			g.cost[1] = g.specRate()
+			g.endSpec()
 			g.pause()
 		case g.calls >= g.maxProbe || (g.calls >= 1+g.probeCalls && g.winT >= g.probeTime):
 			g.cost[1] = g.measured()
-			if g.cost[0] == 0 {
-				g.enter(probePlain)
-			} else {
-				g.decide()
-			}
+			g.endSpec()
+			g.decide()
 		}
 	case probePlain:
 		if g.calls >= 1+g.probeCalls && g.winN >= g.probeMin && g.winT >= g.probeTime {
 			g.cost[0] = g.median()
-			if g.cost[1] == 0 {
-				g.enter(probeSpec) // the first probe: plain decoding measured first
-			} else {
-				g.decide()
-			}
+			g.decide()
 		}
 	case runSpec:
 		m := g.measured()
 		switch {
 		case g.tokens >= g.runTokens && g.spent >= g.runTime:
 			g.cost[1] = m
-			g.afterSpec = true
+			g.endSpec()
 			g.enter(probePlain)
 		case g.left(0) < g.callLoss():
 			g.cost[1] = g.specRate()
+			g.endSpec()
 			g.pause()
 		case g.cost[0] > 0 && g.calls >= 1+g.probeCalls && g.winT >= g.lossTime && float64(m) > g.lossMargin*float64(g.cost[0]):
 			g.cost[1] = m
+			g.endSpec()
 			g.decide()
 		}
 	case runPlain:
@@ -349,22 +380,31 @@ func (g *specGovernor) median() time.Duration {
 	return max(m, 1)
 }
 
+// endSpec closes a speculative phase: what it cost (but its catch-ups)
+// is what the next probe must find in the budget, its switch back is
+// the next plain call.
+func (g *specGovernor) endSpec() {
+	g.lastT, g.lastN = g.spent-g.catchT, g.tokens
+	if g.calls > 1 {
+		g.lastWinT, g.lastWinN, g.lastM = g.winT, g.winN, g.calls-1
+	}
+	g.lastGained, g.back = g.gained, true
+}
+
 func (g *specGovernor) enter(p govPhase) {
-	if p == probeSpec || p == runSpec {
-		if !g.speculate() {
-			g.behind = 0
-			g.phaseLoss, g.firstLoss, g.catchLoss = 0, 0, 0
-		}
+	if (p == probeSpec || p == runSpec) && !g.speculate() {
+		g.behind, g.catchT, g.catchN = 0, 0, 0
 	}
 	g.phase, g.calls, g.tokens, g.spent, g.winT, g.winN, g.gained = p, 0, 0, 0, 0, 0, false
 	g.perTok = g.perTok[:0]
 }
 
 // decide compares the last measurements: speculation runs on when it is
-// at least as fast as plain decoding, else it pauses.
+// at least as fast as plain decoding and accepted something, else it
+// pauses.
 func (g *specGovernor) decide() {
 	plain, spec := g.cost[0], g.cost[1]
-	if plain == 0 || spec == 0 || spec <= plain {
+	if g.lastGained && (plain == 0 || spec == 0 || spec <= plain) {
 		g.backoff, g.backoffTime = g.minBackoff, g.minBackoffTime
 		g.enter(runSpec)
 		return
@@ -373,8 +413,7 @@ func (g *specGovernor) decide() {
 }
 
 // pause stops drafting for a plain stretch of backoff tokens (doubling
-// with each loss in a row); the probe's loss is what the next probe must
-// find in the budget.
+// with each loss in a row).
 func (g *specGovernor) pause() {
 	plain, spec := g.cost[0], g.cost[1]
 	g.paused++
@@ -383,11 +422,6 @@ func (g *specGovernor) pause() {
 	if g.backoff < g.maxBackoff {
 		g.backoff, g.backoffTime = min(2*g.backoff, g.maxBackoff), 2*g.backoffTime
 	}
-	g.probeLoss = max(0, g.phaseLoss-g.catchLoss)
-	if g.calls > 1 {
-		g.lastCall = g.callLoss()
-	}
-	g.afterSpec = true
 	g.enter(runPlain)
 }
 
