@@ -12,8 +12,9 @@ import (
 // start, so the host's handling of the tokens counts) and lets the
 // generation speculate only while that is the faster of the two.
 //
-// Phases: a speculative probe (a few calls, 5 ms at least), a plain
-// probe, then a decision. Speculation that wins runs for runTokens tokens
+// Phases: a quick plain probe (a few calls, for a rough plain rate), a
+// speculative probe (a few calls, 5 ms at least), a plain probe, then a
+// decision. Speculation that wins runs for runTokens tokens
 // (and runTime) and is then compared against a fresh plain probe;
 // speculation that loses is paused for a plain stretch of backoff tokens
 // (and backoffTime; both doubling with each loss in a row, up to
@@ -34,12 +35,12 @@ import (
 // whose catch-up costs more than budget per token never probes again;
 // the first is priced by the draft's read of the prompt, or, after a
 // prompt of one token, by a catch-up at the first pause, syncDraft).
-// The first probe, before plain decoding is measured, is bounded by its
-// calls: it stops after two that accepted nothing. Any probe is at most
+// The first probe, priced by the quick plain probe's rough rate, also
+// stops after two calls that accepted nothing. Any probe is at most
 // maxProbe calls and loses after 1+probeCalls calls that accepted nothing,
 // however its time compares; its first call drafts one token (spec.go).
-// So a draft that is never accepted costs its first probe (two calls)
-// plus at most allowance + budget×tokens plain tokens, in at most
+// So a draft that is never accepted costs at most allowance +
+// budget×tokens plain tokens (plus one call misjudged), in at most
 // log2(tokens/minBackoff)+2 probes (more once pauses reach maxBackoff).
 //
 // Two guards keep one bad measurement from costing a whole run. A plain
@@ -106,6 +107,7 @@ type specGovernor struct {
 	lastWinT        time.Duration
 	lastWinN, lastM int
 	lastGained      bool
+	rough           bool          // cost[0] is probeQuick's
 	synced          bool          // syncDraft asked once
 	catchT          time.Duration // the current phase's catch-ups
 	catchN          int
@@ -128,6 +130,7 @@ const (
 	probePlain
 	runSpec
 	runPlain
+	probeQuick // the first phase: a few plain calls
 )
 
 func newSpecGovernor(now func() time.Time) *specGovernor {
@@ -137,7 +140,7 @@ func newSpecGovernor(now func() time.Time) *specGovernor {
 	return &specGovernor{now: now, probeCalls: 3, maxProbe: 16, probeMin: 8, probeTime: 5 * time.Millisecond,
 		runTokens: 256, runTime: 250 * time.Millisecond, lossTime: 20 * time.Millisecond, lossMargin: 1.1,
 		backoff: 256, minBackoff: 256, maxBackoff: 4096, backoffTime: 250 * time.Millisecond, minBackoffTime: 250 * time.Millisecond,
-		budget: 0.05, allowance: 4}
+		budget: 0.05, allowance: 4, phase: probeQuick}
 }
 
 // speculate reports whether the next decode call speculates.
@@ -175,6 +178,8 @@ func (g *specGovernor) lastPlain(k int) bool {
 		next = g.winT / time.Duration(m)
 	}
 	switch g.phase {
+	case probeQuick:
+		return g.calls+1 >= 1+g.probeCalls
 	case probePlain:
 		return g.calls+1 >= 1+g.probeCalls && g.winN+k >= g.probeMin && g.winT+next >= g.probeTime
 	case runPlain:
@@ -299,14 +304,7 @@ func (g *specGovernor) record(spec bool, n int, d time.Duration) {
 	case probeSpec:
 		nothing := g.calls >= 1+g.probeCalls && !g.gained
 		switch {
-		case g.cost[0] == 0:
-			// The first probe: no plain rate prices its calls yet.
-			if (g.calls >= 2 && !g.gained) || g.calls >= g.maxProbe || (g.calls >= 1+g.probeCalls && g.winT >= g.probeTime) {
-				g.cost[1] = g.specRate()
-				g.endSpec()
-				g.enter(probePlain)
-			}
-		case g.left(0) < g.callLoss() || nothing:
+		case g.left(0) < g.callLoss() || nothing || (g.rough && g.calls >= 2 && !g.gained):
 			// The budget does not cover another call like the last, or
 			// nothing was accepted: a speculative call emits what a
 			// plain one does, later.
@@ -316,11 +314,22 @@ func (g *specGovernor) record(spec bool, n int, d time.Duration) {
 		case g.calls >= g.maxProbe || (g.calls >= 1+g.probeCalls && g.winT >= g.probeTime):
 			g.cost[1] = g.measured()
 			g.endSpec()
-			g.decide()
+			if g.rough {
+				g.enter(probePlain) // a full plain probe decides
+			} else {
+				g.decide()
+			}
+		}
+	case probeQuick:
+		// A rough plain rate, so that the budget prices the first
+		// speculative probe's calls.
+		if g.calls >= 1+g.probeCalls {
+			g.cost[0], g.rough = g.median(), true
+			g.enter(probeSpec)
 		}
 	case probePlain:
 		if g.calls >= 1+g.probeCalls && g.winN >= g.probeMin && g.winT >= g.probeTime {
-			g.cost[0] = g.median()
+			g.cost[0], g.rough = g.median(), false
 			g.decide()
 		}
 	case runSpec:

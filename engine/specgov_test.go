@@ -206,8 +206,8 @@ func TestSpecGovernor(t *testing.T) {
 
 // TestSpecGovernorBound: a draft that is never accepted (every speculative
 // call emits one token) costs at most the ledger's budget (allowance +
-// budget×tokens, plus the first probe's calls, which no measurement
-// precedes),
+// budget×tokens, plus a call misjudged: the first probe's are priced by a
+// rough plain rate),
 // whatever a speculative call costs against a plain one and whatever the
 // draft's catch-up costs per token it is behind, over short and long
 // generations: under 10% of plain decoding where the first probe costs a
@@ -263,10 +263,10 @@ func TestSpecGovernorBound(t *testing.T) {
 				pauses += n
 			}
 			t.Logf("call %v, catch-up %v/token, prompt %d, %d tokens: %d speculative calls, %d pauses, %.1f%% slower than plain", c.call, c.catch, tc.prompt, total, specCalls, g.paused, 100*over)
-			// The first probe's two calls (before plain decoding is
-			// measured) and, when no prompt priced the draft's catch-up,
-			// the catch-up at the first pause (on the plain probe's
-			// tokens) are what no measurement bounds.
+			// The first probe's two calls (at most: priced by a rough
+			// plain rate) and, when no prompt priced the draft's
+			// catch-up, the catch-up at the first pause (on the plain
+			// probes' tokens) are what the budget may not cover.
 			first := 2 * c.call
 			if tc.prompt == 0 {
 				first += time.Duration(1+g.probeCalls+g.probeMin) * c.catch
