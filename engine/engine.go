@@ -469,6 +469,15 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 	stopper := NewStopMatcher(req.Stop)
 
 	t0 := time.Now()
+	if sp != nil {
+		// A draft reads the prompt with the target (its time to first
+		// token), so decoding pays only its catch-ups on generated tokens;
+		// first, so that the target's weights are the ones the caches
+		// hold when decoding starts.
+		if err := sp.prefill(prompt); err != nil {
+			return nil, err
+		}
+	}
 	logits, err := sess.prefill(prompt[reused:])
 	if err != nil {
 		return nil, err
@@ -541,6 +550,9 @@ func (e *Engine) Generate(ctx context.Context, req Request, onToken func(Token) 
 		}
 		if sp != nil && sp.gov != nil {
 			sp.gov.mark()
+			if err := sp.syncDraft(history); err != nil {
+				return nil, err
+			}
 		}
 		switch {
 		case sp != nil && sp.speculate():

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/sample"
@@ -23,7 +24,10 @@ import (
 // ids, and a draft model drafts with its own on-device greedy steps (one
 // submit for all k drafts). Unless Spec.Always, a governor (specgov.go)
 // measures speculative against plain steps as the generation runs and
-// pauses drafting while speculation is the slower.
+// pauses drafting while speculation is the slower, within a bounded loss.
+// A draft model reads the prompt during the prefill and, after a pause,
+// catches up on the tokens decoded plainly in one batched Forward when
+// the next probe starts (the governor counts that catch-up's cost).
 
 // Spec configures speculative decoding for a request.
 type Spec struct {
@@ -47,11 +51,17 @@ type Spec struct {
 	// Always speculates at every step. Otherwise the generation measures
 	// the time per token of speculative and of plain steps as it goes and
 	// pauses drafting while speculation is the slower (SpecStats.Paused,
-	// DisabledReason), so speculation never costs decode speed for long.
+	// DisabledReason); what speculation may lose against plain decoding
+	// is bounded by a budget (a few plain steps plus 5% of the tokens
+	// emitted, specgov.go), so a draft that is never accepted costs
+	// little more than that.
 	Always bool
 
 	// tune adjusts the governor (tests: its clock and windows).
 	tune func(*specGovernor)
+	// drafter, when set, proposes instead of n-gram lookup in mode
+	// "ngram" (tests: a drafter that is never accepted).
+	drafter func(history []int, k int) []int
 }
 
 // SpecStats reports what speculation did in a generation.
@@ -111,6 +121,9 @@ func (e *Engine) SetSpec(sp *Spec) error {
 
 // DefaultSpecK is Spec.K's default.
 const DefaultSpecK = 4
+
+// openK is the most tokens drafted by a speculative probe's first call.
+const openK = 1
 
 // CheckDraft reports whether draft can propose tokens for target: the same
 // tokenizer (every token's text, BOS and EOS), or without tokenizers the
@@ -309,6 +322,27 @@ func (sp *speculator) finish(emitted int, decodeTokS float64) *SpecStats {
 	return &st
 }
 
+// prefill makes the draft consume the prompt but its last token (which
+// the first speculative step feeds it with the tokens after it).
+func (sp *speculator) prefill(prompt []int) error {
+	ds := sp.draft
+	if ds == nil || len(prompt) < 2 || sp.draftLen != 0 || len(ds.history) != 0 {
+		return nil
+	}
+	var t0 time.Time
+	if sp.gov != nil {
+		t0 = sp.gov.now()
+	}
+	if _, err := ds.Forward(prompt[:len(prompt)-1], false); err != nil {
+		return fmt.Errorf("engine: draft model: %w", err)
+	}
+	if sp.gov != nil {
+		sp.gov.primed(len(prompt)-1, sp.gov.now().Sub(t0))
+	}
+	sp.draftLen = len(prompt) - 1
+	return nil
+}
+
 func (sp *speculator) close() {
 	if sp.draft != nil {
 		sp.draft.Close()
@@ -322,6 +356,11 @@ func (sp *speculator) step(history []int, limit int) ([]int, error) {
 	t := sp.target
 	last := history[len(history)-1]
 	k := min(sp.cur, limit-1, t.maxLen-len(t.history)-1)
+	if sp.gov != nil && sp.gov.opening() {
+		// A probe's first call is not measured (it carries the switch)
+		// and may be the one the budget cannot cover: a short one.
+		k = min(k, openK)
+	}
 	var drafts []int
 	var qs []sample.Dist
 	if k > 0 {
@@ -463,7 +502,12 @@ func residual(p, q sample.Dist) sample.Dist {
 // were drawn from (one-hot for n-gram lookup).
 func (sp *speculator) propose(history []int, k int) ([]int, []sample.Dist, error) {
 	if sp.draft == nil {
-		d := ngramDraft(history, sp.spec.NgramMax, k)
+		var d []int
+		if sp.spec.drafter != nil {
+			d = sp.spec.drafter(history, k)
+		} else {
+			d = ngramDraft(history, sp.spec.NgramMax, k)
+		}
 		qs := make([]sample.Dist, len(d))
 		for i, id := range d {
 			qs[i] = sample.Dist{IDs: []int{id}, P: []float64{1}}
@@ -478,9 +522,9 @@ func (sp *speculator) propose(history []int, k int) ([]int, []sample.Dist, error
 		return sp.proposeGreedy(history, k)
 	}
 	sp.draftConsumed = k - 1
-	logits, err := ds.Forward(history[sp.draftLen:], false)
+	logits, err := sp.catchUp(history[sp.draftLen:], 1)
 	if err != nil {
-		return nil, nil, fmt.Errorf("engine: draft model: %w", err)
+		return nil, nil, err
 	}
 	ctx := append([]int(nil), history...)
 	var drafts []int
@@ -527,8 +571,8 @@ func (sp *speculator) proposeGreedy(history []int, k int) ([]int, []sample.Dist,
 	ds := sp.draft
 	pend := history[sp.draftLen:]
 	if len(pend) > 1 {
-		if _, err := ds.Forward(pend[:len(pend)-1], false); err != nil {
-			return nil, nil, fmt.Errorf("engine: draft model: %w", err)
+		if _, err := sp.catchUp(pend[:len(pend)-1], 0); err != nil {
+			return nil, nil, err
 		}
 	}
 	ids, err := ds.ForwardGreedy(pend[len(pend)-1], k+1, 0)
@@ -550,6 +594,43 @@ func (sp *speculator) proposeGreedy(history []int, k int) ([]int, []sample.Dist,
 	}
 	sp.draftConsumed = len(drafts)
 	return drafts, nil, nil
+}
+
+// syncDraft makes a draft consume the tokens decoded since it last
+// drafted (history but its last token) when the governor asks for it.
+func (sp *speculator) syncDraft(history []int) error {
+	if sp.gov == nil || !sp.gov.syncDraft() || sp.draft == nil {
+		return nil
+	}
+	if len(sp.draft.history) != sp.draftLen || sp.draftLen >= len(history) {
+		return fmt.Errorf("engine: draft session at %d positions, expected %d", len(sp.draft.history), sp.draftLen)
+	}
+	if pend := history[sp.draftLen : len(history)-1]; len(pend) > 0 {
+		if _, err := sp.catchUp(pend, 0); err != nil {
+			return err
+		}
+	}
+	sp.draftLen = len(history) - 1
+	return nil
+}
+
+// catchUp feeds the draft the tokens it has not consumed (those decoded
+// while drafting paused, in one batched Forward) and tells the governor
+// what the tokens beyond the last extra cost: what the next probe pays
+// per token the draft falls behind.
+func (sp *speculator) catchUp(tokens []int, extra int) ([]float32, error) {
+	var t0 time.Time
+	if sp.gov != nil {
+		t0 = sp.gov.now()
+	}
+	logits, err := sp.draft.Forward(tokens, false)
+	if err != nil {
+		return nil, fmt.Errorf("engine: draft model: %w", err)
+	}
+	if sp.gov != nil {
+		sp.gov.caughtUp(len(tokens)-extra, sp.gov.now().Sub(t0))
+	}
+	return logits, nil
 }
 
 // ngramDraft is prompt lookup: the tokens that followed the latest earlier

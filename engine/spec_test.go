@@ -4,7 +4,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"math/bits"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -79,10 +81,12 @@ func checkSpecGreedy(t *testing.T, target *Engine, req Request, drafts map[strin
 }
 
 // flipFlop tunes a governor to switch often: one-call probes, short runs
-// and pauses, and a clock under which speculative calls cost 10 ms each
-// during its first 4 decisions (so speculation loses), 1 ms after.
+// and pauses, a budget that never runs out, and a clock under which
+// speculative calls cost 10 ms each during its first 4 decisions (so
+// speculation loses), 1 ms after.
 func flipFlop(g *specGovernor) {
 	g.probeCalls, g.probeMin, g.runTokens, g.minBackoff, g.backoff, g.maxBackoff = 1, 1, 3, 2, 2, 3
+	g.allowance = 1e9
 	g.probeTime, g.runTime, g.backoffTime, g.minBackoffTime = 0, 0, 0, 0
 	var now time.Time
 	marks := 0
@@ -222,7 +226,9 @@ func TestSpecSamplingDistribution(t *testing.T) {
 		spec   *Spec
 		prompt []int
 	}
-	// The draft samples the same model more broadly or more narrowly than
+	// Every step speculates with K drafts (Always: a governed probe's
+	// first step drafts one). The draft
+	// samples the same model more broadly or more narrowly than
 	// the target, so drafts are rejected (and, with top-k 2, the target's
 	// candidates outside the draft's come only from the residual).
 	base := []int{5, 17, 33, 5, 17}
@@ -243,9 +249,9 @@ func TestSpecSamplingDistribution(t *testing.T) {
 		ramp = append(ramp, (7*i+3)%e.Model.Arch.Vocab)
 	}
 	cases := []tc{
-		{"draft(temp 2, top-k 6)", &Spec{Mode: "draft", K: 3, Draft: draft, DraftSampling: &sample.Params{Temperature: 2, TopK: 6}}, base},
-		{"draft(temp 0.5, top-k 2)", &Spec{Mode: "draft", K: 3, Draft: draft, DraftSampling: &sample.Params{Temperature: 0.5, TopK: 2}}, base},
-		{"ngram", &Spec{Mode: "ngram", K: 3}, append(ramp, base...)},
+		{"draft(temp 2, top-k 6)", &Spec{Mode: "draft", K: 3, Draft: draft, DraftSampling: &sample.Params{Temperature: 2, TopK: 6}, Always: true}, base},
+		{"draft(temp 0.5, top-k 2)", &Spec{Mode: "draft", K: 3, Draft: draft, DraftSampling: &sample.Params{Temperature: 0.5, TopK: 2}, Always: true}, base},
+		{"ngram", &Spec{Mode: "ngram", K: 3, Always: true}, append(ramp, base...)},
 	}
 	for _, c := range cases {
 		// The exact distribution of the first three tokens (the second and
@@ -304,5 +310,92 @@ func TestSpecSamplingDistribution(t *testing.T) {
 		if drafted == 0 || accepted == drafted || (accepted == 0 && c.spec.Mode == "draft") {
 			t.Errorf("%s: %d drafted, %d accepted: the rejection path is not exercised", c.name, drafted, accepted)
 		}
+	}
+}
+
+// TestSpecNeverAccepted: a generation whose drafter is never accepted
+// (it proposes, after each position, a token other than the target's
+// greedy pick) emits the plain greedy tokens, and the governor bounds what
+// the drafts cost: few drafter calls and verify steps, backing off over a
+// long generation, and a modelled cost within 10% of plain decoding. The
+// clock is a cost model (a plain token 1 ms; a speculative call a draft
+// as large as the target: k+1 draft steps of 1 ms, its catch-up at 0.04
+// ms a token, a verify of 1 + k/4 ms): no timing.
+func TestSpecNeverAccepted(t *testing.T) {
+	path := filepath.Join(fixtures.Dir(t), "fixtures", "models", "stories260K.gguf")
+	e := loadEngine(t, path, "cpu")
+	for _, n := range []int{128, 1024} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			req := Request{Prompt: "Once upon a time", MaxTokens: n, IgnoreEOS: true}
+			want, err := e.Generate(context.Background(), req, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt := want.PromptTokens
+			const ms = time.Millisecond
+			var now time.Time
+			var model, pending time.Duration // the modelled decode time; the call in progress
+			var gov *specGovernor
+			drafts, seen := 0, 0
+			sp := &Spec{Mode: "ngram", K: 4}
+			sp.drafter = func(history []int, k int) []int {
+				drafts++
+				at := len(history) - prompt // the index in want.IDs of the first draft
+				if seen == 0 {
+					seen = len(history) - 1
+				}
+				var d []int
+				for i := range k {
+					d = append(d, (want.IDs[min(at+i, len(want.IDs)-1)]+1)%e.Model.Arch.Vocab)
+				}
+				// Catch-up on the tokens since the last call (told to the
+				// governor, as the draft session's is), k+1 draft steps, a
+				// verify of k+1 tokens.
+				behind := len(history) - 1 - seen
+				gov.caughtUp(behind, time.Duration(behind)*ms/25)
+				pending = time.Duration(behind)*ms/25 + time.Duration(k+1)*ms + ms + time.Duration(k)*ms/4
+				seen = len(history)
+				return d
+			}
+			sp.tune = func(g *specGovernor) {
+				gov = g
+				g.now = func() time.Time {
+					d := time.Duration(g.curN) * ms // the call that ends: plain
+					if g.curSpec {
+						d = pending
+					}
+					if g.open {
+						now = now.Add(d)
+						model += d
+					}
+					pending = 0
+					return now
+				}
+			}
+			r := req
+			r.Spec = sp
+			got, err := e.Generate(context.Background(), r, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.IDs, want.IDs) {
+				t.Fatalf("speculative greedy %v\nplain greedy %v", got.IDs, want.IDs)
+			}
+			st := got.Spec
+			plain := time.Duration(n-1) * ms // the decode calls after the first token
+			t.Logf("%d tokens: %d drafter calls, %d verify steps, %d drafted, %d accepted, %d plain tokens, paused %d: modelled %v against %v plain (%q)",
+				n, drafts, st.Steps, st.Drafted, st.Accepted, st.PlainTokens, st.Paused, model, plain, st.DisabledReason)
+			if st.Accepted != 0 || st.Steps != drafts {
+				t.Errorf("%d drafter calls, %d verify steps, %d accepted: want every drafted step verified and none accepted", drafts, st.Steps, st.Accepted)
+			}
+			// A probe is at most 4 calls; probes follow pauses of 256,
+			// 512, ... tokens.
+			if max := 4 * (1 + bits.Len(uint(n/256))); drafts > max {
+				t.Errorf("%d drafter calls over %d tokens, want at most %d", drafts, n, max)
+			}
+			if model > plain*110/100 {
+				t.Errorf("modelled decode %v, plain %v: over 10%% slower", model, plain)
+			}
+		})
 	}
 }

@@ -203,3 +203,86 @@ func TestSpecGovernor(t *testing.T) {
 		}
 	})
 }
+
+// TestSpecGovernorBound: a draft that is never accepted (every speculative
+// call emits one token) costs at most the ledger's budget (allowance +
+// budget×tokens, plus a call misjudged: the first probe's are priced by a
+// rough plain rate),
+// whatever a speculative call costs against a plain one and whatever the
+// draft's catch-up costs per token it is behind, over short and long
+// generations: under 10% of plain decoding where the first probe costs a
+// few plain steps. The probes back off (their count grows with the log of
+// the length up to maxBackoff), and a draft whose catch-up costs more
+// than the budget per token probes once. Costs are an injected model: no
+// timing.
+func TestSpecGovernorBound(t *testing.T) {
+	const plain = time.Millisecond
+	for _, c := range []struct {
+		call  time.Duration // a speculative call (one token emitted)
+		catch time.Duration // and its catch-up per token the draft is behind
+	}{{3 * plain, plain / 10}, {6 * plain, plain / 10}, {6 * plain, plain}, {2 * plain, 0}, {2 * plain, plain / 50}, {4 * plain, plain / 40}} {
+		for _, tc := range []struct {
+			total  int
+			prompt int // prompt tokens the draft read before decoding (0: none, it syncs at the first pause)
+		}{{128, 0}, {512, 0}, {4096, 0}, {65536, 0}, {128, 8}, {512, 8}, {4096, 8}} {
+			total := tc.total
+			g := newSpecGovernor(nil)
+			g.primed(tc.prompt-1, time.Duration(tc.prompt-1)*c.catch)
+			var now time.Time
+			g.now = func() time.Time { return now }
+			var took time.Duration
+			specCalls, behind := 0, 0
+			for tokens := 0; tokens < total; tokens++ {
+				g.mark()
+				spec := g.speculate()
+				g.emitted(spec, 1)
+				d := plain
+				if g.syncDraft() {
+					// The draft catches up during this plain call.
+					g.caughtUp(behind, time.Duration(behind)*c.catch)
+					d += time.Duration(behind) * c.catch
+					behind = 0
+				}
+				if spec {
+					g.caughtUp(behind, time.Duration(behind)*c.catch)
+					d = c.call + time.Duration(behind)*c.catch
+					specCalls++
+					behind = 0
+				} else {
+					behind++
+				}
+				now = now.Add(d)
+				took += d
+			}
+			over := float64(took)/float64(time.Duration(total)*plain) - 1
+			// Each probe is at most 1+probeCalls calls; probes come after
+			// pauses of 256, 512, ... maxBackoff tokens.
+			probes, pauses := 2, 0
+			for n := g.minBackoff; pauses < total; n = min(2*n, g.maxBackoff) {
+				probes++
+				pauses += n
+			}
+			t.Logf("call %v, catch-up %v/token, prompt %d, %d tokens: %d speculative calls, %d pauses, %.1f%% slower than plain", c.call, c.catch, tc.prompt, total, specCalls, g.paused, 100*over)
+			// The first probe's two calls (at most: priced by a rough
+			// plain rate) and, when no prompt priced the draft's
+			// catch-up, the catch-up at the first pause (on the plain
+			// probes' tokens) are what the budget may not cover.
+			first := 2 * c.call
+			if tc.prompt == 0 {
+				first += time.Duration(1+g.probeCalls+g.probeMin) * c.catch
+			}
+			if over > 0.10 && first <= 12*plain {
+				t.Errorf("call %v, catch-up %v/token, %d tokens: governed decoding %.1f%% slower than plain (%d speculative calls)", c.call, c.catch, total, 100*over, specCalls)
+			}
+			if c.catch > time.Duration(g.budget*float64(plain)) && specCalls > 1+g.probeCalls {
+				t.Errorf("call %v, catch-up %v/token, %d tokens: %d speculative calls: a catch-up over budget probed again", c.call, c.catch, total, specCalls)
+			}
+			if specCalls > probes*(1+g.probeCalls) {
+				t.Errorf("call %v, %d tokens: %d speculative calls, want at most %d probes of %d", c.call, total, specCalls, probes, 1+g.probeCalls)
+			}
+			if bound := g.allowance + g.budget*float64(total) + float64(first)/float64(plain); g.loss() > bound {
+				t.Errorf("call %v, %d tokens: the ledger lost %.1f plain tokens, its bound is %.1f", c.call, total, g.loss(), bound)
+			}
+		}
+	}
+}
