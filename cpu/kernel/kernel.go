@@ -33,7 +33,7 @@
 // without them. Int8 mode at the AVX512VNNI level and above repacks
 // q4_0, q8_0, q4_K and q6_K weights once per tensor, at first use, into
 // 16-row int8 tiles that decode (one token) and prefill (panels of 8 or,
-// with AMX, 16 tokens) share; q4_1, q5_0, q5_1, q5_K, iq4_nl and iq4_xs
+// with AMX, pairs of 16 tokens) share; q4_1, q5_0, q5_1, q5_K, iq4_nl and iq4_xs
 // are packed the same way for prefill only (lowbit_pack.go).
 // Kernels run in parallel on runtime.GOMAXPROCS(0) goroutines (read at
 // each call; helpers are long-lived and started on demand); small

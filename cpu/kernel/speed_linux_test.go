@@ -92,8 +92,19 @@ func TestMatMulSpeed(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("CORTIQ_KSPEED_N")); err == nil {
 		n = v
 	}
-	for _, c := range allCodecs {
-		for _, sh := range [][2]int{{1024, 1024}, {4864, 1024}, {1024, 4864}} {
+	codecs := allCodecs
+	if s := os.Getenv("CORTIQ_KSPEED_CODECS"); s != "" {
+		codecs = nil
+		for _, name := range strings.Split(s, ",") {
+			c, err := tensor.ParseCodec(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			codecs = append(codecs, c)
+		}
+	}
+	for _, c := range codecs {
+		for _, sh := range [][2]int{{1024, 1024}, {4864, 1024}, {1024, 4864}, {896, 896}, {4864, 896}, {896, 4864}} {
 			w := benchWeight(c, sh[0], sh[1])
 			x := make([]float32, n*sh[1])
 			for i := range x {
@@ -112,7 +123,8 @@ func TestMatMulSpeed(t *testing.T) {
 // last-level cache) on one thread, in thread CPU time (median and best of
 // 12 steps): the memory stream's efficiency per core, usable on a machine
 // shared with other jobs. Run with CORTIQ_KSPEED=1 (or a level) go test
-// -run DecodeStreamSpeed -v; CORTIQ_KSPEED_CODECS=q4_0,q8_0,q4_K.
+// -run DecodeStreamSpeed -v; CORTIQ_KSPEED_CODECS=q4_0,q8_0,q4_K;
+// CORTIQ_KSPEED_SHAPE=qwen-0.5b for Qwen2.5-0.5B's products instead.
 func TestDecodeStreamSpeed(t *testing.T) {
 	if os.Getenv("CORTIQ_KSPEED") == "" {
 		t.Skip("set CORTIQ_KSPEED=1 to measure")
@@ -129,7 +141,11 @@ func TestDecodeStreamSpeed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		step, bytes, done := llama1bDecode(c)
+		shape := llama1bDecode
+		if os.Getenv("CORTIQ_KSPEED_SHAPE") == "qwen-0.5b" {
+			shape = qwen05bDecode
+		}
+		step, bytes, done := shape(c)
 		runtime.LockOSThread()
 		step()
 		var r []float64
