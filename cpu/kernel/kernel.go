@@ -281,7 +281,11 @@ func MatMul(y []float32, w *tensor.Tensor, x []float32, n int) {
 // (the engine names it). The scan costs about a copy of x, little next to
 // the weights a product streams.
 func allFinite(x []float32) bool {
-	for _, v := range x {
+	n := simdLen(len(x)) &^ 31
+	if n > 0 && !allFiniteSIMD(&x[0], n) {
+		return false
+	}
+	for _, v := range x[n:] {
 		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
 			return false
 		}

@@ -125,3 +125,10 @@ func axpyRowsSIMD(dst, a, x []float32, stride int) int {
 	}
 	return n8
 }
+
+//go:noescape
+func allFiniteAVX2(x *float32, n int) bool
+
+// allFiniteSIMD reports whether the n floats at x (a multiple of 32)
+// hold no NaN or infinity.
+func allFiniteSIMD(x *float32, n int) bool { return allFiniteAVX2(x, n) }

@@ -301,3 +301,38 @@ axpyrows8_row:
 	VMOVUPS Y0, 0(DI)
 	VZEROUPPER
 	RET
+
+// func allFiniteAVX2(x *float32, n int) bool
+// Whether no element of x[0:n] (n a multiple of 32) has an all-ones
+// exponent (NaN or ±Inf): 32 floats a step, their exponent fields
+// compared with all ones and the matches or-ed together.
+TEXT ·allFiniteAVX2(SB), NOSPLIT, $0-17
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVL $0x7f800000, AX
+	MOVL AX, X15
+	VPBROADCASTD X15, Y15
+	VPXOR Y14, Y14, Y14
+
+finite_loop:
+	VPAND 0(SI), Y15, Y0
+	VPAND 32(SI), Y15, Y1
+	VPAND 64(SI), Y15, Y2
+	VPAND 96(SI), Y15, Y3
+	VPCMPEQD Y15, Y0, Y0
+	VPCMPEQD Y15, Y1, Y1
+	VPCMPEQD Y15, Y2, Y2
+	VPCMPEQD Y15, Y3, Y3
+	VPOR Y1, Y0, Y0
+	VPOR Y3, Y2, Y2
+	VPOR Y2, Y0, Y0
+	VPOR Y0, Y14, Y14
+	ADDQ $128, SI
+	SUBQ $32, CX
+	JNZ  finite_loop
+
+	VPTEST Y14, Y14
+	SETEQ AX
+	VZEROUPPER
+	MOVB AX, ret+16(FP)
+	RET

@@ -235,3 +235,29 @@ func TestDotAxpyRows(t *testing.T) {
 		}
 	})
 }
+
+// TestAllFinite checks the non-finite scan at every level with one NaN
+// or infinity at each position (the SIMD part and the tail).
+func TestAllFinite(t *testing.T) {
+	forEachImpl(t, func(t *testing.T) {
+		for _, n := range []int{0, 5, 32, 40, 96, 133} {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(i) - 1e30
+			}
+			if !allFinite(x) {
+				t.Fatalf("n=%d: finite data reported non-finite", n)
+			}
+			for i := range x {
+				for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+					v := x[i]
+					x[i] = bad
+					if allFinite(x) {
+						t.Fatalf("n=%d: %g at %d not found", n, bad, i)
+					}
+					x[i] = v
+				}
+			}
+		}
+	})
+}
