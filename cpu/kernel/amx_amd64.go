@@ -4,7 +4,6 @@ package kernel
 
 import (
 	"encoding/binary"
-	"math"
 	"sync"
 	"unsafe"
 
@@ -13,6 +12,9 @@ import (
 
 //go:noescape
 func gemmQ4_0AMX(w0, w1 *byte, ap *byte, nb, npp int, acc *float32, cfg *[64]byte, scratch *byte)
+
+//go:noescape
+func quantRowAMX(x *float32, nb int, q *byte, d *byte)
 
 //go:noescape
 func gemmQ8_0AMX(w0, w1 *byte, ap *byte, nb, npp int, acc *float32, cfg *[64]byte, scratch *byte)
@@ -48,9 +50,6 @@ func packAMXPanels(x []float32, n, cols int) *[]byte {
 	*bp = (*bp)[:size]
 	xp := *bp
 	parallelFor(np, 1, func(lo, hi int) {
-		qx := q8xPool.Get().(*q8x)
-		defer q8xPool.Put(qx)
-		qx.q, qx.d, qx.hs = grow(qx.q, cols), grow(qx.d, nb), grow(qx.hs, 2*nb)
 		for p := lo; p < hi; p++ {
 			panel := xp[p*nb*amxPanelB : (p+1)*nb*amxPanelB]
 			nt := min(amxTokens, n-p*amxTokens)
@@ -58,12 +57,8 @@ func packAMXPanels(x []float32, n, cols int) *[]byte {
 				clear(panel)
 			}
 			for t := range max(nt, 0) {
-				quantRow(&x[(p*amxTokens+t)*cols], nb, &qx.q[0], &qx.d[0], &qx.hs[0])
-				for b := range nb {
-					blk := panel[b*amxPanelB : (b+1)*amxPanelB]
-					copy(blk[32*t:32*t+32], i8Bytes(qx.q[32*b:32*b+32]))
-					binary.LittleEndian.PutUint32(blk[512+4*t:], math.Float32bits(qx.d[b]))
-				}
+				_ = x[(p*amxTokens+t+1)*cols-1]
+				quantRowAMX(&x[(p*amxTokens+t)*cols], nb, &panel[32*t], &panel[512+4*t])
 			}
 		}
 	})

@@ -38,7 +38,7 @@ const lowbitInt8 = true
 
 // lowbitInt8Codecs are the codecs with an Int8 kernel defined here.
 var lowbitInt8Codecs = []tensor.Codec{
-	tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.Q2_K, tensor.Q3_K, tensor.Q5_K,
+	tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K,
 	tensor.IQ4_NL, tensor.IQ4_XS, tensor.MXFP4,
 }
 
@@ -128,6 +128,15 @@ func unpackLowbit(c tensor.Codec, sb []byte, k int) (o lbBlock) {
 		nib(sb[8+16*k : 24+16*k])
 		for j := range o.w {
 			o.w[j] = iq4Values[o.w[j]]
+		}
+	case tensor.Q4_K:
+		d := f16le(sb)
+		sc, m := tensor.Q4KScaleMin(k, sb[4:16])
+		o.dw0, o.kind, o.mf = d*float32(sc), minInt, f16le(sb[2:])
+		o.mi0, o.mi1 = int32(m), int32(m)
+		ql := sb[16+32*(k/2):]
+		for l := range 32 {
+			o.w[l] = int8(ql[l] >> (4 * (k % 2)) & 15)
 		}
 	case tensor.Q5_K:
 		d := f16le(sb)

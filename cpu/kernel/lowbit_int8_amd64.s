@@ -412,6 +412,65 @@ done: \
 Q5KFUNC(·dotQ5_KI8AVX2, DOTU_AVX2)
 Q5KFUNC(·dotQ5_KI8VNNI, DOTU_VNNI)
 
+// q4_K (144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins,
+// 128 of nibbles): q5_K without the fifth bits (Q5KSCALES, the same
+// scale and min lanes).
+#define Q4KHEAD \
+	Q5KSCALES; \
+	VPMOVZXBD X10, Y1; \
+	VCVTDQ2PS Y1, Y1; \
+	VBROADCASTSS X11, Y6; \
+	VMULPS Y6, Y1, Y1; \
+	VMULPS (R10), Y1, Y1; \
+	VMOVUPS Y1, (SP); \
+	VPSRLDQ $8, X10, X6; \
+	VPMOVZXBD X6, Y6; \
+	VMOVDQU (R13), Y1; \
+	VPHADDD 32(R13), Y1, Y1; \
+	VPERMQ $0xD8, Y1, Y1; \
+	VPMULLD Y1, Y6, Y6; \
+	VPXOR Y1, Y1, Y1; \
+	VPSUBD Y6, Y1, Y6; \
+	MINLANES
+
+#define Q4KBLK(DOT, QOFF, SHIFT, XOFF, FOFF) \
+	VMOVDQU QOFF(SI), Y5; \
+	VPSRLW $SHIFT, Y5, Y5; \
+	VPAND Y15, Y5, Y5; \
+	DOT(XOFF(DI)); \
+	VBROADCASTSS FOFF(SP), Y4; \
+	ACC
+
+#define Q4KFUNC(NAME, DOT) \
+TEXT NAME(SB), NOSPLIT, $64-52; \
+	ARGS; \
+	SHRQ $3, CX; \
+	JZ done; \
+loop: \
+	PREFETCHT0 4096(SI); \
+	PREFETCHT0 4160(SI); \
+	PREFETCHT0 4224(SI); \
+	Q4KHEAD; \
+	Q4KBLK(DOT, 16, 0, 0, 0); \
+	Q4KBLK(DOT, 16, 4, 32, 4); \
+	Q4KBLK(DOT, 48, 0, 64, 8); \
+	Q4KBLK(DOT, 48, 4, 96, 12); \
+	Q4KBLK(DOT, 80, 0, 128, 16); \
+	Q4KBLK(DOT, 80, 4, 160, 20); \
+	Q4KBLK(DOT, 112, 0, 192, 24); \
+	Q4KBLK(DOT, 112, 4, 224, 28); \
+	ADDQ $144, SI; \
+	ADDQ $256, DI; \
+	ADDQ $32, R10; \
+	ADDQ $64, R13; \
+	DECQ CX; \
+	JNZ loop; \
+done: \
+	FINISH
+
+Q4KFUNC(·dotQ4_KI8AVX2, DOTU_AVX2)
+Q4KFUNC(·dotQ4_KI8VNNI, DOTU_VNNI)
+
 // q2_K (84 bytes: 16 bytes of scale | min<<4, 64 bytes of 2-bit quants, f16
 // d, f16 dmin). Y9 = 0x03 bytes, Y13 = lbHalfIdx.
 #define Q2KHEAD \
