@@ -45,6 +45,12 @@ func dotQ4_KI8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb in
 func dotQ4_KI8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
 
 //go:noescape
+func dotQ6_KI8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ6_KI8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
 func dotQ5_KI8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
 
 //go:noescape
@@ -149,6 +155,7 @@ var lowbitDots = [tensor.NumCodecs][2]lowbitDot{
 	tensor.Q3_K:   {dotQ3_KI8AVX2, dotQ3_KI8VNNI},
 	tensor.Q4_K:   {dotQ4_KI8AVX2, dotQ4_KI8VNNI},
 	tensor.Q5_K:   {dotQ5_KI8AVX2, dotQ5_KI8VNNI},
+	tensor.Q6_K:   {dotQ6_KI8AVX2, dotQ6_KI8VNNI},
 	tensor.IQ4_NL: {dotIQ4_NLI8AVX2, dotIQ4_NLI8VNNI},
 	tensor.IQ4_XS: {dotIQ4_XSI8AVX2, dotIQ4_XSI8VNNI},
 	tensor.MXFP4:  {dotMXFP4I8AVX2, dotMXFP4I8VNNI},
