@@ -130,9 +130,23 @@ func (s *Session) attend(at *model.Attention, sinks []float32, cache *kvCache, q
 			kvOff := (hh / group) * hd
 			kbuf, vbuf := scratch[s.maxLen:s.maxLen+hd], scratch[s.maxLen+hd:]
 			sc := scratch[:pos+1-first]
-			for j := range sc {
-				kj, _ := cache.get(first+j, kvOff, hd, kbuf, vbuf)
-				sc[j] = kernel.Dot(qh, kj) * at.Scale
+			// A float32 cache holds the rows in at most two runs (a
+			// ring wraps once): one DotRows call per run.
+			r0, n0 := cache.row(first)+kvOff, len(sc)
+			if cache.ring > 0 {
+				n0 = min(n0, cache.ring-first%cache.ring)
+			}
+			if !cache.f16 {
+				kernel.DotRows(sc[:n0], qh, cache.k[r0:], cache.width)
+				kernel.DotRows(sc[n0:], qh, cache.k[kvOff:], cache.width)
+				for j := range sc {
+					sc[j] *= at.Scale
+				}
+			} else {
+				for j := range sc {
+					kj, _ := cache.get(first+j, kvOff, hd, kbuf, vbuf)
+					sc[j] = kernel.Dot(qh, kj) * at.Scale
+				}
 			}
 			if c := at.Softcap; c > 0 {
 				for j, x := range sc {
@@ -146,6 +160,11 @@ func (s *Session) attend(at *model.Attention, sinks []float32, cache *kvCache, q
 			}
 			out := att[t*qDim+hh*hd : t*qDim+(hh+1)*hd]
 			clear(out)
+			if !cache.f16 {
+				kernel.AxpyRows(out, sc[:n0], cache.v[r0:], cache.width)
+				kernel.AxpyRows(out, sc[n0:], cache.v[kvOff:], cache.width)
+				continue
+			}
 			for j, p := range sc {
 				_, vj := cache.get(first+j, kvOff, hd, kbuf, vbuf)
 				kernel.Axpy(out, p, vj)

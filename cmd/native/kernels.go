@@ -12,8 +12,7 @@ import (
 // applyKernelEnv maps the CPU kernel environment variables to the kernel
 // package's options: CORTIQ_CPU_LEVEL selects the instruction set,
 // generic|avx2|avx512|avx512vnni|amx on amd64, generic|neon|neondot on
-// arm64 (by default the highest the CPU has, AMX only when asked for; a
-// level above what the CPU has means the highest it has; another
+// arm64 (by default the highest the CPU has; a level above what the CPU has means the highest it has; another
 // architecture's level is an error), CORTIQ_KERNEL=exact|int8 picks the
 // arithmetic of quantized products (int8 is the default).
 func applyKernelEnv() error {

@@ -4,28 +4,32 @@ package kernel
 
 import (
 	"encoding/binary"
-	"math"
 	"sync"
+	"unsafe"
 
 	"github.com/cortiq/cortiq/tensor"
 )
 
 //go:noescape
-func gemmQ4_0AMX(wp *byte, ap *byte, nb, np int, out *float32, cfg *[64]byte, scratch *[3072]byte)
+func gemmQ4_0AMX(w0, w1 *byte, ap *byte, nb, npp int, acc *float32, cfg *[64]byte, scratch *byte)
 
 //go:noescape
-func gemmQ8_0AMX(wp *byte, ap *byte, nb, np int, out *float32, cfg *[64]byte, scratch *[3072]byte)
+func quantRowAMX(x *float32, nb int, q *byte, d *byte)
+
+//go:noescape
+func gemmQ8_0AMX(w0, w1 *byte, ap *byte, nb, npp int, acc *float32, cfg *[64]byte, scratch *byte)
 
 const (
-	amxTokens = 16   // tokens per AMX panel
-	amxPanelB = 1600 // panel bytes per block: 16×32 int8, 16 scales, a 16×16 int32 offset tile
+	amxTokens  = 16    // tokens per AMX panel (a pair of them per call's step)
+	amxPanelB  = 576   // panel bytes per block: 16×32 int8, 16 float32 scales
+	amxScratch = 10240 // B slots 2×1 KiB, C slots 2×4 KiB (amx_amd64.s)
 )
 
-// amxConfig is the tile configuration (palette 1): tmm0 16×64 bytes (C),
-// tmm1 16×32 (A), tmm2 8×64 (B).
+// amxConfig is the tile configuration (palette 1): tmm0-1 16×32 bytes
+// (A: two panels), tmm2-3 8×64 (B: two weight groups), tmm4-7 16×64 (C).
 var amxConfig = func() (c [64]byte) {
 	c[0] = 1
-	for i, t := range [][2]int{{16, 64}, {16, 32}, {8, 64}} {
+	for i, t := range [][2]int{{16, 32}, {16, 32}, {8, 64}, {8, 64}, {16, 64}, {16, 64}, {16, 64}, {16, 64}} {
 		binary.LittleEndian.PutUint16(c[16+2*i:], uint16(t[1]))
 		c[48+i] = byte(t[0])
 	}
@@ -33,10 +37,10 @@ var amxConfig = func() (c [64]byte) {
 }()
 
 // packAMXPanels quantizes the n token rows of x (as quantRow does) into
-// panels of 16 tokens in the A-tile layout, with the offset tile for
-// weights stored as w+o.
-func packAMXPanels(x []float32, n, cols int, o int32) *[]byte {
-	nb, np := cols/32, (n+amxTokens-1)/amxTokens
+// pairs of panels of 16 tokens: per block the 16 tokens' 32 int8 (the
+// A-tile layout), then their 16 float32 scales; tokens past n are zero.
+func packAMXPanels(x []float32, n, cols int) *[]byte {
+	nb, np := cols/32, 2*((n+2*amxTokens-1)/(2*amxTokens))
 	size := np * nb * amxPanelB
 	bp, _ := bytePool.Get().(*[]byte)
 	if bp == nil || cap(*bp) < size {
@@ -46,61 +50,94 @@ func packAMXPanels(x []float32, n, cols int, o int32) *[]byte {
 	*bp = (*bp)[:size]
 	xp := *bp
 	parallelFor(np, 1, func(lo, hi int) {
-		qx := q8xPool.Get().(*q8x)
-		defer q8xPool.Put(qx)
-		qx.q, qx.d, qx.hs = grow(qx.q, cols), grow(qx.d, nb), grow(qx.hs, 2*nb)
 		for p := lo; p < hi; p++ {
 			panel := xp[p*nb*amxPanelB : (p+1)*nb*amxPanelB]
-			clear(panel)
-			for t := range min(amxTokens, n-p*amxTokens) {
-				quantRow(&x[(p*amxTokens+t)*cols], nb, &qx.q[0], &qx.d[0], &qx.hs[0])
-				for b := range nb {
-					blk := panel[b*amxPanelB : (b+1)*amxPanelB]
-					copy(blk[32*t:32*t+32], i8Bytes(qx.q[32*b:32*b+32]))
-					binary.LittleEndian.PutUint32(blk[512+4*t:], math.Float32bits(qx.d[b]))
-					off := uint32(-o * (qx.hs[2*b] + qx.hs[2*b+1]))
-					row := blk[576+64*t : 576+64*t+64]
-					for i := 0; i < 64; i += 4 {
-						binary.LittleEndian.PutUint32(row[i:], off)
-					}
-				}
+			nt := min(amxTokens, n-p*amxTokens)
+			if nt < amxTokens {
+				clear(panel)
+			}
+			for t := range max(nt, 0) {
+				_ = x[(p*amxTokens+t+1)*cols-1]
+				quantRowAMX(&x[(p*amxTokens+t)*cols], nb, &panel[32*t], &panel[512+4*t])
 			}
 		}
 	})
 	return bp
 }
 
-var amxOutPool sync.Pool
+// amxBuf is a worker's accumulators and tile scratch, 64-byte aligned.
+type amxBuf struct {
+	mem     []byte
+	acc     []float32
+	scratch *byte
+}
 
-// matmulAMX is matmulInt8 for q4_0 and q8_0 on AMX tiles; false if the
-// codec has none.
-func matmulAMX(y []float32, pw *packedW, c tensor.Codec, x []float32, n, rows, cols int) bool {
-	tile, o := gemmQ8_0AMX, int32(128)
-	switch c {
-	case tensor.Q4_0:
-		tile, o = gemmQ4_0AMX, 8
-	case tensor.Q8_0:
-	default:
-		return false
+var amxBufPool sync.Pool
+
+func getAMXBuf(pairs int) *amxBuf {
+	b, _ := amxBufPool.Get().(*amxBuf)
+	if b == nil || len(b.acc) < pairs*1024 {
+		b = &amxBuf{mem: make([]byte, pairs*4096+amxScratch+64)}
+		off := int(-uintptrOf(b.mem) & 63)
+		b.acc = unsafe.Slice((*float32)(unsafe.Pointer(&b.mem[off])), pairs*1024)
+		b.scratch = &b.mem[off+pairs*4096]
 	}
-	bp := packAMXPanels(x, n, cols, o)
+	return b
+}
+
+// amxCodec is the AMX kernel's codec for a product's packed codec (q5_0
+// is packed as q8_0), or false if AMX has no kernel for it.
+func amxCodec(c tensor.Codec) (tensor.Codec, bool) {
+	switch c {
+	case tensor.Q4_0, tensor.Q8_0:
+		return c, true
+	case tensor.Q5_0:
+		return tensor.Q8_0, true
+	}
+	return c, false
+}
+
+// runAMX is runTiles on AMX tiles, for products whose codecs all have
+// an AMX kernel (amxCodec): the token rows are quantized once into
+// panels, and every product's pairs of 16-row groups run as one
+// parallel loop. It reports false (and does nothing) otherwise.
+func runAMX(x []float32, n, cols int, ps []tileProduct) bool {
+	total, bytes := 0, 0
+	for _, p := range ps {
+		if _, ok := amxCodec(p.c); !ok {
+			return false
+		}
+		total += (p.pw.ng + 1) / 2
+		bytes += p.pw.ng * p.pw.nb * i8Stride(p.c)
+	}
+	bp := packAMXPanels(x, n, cols)
 	defer bytePool.Put(bp)
 	xp := *bp
-	nb, gs, np := pw.nb, i8Stride(c), (n+amxTokens-1)/amxTokens
-	parallelFor(pw.ng, max(1, (32<<10)/(nb*gs)), func(lo, hi int) {
-		op, _ := amxOutPool.Get().(*[]float32)
-		if op == nil || cap(*op) < np*256 {
-			o := make([]float32, np*256)
-			op = &o
-		}
-		defer amxOutPool.Put(op)
-		out := (*op)[:np*256]
-		var scratch [3072]byte
-		for g := lo; g < hi; g++ {
-			r0 := g * i8Rows
-			nr := min(i8Rows, rows-r0)
-			tile(&pw.data[g*nb*gs], &xp[0], nb, np, &out[0], &amxConfig, &scratch)
-			storeTile(y, r0, nr, rows, out, n) // out: 16 float32 per token
+	nb, pairs := cols/32, (n+2*amxTokens-1)/(2*amxTokens)
+	parallelFor(total, max(1, (16<<10)/max(1, bytes/total)), func(lo, hi int) {
+		b := getAMXBuf(pairs)
+		defer amxBufPool.Put(b)
+		base := 0
+		for _, p := range ps {
+			c, _ := amxCodec(p.c)
+			tile, gs := gemmQ8_0AMX, i8Stride(c)
+			if c == tensor.Q4_0 {
+				tile = gemmQ4_0AMX
+			}
+			np := (p.pw.ng + 1) / 2
+			for gp := max(lo-base, 0); gp < min(hi-base, np); gp++ {
+				g0 := 2 * gp
+				g1 := min(g0+1, p.pw.ng-1) // an odd last group is computed twice, stored once
+				tile(&p.pw.data[g0*nb*gs], &p.pw.data[g1*nb*gs], &xp[0], nb, pairs, &b.acc[0], &amxConfig, b.scratch)
+				for q := range pairs {
+					nt := min(2*amxTokens, n-q*2*amxTokens)
+					for g := g0; g <= g1; g++ {
+						r0 := g * i8Rows
+						storeTile(p.y[q*2*amxTokens*p.rows:], r0, min(i8Rows, p.rows-r0), p.rows, b.acc[q*1024+(g-g0)*512:], nt)
+					}
+				}
+			}
+			base += np
 		}
 	})
 	return true

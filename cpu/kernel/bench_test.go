@@ -202,7 +202,17 @@ func BenchmarkDecodeStream(b *testing.B) {
 // returns one decode step's products as the CPU session issues them, the
 // GGUF bytes they read, and a function that drops the packed tiles.
 func llama1bDecode(c tensor.Codec) (step func(), bytes int64, done func()) {
-	const hidden, ffn, kv, vocab, layers = 2048, 8192, 512, 128256, 16
+	return decodeStep(c, 2048, 8192, 512, 128256, 16)
+}
+
+// qwen05bDecode is llama1bDecode at Qwen2.5-0.5B's shapes (hidden 896,
+// 24 layers, a 151936-row head): small products, where the hand-off
+// between products costs the most.
+func qwen05bDecode(c tensor.Codec) (step func(), bytes int64, done func()) {
+	return decodeStep(c, 896, 4864, 128, 151936, 24)
+}
+
+func decodeStep(c tensor.Codec, hidden, ffn, kv, vocab, layers int) (step func(), bytes int64, done func()) {
 	type layer struct{ q, k, v, o, gate, up, down *tensor.Tensor }
 	ls := make([]layer, layers)
 	var all []*tensor.Tensor

@@ -137,15 +137,8 @@ func matmulInt8(y []float32, w *tensor.Tensor, x []float32, n, rows, cols, rb in
 	if tileKernel(w.Codec) == nil || cols%32 != 0 || cols == 0 || rows == 0 {
 		return false
 	}
-	pw := packedOf(w, rb, rows, cols)
-	ac := w.Codec
-	if ac == tensor.Q5_0 {
-		ac = tensor.Q8_0 // packed as q8_0
-	}
-	if level >= AMX && matmulAMX(y, pw, ac, x, n, rows, cols) {
-		return true
-	}
-	runTiles(x, n, cols, []tileProduct{{y, rows, pw, w.Codec}})
+	tp := [1]tileProduct{{y, rows, packedOf(w, rb, rows, cols), w.Codec}}
+	runInt8(x, n, cols, tp[:])
 	return true
 }
 
@@ -158,12 +151,13 @@ type tileProduct struct {
 }
 
 // matmulsInt8 computes MatMuls of n >= 2 tokens in Int8 mode when every
-// product has a tile kernel (and AMX is off): the token rows are
-// quantized once for all of them and their 16-row groups run as one
-// parallel loop, each as matmulInt8 would compute it. It reports false
-// (and does nothing) otherwise.
+// product has a tile kernel: the token rows are quantized once for all
+// of them and their 16-row groups run as one parallel loop, each as
+// matmulInt8 would compute it (on AMX tiles when the level has them and
+// every product's codec does). It reports false (and does nothing)
+// otherwise.
 func matmulsInt8(x []float32, n int, ps []Product) bool {
-	if level >= AMX || len(ps) < 2 || len(ps) > 8 {
+	if len(ps) < 2 || len(ps) > 8 {
 		return false
 	}
 	cols := ps[0].W.Cols()
@@ -185,8 +179,29 @@ func matmulsInt8(x []float32, n int, ps []Product) bool {
 		}
 		tp = append(tp, tileProduct{p.Y, rows, packedOf(p.W, rb, rows, cols), p.W.Codec})
 	}
-	runTiles(x, n, cols, tp)
+	runInt8(x, n, cols, tp)
 	return true
+}
+
+// runInt8 runs the products ps (at most 8) on the level's tiles: at AMX,
+// the whole pairs of 16-token panels on AMX tiles where every codec has
+// them (runAMX), the tokens left over (fewer than 32, where AMX would
+// compute padding) on the VNNI tiles, whose results are the same bit for
+// bit; below AMX, or for other codecs, all on the VNNI tiles.
+func runInt8(x []float32, n, cols int, ps []tileProduct) {
+	if na := n &^ (2*amxTokens - 1); level >= AMX && na > 0 && runAMX(x, na, cols, ps) {
+		if na == n {
+			return
+		}
+		var buf [8]tileProduct
+		rest := buf[:len(ps)]
+		for i, p := range ps {
+			rest[i] = p
+			rest[i].y = p.y[na*p.rows:]
+		}
+		x, n, ps = x[na*cols:], n-na, rest
+	}
+	runTiles(x, n, cols, ps)
 }
 
 // runTiles quantizes the n token rows of x into panels and runs the tile

@@ -449,6 +449,41 @@ qrdone:
 	VZEROUPPER
 	RET
 
+// func quantRowAMX(x *float32, nb int, q *byte, d *byte)
+// quantRow into the AMX panel layout (amx_amd64.go): block b's 32 int8 at
+// q + 576·b, its float32 scale at d + 576·b; the same arithmetic.
+TEXT ·quantRowAMX(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x42fe0000, AX // 127.0
+	VMOVD AX, X14
+	MOVL $0x3f800000, AX // 1.0
+	VMOVD AX, X13
+	VXORPS X12, X12, X12
+	TESTQ CX, CX
+	JZ    qradone
+
+qraloop:
+	QUANT32
+	VPMOVSDB Z0, X0
+	VPMOVSDB Z1, X1
+	VMOVDQU X0, 0(DI)
+	VMOVDQU X1, 16(DI)
+	VMOVSS X2, (R8)
+	ADDQ $128, SI
+	ADDQ $576, DI
+	ADDQ $576, R8
+	DECQ CX
+	JNZ  qraloop
+
+qradone:
+	VZEROUPPER
+	RET
+
 // Int8 decode over the packed weights (level AVX512VNNI): the same 16-row
 // tiles as the GEMM against one token. Arguments: xq the int8 activation
 // (32 bytes per block), xd its block scales, xo its offsets (8 int32 per

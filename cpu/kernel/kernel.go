@@ -33,7 +33,7 @@
 // without them. Int8 mode at the AVX512VNNI level and above repacks
 // q4_0, q8_0, q4_K and q6_K weights once per tensor, at first use, into
 // 16-row int8 tiles that decode (one token) and prefill (panels of 8 or,
-// with AMX, 16 tokens) share; q4_1, q5_0, q5_1, q5_K, iq4_nl and iq4_xs
+// with AMX, pairs of 16 tokens) share; q4_1, q5_0, q5_1, q5_K, iq4_nl and iq4_xs
 // are packed the same way for prefill only (lowbit_pack.go).
 // Kernels run in parallel on runtime.GOMAXPROCS(0) goroutines (read at
 // each call; helpers are long-lived and started on demand); small
@@ -281,7 +281,11 @@ func MatMul(y []float32, w *tensor.Tensor, x []float32, n int) {
 // (the engine names it). The scan costs about a copy of x, little next to
 // the weights a product streams.
 func allFinite(x []float32) bool {
-	for _, v := range x {
+	n := simdLen(len(x)) &^ 31
+	if n > 0 && !allFiniteSIMD(&x[0], n) {
+		return false
+	}
+	for _, v := range x[n:] {
 		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
 			return false
 		}

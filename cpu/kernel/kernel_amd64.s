@@ -442,3 +442,62 @@ dh16loop:
 dh16done:
 	VZEROUPPER
 	RET
+
+// func dotRowsAVX2(q, k *float32, n, stride, rows int, dst *float32)
+// dst[j] = dotF32AVX2(q, k + j·stride, n) for j < rows, the same
+// arithmetic row by row. n is a multiple of 8; stride is in floats.
+TEXT ·dotRowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ k+8(FP), R8
+	MOVQ stride+24(FP), R9
+	SHLQ $2, R9
+	MOVQ rows+32(FP), R10
+	MOVQ dst+40(FP), R11
+
+dotrows_row:
+	MOVQ q+0(FP), SI
+	MOVQ R8, DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	CMPQ CX, $32
+	JLT  dotrows_tail
+
+dotrows_loop:
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	CMPQ CX, $32
+	JGE  dotrows_loop
+
+dotrows_tail:
+	CMPQ CX, $8
+	JLT  dotrows_done
+	VMOVUPS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  dotrows_tail
+
+dotrows_done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM0
+	MOVSS X0, (R11)
+	ADDQ $4, R11
+	ADDQ R9, R8
+	DECQ R10
+	JNZ  dotrows_row
+	VZEROUPPER
+	RET

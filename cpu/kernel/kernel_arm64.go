@@ -358,6 +358,10 @@ func dotQ6_KRowNEON(row []byte, x []float32) float32 {
 
 func simdLen(int) int { return 0 }
 
+func dotRowsSIMD(dst, q, k []float32, stride int) bool { return false }
+func axpyRowsSIMD(dst, a, x []float32, stride int) int { return 0 }
+func allFiniteSIMD(x *float32, n int) bool             { return true }
+
 func axpySIMD(dst, x *float32, a float32, n int) {}
 func addSIMD(dst, a *float32, n int)             {}
 func mulSIMD(dst, a *float32, n int)             {}

@@ -20,3 +20,8 @@ func scaleSIMD(x *float32, s float32, n int)     {}
 func runPacked(*matvec, int, int) { panic("kernel: no packed kernels in this build") }
 
 func matmulsInt8([]float32, int, []Product) bool { return false }
+
+func dotRowsSIMD(dst, q, k []float32, stride int) bool { return false }
+func axpyRowsSIMD(dst, a, x []float32, stride int) int { return 0 }
+
+func allFiniteSIMD(x *float32, n int) bool { return true }

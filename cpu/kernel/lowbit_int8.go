@@ -38,8 +38,8 @@ const lowbitInt8 = true
 
 // lowbitInt8Codecs are the codecs with an Int8 kernel defined here.
 var lowbitInt8Codecs = []tensor.Codec{
-	tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.Q2_K, tensor.Q3_K, tensor.Q5_K,
-	tensor.IQ4_NL, tensor.IQ4_XS, tensor.MXFP4,
+	tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K,
+	tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS, tensor.MXFP4,
 }
 
 func init() {
@@ -129,6 +129,23 @@ func unpackLowbit(c tensor.Codec, sb []byte, k int) (o lbBlock) {
 		for j := range o.w {
 			o.w[j] = iq4Values[o.w[j]]
 		}
+	case tensor.Q4_K:
+		d := f16le(sb)
+		sc, m := tensor.Q4KScaleMin(k, sb[4:16])
+		o.dw0, o.kind, o.mf = d*float32(sc), minInt, f16le(sb[2:])
+		o.mi0, o.mi1 = int32(m), int32(m)
+		ql := sb[16+32*(k/2):]
+		for l := range 32 {
+			o.w[l] = int8(ql[l] >> (4 * (k % 2)) & 15)
+		}
+	case tensor.Q6_K:
+		d := f16le(sb[208:])
+		o.dw0, o.dw1 = d*float32(int8(sb[192+2*k])), d*float32(int8(sb[192+2*k+1]))
+		n, j := k/4, k%4
+		ql, qh := sb[64*n+32*(j%2):], sb[128+32*n:]
+		for l := range 32 {
+			o.w[l] = int8(ql[l]>>(4*(j/2))&15|(qh[l]>>(2*j)&3)<<4) - 32
+		}
 	case tensor.Q5_K:
 		d := f16le(sb)
 		sc, m := tensor.Q4KScaleMin(k, sb[4:16])
@@ -166,7 +183,7 @@ func unpackLowbit(c tensor.Codec, sb []byte, k int) (o lbBlock) {
 	default:
 		panic("kernel: no Int8 arithmetic for " + c.String())
 	}
-	if c != tensor.Q2_K && c != tensor.Q3_K {
+	if c != tensor.Q2_K && c != tensor.Q3_K && c != tensor.Q6_K {
 		o.dw1 = o.dw0
 	}
 	return o

@@ -39,6 +39,18 @@ func dotMXFP4I8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb i
 func dotMXFP4I8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
 
 //go:noescape
+func dotQ4_KI8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ4_KI8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ6_KI8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
+func dotQ6_KI8VNNI(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
+
+//go:noescape
 func dotQ5_KI8AVX2(w *byte, xq *int8, xd *float32, xs *float32, hs *int32, nb int) float32
 
 //go:noescape
@@ -141,7 +153,9 @@ var lowbitDots = [tensor.NumCodecs][2]lowbitDot{
 	tensor.Q5_1:   {dotQ5_1I8AVX2, dotQ5_1I8VNNI},
 	tensor.Q2_K:   {dotQ2_KI8AVX2, dotQ2_KI8VNNI},
 	tensor.Q3_K:   {dotQ3_KI8AVX2, dotQ3_KI8VNNI},
+	tensor.Q4_K:   {dotQ4_KI8AVX2, dotQ4_KI8VNNI},
 	tensor.Q5_K:   {dotQ5_KI8AVX2, dotQ5_KI8VNNI},
+	tensor.Q6_K:   {dotQ6_KI8AVX2, dotQ6_KI8VNNI},
 	tensor.IQ4_NL: {dotIQ4_NLI8AVX2, dotIQ4_NLI8VNNI},
 	tensor.IQ4_XS: {dotIQ4_XSI8AVX2, dotIQ4_XSI8VNNI},
 	tensor.MXFP4:  {dotMXFP4I8AVX2, dotMXFP4I8VNNI},

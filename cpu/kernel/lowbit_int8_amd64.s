@@ -412,6 +412,65 @@ done: \
 Q5KFUNC(·dotQ5_KI8AVX2, DOTU_AVX2)
 Q5KFUNC(·dotQ5_KI8VNNI, DOTU_VNNI)
 
+// q4_K (144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins,
+// 128 of nibbles): q5_K without the fifth bits (Q5KSCALES, the same
+// scale and min lanes).
+#define Q4KHEAD \
+	Q5KSCALES; \
+	VPMOVZXBD X10, Y1; \
+	VCVTDQ2PS Y1, Y1; \
+	VBROADCASTSS X11, Y6; \
+	VMULPS Y6, Y1, Y1; \
+	VMULPS (R10), Y1, Y1; \
+	VMOVUPS Y1, (SP); \
+	VPSRLDQ $8, X10, X6; \
+	VPMOVZXBD X6, Y6; \
+	VMOVDQU (R13), Y1; \
+	VPHADDD 32(R13), Y1, Y1; \
+	VPERMQ $0xD8, Y1, Y1; \
+	VPMULLD Y1, Y6, Y6; \
+	VPXOR Y1, Y1, Y1; \
+	VPSUBD Y6, Y1, Y6; \
+	MINLANES
+
+#define Q4KBLK(DOT, QOFF, SHIFT, XOFF, FOFF) \
+	VMOVDQU QOFF(SI), Y5; \
+	VPSRLW $SHIFT, Y5, Y5; \
+	VPAND Y15, Y5, Y5; \
+	DOT(XOFF(DI)); \
+	VBROADCASTSS FOFF(SP), Y4; \
+	ACC
+
+#define Q4KFUNC(NAME, DOT) \
+TEXT NAME(SB), NOSPLIT, $64-52; \
+	ARGS; \
+	SHRQ $3, CX; \
+	JZ done; \
+loop: \
+	PREFETCHT0 4096(SI); \
+	PREFETCHT0 4160(SI); \
+	PREFETCHT0 4224(SI); \
+	Q4KHEAD; \
+	Q4KBLK(DOT, 16, 0, 0, 0); \
+	Q4KBLK(DOT, 16, 4, 32, 4); \
+	Q4KBLK(DOT, 48, 0, 64, 8); \
+	Q4KBLK(DOT, 48, 4, 96, 12); \
+	Q4KBLK(DOT, 80, 0, 128, 16); \
+	Q4KBLK(DOT, 80, 4, 160, 20); \
+	Q4KBLK(DOT, 112, 0, 192, 24); \
+	Q4KBLK(DOT, 112, 4, 224, 28); \
+	ADDQ $144, SI; \
+	ADDQ $256, DI; \
+	ADDQ $32, R10; \
+	ADDQ $64, R13; \
+	DECQ CX; \
+	JNZ loop; \
+done: \
+	FINISH
+
+Q4KFUNC(·dotQ4_KI8AVX2, DOTU_AVX2)
+Q4KFUNC(·dotQ4_KI8VNNI, DOTU_VNNI)
+
 // q2_K (84 bytes: 16 bytes of scale | min<<4, 64 bytes of 2-bit quants, f16
 // d, f16 dmin). Y9 = 0x03 bytes, Y13 = lbHalfIdx.
 #define Q2KHEAD \
@@ -586,6 +645,64 @@ done: \
 
 Q3KFUNC(·dotQ3_KI8AVX2, DOTS_AVX2)
 Q3KFUNC(·dotQ3_KI8VNNI, DOTS_VNNI)
+
+// q6_K (210 bytes: 128 of low nibbles, 64 of high 2-bit pairs, 16 int8
+// scales of 16 elements, f16 d): weights (ql | qh<<4) − 32, signed, with
+// q3_K's half-block scales. Y9 = 0x03 bytes, Y8 = 32 bytes, Y13 =
+// lbHalfIdx.
+#define Q6KHEAD \
+	MOVWLZX 208(SI), AX; \
+	VMOVSS (R11)(AX*4), X11; \
+	VPMOVSXBD 192(SI), Y6; \
+	VPMOVSXBD 200(SI), Y1; \
+	HALFSCALES
+
+#define Q6KBLK(DOT, QLOFF, QSHIFT, QHOFF, HSHIFT, XOFF, FOFF) \
+	VMOVDQU QLOFF(SI), Y5; \
+	VPSRLW $QSHIFT, Y5, Y5; \
+	VPAND Y15, Y5, Y5; \
+	VMOVDQU QHOFF(SI), Y6; \
+	VPSRLW $HSHIFT, Y6, Y6; \
+	VPAND Y9, Y6, Y6; \
+	VPSLLW $4, Y6, Y6; \
+	VPOR Y6, Y5, Y5; \
+	VPSUBB Y8, Y5, Y5; \
+	DOT(XOFF(DI)); \
+	HALFSCALE(FOFF); \
+	ACC
+
+#define Q6KFUNC(NAME, DOT) \
+TEXT NAME(SB), NOSPLIT, $64-52; \
+	ARGS; \
+	BCAST($0x03030303, X9, Y9); \
+	BCAST($0x20202020, X8, Y8); \
+	VMOVDQU ·lbHalfIdx(SB), Y13; \
+	SHRQ $3, CX; \
+	JZ done; \
+loop: \
+	PREFETCHT0 4096(SI); \
+	PREFETCHT0 4160(SI); \
+	PREFETCHT0 4224(SI); \
+	PREFETCHT0 4288(SI); \
+	Q6KHEAD; \
+	Q6KBLK(DOT, 0, 0, 128, 0, 0, 0); \
+	Q6KBLK(DOT, 32, 0, 128, 2, 32, 8); \
+	Q6KBLK(DOT, 0, 4, 128, 4, 64, 16); \
+	Q6KBLK(DOT, 32, 4, 128, 6, 96, 24); \
+	Q6KBLK(DOT, 64, 0, 160, 0, 128, 32); \
+	Q6KBLK(DOT, 96, 0, 160, 2, 160, 40); \
+	Q6KBLK(DOT, 64, 4, 160, 4, 192, 48); \
+	Q6KBLK(DOT, 96, 4, 160, 6, 224, 56); \
+	ADDQ $210, SI; \
+	ADDQ $256, DI; \
+	ADDQ $32, R10; \
+	DECQ CX; \
+	JNZ loop; \
+done: \
+	FINISH
+
+Q6KFUNC(·dotQ6_KI8AVX2, DOTS_AVX2)
+Q6KFUNC(·dotQ6_KI8VNNI, DOTS_VNNI)
 
 // iq4_xs (136 bytes: f16 d, 16 bits of scale high pairs, 4 bytes of scale
 // nibbles, 128 bytes of code-book nibbles). Y12 = the code book.

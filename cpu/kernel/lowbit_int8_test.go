@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func lowbitRaw(r *rand.Rand, c tensor.Codec, rows, cols int) *tensor.Tensor {
 	}
 	f16 := map[tensor.Codec][]int{
 		tensor.Q4_1: {0, 2}, tensor.Q5_0: {0}, tensor.Q5_1: {0, 2}, tensor.Q2_K: {80, 82},
-		tensor.Q3_K: {108}, tensor.Q5_K: {0, 2}, tensor.IQ4_NL: {0}, tensor.IQ4_XS: {0},
+		tensor.Q3_K: {108}, tensor.Q4_K: {0, 2}, tensor.Q5_K: {0, 2}, tensor.Q6_K: {208}, tensor.IQ4_NL: {0}, tensor.IQ4_XS: {0},
 	}[c]
 	bb := c.BlockBytes()
 	for b := 0; b < len(data); b += bb {
@@ -71,7 +72,10 @@ func testLowbitInt8(t *testing.T, r *rand.Rand, w *tensor.Tensor) {
 	x := randX(r, cols)
 	y := make([]float32, rows)
 	MatVec(y, w, x)
-	simd := int8Kernels[c] != nil
+	// q4_K and q6_K decode on their packed tiles from AVX512VNNI and on
+	// arm64 with their NEON kernels (TestInt8KQuants checks those); on
+	// amd64 below AVX512VNNI, MatVec runs the lowbit kernel.
+	simd := int8Kernels[c] != nil && !(packedDecode && packable(c)) && !(packable(c) && runtime.GOARCH == "arm64")
 	wf := make([]float32, rows*cols)
 	if err := tensor.Dequantize(wf, c, w.Data); err != nil {
 		t.Fatal(err)
@@ -250,7 +254,7 @@ func lowbitBenchWeight(c tensor.Codec, rows, cols int) *tensor.Tensor {
 	half := tensor.F32ToF16(0.01)
 	for _, off := range map[tensor.Codec][]int{
 		tensor.Q4_1: {0, 2}, tensor.Q5_0: {0}, tensor.Q5_1: {0, 2}, tensor.Q2_K: {80, 82},
-		tensor.Q3_K: {108}, tensor.Q5_K: {0, 2}, tensor.IQ4_NL: {0}, tensor.IQ4_XS: {0},
+		tensor.Q3_K: {108}, tensor.Q4_K: {0, 2}, tensor.Q5_K: {0, 2}, tensor.Q6_K: {208}, tensor.IQ4_NL: {0}, tensor.IQ4_XS: {0},
 	}[c] {
 		for b := 0; b < len(w.Data); b += c.BlockBytes() {
 			binary.LittleEndian.PutUint16(w.Data[b+off:], half)

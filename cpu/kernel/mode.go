@@ -30,7 +30,8 @@ const (
 	// are repacked once per tensor into 16-row int8 tiles (held while the
 	// tensor lives, about the size of the weight again, or until Unpack);
 	// a tensor's data must not change after its first Int8 product. From
-	// the AVX2 level, MatVec of q4_1, q5_0, q5_1, q2_K, q3_K, q5_K,
+	// the AVX2 level, MatVec of q4_1, q5_0, q5_1, q2_K, q3_K, q4_K and
+	// q6_K (below AVX512VNNI, where they have packed tiles), q5_K,
 	// iq4_nl, iq4_xs and mxfp4 is Int8 too (lowbit_int8.go), and at
 	// AVX512VNNI so is MatMul of all but mxfp4, q2_K and q3_K, on tiles
 	// packed the same way (lowbit_pack.go: 5 to 8.5 bits a weight). On
@@ -175,8 +176,7 @@ var int8Kernels [len(genericInt8Kernels)]int8Kernel
 var genericInt8Kernels = [tensor.NumCodecs]int8Kernel{
 	tensor.Q8_0: int8RowsGeneric(dotQ8_0Int8),
 	tensor.Q4_0: int8RowsGeneric(dotQ4_0Int8),
-	tensor.Q4_K: nil,
-	tensor.Q6_K: nil,
+	// q4_K and q6_K: lowbit_int8.go
 }
 
 func int8RowsGeneric(dot func(row []byte, qx *q8x) float32) int8Kernel {

@@ -5,6 +5,7 @@ package kernel
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 	"unsafe"
@@ -73,5 +74,56 @@ func TestInt8StreamSpeed(t *testing.T) {
 			bs = min(bs, time.Since(t0))
 		}
 		fmt.Printf("%s int8 %dx%d: %.2f GB/s; plain read %.2f GB/s (%d)\n", c, rows, cols, float64(len(w.Data))/float64(bk), float64(len(w.Data))/float64(bs), sink&1)
+	}
+}
+
+// TestTileSpeed is prefill's tile kernels alone on cached data (one
+// 16-row group against 64 tokens, K = 896), thread CPU time: the Int8
+// GEMM's ceiling at the VNNI and AMX levels. CORTIQ_KSPEED=1 go test
+// -run TileSpeed -v.
+func TestTileSpeed(t *testing.T) {
+	if os.Getenv("CORTIQ_KSPEED") == "" {
+		t.Skip("set CORTIQ_KSPEED=1 to measure")
+	}
+	cols, n := 896, 64
+	if v, err := strconv.Atoi(os.Getenv("CORTIQ_KSPEED_K")); err == nil {
+		cols = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("CORTIQ_KSPEED_N")); err == nil {
+		n = v
+	}
+	nb := cols / 32
+	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0} {
+		w := benchWeight(c, i8Rows, cols)
+		rb := len(w.Data) / i8Rows
+		pw := packWeights(c, w.Data, rb, i8Rows, cols)
+		x := make([]float32, n*cols)
+		for i := range x {
+			x[i] = float32(i%7) - 3
+		}
+		bp := packPanels(x, n, cols)
+		tile := tileKernel(c)
+		var out [128]float32
+		d := cpuTime(2000, func() {
+			for q := range n / i8Tokens {
+				tile(&pw.data[0], &(*bp)[q*nb*i8PanelB], nb, &out)
+			}
+		})
+		fmt.Printf("%-5s vnni tile 16 rows × %d tokens × %d: %.1f GOP/s\n", c, n, cols, float64(2*16*n*cols)/float64(d))
+		if detected < AMX {
+			continue
+		}
+		ap := packAMXPanels(x, n, cols)
+		amx := gemmQ8_0AMX
+		if c == tensor.Q4_0 {
+			amx = gemmQ4_0AMX
+		}
+		pairs := (n + 2*amxTokens - 1) / (2 * amxTokens)
+		b := getAMXBuf(pairs)
+		pw2 := packWeights(c, benchWeight(c, 2*i8Rows, cols).Data, rb, 2*i8Rows, cols)
+		d = cpuTime(1000, func() {
+			amx(&pw2.data[0], &pw2.data[nb*i8Stride(c)], &(*ap)[0], nb, pairs, &b.acc[0], &amxConfig, b.scratch)
+		})
+		fmt.Printf("%-5s amx tile 32 rows × %d tokens × %d: %.1f GOP/s\n", c, n, cols, float64(2*32*n*cols)/float64(d))
 	}
 }

@@ -92,8 +92,19 @@ func TestMatMulSpeed(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("CORTIQ_KSPEED_N")); err == nil {
 		n = v
 	}
-	for _, c := range allCodecs {
-		for _, sh := range [][2]int{{1024, 1024}, {4864, 1024}, {1024, 4864}} {
+	codecs := allCodecs
+	if s := os.Getenv("CORTIQ_KSPEED_CODECS"); s != "" {
+		codecs = nil
+		for _, name := range strings.Split(s, ",") {
+			c, err := tensor.ParseCodec(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			codecs = append(codecs, c)
+		}
+	}
+	for _, c := range codecs {
+		for _, sh := range [][2]int{{1024, 1024}, {4864, 1024}, {1024, 4864}, {896, 896}, {4864, 896}, {896, 4864}} {
 			w := benchWeight(c, sh[0], sh[1])
 			x := make([]float32, n*sh[1])
 			for i := range x {
@@ -112,7 +123,8 @@ func TestMatMulSpeed(t *testing.T) {
 // last-level cache) on one thread, in thread CPU time (median and best of
 // 12 steps): the memory stream's efficiency per core, usable on a machine
 // shared with other jobs. Run with CORTIQ_KSPEED=1 (or a level) go test
-// -run DecodeStreamSpeed -v; CORTIQ_KSPEED_CODECS=q4_0,q8_0,q4_K.
+// -run DecodeStreamSpeed -v; CORTIQ_KSPEED_CODECS=q4_0,q8_0,q4_K;
+// CORTIQ_KSPEED_SHAPE=qwen-0.5b for Qwen2.5-0.5B's products instead.
 func TestDecodeStreamSpeed(t *testing.T) {
 	if os.Getenv("CORTIQ_KSPEED") == "" {
 		t.Skip("set CORTIQ_KSPEED=1 to measure")
@@ -121,7 +133,11 @@ func TestDecodeStreamSpeed(t *testing.T) {
 		defer SetLevel(SetLevel(l))
 	}
 	defer SetMode(SetMode(Int8))
-	serialForTest = true
+	// CORTIQ_KSPEED_WALL=1: all workers, wall clock, the best of 40
+	// steps (the memory stream as decode runs it; on a shared machine
+	// the best step is the one that had the cores).
+	wall := os.Getenv("CORTIQ_KSPEED_WALL") != ""
+	serialForTest = !wall
 	defer func() { serialForTest = false }()
 	names := strings.Split(cmp.Or(os.Getenv("CORTIQ_KSPEED_CODECS"), "q4_0,q8_0,q4_K"), ",")
 	for _, name := range names {
@@ -129,7 +145,24 @@ func TestDecodeStreamSpeed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		step, bytes, done := llama1bDecode(c)
+		shape := llama1bDecode
+		if os.Getenv("CORTIQ_KSPEED_SHAPE") == "qwen-0.5b" {
+			shape = qwen05bDecode
+		}
+		step, bytes, done := shape(c)
+		if wall {
+			step()
+			var r []float64
+			for range 40 {
+				t0 := time.Now()
+				step()
+				r = append(r, float64(bytes)/float64(time.Since(t0)))
+			}
+			done()
+			slices.Sort(r)
+			fmt.Printf("%-5s decode step %6.2f GB/s median, %6.2f best (%d workers, wall clock, level %s)\n", c, r[len(r)/2], r[len(r)-1], Workers(), CurrentLevel())
+			continue
+		}
 		runtime.LockOSThread()
 		step()
 		var r []float64

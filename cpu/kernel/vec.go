@@ -202,3 +202,40 @@ func Axpy(dst []float32, a float32, x []float32) {
 		dst[i] += float32(a * x[i])
 	}
 }
+
+// DotRows sets dst[j] = Dot(q, k[j·stride : j·stride+len(q)]) for each j,
+// bit for bit: the rows of a matrix (a head's cached keys, stride apart)
+// against one vector in one call, for attention.
+func DotRows(dst, q, k []float32, stride int) {
+	if len(dst) == 0 {
+		return
+	}
+	_ = k[(len(dst)-1)*stride+len(q)-1]
+	if dotRowsSIMD(dst, q, k, stride) {
+		return
+	}
+	for j := range dst {
+		dst[j] = Dot(q, k[j*stride:j*stride+len(q)])
+	}
+}
+
+// AxpyRows adds a[j]·x[j·stride : j·stride+len(dst)] to dst for each j in
+// order, each as Axpy adds it (bit for bit): attention's weighted sum of
+// a head's cached values in one call, dst held in registers across rows.
+func AxpyRows(dst, a, x []float32, stride int) {
+	if len(a) == 0 || len(dst) == 0 {
+		return
+	}
+	_ = x[(len(a)-1)*stride+len(dst)-1]
+	n8 := axpyRowsSIMD(dst, a, x, stride)
+	for j, aj := range a {
+		row := x[j*stride : j*stride+len(dst)]
+		if n8 == 0 {
+			Axpy(dst, aj, row)
+			continue
+		}
+		for i := n8; i < len(dst); i++ {
+			dst[i] += float32(aj * row[i])
+		}
+	}
+}

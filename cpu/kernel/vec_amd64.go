@@ -91,3 +91,44 @@ func useVecAVX2(on bool) {
 		siluImpl, geluImpl, expSubImpl = siluGeneric, geluGeneric, expSubGeneric
 	}
 }
+
+//go:noescape
+func dotRowsAVX2(q, k *float32, n, stride, rows int, dst *float32)
+
+//go:noescape
+func axpyRows64AVX2(dst, a, x *float32, stride, rows int)
+
+//go:noescape
+func axpyRows8AVX2(dst, a, x *float32, stride, rows int)
+
+// dotRowsSIMD is DotRows with dotF32AVX2's arithmetic per row (Dot at the
+// AVX2 level and above), when len(q) is a multiple of 8.
+func dotRowsSIMD(dst, q, k []float32, stride int) bool {
+	if !vecSIMD || len(q) == 0 || len(q)%8 != 0 {
+		return false
+	}
+	dotRowsAVX2(&q[0], &k[0], len(q), stride, len(dst), &dst[0])
+	return true
+}
+
+// axpyRowsSIMD adds the rows to dst's leading elements, a multiple of 8,
+// in strips of 64 (then 8) held in registers, as axpyAVX2 adds each row;
+// it returns how many it did (0 when the level has no SIMD).
+func axpyRowsSIMD(dst, a, x []float32, stride int) int {
+	n8 := simdLen(len(dst))
+	off := 0
+	for ; off+64 <= n8; off += 64 {
+		axpyRows64AVX2(&dst[off], &a[0], &x[off], stride, len(a))
+	}
+	for ; off+8 <= n8; off += 8 {
+		axpyRows8AVX2(&dst[off], &a[0], &x[off], stride, len(a))
+	}
+	return n8
+}
+
+//go:noescape
+func allFiniteAVX2(x *float32, n int) bool
+
+// allFiniteSIMD reports whether the n floats at x (a multiple of 32)
+// hold no NaN or infinity.
+func allFiniteSIMD(x *float32, n int) bool { return allFiniteAVX2(x, n) }

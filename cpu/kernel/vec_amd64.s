@@ -223,3 +223,116 @@ scaleloop:
 scaledone:
 	VZEROUPPER
 	RET
+
+// func axpyRows64AVX2(dst, a, x *float32, stride, rows int)
+// dst[0:64] += a[j]·x[j·stride : j·stride+64] for j < rows in order, each
+// row as axpyAVX2 adds it (the product rounded, then the add); dst stays
+// in Y0-Y7 across the rows. stride is in floats.
+TEXT ·axpyRows64AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), DX
+	MOVQ x+16(FP), SI
+	MOVQ stride+24(FP), R9
+	SHLQ $2, R9
+	MOVQ rows+32(FP), CX
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+
+axpyrows64_row:
+	VBROADCASTSS (DX), Y15
+	VMULPS 0(SI), Y15, Y8
+	VMULPS 32(SI), Y15, Y9
+	VMULPS 64(SI), Y15, Y10
+	VMULPS 96(SI), Y15, Y11
+	VADDPS Y8, Y0, Y0
+	VADDPS Y9, Y1, Y1
+	VADDPS Y10, Y2, Y2
+	VADDPS Y11, Y3, Y3
+	VMULPS 128(SI), Y15, Y8
+	VMULPS 160(SI), Y15, Y9
+	VMULPS 192(SI), Y15, Y10
+	VMULPS 224(SI), Y15, Y11
+	VADDPS Y8, Y4, Y4
+	VADDPS Y9, Y5, Y5
+	VADDPS Y10, Y6, Y6
+	VADDPS Y11, Y7, Y7
+	ADDQ $4, DX
+	ADDQ R9, SI
+	DECQ CX
+	JNZ  axpyrows64_row
+
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	VZEROUPPER
+	RET
+
+// func axpyRows8AVX2(dst, a, x *float32, stride, rows int)
+// axpyRows64AVX2 for 8 elements.
+TEXT ·axpyRows8AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), DX
+	MOVQ x+16(FP), SI
+	MOVQ stride+24(FP), R9
+	SHLQ $2, R9
+	MOVQ rows+32(FP), CX
+	VMOVUPS 0(DI), Y0
+
+axpyrows8_row:
+	VBROADCASTSS (DX), Y15
+	VMULPS 0(SI), Y15, Y8
+	VADDPS Y8, Y0, Y0
+	ADDQ $4, DX
+	ADDQ R9, SI
+	DECQ CX
+	JNZ  axpyrows8_row
+
+	VMOVUPS Y0, 0(DI)
+	VZEROUPPER
+	RET
+
+// func allFiniteAVX2(x *float32, n int) bool
+// Whether no element of x[0:n] (n a multiple of 32) has an all-ones
+// exponent (NaN or ±Inf): 32 floats a step, their exponent fields
+// compared with all ones and the matches or-ed together.
+TEXT ·allFiniteAVX2(SB), NOSPLIT, $0-17
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVL $0x7f800000, AX
+	MOVL AX, X15
+	VPBROADCASTD X15, Y15
+	VPXOR Y14, Y14, Y14
+
+finite_loop:
+	VPAND 0(SI), Y15, Y0
+	VPAND 32(SI), Y15, Y1
+	VPAND 64(SI), Y15, Y2
+	VPAND 96(SI), Y15, Y3
+	VPCMPEQD Y15, Y0, Y0
+	VPCMPEQD Y15, Y1, Y1
+	VPCMPEQD Y15, Y2, Y2
+	VPCMPEQD Y15, Y3, Y3
+	VPOR Y1, Y0, Y0
+	VPOR Y3, Y2, Y2
+	VPOR Y2, Y0, Y0
+	VPOR Y0, Y14, Y14
+	ADDQ $128, SI
+	SUBQ $32, CX
+	JNZ  finite_loop
+
+	VPTEST Y14, Y14
+	SETEQ AX
+	VZEROUPPER
+	MOVB AX, ret+16(FP)
+	RET

@@ -3,6 +3,7 @@ package kernel
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -201,6 +202,62 @@ func TestReadSum(t *testing.T) {
 		}
 		if got := ParallelReadSum(b); got != want {
 			t.Errorf("ParallelReadSum = %d, want %d", got, want)
+		}
+	})
+}
+
+// TestDotAxpyRows checks at every level that DotRows and AxpyRows give
+// Dot and Axpy's results row by row, bit for bit.
+func TestDotAxpyRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	forEachImpl(t, func(t *testing.T) {
+		for _, n := range []int{1, 7, 8, 24, 32, 64, 72, 128, 136, 200} {
+			for _, rows := range []int{1, 3, 17} {
+				stride := n + 5
+				q, k := randX(r, n), randX(r, rows*stride)
+				got := make([]float32, rows)
+				DotRows(got, q, k, stride)
+				for j := range rows {
+					if want := Dot(q, k[j*stride:j*stride+n]); got[j] != want {
+						t.Fatalf("DotRows n=%d rows=%d: [%d] = %g, Dot %g", n, rows, j, got[j], want)
+					}
+				}
+				a, dst := randX(r, rows), randX(r, n)
+				want := slices.Clone(dst)
+				AxpyRows(dst, a, k, stride)
+				for j := range rows {
+					Axpy(want, a[j], k[j*stride:j*stride+n])
+				}
+				if !slices.Equal(dst, want) {
+					t.Fatalf("AxpyRows n=%d rows=%d: %v, Axpy row by row %v", n, rows, dst[:min(n, 4)], want[:min(n, 4)])
+				}
+			}
+		}
+	})
+}
+
+// TestAllFinite checks the non-finite scan at every level with one NaN
+// or infinity at each position (the SIMD part and the tail).
+func TestAllFinite(t *testing.T) {
+	forEachImpl(t, func(t *testing.T) {
+		for _, n := range []int{0, 5, 32, 40, 96, 133} {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(i) - 1e30
+			}
+			if !allFinite(x) {
+				t.Fatalf("n=%d: finite data reported non-finite", n)
+			}
+			for i := range x {
+				for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+					v := x[i]
+					x[i] = bad
+					if allFinite(x) {
+						t.Fatalf("n=%d: %g at %d not found", n, bad, i)
+					}
+					x[i] = v
+				}
+			}
 		}
 	})
 }
