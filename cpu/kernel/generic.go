@@ -84,6 +84,28 @@ func dotGeneric(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
+	// Sixteen at a time, as four rounds of the four-lane loop below (the
+	// same additions in the same order): fewer loop trips, no bounds
+	// checks (wasm pays for every trip through its loop dispatch).
+	for ; i+16 <= len(a); i += 16 {
+		aa, bb := (*[16]float32)(a[i:]), (*[16]float32)(b[i:])
+		s0 += aa[0] * bb[0]
+		s1 += aa[1] * bb[1]
+		s2 += aa[2] * bb[2]
+		s3 += aa[3] * bb[3]
+		s0 += aa[4] * bb[4]
+		s1 += aa[5] * bb[5]
+		s2 += aa[6] * bb[6]
+		s3 += aa[7] * bb[7]
+		s0 += aa[8] * bb[8]
+		s1 += aa[9] * bb[9]
+		s2 += aa[10] * bb[10]
+		s3 += aa[11] * bb[11]
+		s0 += aa[12] * bb[12]
+		s1 += aa[13] * bb[13]
+		s2 += aa[14] * bb[14]
+		s3 += aa[15] * bb[15]
+	}
 	for ; i+4 <= len(a); i += 4 {
 		s0 += a[i] * b[i]
 		s1 += a[i+1] * b[i+1]
@@ -118,8 +140,24 @@ var f16Table = func() *[1 << 16]float32 {
 func dotF16Row(row []byte, x []float32) float32 {
 	row = row[:2*len(x)]
 	var s0, s1, s2, s3 float32
-	n8 := len(x) &^ 7
-	for i := 0; i < n8; i += 8 {
+	n8, n16 := len(x)&^7, len(x)&^15
+	// Sixteen halves a trip, read as four 64-bit words: two rounds of the
+	// eight-half loop below, the same additions in the same order.
+	for i := 0; i < n16; i += 16 {
+		r := (*[32]byte)(row[2*i:])
+		xi := (*[16]float32)(x[i:])
+		v0, v1 := binary.LittleEndian.Uint64(r[0:]), binary.LittleEndian.Uint64(r[8:])
+		v2, v3 := binary.LittleEndian.Uint64(r[16:]), binary.LittleEndian.Uint64(r[24:])
+		s0 += f16Table[uint16(v0)]*xi[0] + f16Table[uint16(v1)]*xi[4]
+		s1 += f16Table[uint16(v0>>16)]*xi[1] + f16Table[uint16(v1>>16)]*xi[5]
+		s2 += f16Table[uint16(v0>>32)]*xi[2] + f16Table[uint16(v1>>32)]*xi[6]
+		s3 += f16Table[uint16(v0>>48)]*xi[3] + f16Table[uint16(v1>>48)]*xi[7]
+		s0 += f16Table[uint16(v2)]*xi[8] + f16Table[uint16(v3)]*xi[12]
+		s1 += f16Table[uint16(v2>>16)]*xi[9] + f16Table[uint16(v3>>16)]*xi[13]
+		s2 += f16Table[uint16(v2>>32)]*xi[10] + f16Table[uint16(v3>>32)]*xi[14]
+		s3 += f16Table[uint16(v2>>48)]*xi[11] + f16Table[uint16(v3>>48)]*xi[15]
+	}
+	for i := n16; i < n8; i += 8 {
 		r := (*[16]byte)(row[2*i:])
 		xi := (*[8]float32)(x[i:])
 		s0 += f16Table[uint16(r[0])|uint16(r[1])<<8]*xi[0] + f16Table[uint16(r[8])|uint16(r[9])<<8]*xi[4]
@@ -171,17 +209,49 @@ var q4Table = func() (t [16]float32) {
 
 func dotQ8_0Row(row []byte, x []float32) float32 {
 	var s float32
-	for b := 0; b < len(x)/32; b++ {
+	nb := len(x) / 32
+	row = row[:34*nb]
+	// A block a trip, its weights read as four 64-bit words and converted
+	// (exactly) in registers: the four-lane sums of the byte loop, the
+	// same additions in the same order.
+	for b := 0; b < nb; b++ {
 		blk := (*[34]byte)(row[34*b:])
 		xb := (*[32]float32)(x[32*b:])
-		q := (*[32]byte)(blk[2:])
+		v0, v1 := binary.LittleEndian.Uint64(blk[2:]), binary.LittleEndian.Uint64(blk[10:])
+		v2, v3 := binary.LittleEndian.Uint64(blk[18:]), binary.LittleEndian.Uint64(blk[26:])
 		var s0, s1, s2, s3 float32
-		for i := 0; i < 32; i += 4 {
-			s0 += i8Table[q[i]] * xb[i]
-			s1 += i8Table[q[i+1]] * xb[i+1]
-			s2 += i8Table[q[i+2]] * xb[i+2]
-			s3 += i8Table[q[i+3]] * xb[i+3]
-		}
+		s0 += float32(int8(v0)) * xb[0]
+		s1 += float32(int8(v0>>8)) * xb[1]
+		s2 += float32(int8(v0>>16)) * xb[2]
+		s3 += float32(int8(v0>>24)) * xb[3]
+		s0 += float32(int8(v0>>32)) * xb[4]
+		s1 += float32(int8(v0>>40)) * xb[5]
+		s2 += float32(int8(v0>>48)) * xb[6]
+		s3 += float32(int8(v0>>56)) * xb[7]
+		s0 += float32(int8(v1)) * xb[8]
+		s1 += float32(int8(v1>>8)) * xb[9]
+		s2 += float32(int8(v1>>16)) * xb[10]
+		s3 += float32(int8(v1>>24)) * xb[11]
+		s0 += float32(int8(v1>>32)) * xb[12]
+		s1 += float32(int8(v1>>40)) * xb[13]
+		s2 += float32(int8(v1>>48)) * xb[14]
+		s3 += float32(int8(v1>>56)) * xb[15]
+		s0 += float32(int8(v2)) * xb[16]
+		s1 += float32(int8(v2>>8)) * xb[17]
+		s2 += float32(int8(v2>>16)) * xb[18]
+		s3 += float32(int8(v2>>24)) * xb[19]
+		s0 += float32(int8(v2>>32)) * xb[20]
+		s1 += float32(int8(v2>>40)) * xb[21]
+		s2 += float32(int8(v2>>48)) * xb[22]
+		s3 += float32(int8(v2>>56)) * xb[23]
+		s0 += float32(int8(v3)) * xb[24]
+		s1 += float32(int8(v3>>8)) * xb[25]
+		s2 += float32(int8(v3>>16)) * xb[26]
+		s3 += float32(int8(v3>>24)) * xb[27]
+		s0 += float32(int8(v3>>32)) * xb[28]
+		s1 += float32(int8(v3>>40)) * xb[29]
+		s2 += float32(int8(v3>>48)) * xb[30]
+		s3 += float32(int8(v3>>56)) * xb[31]
 		s += f16Table[binary.LittleEndian.Uint16(blk[:])] * ((s0 + s1) + (s2 + s3))
 	}
 	return s
@@ -189,22 +259,55 @@ func dotQ8_0Row(row []byte, x []float32) float32 {
 
 func dotQ4_0Row(row []byte, x []float32) float32 {
 	var s float32
-	for b := 0; b < len(x)/32; b++ {
+	nb := len(x) / 32
+	row = row[:18*nb]
+	// A block a trip, its nibbles read as two 64-bit words and converted
+	// (exactly) in registers: the sums of the byte loop, the same
+	// additions in the same order.
+	for b := 0; b < nb; b++ {
 		blk := (*[18]byte)(row[18*b:])
 		xb := (*[32]float32)(x[32*b:])
-		q := (*[16]byte)(blk[2:])
+		v0, v1 := binary.LittleEndian.Uint64(blk[2:]), binary.LittleEndian.Uint64(blk[10:])
 		var s0, s1, s2, s3 float32
-		for i := 0; i < 16; i += 2 {
-			q0, q1 := q[i], q[i+1]
-			s0 += q4Table[q0&0xf] * xb[i]
-			s1 += q4Table[q0>>4] * xb[i+16]
-			s2 += q4Table[q1&0xf] * xb[i+1]
-			s3 += q4Table[q1>>4] * xb[i+17]
-		}
+		s0 += q4w(v0, 0) * xb[0]
+		s1 += q4w(v0, 4) * xb[16]
+		s2 += q4w(v0, 8) * xb[1]
+		s3 += q4w(v0, 12) * xb[17]
+		s0 += q4w(v0, 16) * xb[2]
+		s1 += q4w(v0, 20) * xb[18]
+		s2 += q4w(v0, 24) * xb[3]
+		s3 += q4w(v0, 28) * xb[19]
+		s0 += q4w(v0, 32) * xb[4]
+		s1 += q4w(v0, 36) * xb[20]
+		s2 += q4w(v0, 40) * xb[5]
+		s3 += q4w(v0, 44) * xb[21]
+		s0 += q4w(v0, 48) * xb[6]
+		s1 += q4w(v0, 52) * xb[22]
+		s2 += q4w(v0, 56) * xb[7]
+		s3 += q4w(v0, 60) * xb[23]
+		s0 += q4w(v1, 0) * xb[8]
+		s1 += q4w(v1, 4) * xb[24]
+		s2 += q4w(v1, 8) * xb[9]
+		s3 += q4w(v1, 12) * xb[25]
+		s0 += q4w(v1, 16) * xb[10]
+		s1 += q4w(v1, 20) * xb[26]
+		s2 += q4w(v1, 24) * xb[11]
+		s3 += q4w(v1, 28) * xb[27]
+		s0 += q4w(v1, 32) * xb[12]
+		s1 += q4w(v1, 36) * xb[28]
+		s2 += q4w(v1, 40) * xb[13]
+		s3 += q4w(v1, 44) * xb[29]
+		s0 += q4w(v1, 48) * xb[14]
+		s1 += q4w(v1, 52) * xb[30]
+		s2 += q4w(v1, 56) * xb[15]
+		s3 += q4w(v1, 60) * xb[31]
 		s += f16Table[binary.LittleEndian.Uint16(blk[:])] * ((s0 + s1) + (s2 + s3))
 	}
 	return s
 }
+
+// q4w is the q4_0 weight (nibble - 8) at bit sh of v.
+func q4w(v uint64, sh uint) float32 { return float32(int32(v>>sh&15) - 8) }
 
 var u4Table = func() (t [16]float32) {
 	for i := range t {
