@@ -80,3 +80,83 @@ func TestPortableBitIdentical(t *testing.T) {
 		}
 	}
 }
+
+// TestSWARBitIdentical checks the SWAR Int8 kernels against the reference
+// integer loops bit for bit, on rows of random bytes (every weight value,
+// -128 included, and every half-precision scale, infinities and NaNs
+// included) and on activations whose blocks hold the extreme values ±127.
+func TestSWARBitIdentical(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 17))
+	for k := range 40 {
+		for _, n := range []int{32, 64, 96, 896, 4864} {
+			x := make([]float32, n)
+			for i := range x {
+				switch k % 3 {
+				case 0:
+					x[i] = float32(r.NormFloat64())
+				case 1: // a few large values: most of a block rounds to 0 or ±127
+					x[i] = float32(r.NormFloat64() * math.Exp2(float64(r.IntN(30)-15)))
+				default: // ±amax only: every q is ±127
+					x[i] = float32(1 - 2*float64(r.IntN(2)))
+				}
+			}
+			qx := quantizeX(x)
+			qx.packSWAR()
+			for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0} {
+				rb, _ := c.RowBytes(n)
+				row := make([]byte, rb)
+				for i := range row {
+					row[i] = byte(r.Uint32())
+				}
+				if k%2 == 0 {
+					for b := 0; b < len(row); b += c.BlockBytes() {
+						binary.LittleEndian.PutUint16(row[b:], binary.LittleEndian.Uint16(row[b:])&0xbbff)
+					}
+				}
+				if k%5 == 4 { // the extreme weights
+					for b := 0; b < len(row); b += c.BlockBytes() {
+						v := byte(0x80) // q8_0: -128
+						if c == tensor.Q4_0 {
+							v = 0xff // 15, 15
+						}
+						for i := b + 2; i < b+c.BlockBytes(); i++ {
+							row[i] = v
+						}
+					}
+				}
+				var got, want [1]float32
+				swarInt8Kernels[c](got[:], row, rb, qx)
+				genericInt8Kernels[c](want[:], row, rb, qx)
+				if !sameBits(got[0], want[0]) {
+					t.Fatalf("%s, n=%d, case %d: %g, want %g", c, n, k, got[0], want[0])
+				}
+			}
+			putQ8x(qx)
+		}
+	}
+}
+
+// TestGenericInt8MatVec checks that Int8-mode MatVec at the Generic level
+// runs the SWAR kernels with the reference loops' results, bit for bit.
+func TestGenericInt8MatVec(t *testing.T) {
+	defer SetLevel(SetLevel(Generic))
+	defer SetMode(SetMode(Int8))
+	r := rand.New(rand.NewPCG(18, 18))
+	for _, c := range []tensor.Codec{tensor.Q8_0, tensor.Q4_0} {
+		for _, sh := range [][2]int{{1, 32}, {37, 96}, {130, 896}, {64, 4864}} {
+			w := rawWeight(r, c, sh[0], sh[1])
+			x := randX(r, sh[1])
+			y := make([]float32, sh[0])
+			MatVec(y, w, x)
+			qx := quantizeX(x)
+			want := make([]float32, sh[0])
+			genericInt8Kernels[c](want, w.Data, len(w.Data)/sh[0], qx)
+			putQ8x(qx)
+			for i := range y {
+				if !sameBits(y[i], want[i]) {
+					t.Fatalf("%s %dx%d row %d: %g, want %g", c, sh[0], sh[1], i, y[i], want[i])
+				}
+			}
+		}
+	}
+}
