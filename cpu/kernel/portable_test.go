@@ -44,7 +44,7 @@ func TestPortableBitIdentical(t *testing.T) {
 		return b
 	}
 	for k := range 60 {
-		for _, n := range []int{0, 1, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33, 64, 100, 896, 4864} {
+		for _, n := range []int{0, 1, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33, 64, 100, 256, 896, 4864, 5120} {
 			x := xOf(n, k)
 			a := xOf(n, k+1)
 			if got, want := dotGeneric(a, x), dotGenericRef(a, x); !sameBits(got, want) {
@@ -58,6 +58,28 @@ func TestPortableBitIdentical(t *testing.T) {
 			}
 			if got, want := dotF16Row(row, x), dotF16RowRef(row, x); !sameBits(got, want) {
 				t.Fatalf("f16 row, n=%d: %g, want %g", n, got, want)
+			}
+			if n%256 == 0 {
+				row := bytesOf(144 * n / 256)
+				if k%2 == 0 { // finite scales
+					for b := 0; b < len(row); b += 144 {
+						row[b+1] &= 0xbb
+						row[b+3] &= 0xbb
+					}
+				}
+				row6 := bytesOf(210 * n / 256)
+				if k%2 == 0 {
+					for b := 0; b < len(row6); b += 210 {
+						row6[b+209] &= 0xbb
+					}
+				}
+				if got, want := dotQ6_KRow(row6, x), dotQ6_KRowRef(row6, x); !sameBits(got, want) {
+					t.Fatalf("q6_K row, n=%d: %g, want %g", n, got, want)
+				}
+				xs := prepareX(tensor.Q4_K, x)
+				if got, want := dotQ4_KRowSums(row, x, xs), dotQ4_KRowSumsRef(row, x, xs); !sameBits(got, want) {
+					t.Fatalf("q4_K row, n=%d: %g, want %g", n, got, want)
+				}
 			}
 			if n%32 != 0 {
 				continue
