@@ -67,12 +67,17 @@ func BenchmarkBrowserParts(b *testing.B) {
 			}
 			p = browserParts{}
 			b.ResetTimer()
+			c0 := cpuTime()
 			for i := 0; i < b.N; i++ {
 				if err := p.step(s, (i*7919)%browserShape.Vocab); err != nil {
 					b.Fatal(err)
 				}
 			}
+			c1 := cpuTime()
 			b.StopTimer()
+			if c1 > c0 {
+				b.ReportMetric(float64((c1-c0).Microseconds())/1e3/float64(b.N), "cpu-ms/tok")
+			}
 			var total time.Duration
 			for k, d := range p.d {
 				total += d
