@@ -24,9 +24,6 @@ func TestDecodeNoAllocs(t *testing.T) {
 	x := randX(r, 896)
 	y, y2 := make([]float32, 2048), make([]float32, 512)
 	forEachImpl(t, func(t *testing.T) {
-		if CurrentLevel() == Generic {
-			t.Skip("Int8 mode computes Exact without SIMD kernels, whose x preparation allocates")
-		}
 		run := func() {
 			MatVec(y, w, x)
 			MatMuls(x, 1, Product{y, w}, Product{y2, w2})

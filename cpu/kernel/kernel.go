@@ -188,6 +188,18 @@ func prepareMatVec(y []float32, w *tensor.Tensor, x []float32, row0, nrows int, 
 			m.k8, m.qx = int8Kernels[w.Codec], *qx
 			return m
 		}
+		if int(w.Codec) < len(swarInt8Kernels) && swarInt8Kernels[w.Codec] != nil && cols%32 == 0 {
+			// A level without SIMD int8 kernels (Generic): the portable
+			// ones (swar.go), bit-identical to the reference loops.
+			if *qx == nil {
+				*qx = quantizeX(x)
+			}
+			if !(*qx).swOK {
+				(*qx).packSWAR()
+			}
+			m.k8, m.qx = swarInt8Kernels[w.Codec], *qx
+			return m
+		}
 	}
 	m.k = matvecKernel(w.Codec)
 	m.aux = prepareX(w.Codec, x)

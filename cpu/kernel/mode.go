@@ -23,9 +23,12 @@ const (
 	// does a quarter of the multiplies, as llama.cpp does. The result
 	// differs from Exact by the activation rounding (relative error around
 	// 1e-3 of Σ|w·x|, 5e-3 of |y| on random data; see TestInt8Error).
-	// Other codecs, MatMul with n >= 2 (MatMul with n == 1 is MatVec), and
-	// builds without the SIMD kernels stay Exact. At the AVX512VNNI level
-	// q4_K and q6_K join them, and MatMul (prefill) of those four codecs
+	// Other codecs and MatMul with n >= 2 (MatMul with n == 1 is MatVec)
+	// stay Exact. At the Generic level (wasm, builds without assembly)
+	// q8_0 and q4_0 MatVec is Int8 too, in portable integer arithmetic
+	// (swar.go) bit-identical to the reference loops, and nothing else
+	// is. At the AVX512VNNI level q4_K and q6_K join them, and MatMul
+	// (prefill) of those four codecs
 	// is Int8 too, every token row quantized the same way; those weights
 	// are repacked once per tensor into 16-row int8 tiles (held while the
 	// tensor lives, about the size of the weight again, or until Unpack);
@@ -77,8 +80,10 @@ type q8x struct {
 	d8     []float32
 	c      []int32
 	o4, o8 []int32
-	hs     []int32 // Σq over each half block (2 per block)
-	o6     []int32 // −32 times hs, for q6_K
+	hs     []int32  // Σq over each half block (2 per block)
+	o6     []int32  // −32 times hs, for q6_K
+	sw     []uint64 // q laid out for the SWAR kernels (swar.go), when swOK
+	swOK   bool
 }
 
 // quantRowImpl, when set, quantizes whole rows as quantBlock does
@@ -104,6 +109,7 @@ func quantizeX(x []float32) *q8x {
 	qx.d, qx.s, qx.d8 = grow(qx.d, nb), grow(qx.s, nb), grow(qx.d8, 8*nb)
 	qx.c, qx.o4, qx.o8 = grow(qx.c, 8*nb), grow(qx.o4, 8*nb), grow(qx.o8, 8*nb)
 	qx.hs, qx.o6 = grow(qx.hs, 2*nb), grow(qx.o6, 2*nb)
+	qx.swOK = false
 	clear(qx.c)
 	clear(qx.o4)
 	clear(qx.o8)
@@ -170,7 +176,9 @@ type int8Kernel func(y []float32, data []byte, rb int, qx *q8x)
 
 // int8Kernels is the Int8 dispatch table. Only SIMD kernels go in it: the
 // portable integer loops (genericInt8Kernels, the reference for tests) are
-// no faster than Exact, so without SIMD Int8 mode computes Exact.
+// no faster than Exact. A level without SIMD kernels for q8_0 and q4_0
+// runs swarInt8Kernels (swar.go) instead, bit-identical to those loops
+// and faster than Exact (prepareMatVec).
 var int8Kernels [len(genericInt8Kernels)]int8Kernel
 
 var genericInt8Kernels = [tensor.NumCodecs]int8Kernel{
