@@ -138,6 +138,8 @@ const (
 	MatvecBatchPrefix = "ck_mvb_"
 	MatvecInt8Prefix  = "ck_mvq_" // q8_0, q4_0, q4_K, q6_K only (Int8Codecs)
 	GemmPrefix        = "ck_gemm_"
+	GemmQPrefix       = "ck_mmq_"          // + an Int8Codecs codec: the int8 mma GEMM, 128-token tiles
+	GemmQSmallPrefix  = "ck_mmqs_"         // the same with 64-token tiles (GemmQArgs.Small)
 	KVWritePrefix     = "ck_kv_write_"     // + "f32" | "f16"
 	RopeKVPrefix      = "ck_rope_kv_"      // + "f32" | "f16" (the cache type)
 	FAPrefillPrefix   = "ck_fa_prefill_"   // + "f32" | "f16"; tensor cores, head dim 64 or 128
@@ -152,6 +154,7 @@ const (
 	ActMul      = "ck_act_mul"
 	ArgmaxRows  = "ck_argmax_rows"
 	ArgmaxStep  = "ck_argmax_step"
+	QuantQ8     = "ck_quant_q8"
 	Advance     = "ck_advance"
 )
 
@@ -472,6 +475,72 @@ func (a *GemmArgs) Launch() Geometry {
 
 // gemmShared: f16 tiles of W (BN×(BK+8)) and X (BM×(BK+8)).
 const gemmShared = 2 * (GemmBN + GemmBM) * (GemmBK + 8)
+
+// QuantQ8Args: XQ[t][Cols] int8 and XDS[t][Cols/32] float2 {d, d·Σq}: row
+// t of X (X[t*XStride+i]), or act(X)·U (U[t*UStride+i]) when U != 0,
+// rounded per 32 (d = amax/127, round half to even) — the input of
+// ck_mmq_*. Cols is a multiple of 32.
+type QuantQ8Args struct {
+	XQ, XDS, X, U    Ptr
+	T, Cols          int32
+	XStride, UStride int32
+	Act              int32
+}
+
+func (a *QuantQ8Args) Params() []unsafe.Pointer {
+	return params(unsafe.Pointer(&a.XQ), unsafe.Pointer(&a.XDS), unsafe.Pointer(&a.X), unsafe.Pointer(&a.U),
+		unsafe.Pointer(&a.T), unsafe.Pointer(&a.Cols), unsafe.Pointer(&a.XStride), unsafe.Pointer(&a.UStride),
+		unsafe.Pointer(&a.Act))
+}
+func (a *QuantQ8Args) Launch() Geometry { return geo(cdiv(int(a.Cols)/32, 8), uint32(a.T), 1, 256, 0) }
+
+// QuantBytes is the size of ck_quant_q8's output for rows×cols values:
+// the int8 values, then (16-byte aligned) the float2 scales.
+func QuantBytes(rows, cols int) (q, ds int) { return (rows*cols + 15) &^ 15, rows * cols / 32 * 8 }
+
+// GemmQArgs: Y[T][Rows] = XQ · Wᵀ (+R) for a weight in one of Int8Codecs,
+// XQ/XDS as ck_quant_q8 leaves them; Cols a multiple of GemmBK.
+type GemmQArgs struct {
+	Y, W, XQ, XDS, R     Ptr
+	Rows, Cols, RowBytes int32
+	T                    int32
+	Small                bool // 64-token tiles (ck_mmqs_*): not a kernel parameter
+}
+
+func (a *GemmQArgs) Params() []unsafe.Pointer {
+	return params(unsafe.Pointer(&a.Y), unsafe.Pointer(&a.W), unsafe.Pointer(&a.XQ), unsafe.Pointer(&a.XDS),
+		unsafe.Pointer(&a.R), unsafe.Pointer(&a.Rows), unsafe.Pointer(&a.Cols), unsafe.Pointer(&a.RowBytes),
+		unsafe.Pointer(&a.T))
+}
+
+// GemmQBN is the weight rows per block of ck_mmq_*/ck_mmqs_*; GemmQBM the
+// tokens (GemmQBMSmall for ck_mmqs_*).
+const (
+	GemmQBN      = 128
+	GemmQBM      = 128
+	GemmQBMSmall = 64
+)
+
+func (a *GemmQArgs) tokens() int {
+	if a.Small {
+		return GemmQBMSmall
+	}
+	return GemmQBM
+}
+
+// Launch: 256 threads; shared memory two stages of int8 tiles (80-byte
+// rows) and float2 scales: 2·(BM+BN)·96 bytes (48 KiB at BM 128).
+func (a *GemmQArgs) Launch() Geometry {
+	bm := a.tokens()
+	return geo(cdiv(int(a.Rows), GemmQBN), cdiv(int(a.T), bm), 1, 256, uint32(2*(bm+GemmQBN)*96))
+}
+
+// GemmQSmall reports whether a T×rows product should take ck_mmqs_*
+// (64-token tiles): when 128-token tiles would leave some of the device's
+// sms multiprocessors without a block.
+func GemmQSmall(T, rows, sms int) bool {
+	return int(cdiv(T, GemmQBM))*int(cdiv(rows, GemmQBN)) < sms
+}
 
 // ArgmaxRowsArgs: IDs[t] = argmax(Logits[t]) (lowest id on ties).
 type ArgmaxRowsArgs struct {

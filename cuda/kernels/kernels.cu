@@ -3,3 +3,4 @@
 #include "matvec.cu"
 #include "attention.cu"
 #include "gemm.cu"
+#include "gemmq.cu"
