@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -162,8 +163,9 @@ func report(t *testing.T, what string, ks []cuda.KernelTime) {
 // TestProfilePrefill logs where a prefill's GPU time goes, kernel by
 // kernel, at 512 and 2048 tokens, and the unprofiled prefill rate (best of
 // 3), when CORTIQ_CUDA_PREFILL names the shapes as CORTIQ_CUDA_BENCH does
-// ("llama-1b:q4_0,q8_0,q4_K_M"). A measurement on the GPU machine; it only
-// logs.
+// ("llama-1b:q4_0,q8_0,q4_K_M"); the files are written to
+// CORTIQ_CUDA_PREFILL_DIR (kept, and reused when there) or a temporary
+// directory. A measurement on the GPU machine; it only logs.
 func TestProfilePrefill(t *testing.T) {
 	spec := os.Getenv("CORTIQ_CUDA_PREFILL")
 	if spec == "" {
@@ -177,13 +179,16 @@ func TestProfilePrefill(t *testing.T) {
 	}
 	for _, q := range strings.Split(quants, ",") {
 		t.Run(q, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), q+".gguf")
-			mix, err := synth.ParseMix(q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := synth.WriteMix(path, sh, mix); err != nil {
-				t.Fatal(err)
+			dir := cmp.Or(os.Getenv("CORTIQ_CUDA_PREFILL_DIR"), t.TempDir())
+			path := filepath.Join(dir, shape+"-"+q+".gguf")
+			if _, err := os.Stat(path); err != nil {
+				mix, err := synth.ParseMix(q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := synth.WriteMix(path, sh, mix); err != nil {
+					t.Fatal(err)
+				}
 			}
 			m, err := importer.Open(context.Background(), path)
 			if err != nil {
