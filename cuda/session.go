@@ -512,10 +512,20 @@ func (s *Session) layers(T int, _ int) error {
 		// (q|k|v contiguous), else one product each.
 		qp, kp, vp := s.q, s.k, s.v
 		qStride, kvStride := qd, kvd
-		if T == 1 && l.qkv.ptr != 0 {
+		// A prompt without biases and q/k norms takes the fused [q;k;v] rows
+		// in one product too (one grid of 3072 rows fills the device where
+		// k's and v's 512 would not); rope and attention read the strided rows.
+		fusedQKV := l.qkv.ptr != 0 && (T == 1 || T > kernels.MaxBatch && l.bq == 0 && at.QKNorm == model.QKNormNone)
+		if fusedQKV {
 			kp, vp = s.q+driver.Ptr(qd*4), s.q+driver.Ptr((qd+kvd)*4)
 			qStride, kvStride = qd+2*kvd, qd+2*kvd
-			if err := s.mv(s.q, l.qkv, in, l.bqkv, norm); err != nil {
+			var err error
+			if T == 1 {
+				err = s.mv(s.q, l.qkv, in, l.bqkv, norm)
+			} else {
+				err = s.mm(s.q, l.qkv, in, T)
+			}
+			if err != nil {
 				return err
 			}
 		} else {
@@ -562,7 +572,7 @@ func (s *Session) layers(T int, _ int) error {
 			NeoX: neox, MScale: l.mscale, QStride: int32(qStride), KVStride: int32(kvStride), Ring: int32(s.maxLen)}); err != nil {
 			return err
 		}
-		if err := s.attention(l, i, qp, T); err != nil {
+		if err := s.attention(l, i, qp, int32(qStride), T); err != nil {
 			return err
 		}
 		if fuse {
@@ -668,7 +678,7 @@ func (s *Session) mv(y driver.Ptr, w matrix, x, r, norm driver.Ptr) error {
 // attention runs layer l's attention for T queries at qp into att:
 // flash-decoding for a few tokens, else the prefill kernel (tensor cores
 // for head dims 64 and 128).
-func (s *Session) attention(l *layer, i int, qp driver.Ptr, T int) error {
+func (s *Session) attention(l *layer, i int, qp driver.Ptr, qStride int32, T int) error {
 	b := s.b
 	at := l.spec.Attn
 	hd := at.HeadDim
@@ -687,7 +697,7 @@ func (s *Session) attention(l *layer, i int, qp driver.Ptr, T int) error {
 	args := &kernels.AttnPrefillArgs{Out: P(s.att), Q: P(qp),
 		KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
 		KVHeads: int32(at.KVHeads), HeadDim: int32(hd), Ring: int32(s.maxLen), Window: int32(at.Window),
-		Scale: at.Scale, Softcap: at.Softcap}
+		Scale: at.Scale, Softcap: at.Softcap, QStride: qStride}
 	// f32 weights keep f32 K/V (exact); otherwise tensor cores, K/V in f16.
 	if kernels.FATensorCores(hd) && !b.opts.Exact && l.q.codec != "f32" {
 		return b.launch(kernels.FAPrefillPrefix+s.kv, faPrefill{args})
