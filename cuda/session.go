@@ -700,15 +700,15 @@ func (s *Session) attention(l *layer, i int, qp driver.Ptr, qStride int32, T int
 		Scale: at.Scale, Softcap: at.Softcap, QStride: qStride}
 	// f32 weights keep f32 K/V (exact); otherwise tensor cores, K/V in f16.
 	if kernels.FATensorCores(hd) && !b.opts.Exact && l.q.codec != "f32" {
-		return b.launch(kernels.FAPrefillPrefix+s.kv, faPrefill{args})
+		return b.launch(kernels.FlashName(s.kv, hd), flashPrefill{args})
 	}
 	return b.launch(kernels.AttnPrefillPrefix+s.kv, args)
 }
 
-// faPrefill launches AttnPrefillArgs as ck_fa_prefill_* with its geometry.
-type faPrefill struct{ *kernels.AttnPrefillArgs }
+// flashPrefill launches AttnPrefillArgs as ck_flash_prefill_* with its geometry.
+type flashPrefill struct{ *kernels.AttnPrefillArgs }
 
-func (a faPrefill) Launch() kernels.Geometry { return a.LaunchTC() }
+func (a flashPrefill) Launch() kernels.Geometry { return a.LaunchFlash() }
 
 // head computes the logits of rows [r, r+n) into the logits buffer: from
 // h, or from the raw stream in x after a fused pass (one row, the output

@@ -28,22 +28,36 @@
 #define QBK 64         // columns per stage
 #define QLD (QBK + 16)  // shared row stride in bytes: 80, ldmatrix without bank conflicts
 
-// ---- activation quantization: one warp per group of 32, 8 groups a block;
-// grid (ceil(cols/256), T). With u != nullptr the value is act(x)·u (the
-// GLU's product, as ck_act_mul computes it).
+// ---- activation quantization: 8 threads per group of 32 (4 values each,
+// 16-byte loads), 32 groups a block; grid (ceil(cols/1024), T). With
+// u != nullptr the value is act(x)·u (the GLU's product, as ck_act_mul
+// computes it).
 CK void __launch_bounds__(256) ck_quant_q8(int8_t* __restrict__ xq, float2* __restrict__ xds, const float* __restrict__ x,
                                            const float* __restrict__ u, int T, int cols, int xStride, int uStride, int act) {
-  const int lane = threadIdx.x & 31, b = blockIdx.x * 8 + (threadIdx.x >> 5), t = blockIdx.y, nb = cols >> 5;
-  if (b >= nb || t >= T) return;
-  float v = x[(size_t)t * xStride + b * 32 + lane];
-  if (u) v = act_fn(v, act) * u[(size_t)t * uStride + b * 32 + lane];
-  const float amax = warp_max(fabsf(v));
+  const int t = blockIdx.y, c = (blockIdx.x * 256 + threadIdx.x) * 4;
+  if (t >= T || blockIdx.x * 1024 >= cols) return;  // whole blocks only: the shuffles below take the full warp
+  const bool ok = c < cols;
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (ok) {
+    v = *reinterpret_cast<const float4*>(x + (size_t)t * xStride + c);
+    if (u) {
+      const float4 w = *reinterpret_cast<const float4*>(u + (size_t)t * uStride + c);
+      v = make_float4(act_fn(v.x, act) * w.x, act_fn(v.y, act) * w.y, act_fn(v.z, act) * w.z, act_fn(v.w, act) * w.w);
+    }
+  }
+  float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+#pragma unroll
+  for (int o = 1; o < 8; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
   const float d = amax / 127.f;
   const float id = d != 0.f ? 1.f / d : 0.f;
-  const int q = __float2int_rn(v * id);
-  xq[(size_t)t * cols + b * 32 + lane] = (int8_t)q;
-  const float s = warp_sum((float)q);
-  if (lane == 0) xds[(size_t)t * nb + b] = make_float2(d, d * s);
+  const int q0 = __float2int_rn(v.x * id), q1 = __float2int_rn(v.y * id), q2 = __float2int_rn(v.z * id),
+            q3 = __float2int_rn(v.w * id);
+  int sum = q0 + q1 + q2 + q3;
+#pragma unroll
+  for (int o = 1; o < 8; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (!ok) return;
+  *reinterpret_cast<char4*>(xq + (size_t)t * cols + c) = make_char4((signed char)q0, (signed char)q1, (signed char)q2, (signed char)q3);
+  if ((threadIdx.x & 7) == 0) xds[(size_t)t * (cols >> 5) + (c >> 5)] = make_float2(d, d * (float)sum);
 }
 
 // ---- weight stage loaders. A thread owns one weight row's half of a

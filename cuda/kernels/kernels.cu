@@ -4,3 +4,4 @@
 #include "attention.cu"
 #include "gemm.cu"
 #include "gemmq.cu"
+#include "flash.cu"

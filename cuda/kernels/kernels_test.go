@@ -69,7 +69,8 @@ func TestPTXEntries(t *testing.T) {
 		names = append(names, MatvecInt8Prefix+c, GemmQPrefix+c, GemmQSmallPrefix+c)
 	}
 	for _, k := range []string{"f32", "f16"} {
-		names = append(names, KVWritePrefix+k, AttnDecodePrefix+k, AttnPrefillPrefix+k, RopeKVPrefix+k, FAPrefillPrefix+k)
+		names = append(names, KVWritePrefix+k, AttnDecodePrefix+k, AttnPrefillPrefix+k, RopeKVPrefix+k, FAPrefillPrefix+k,
+			FlashName(k, 64), FlashName(k, 128))
 	}
 	names = append(names, RMSNorm, AddRMSNorm, Add, Rope, AttnCombine, ActMul, ArgmaxRows, ArgmaxStep, Advance, QuantQ8)
 	for _, n := range names {

@@ -235,7 +235,7 @@ static const Kset ksets[] = {
 // int8 prefill GEMM (gemmq.cu): shared bytes and launch, as abi.go's GemmQArgs.
 static size_t mmqShared(int bm) { return (size_t)2 * (bm + QBN) * (QLD + 16); }
 static void quantQ8(int8_t* xq, float2* xds, const float* x, const float* u, int T, int cols, int act, cudaStream_t s = 0) {
-  ck_quant_q8<<<dim3((cols / 32 + 7) / 8, T), 256, 0, s>>>(xq, xds, x, u, T, cols, cols, cols, act);
+  ck_quant_q8<<<dim3((cols + 1023) / 1024, T), 256, 0, s>>>(xq, xds, x, u, T, cols, cols, cols, act);
 }
 static void mmq(const Kset& K, bool small, float* y, const uint8_t* w, const int8_t* xq, const float2* xds, const float* r,
                 int rows, int cols, int rb, int T, cudaStream_t s = 0) {
@@ -614,6 +614,19 @@ static void refAttn(const std::vector<float>& q, const std::vector<float>& K, co
   }
 }
 
+// ck_flash_prefill_* as abi.go's FlashName/LaunchFlash launch it.
+static void flashPrefill(bool f16, int hd, float* out, const float* q, const void* K, const void* V, const int* st, int T, int heads,
+                         int kvh, int ring, int window, float scale, float softcap, const float* sinks, int qStride, cudaStream_t s = 0) {
+  const dim3 grid((T + 63) / 64, heads);
+  const size_t sh = 2 * 64 * (hd + 8) * 2;
+  if (f16) {
+    auto k = hd == 64 ? ck_flash_prefill_f16_64 : ck_flash_prefill_f16_128;
+    k<<<grid, 128, sh, s>>>(out, q, (const __half*)K, (const __half*)V, st, T, heads, kvh, hd, ring, window, scale, softcap, sinks, qStride);
+  } else {
+    auto k = hd == 64 ? ck_flash_prefill_f32_64 : ck_flash_prefill_f32_128;
+    k<<<grid, 128, sh, s>>>(out, q, (const float*)K, (const float*)V, st, T, heads, kvh, hd, ring, window, scale, softcap, sinks, qStride);
+  }
+}
 static size_t faShared(int hd) {
   int ld = hd + 8, pld = 72;
   return 2 * (4 * 64 * ld) + 4 * (4 * 16 * 64) + 2 * (2 * 4 * 16 * pld) + 4 * (4 * 16 * hd) + 4 * 2 * 64;
@@ -707,6 +720,13 @@ static void testAttention() {
       snprintf(buf, sizeof buf, "fa_prefill %s h%d/%d hd%d P%d T%d w%d cap%g%s", cs.f16 ? "f16" : "f32", cs.heads,
                cs.kvHeads, cs.hd, cs.P0, cs.T, cs.window, cs.softcap, cs.sinks ? " sinks" : "");
       check(buf, maxrel1(got, ref), cs.f16 ? 1e-4 : 2e-3);
+      // flash.cu: the same arithmetic in registers, the same tolerance.
+      CUDA(cudaMemset(out, 0, ref.size() * 4));
+      flashPrefill(cs.f16, cs.hd, out, dq, dK, dV, dst2, cs.T, cs.heads, cs.kvHeads, cs.ring, cs.window, 0.125f, cs.softcap, ds, 0);
+      got = download(out, ref.size());
+      snprintf(buf, sizeof buf, "flash_prefill %s h%d/%d hd%d P%d T%d w%d cap%g%s", cs.f16 ? "f16" : "f32", cs.heads,
+               cs.kvHeads, cs.hd, cs.P0, cs.T, cs.window, cs.softcap, cs.sinks ? " sinks" : "");
+      check(buf, maxrel1(got, ref), cs.f16 ? 1e-4 : 2e-3);
     }
     cudaFree(dK); cudaFree(dV); cudaFree(dk); cudaFree(dv); cudaFree(dq); cudaFree(dsink); cudaFree(dst); cudaFree(dst2);
     cudaFree(po); cudaFree(pml); cudaFree(out);
@@ -725,6 +745,9 @@ static void testAttention() {
     std::vector<double> ref((size_t)T * heads * hd);
     for (int t = 0; t < T; t++) refAttn(q, K, V, P0 + t, t, heads, kvHeads, hd, ring, 0, 0.125f, 0, nullptr, ref);
     check("attn_prefill f32 T=100 P0=37 causal", maxrel1(got, ref), 1e-4);
+    flashPrefill(false, hd, out, dq, dK, dV, dst, T, heads, kvHeads, ring, 0, 0.125f, 0, nullptr, 0);
+    got = download(out, (size_t)T * heads * hd);
+    check("flash_prefill f32 T=100 P0=37 causal", maxrel1(got, ref), 2e-3);
     ck_attn_prefill_f32<<<dim3((T + 31) / 32, heads), 128, psh>>>(out, dq, dK, dV, dst, T, heads, kvHeads, hd, ring, 40, 0.125f, 0, nullptr, 0);
     got = download(out, (size_t)T * heads * hd);
     for (int t = 0; t < T; t++) refAttn(q, K, V, P0 + t, t, heads, kvHeads, hd, ring, 40, 0.125f, 0, nullptr, ref);
@@ -859,6 +882,8 @@ static void bench() {
         ck_fa_prefill_f32<<<dim3((TT + 63) / 64, heads), 128, fsh>>>(o2, q2, K, Vc, dst, TT, heads, kvh, hd, ring, 0, 0.125f, 0, nullptr, 0);
       }, 5);
       printf("fa prefill (tensor cores) T=%d: %8.1f us  %.1f TFLOP/s (causal)\n", TT, us, fl / us / 1e6);
+      us = timeit([&] { flashPrefill(false, hd, o2, q2, K, Vc, dst, TT, heads, kvh, ring, 0, 0.125f, 0, nullptr, 0); }, 5);
+      printf("flash prefill (mma in registers) T=%d: %8.1f us  %.1f TFLOP/s (causal)\n", TT, us, fl / us / 1e6);
       cudaFree(dst); cudaFree(q2); cudaFree(o2);
     }
     cudaFree(K); cudaFree(Vc); cudaFree(q); cudaFree(po); cudaFree(pml); cudaFree(out);
@@ -1012,7 +1037,7 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
       if (q8) { CUDA(cudaMalloc(&XQ, (size_t)T * F)); CUDA(cudaMalloc(&XDS, (size_t)T * F / 32 * 8)); }
       auto gq = [&](float* y, const Weight& w, const float* r) {
         const int blocks = ((T + 127) / 128) * ((w.rows + QBN - 1) / QBN);
-        mmq(K, blocks < 132, y, w.dev, XQ, XDS, r, w.rows, w.cols, w.rb, T, s);
+        mmq(K, 2 * blocks <= 132, y, w.dev, XQ, XDS, r, w.rows, w.cols, w.rb, T, s);
       };
       auto run = [&](bool timed) {
         cudaEvent_t a, b;
@@ -1029,7 +1054,7 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
             mark(tOther, [&] { ck_rmsnorm<<<T, 256, 0, s>>>(Hn, X, l.attnNorm, T, H, 1e-5f, 0); quantQ8(XQ, XDS, Hn, nullptr, T, H, 0, s); });
             mark(tGemm, [&] { gq(QKV, l.qkv, nullptr); });
             mark(tOther, [&] { ck_rope_kv_f32<<<dim3(T, heads + kvh), 64, 0, s>>>(QKV, QKV + H, QKV + H + kvDim, l.K, l.V, state, dinv, T, heads, kvh, hd, hd, 1, 1.f, qkvRows, qkvRows, ring); });
-            mark(tAttn, [&] { ck_fa_prefill_f32<<<dim3((T + 63) / 64, heads), 128, fsh, s>>>(ATT, QKV, l.K, l.V, state, T, heads, kvh, hd, ring, 0, 0.125f, 0, nullptr, qkvRows); });
+            mark(tAttn, [&] { flashPrefill(false, hd, ATT, QKV, l.K, l.V, state, T, heads, kvh, ring, 0, 0.125f, 0, nullptr, qkvRows, s); });
             mark(tOther, [&] { quantQ8(XQ, XDS, ATT, nullptr, T, H, 0, s); });
             mark(tGemm, [&] { gq(X, l.wo, X); });
             mark(tOther, [&] { ck_rmsnorm<<<T, 256, 0, s>>>(Hn, X, l.ffnNorm, T, H, 1e-5f, 0); quantQ8(XQ, XDS, Hn, nullptr, T, H, 0, s); });
@@ -1064,7 +1089,7 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
       CUDA(cudaGetLastError());
       run(true);
       printf("prefill %s%s T=%d: %8.0f us = %7.0f tok/s (GEMM %.0f us, attention %.0f us, rest %.0f us, per-kernel timed pass)\n",
-             c.name, q8 ? " int8 mma" : " f16 wmma", T, ms * 1000 / 3, T / (ms / 3 / 1000), tGemm, tAttn, tOther);
+             c.name, q8 ? " int8 mma, flash" : " f16 wmma, fa", T, ms * 1000 / 3, T / (ms / 3 / 1000), tGemm, tAttn, tOther);
       if (XQ) { cudaFree(XQ); cudaFree(XDS); }
       cudaFree(X); cudaFree(Hn); cudaFree(QKV); cudaFree(ATT); cudaFree(G); cudaFree(U); cudaFree(A); cudaFree(dids);
     }
