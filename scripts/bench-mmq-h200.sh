@@ -19,14 +19,16 @@ for f in bin/*.gz; do [ -f "$f" ] && gunzip -kf "$f"; done
 chmod +x bin/* 2>/dev/null
 export CORTIQ_CACHE=/tmp/cc CORTIQ_PROBE_CACHE=0
 mkdir -p /tmp/m
+# The shared fixtures for the parity tests, when carried as shared.tgz.
+if [ -f shared.tgz ]; then mkdir -p sh && tar xzf shared.tgz -C sh && export CORTIQ_SHARED=$PWD/sh; fi
 for step in "$@"; do
   echo "== $step ($(date +%T))"
   case $step in
-  harness) timeout 90 bin/harness-new prefill 2>&1 | tee "$O/harness.txt" | grep -v ' ok$' ;;
+  harness) timeout 60 bin/harness-new prefill 2>&1 | tee "$O/harness.txt" | grep -v ' ok$' ;;
   profile-new | profile-old)
     CORTIQ_CUDA_PREFILL=llama-1b:q4_0,q8_0,q4_K_M CORTIQ_CUDA_PREFILL_DIR=/tmp/m \
-      timeout 100 "bin/cuda-${step#profile-}.test" -test.run TestProfilePrefill -test.v 2>&1 | tee "$O/$step.txt" ;;
-  parity) timeout 100 bin/cuda-new.test -test.run 'TestCodecParity|TestParity|TestStories|TestKVF16' -test.v 2>&1 |
+      timeout 45 "bin/cuda-${step#profile-}.test" -test.run TestProfilePrefill -test.v 2>&1 | tee "$O/$step.txt" ;;
+  parity) timeout 50 bin/cuda-new.test -test.run 'TestCodecParity|TestParity|TestStories|TestKVF16' -test.v 2>&1 |
     tee "$O/parity.txt" | grep -E '^(---|ok|FAIL|PASS)|prompt|decode steps' ;;
   bench-new | bench-old)
     for q in q4_0 q8_0 q4_K_M; do
