@@ -119,18 +119,31 @@ __device__ __forceinline__ void flash_prefill(float* __restrict__ out, const flo
         fl_mma(s[j + 1], qh[ks], r[2], r[3]);
         fl_mma(s[j + 1], ql[ks], r[2], r[3]);
       }
-    // Masks, scale, softcap; the rows' maxima over the quad.
+    // Masks, scale, softcap; the rows' maxima over the quad. A tile every
+    // key of which every query of the block sees needs no mask.
     float mx[2] = {-INFINITY, -INFINITY};
+    const int qLo = P0 + t0, kHi = k0 + FLK - 1;
+    if (nq == FLQ && kHi <= qLo && k0 >= kStart && (window <= 0 || k0 > qLo + FLQ - 1 - window)) {
 #pragma unroll
-    for (int j = 0; j < 8; j++)
+      for (int j = 0; j < 8; j++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int hr = e >> 1, p = k0 + 8 * j + 2 * t4 + (e & 1), P = hr ? Pr1 : Pr0;
-        const bool ok = (hr ? r1 : r0) < nq && p <= P && p >= kStart && (window <= 0 || p > P - window);
-        const float v = ok ? score_fix(s[j][e] * scale, softcap) : -INFINITY;
-        s[j][e] = v;
-        mx[hr] = fmaxf(mx[hr], v);
-      }
+        for (int e = 0; e < 4; e++) {
+          const float v = score_fix(s[j][e] * scale, softcap);
+          s[j][e] = v;
+          mx[e >> 1] = fmaxf(mx[e >> 1], v);
+        }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int hr = e >> 1, p = k0 + 8 * j + 2 * t4 + (e & 1), P = hr ? Pr1 : Pr0;
+          const bool ok = (hr ? r1 : r0) < nq && p <= P && p >= kStart && (window <= 0 || p > P - window);
+          const float v = ok ? score_fix(s[j][e] * scale, softcap) : -INFINITY;
+          s[j][e] = v;
+          mx[hr] = fmaxf(mx[hr], v);
+        }
+    }
     float corr[2];
 #pragma unroll
     for (int hr = 0; hr < 2; hr++) {
