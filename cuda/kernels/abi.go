@@ -356,9 +356,12 @@ func FlashName(kv string, headDim int) string {
 
 // LaunchFlash is the geometry of ck_flash_prefill_* (FATensorCores head
 // dims): 64 queries per block, 4 warps, the latest queries' blocks first;
-// shared memory one f16 K and V tile of 64 keys (rows of HeadDim+8).
+// shared memory one f16 K and V tile of 64 keys (rows of HeadDim+8) and
+// the next tile's K and V as the cache holds them (sized for f32): above
+// 48 KiB, so it needs the opt-in.
 func (a *AttnPrefillArgs) LaunchFlash() Geometry {
-	return geo(cdiv(int(a.T), 64), uint32(a.Heads), 1, 128, uint32(2*64*(int(a.HeadDim)+8)*2))
+	hd := int(a.HeadDim)
+	return geo(cdiv(int(a.T), 64), uint32(a.Heads), 1, 128, uint32(2*64*(hd+8)*2+2*64*hd*4))
 }
 
 // FATensorCores reports whether ck_fa_prefill_* takes this head dim.

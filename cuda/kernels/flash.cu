@@ -8,7 +8,8 @@
 // the A operands Q and P are split into f16 high and low parts (two
 // products) so that only K and V are rounded to f16: exact for an f16
 // cache. Masks (causal, sliding window), softcap and sinks as there.
-// hd is 64 or 128; blocks run longest (latest queries) first.
+// hd is 64 or 128; blocks run longest (latest queries) first. The next
+// key tile is fetched by cp.async while the current one is multiplied.
 #include "common.cuh"
 
 #define FLQ 64  // queries per block
@@ -27,6 +28,12 @@ __device__ __forceinline__ void fl_ldsm_x4_t(uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(fl_smem(p))
+               : "memory");
+}
+
+// 16 bytes global → shared, zero-filled when !ok (src must still be valid).
+__device__ __forceinline__ void fl_cp16(void* dst, const void* src, bool ok) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(fl_smem(dst)), "l"(src), "r"(ok ? 16 : 0)
                : "memory");
 }
 
@@ -61,6 +68,10 @@ __device__ __forceinline__ void flash_prefill(float* __restrict__ out, const flo
   extern __shared__ __align__(16) uint8_t smem[];
   __half* Ks = reinterpret_cast<__half*>(smem);  // [FLK][LD]
   __half* Vs = Ks + FLK * LD;                     // [FLK][LD]
+  // The next tile's K and V as the cache holds them, arriving by cp.async
+  // while this one is multiplied (shared memory sized for f32).
+  T* Kst = reinterpret_cast<T*>(Vs + FLK * LD);  // [FLK][HD]
+  T* Vst = Kst + FLK * HD;                        // [FLK][HD]
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   const int t0 = (gridDim.x - 1 - blockIdx.x) * FLQ, h = blockIdx.y, kvh = h / (heads / kvHeads), kvDim = kvHeads * HD;
   const int P0 = *pos0, nq = min(FLQ, Tn - t0);
@@ -87,21 +98,31 @@ __device__ __forceinline__ void flash_prefill(float* __restrict__ out, const flo
 
   const int pLast = P0 + t0 + nq - 1;
   const int kStart = window > 0 ? max(0, P0 + t0 - window + 1) : 0;
-  for (int k0 = (kStart / FLK) * FLK; k0 <= pLast; k0 += FLK) {
-    __syncthreads();
+  constexpr int CE = 16 / sizeof(T);  // cache elements a 16-byte copy
+  auto issue = [&](int k0) {
+#pragma unroll 4
+    for (int i = tid * CE; i < FLK * HD; i += 128 * CE) {
+      const int kj = i / HD, d = i % HD, p = k0 + kj;
+      const bool ok = p <= pLast && p >= kStart;  // zeros elsewhere
+      const size_t off = ok ? (size_t)(p % ring) * kvDim + (size_t)kvh * HD + d : 0;
+      fl_cp16(Kst + i, kc + off, ok);
+      fl_cp16(Vst + i, vc + off, ok);
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+  };
+  int k0 = (kStart / FLK) * FLK;
+  if (k0 <= pLast) issue(k0);
+  for (; k0 <= pLast; k0 += FLK) {
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    __syncthreads();  // tile k0 staged; every warp is done with the f16 tiles
 #pragma unroll 4
     for (int i = tid * 4; i < FLK * HD; i += 128 * 4) {
-      const int kj = i / HD, d = i % HD, p = k0 + kj;
-      float4 kv = make_float4(0.f, 0.f, 0.f, 0.f), vv = kv;
-      if (p <= pLast && p >= kStart) {
-        const size_t off = (size_t)(p % ring) * kvDim + (size_t)kvh * HD + d;
-        kv = ld4(kc + off);
-        vv = ld4(vc + off);
-      }
-      *reinterpret_cast<uint2*>(Ks + kj * LD + d) = fl_h4(kv);
-      *reinterpret_cast<uint2*>(Vs + kj * LD + d) = fl_h4(vv);
+      const int kj = i / HD, d = i % HD;
+      *reinterpret_cast<uint2*>(Ks + kj * LD + d) = fl_h4(ld4(Kst + i));
+      *reinterpret_cast<uint2*>(Vs + kj * LD + d) = fl_h4(ld4(Vst + i));
     }
-    __syncthreads();
+    __syncthreads();  // f16 tiles ready; the staging is free for the next tile
+    if (k0 + FLK <= pLast) issue(k0 + FLK);
     // S = Q·Kᵀ: 16 rows × 64 keys a warp, 8 tiles of 8 keys.
     float s[8][4];
 #pragma unroll
