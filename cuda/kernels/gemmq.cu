@@ -210,12 +210,6 @@ __device__ __forceinline__ void mma_k16(int (&c)[4], uint32_t a0, uint32_t a1, u
       : "r"(a0), "r"(a1), "r"(b0));
 }
 
-// i as f32, exactly, for |i| < 2^22 (every int32 sum of one mma here:
-// at most 32·128·127): the integer added into the mantissa of 1.5·2^23.
-// Two full-rate operations where I2F runs at a quarter of the FP32 rate on
-// sm_80/sm_90 and bounded the kernel.
-__device__ __forceinline__ float i2f(int i) { return __int_as_float(0x4B400000 + i) - 12582912.f; }
-
 template <class C, int BM>
 __device__ __forceinline__ void mmq(float* __restrict__ Y, const uint8_t* __restrict__ W, const int8_t* __restrict__ Xq,
                                     const float2* __restrict__ Xds, const float* __restrict__ R, int rows, int cols,
@@ -332,7 +326,7 @@ __device__ __forceinline__ void mmq(float* __restrict__ Y, const uint8_t* __rest
             for (int q = 0; q < 4; q++) {
               const float dx = xd[i][q >> 1].x;
               const float2 w = wd[j][q & 1];
-              acc[i][j][q] = fmaf(dx, w.x * i2f(c[q]) + w.y * i2f(e[q]), acc[i][j][q]);
+              acc[i][j][q] = fmaf(dx, w.x * (float)c[q] + w.y * (float)e[q], acc[i][j][q]);
             }
           } else {
             int c[4] = {0, 0, 0, 0};
@@ -340,7 +334,7 @@ __device__ __forceinline__ void mmq(float* __restrict__ Y, const uint8_t* __rest
 #pragma unroll
             for (int q = 0; q < 4; q++) {
               const float2 x = xd[i][q >> 1], w = wd[j][q & 1];
-              acc[i][j][q] = fmaf(x.x * w.x, i2f(c[q]), acc[i][j][q]);
+              acc[i][j][q] = fmaf(x.x * w.x, (float)c[q], acc[i][j][q]);
               if constexpr (L::kMin) acc[i][j][q] = fmaf(-x.y, w.y, acc[i][j][q]);
             }
           }
