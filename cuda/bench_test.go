@@ -1,8 +1,10 @@
 package cuda_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,4 +158,80 @@ func report(t *testing.T, what string, ks []cuda.KernelTime) {
 		fmt.Fprintf(&sb, "  %-22s %5d calls %9.3f ms %5.1f%%\n", k.Name, k.Calls, k.MS, 100*k.MS/total)
 	}
 	t.Log(sb.String())
+}
+
+// TestProfilePrefill logs where a prefill's GPU time goes, kernel by
+// kernel, at 512 and 2048 tokens, and the unprofiled prefill rate (best of
+// 3), when CORTIQ_CUDA_PREFILL names the shapes as CORTIQ_CUDA_BENCH does
+// ("llama-1b:q4_0,q8_0,q4_K_M"); the files are written to
+// CORTIQ_CUDA_PREFILL_DIR (kept, and reused when there) or a temporary
+// directory. A measurement on the GPU machine; it only logs.
+func TestProfilePrefill(t *testing.T) {
+	spec := os.Getenv("CORTIQ_CUDA_PREFILL")
+	if spec == "" {
+		t.Skip("CORTIQ_CUDA_PREFILL not set (a measurement on the GPU machine)")
+	}
+	needGPU(t)
+	shape, quants, _ := strings.Cut(spec, ":")
+	sh, err := synth.ParseShape(shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range strings.Split(quants, ",") {
+		t.Run(q, func(t *testing.T) {
+			dir := cmp.Or(os.Getenv("CORTIQ_CUDA_PREFILL_DIR"), t.TempDir())
+			path := filepath.Join(dir, shape+"-"+q+".gguf")
+			if _, err := os.Stat(path); err != nil {
+				mix, err := synth.ParseMix(q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := synth.WriteMix(path, sh, mix); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := importer.Open(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			prompt := func(n int) []int {
+				p := make([]int, n)
+				for i := range p {
+					p[i] = (i*7919 + 13) % m.Arch.Vocab
+				}
+				return p
+			}
+			for _, o := range []cuda.Options{{Profile: true}, {}} {
+				b, err := cuda.Open(context.Background(), m, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := b.NewSession(2048)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, n := range []int{512, 2048} {
+					best := time.Duration(math.MaxInt64)
+					for range 3 {
+						s.Reset()
+						t0 := time.Now()
+						if _, err := s.Forward(prompt(n), false); err != nil {
+							t.Fatal(err)
+						}
+						best = min(best, time.Since(t0))
+						if o.Profile {
+							report(t, fmt.Sprintf("%s prefill %d", q, n), b.Profile())
+							break
+						}
+					}
+					if !o.Profile {
+						t.Logf("%s pp%d: %.0f tok/s (%.2f ms, best of 3)", q, n, float64(n)/best.Seconds(), best.Seconds()*1e3)
+					}
+				}
+				s.Close()
+				b.Close()
+			}
+		})
+	}
 }

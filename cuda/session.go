@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/cuda/driver"
@@ -48,6 +49,12 @@ type Session struct {
 	allocs                      []driver.Ptr
 	bytes                       int64
 	closed                      bool
+
+	// The int8 prefill GEMM's input (ck_quant_q8): values and scales, and
+	// which activation they hold (qx 0: none that can be reused).
+	xq, xds   driver.Ptr
+	qx        driver.Ptr
+	qcols, qT int
 }
 
 // NewSession allocates a session of at most maxLen positions.
@@ -71,6 +78,7 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		s.kv = "f16"
 	}
 	qd, kvd, ff, heads, hdMax := 0, 0, 0, 0, 0
+	cols := a.Hidden // the widest input of a product
 	for _, l := range a.Layers {
 		hdMax = max(hdMax, l.Attn.HeadDim)
 		qd = max(qd, l.Attn.Heads*l.Attn.HeadDim)
@@ -78,6 +86,7 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		ff = max(ff, ffnWidth(l.FFNHidden))
 		heads = max(heads, l.Attn.Heads)
 	}
+	cols = max(cols, qd, ff)
 	s.nsplit = kernels.DecodeSplits(b.dev.Info().SMs, max(1, a.Layers[0].Attn.KVHeads))
 	C := int64(s.chunk)
 	dec := int64(kernels.MaxBatch)
@@ -93,6 +102,15 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		{&s.logits, int64(min(s.chunk, maxLogitRows)) * int64(a.Vocab) * 4 * int64(b2i(b.last))},
 		{&s.ids, C * 4}, {&s.picks, C * 4},
 		{&s.state, kernels.StateSize * 4}, {&s.hist, histLen * 4},
+	}
+	if nq, nds := kernels.QuantBytes(s.chunk, cols); s.chunk > kernels.MaxBatch && !b.opts.Exact {
+		bufs = append(bufs, struct {
+			dst *driver.Ptr
+			n   int64
+		}{&s.xq, int64(nq)}, struct {
+			dst *driver.Ptr
+			n   int64
+		}{&s.xds, int64(nds)})
 	}
 	for _, x := range bufs {
 		p, err := s.alloc(x.n)
@@ -370,15 +388,35 @@ func (s *Session) mm(y driver.Ptr, w matrix, x driver.Ptr, T int) error {
 
 // mmr is mm plus a repeated bias r ([biasRows][rows], or 0), added to y.
 func (s *Session) mmr(y driver.Ptr, w matrix, x, r driver.Ptr, T int) error {
+	return s.mmx(y, w, x, r, T, false)
+}
+
+// int8GEMM reports whether a product of T rows with w takes the int8
+// tensor-core GEMM (ck_mmq_*): quantized weights the kernels have it for,
+// more rows than the batched matvec takes, and not Options.Exact.
+func (s *Session) int8GEMM(w matrix, T int) bool {
+	return T > kernels.MaxBatch && s.xq != 0 && slices.Contains(kernels.Int8Codecs, w.codec)
+}
+
+// mmx is mmr; with reuse the caller vouches that x is unchanged since the
+// product before, so an int8 rounding of it made then is used again.
+func (s *Session) mmx(y driver.Ptr, w matrix, x, r driver.Ptr, T int, reuse bool) error {
 	if r != 0 && T > biasRows {
 		for t0 := 0; t0 < T; t0 += biasRows {
 			n := min(T-t0, biasRows)
-			if err := s.mmr(y+driver.Ptr(t0*w.rows*4), w, x+driver.Ptr(t0*w.cols*4), r, n); err != nil {
+			if err := s.mmx(y+driver.Ptr(t0*w.rows*4), w, x+driver.Ptr(t0*w.cols*4), r, n, reuse); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
+	if s.int8GEMM(w, T) {
+		if err := s.quantize(x, 0, w.cols, T, reuse); err != nil {
+			return err
+		}
+		return s.gemmq(y, w, r, T)
+	}
+	s.qx = 0 // the next product's reuse refers to this one, which quantized nothing
 	P := func(p driver.Ptr) kernels.Ptr { return kernels.Ptr(p) }
 	at := func(p driver.Ptr, off int) driver.Ptr {
 		if p == 0 {
@@ -405,6 +443,42 @@ func (s *Session) mmr(y driver.Ptr, w matrix, x, r driver.Ptr, T int) error {
 	}
 	return s.b.launch(kernels.GemmPrefix+w.codec, &kernels.GemmArgs{Y: P(y), W: P(w.ptr), X: P(x), R: P(r),
 		Rows: int32(w.rows), Cols: int32(w.cols), RowBytes: int32(w.rowBytes), T: int32(T)})
+}
+
+// quantize rounds x [T][cols] (or act(x)·u when u != 0) to int8 per 32
+// into xq/xds, unless reuse and they already hold exactly that.
+func (s *Session) quantize(x, u driver.Ptr, cols, T int, reuse bool) error {
+	if reuse && u == 0 && s.qx == x && s.qcols == cols && s.qT == T {
+		return nil
+	}
+	s.qx = 0
+	a := s.b.arch
+	act := kernels.ActSiLU
+	if a.Act == model.ActGELUTanh {
+		act = kernels.ActGELUTanh
+	}
+	if err := s.b.launch(kernels.QuantQ8, &kernels.QuantQ8Args{XQ: kernels.Ptr(s.xq), XDS: kernels.Ptr(s.xds),
+		X: kernels.Ptr(x), U: kernels.Ptr(u), T: int32(T), Cols: int32(cols), XStride: int32(cols), UStride: int32(cols),
+		Act: act}); err != nil {
+		return err
+	}
+	if u == 0 {
+		s.qx, s.qcols, s.qT = x, cols, T
+	}
+	return nil
+}
+
+// gemmq is y[T][rows] = xq·Wᵀ (+r) on the int8 tensor cores, from the
+// activation quantize left.
+func (s *Session) gemmq(y driver.Ptr, w matrix, r driver.Ptr, T int) error {
+	a := &kernels.GemmQArgs{Y: kernels.Ptr(y), W: kernels.Ptr(w.ptr), XQ: kernels.Ptr(s.xq), XDS: kernels.Ptr(s.xds),
+		R: kernels.Ptr(r), Rows: int32(w.rows), Cols: int32(w.cols), RowBytes: int32(w.rowBytes), T: int32(T),
+		Small: kernels.GemmQSmall(T, w.rows, s.b.dev.Info().SMs)}
+	name := kernels.GemmQPrefix
+	if a.Small {
+		name = kernels.GemmQSmallPrefix
+	}
+	return s.b.launch(name+w.codec, a)
 }
 
 func (s *Session) rmsnorm(out, x, w driver.Ptr, rows, dim int) error {
@@ -460,6 +534,7 @@ func (s *Session) layers(T int, _ int) error {
 	P := func(p driver.Ptr) kernels.Ptr { return kernels.Ptr(p) }
 	fuse := T == 1 && a.Scales().Residual == 1 && !b.postNorms
 	s.raw = fuse
+	s.qx = 0
 	in := s.x
 	if l0 := &b.layers[0]; !fuse && l0.attnNorm != 0 {
 		if err := s.rmsnorm(s.h, s.x, l0.attnNorm, T, H); err != nil {
@@ -484,10 +559,20 @@ func (s *Session) layers(T int, _ int) error {
 		// (q|k|v contiguous), else one product each.
 		qp, kp, vp := s.q, s.k, s.v
 		qStride, kvStride := qd, kvd
-		if T == 1 && l.qkv.ptr != 0 {
+		// A prompt without biases and q/k norms takes the fused [q;k;v] rows
+		// in one product too (one grid of 3072 rows fills the device where
+		// k's and v's 512 would not); rope and attention read the strided rows.
+		fusedQKV := l.qkv.ptr != 0 && (T == 1 || T > kernels.MaxBatch && l.bq == 0 && at.QKNorm == model.QKNormNone)
+		if fusedQKV {
 			kp, vp = s.q+driver.Ptr(qd*4), s.q+driver.Ptr((qd+kvd)*4)
 			qStride, kvStride = qd+2*kvd, qd+2*kvd
-			if err := s.mv(s.q, l.qkv, in, l.bqkv, norm); err != nil {
+			var err error
+			if T == 1 {
+				err = s.mv(s.q, l.qkv, in, l.bqkv, norm)
+			} else {
+				err = s.mm(s.q, l.qkv, in, T)
+			}
+			if err != nil {
 				return err
 			}
 		} else {
@@ -499,7 +584,8 @@ func (s *Session) layers(T int, _ int) error {
 				if T == 1 {
 					err = s.mv(p.y, p.w, in, p.bias, norm)
 				} else {
-					err = s.mmr(p.y, p.w, in, p.bias, T)
+					// k and v reuse q's int8 rounding of in.
+					err = s.mmx(p.y, p.w, in, p.bias, T, p.y != qp)
 				}
 				if err != nil {
 					return err
@@ -533,7 +619,7 @@ func (s *Session) layers(T int, _ int) error {
 			NeoX: neox, MScale: l.mscale, QStride: int32(qStride), KVStride: int32(kvStride), Ring: int32(s.maxLen)}); err != nil {
 			return err
 		}
-		if err := s.attention(l, i, qp, T); err != nil {
+		if err := s.attention(l, i, qp, int32(qStride), T); err != nil {
 			return err
 		}
 		if fuse {
@@ -573,6 +659,7 @@ func (s *Session) layers(T int, _ int) error {
 			return err
 		}
 		// Feed-forward: act(gate·h) * (up·h), then down.
+		down := false // the int8 path ran down with the GLU's product
 		if T == 1 && l.gate.codec == l.up.codec {
 			if err := b.matvec(l.gate.codec, &kernels.MatvecArgs{Y: P(s.g), W: P(l.gate.ptr), W2: P(l.up.ptr),
 				X: P(in), Rows: int32(l.gate.rows), Cols: int32(l.gate.cols), RowBytes: int32(l.gate.rowBytes), Act: act}); err != nil {
@@ -582,17 +669,28 @@ func (s *Session) layers(T int, _ int) error {
 			if err := s.mm(s.g, l.gate, in, T); err != nil {
 				return err
 			}
-			if err := s.mm(s.u, l.up, in, T); err != nil {
+			if err := s.mmx(s.u, l.up, in, 0, T, true); err != nil {
 				return err
 			}
 			n := l.gate.rows
-			if err := b.launch(kernels.ActMul, &kernels.ActMulArgs{Out: P(s.g), G: P(s.g), U: P(s.u), T: int32(T), N: int32(n),
+			if s.int8GEMM(l.down, T) {
+				// act(g)·u goes straight to int8: the down product's input.
+				if err := s.quantize(s.g, s.u, n, T, false); err != nil {
+					return err
+				}
+				if err := s.gemmq(s.o, l.down, 0, T); err != nil {
+					return err
+				}
+				down = true
+			} else if err := b.launch(kernels.ActMul, &kernels.ActMulArgs{Out: P(s.g), G: P(s.g), U: P(s.u), T: int32(T), N: int32(n),
 				GStride: int32(n), UStride: int32(n), Act: act}); err != nil {
 				return err
 			}
 		}
-		if err := s.mm(s.o, l.down, s.g, T); err != nil {
-			return err
+		if !down {
+			if err := s.mm(s.o, l.down, s.g, T); err != nil {
+				return err
+			}
 		}
 		// The next block's pre-norm is fused into the residual add: the
 		// next layer's, the output norm after the last layer, none at the
@@ -627,7 +725,7 @@ func (s *Session) mv(y driver.Ptr, w matrix, x, r, norm driver.Ptr) error {
 // attention runs layer l's attention for T queries at qp into att:
 // flash-decoding for a few tokens, else the prefill kernel (tensor cores
 // for head dims 64 and 128).
-func (s *Session) attention(l *layer, i int, qp driver.Ptr, T int) error {
+func (s *Session) attention(l *layer, i int, qp driver.Ptr, qStride int32, T int) error {
 	b := s.b
 	at := l.spec.Attn
 	hd := at.HeadDim
@@ -646,18 +744,18 @@ func (s *Session) attention(l *layer, i int, qp driver.Ptr, T int) error {
 	args := &kernels.AttnPrefillArgs{Out: P(s.att), Q: P(qp),
 		KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
 		KVHeads: int32(at.KVHeads), HeadDim: int32(hd), Ring: int32(s.maxLen), Window: int32(at.Window),
-		Scale: at.Scale, Softcap: at.Softcap}
+		Scale: at.Scale, Softcap: at.Softcap, QStride: qStride}
 	// f32 weights keep f32 K/V (exact); otherwise tensor cores, K/V in f16.
 	if kernels.FATensorCores(hd) && !b.opts.Exact && l.q.codec != "f32" {
-		return b.launch(kernels.FAPrefillPrefix+s.kv, faPrefill{args})
+		return b.launch(kernels.FlashName(s.kv, hd), flashPrefill{args})
 	}
 	return b.launch(kernels.AttnPrefillPrefix+s.kv, args)
 }
 
-// faPrefill launches AttnPrefillArgs as ck_fa_prefill_* with its geometry.
-type faPrefill struct{ *kernels.AttnPrefillArgs }
+// flashPrefill launches AttnPrefillArgs as ck_flash_prefill_* with its geometry.
+type flashPrefill struct{ *kernels.AttnPrefillArgs }
 
-func (a faPrefill) Launch() kernels.Geometry { return a.LaunchTC() }
+func (a flashPrefill) Launch() kernels.Geometry { return a.LaunchFlash() }
 
 // head computes the logits of rows [r, r+n) into the logits buffer: from
 // h, or from the raw stream in x after a fused pass (one row, the output

@@ -138,11 +138,14 @@ const (
 	MatvecBatchPrefix = "ck_mvb_"
 	MatvecInt8Prefix  = "ck_mvq_" // q8_0, q4_0, q4_K, q6_K only (Int8Codecs)
 	GemmPrefix        = "ck_gemm_"
-	KVWritePrefix     = "ck_kv_write_"     // + "f32" | "f16"
-	RopeKVPrefix      = "ck_rope_kv_"      // + "f32" | "f16" (the cache type)
-	FAPrefillPrefix   = "ck_fa_prefill_"   // + "f32" | "f16"; tensor cores, head dim 64 or 128
-	AttnDecodePrefix  = "ck_attn_decode_"  // + "f32" | "f16" (the cache type)
-	AttnPrefillPrefix = "ck_attn_prefill_" // + "f32" | "f16"
+	GemmQPrefix       = "ck_mmq_"           // + an Int8Codecs codec: the int8 mma GEMM, 128-token tiles
+	GemmQSmallPrefix  = "ck_mmqs_"          // the same with 64-token tiles (GemmQArgs.Small)
+	KVWritePrefix     = "ck_kv_write_"      // + "f32" | "f16"
+	RopeKVPrefix      = "ck_rope_kv_"       // + "f32" | "f16" (the cache type)
+	FAPrefillPrefix   = "ck_fa_prefill_"    // + "f32" | "f16"; tensor cores, head dim 64 or 128
+	FlashPrefix       = "ck_flash_prefill_" // + "f32" | "f16" + "_64" | "_128" (FlashName); mma.sync in registers
+	AttnDecodePrefix  = "ck_attn_decode_"   // + "f32" | "f16" (the cache type)
+	AttnPrefillPrefix = "ck_attn_prefill_"  // + "f32" | "f16"
 
 	RMSNorm     = "ck_rmsnorm"
 	AddRMSNorm  = "ck_add_rmsnorm"
@@ -152,6 +155,7 @@ const (
 	ActMul      = "ck_act_mul"
 	ArgmaxRows  = "ck_argmax_rows"
 	ArgmaxStep  = "ck_argmax_step"
+	QuantQ8     = "ck_quant_q8"
 	Advance     = "ck_advance"
 )
 
@@ -344,6 +348,22 @@ func (a *AttnPrefillArgs) LaunchTC() Geometry {
 	return geo(cdiv(int(a.T), 64), uint32(a.Heads), 1, 128, uint32(sh))
 }
 
+// FlashName is the ck_flash_prefill_* entry for a cache type ("f32",
+// "f16") and head dim (64 or 128: FATensorCores).
+func FlashName(kv string, headDim int) string {
+	return fmt.Sprintf("%s%s_%d", FlashPrefix, kv, headDim)
+}
+
+// LaunchFlash is the geometry of ck_flash_prefill_* (FATensorCores head
+// dims): 64 queries per block, 4 warps, the latest queries' blocks first;
+// shared memory one f16 K and V tile of 64 keys (rows of HeadDim+8) and
+// the next tile's K and V as the cache holds them (sized for f32): above
+// 48 KiB, so it needs the opt-in.
+func (a *AttnPrefillArgs) LaunchFlash() Geometry {
+	hd := int(a.HeadDim)
+	return geo(cdiv(int(a.T), 64), uint32(a.Heads), 1, 128, uint32(2*64*(hd+8)*2+2*64*hd*4))
+}
+
 // FATensorCores reports whether ck_fa_prefill_* takes this head dim.
 func FATensorCores(headDim int) bool { return headDim == 64 || headDim == 128 }
 
@@ -472,6 +492,73 @@ func (a *GemmArgs) Launch() Geometry {
 
 // gemmShared: f16 tiles of W (BN×(BK+8)) and X (BM×(BK+8)).
 const gemmShared = 2 * (GemmBN + GemmBM) * (GemmBK + 8)
+
+// QuantQ8Args: XQ[t][Cols] int8 and XDS[t][Cols/32] float2 {d, d·Σq}: row
+// t of X (X[t*XStride+i]), or act(X)·U (U[t*UStride+i]) when U != 0,
+// rounded per 32 (d = amax/127, round half to even) — the input of
+// ck_mmq_*. Cols is a multiple of 32; X, U and their strides 16-byte aligned.
+type QuantQ8Args struct {
+	XQ, XDS, X, U    Ptr
+	T, Cols          int32
+	XStride, UStride int32
+	Act              int32
+}
+
+func (a *QuantQ8Args) Params() []unsafe.Pointer {
+	return params(unsafe.Pointer(&a.XQ), unsafe.Pointer(&a.XDS), unsafe.Pointer(&a.X), unsafe.Pointer(&a.U),
+		unsafe.Pointer(&a.T), unsafe.Pointer(&a.Cols), unsafe.Pointer(&a.XStride), unsafe.Pointer(&a.UStride),
+		unsafe.Pointer(&a.Act))
+}
+func (a *QuantQ8Args) Launch() Geometry { return geo(cdiv(int(a.Cols), 1024), uint32(a.T), 1, 256, 0) }
+
+// QuantBytes is the size of ck_quant_q8's output for rows×cols values:
+// the int8 values, then (16-byte aligned) the float2 scales.
+func QuantBytes(rows, cols int) (q, ds int) { return (rows*cols + 15) &^ 15, rows * cols / 32 * 8 }
+
+// GemmQArgs: Y[T][Rows] = XQ · Wᵀ (+R) for a weight in one of Int8Codecs,
+// XQ/XDS as ck_quant_q8 leaves them; Cols a multiple of GemmBK.
+type GemmQArgs struct {
+	Y, W, XQ, XDS, R     Ptr
+	Rows, Cols, RowBytes int32
+	T                    int32
+	Small                bool // 64-token tiles (ck_mmqs_*): not a kernel parameter
+}
+
+func (a *GemmQArgs) Params() []unsafe.Pointer {
+	return params(unsafe.Pointer(&a.Y), unsafe.Pointer(&a.W), unsafe.Pointer(&a.XQ), unsafe.Pointer(&a.XDS),
+		unsafe.Pointer(&a.R), unsafe.Pointer(&a.Rows), unsafe.Pointer(&a.Cols), unsafe.Pointer(&a.RowBytes),
+		unsafe.Pointer(&a.T))
+}
+
+// GemmQBN is the weight rows per block of ck_mmq_*/ck_mmqs_*; GemmQBM the
+// tokens (GemmQBMSmall for ck_mmqs_*).
+const (
+	GemmQBN      = 128
+	GemmQBM      = 128
+	GemmQBMSmall = 64
+)
+
+func (a *GemmQArgs) tokens() int {
+	if a.Small {
+		return GemmQBMSmall
+	}
+	return GemmQBM
+}
+
+// Launch: 256 threads; shared memory two stages of int8 tiles (80-byte
+// rows) and float2 scales: 2·(BM+BN)·96 bytes (48 KiB at BM 128).
+func (a *GemmQArgs) Launch() Geometry {
+	bm := a.tokens()
+	return geo(cdiv(int(a.Rows), GemmQBN), cdiv(int(a.T), bm), 1, 256, uint32(2*(bm+GemmQBN)*96))
+}
+
+// GemmQSmall reports whether a T×rows product should take ck_mmqs_*
+// (64-token tiles): when 128-token tiles would fill at most half of the
+// device's sms multiprocessors (measured on the H200: 512 tokens × 2048
+// rows run 1.4× faster in 64-token tiles, × 3072 rows 1.15× slower).
+func GemmQSmall(T, rows, sms int) bool {
+	return 2*int(cdiv(T, GemmQBM))*int(cdiv(rows, GemmQBN)) <= sms
+}
 
 // ArgmaxRowsArgs: IDs[t] = argmax(Logits[t]) (lowest id on ties).
 type ArgmaxRowsArgs struct {

@@ -3,3 +3,5 @@
 #include "matvec.cu"
 #include "attention.cu"
 #include "gemm.cu"
+#include "gemmq.cu"
+#include "flash.cu"

@@ -66,12 +66,13 @@ func TestPTXEntries(t *testing.T) {
 		names = append(names, EmbedPrefix+c, MatvecPrefix+c, MatvecBatchPrefix+c, GemmPrefix+c)
 	}
 	for _, c := range Int8Codecs {
-		names = append(names, MatvecInt8Prefix+c)
+		names = append(names, MatvecInt8Prefix+c, GemmQPrefix+c, GemmQSmallPrefix+c)
 	}
 	for _, k := range []string{"f32", "f16"} {
-		names = append(names, KVWritePrefix+k, AttnDecodePrefix+k, AttnPrefillPrefix+k, RopeKVPrefix+k, FAPrefillPrefix+k)
+		names = append(names, KVWritePrefix+k, AttnDecodePrefix+k, AttnPrefillPrefix+k, RopeKVPrefix+k, FAPrefillPrefix+k,
+			FlashName(k, 64), FlashName(k, 128))
 	}
-	names = append(names, RMSNorm, AddRMSNorm, Add, Rope, AttnCombine, ActMul, ArgmaxRows, ArgmaxStep, Advance)
+	names = append(names, RMSNorm, AddRMSNorm, Add, Rope, AttnCombine, ActMul, ArgmaxRows, ArgmaxStep, Advance, QuantQ8)
 	for _, n := range names {
 		if !entries[n] {
 			t.Errorf("kernel %s is not in kernels.ptx", n)

@@ -221,16 +221,27 @@ typedef void (*MvFn)(float*, const uint8_t*, const uint8_t*, const float*, const
 typedef void (*MvbFn)(float*, const uint8_t*, const uint8_t*, const float*, const float*, int, int, int, int, int);
 typedef void (*GemmFn)(float*, const uint8_t*, const float*, const float*, int, int, int, int);
 typedef void (*EmbedFn)(float*, const uint8_t*, const int*, int, int, int, float);
-struct Kset { const char* name; EmbedFn embed; MvFn mv; MvbFn mvb; MvFn mvq; GemmFn gemm; };
+typedef void (*MmqFn)(float*, const uint8_t*, const int8_t*, const float2*, const float*, int, int, int, int);
+struct Kset { const char* name; EmbedFn embed; MvFn mv; MvbFn mvb; MvFn mvq; GemmFn gemm; MmqFn mmq, mmqs; };
 static const Kset ksets[] = {
-    {"f32", ck_embed_f32, ck_mv_f32, ck_mvb_f32, nullptr, ck_gemm_f32},
-    {"f16", ck_embed_f16, ck_mv_f16, ck_mvb_f16, nullptr, ck_gemm_f16},
-    {"bf16", ck_embed_bf16, ck_mv_bf16, ck_mvb_bf16, nullptr, ck_gemm_bf16},
-    {"q8_0", ck_embed_q8_0, ck_mv_q8_0, ck_mvb_q8_0, ck_mvq_q8_0, ck_gemm_q8_0},
-    {"q4_0", ck_embed_q4_0, ck_mv_q4_0, ck_mvb_q4_0, ck_mvq_q4_0, ck_gemm_q4_0},
-    {"q4_K", ck_embed_q4_K, ck_mv_q4_K, ck_mvb_q4_K, ck_mvq_q4_K, ck_gemm_q4_K},
-    {"q6_K", ck_embed_q6_K, ck_mv_q6_K, ck_mvb_q6_K, ck_mvq_q6_K, ck_gemm_q6_K},
+    {"f32", ck_embed_f32, ck_mv_f32, ck_mvb_f32, nullptr, ck_gemm_f32, nullptr, nullptr},
+    {"f16", ck_embed_f16, ck_mv_f16, ck_mvb_f16, nullptr, ck_gemm_f16, nullptr, nullptr},
+    {"bf16", ck_embed_bf16, ck_mv_bf16, ck_mvb_bf16, nullptr, ck_gemm_bf16, nullptr, nullptr},
+    {"q8_0", ck_embed_q8_0, ck_mv_q8_0, ck_mvb_q8_0, ck_mvq_q8_0, ck_gemm_q8_0, ck_mmq_q8_0, ck_mmqs_q8_0},
+    {"q4_0", ck_embed_q4_0, ck_mv_q4_0, ck_mvb_q4_0, ck_mvq_q4_0, ck_gemm_q4_0, ck_mmq_q4_0, ck_mmqs_q4_0},
+    {"q4_K", ck_embed_q4_K, ck_mv_q4_K, ck_mvb_q4_K, ck_mvq_q4_K, ck_gemm_q4_K, ck_mmq_q4_K, ck_mmqs_q4_K},
+    {"q6_K", ck_embed_q6_K, ck_mv_q6_K, ck_mvb_q6_K, ck_mvq_q6_K, ck_gemm_q6_K, ck_mmq_q6_K, ck_mmqs_q6_K},
 };
+// int8 prefill GEMM (gemmq.cu): shared bytes and launch, as abi.go's GemmQArgs.
+static size_t mmqShared(int bm) { return (size_t)2 * (bm + QBN) * (QLD + 16); }
+static void quantQ8(int8_t* xq, float2* xds, const float* x, const float* u, int T, int cols, int act, cudaStream_t s = 0) {
+  ck_quant_q8<<<dim3((cols + 1023) / 1024, T), 256, 0, s>>>(xq, xds, x, u, T, cols, cols, cols, act);
+}
+static void mmq(const Kset& K, bool small, float* y, const uint8_t* w, const int8_t* xq, const float2* xds, const float* r,
+                int rows, int cols, int rb, int T, cudaStream_t s = 0) {
+  const int bm = small ? 64 : 128;
+  (small ? K.mmqs : K.mmq)<<<dim3((rows + QBN - 1) / QBN, (T + bm - 1) / bm), 256, mmqShared(bm), s>>>(y, w, xq, xds, r, rows, cols, rb, T);
+}
 static size_t mvqShared(int cols) { return cols + 8 * (cols / 32); }
 static int mvqBlocks(int rows) { int per = rows >= 32768 ? 64 : 16; return (rows + per - 1) / per; }
 static const int GEMM_SMEM = (GBN + GBM) * GLD * 2;
@@ -364,6 +375,58 @@ static void testCodec(int ci) {
     }
     snprintf(buf, sizeof buf, "gemm %s T=%d (vs f16-rounded ref)", c.name, T); check(buf, maxrel(got, ref, sc), 1e-4);
     printf("    gemm %s distance from exact: %.3g of sum|w*x|\n", c.name, maxrel(got, ex, sc));
+    // int8 GEMM: X quantized per 32 (ck_quant_q8), both tile heights, +R;
+    // against the same int8 arithmetic on the CPU.
+    if (K.mmq) {
+      int8_t* dq; float2* dds;
+      CUDA(cudaMalloc(&dq, (size_t)T * cols)); CUDA(cudaMalloc(&dds, (size_t)T * cols / 32 * 8));
+      quantQ8(dq, dds, dX, nullptr, T, cols, 0);
+      std::vector<int8_t> hq((size_t)T * cols); std::vector<float2> hds((size_t)T * cols / 32);
+      CUDA(cudaMemcpy(hq.data(), dq, hq.size(), cudaMemcpyDeviceToHost));
+      CUDA(cudaMemcpy(hds.data(), dds, hds.size() * 8, cudaMemcpyDeviceToHost));
+      double qerr = 0;
+      std::vector<std::vector<int8_t>> q(T); std::vector<std::vector<float>> qd(T), qs(T);
+      for (int t = 0; t < T; t++) {
+        quantX(&X[(size_t)t * cols], cols, q[t], qd[t], qs[t]);
+        for (int k = 0; k < cols; k++) qerr = std::max(qerr, (double)std::abs(q[t][k] - hq[(size_t)t * cols + k]));
+        for (int b = 0; b < cols / 32; b++) {
+          const float2 v = hds[(size_t)t * cols / 32 + b];
+          qerr = std::max(qerr, std::fabs(v.x - qd[t][b]) / (qd[t][b] + 1e-30) + std::fabs(v.y - qs[t][b]) / (std::fabs(qs[t][b]) + qd[t][b]));
+        }
+      }
+      snprintf(buf, sizeof buf, "quant_q8 %s T=%d (vs CPU quantX)", c.name, T); check(buf, qerr, 1e-6);
+      for (int small = 0; small < 2; small++) {
+        CUDA(cudaMemset(dy, 0, (size_t)T * rows * 4));
+        mmq(K, small, dy, W.dev, dq, dds, dR, rows, cols, W.rb, T);
+        CUDA(cudaGetLastError());
+        auto got = download(dy, (size_t)T * rows);
+        std::vector<double> ref((size_t)T * rows);
+        for (int t = 0; t < T; t++) for (int i = 0; i < rows; i++) {
+          size_t o = (size_t)t * rows + i;
+          ref[o] = dotQ(&W.deq[(size_t)i * cols], q[t], qd[t], cols) + R[o];
+        }
+        snprintf(buf, sizeof buf, "mmq%s %s T=%d +r (vs int8 ref)", small ? "s" : "", c.name, T); check(buf, maxrel(got, ref, sc), 1e-4);
+        printf("    mmq%s %s distance from exact: %.3g of sum|w*x|\n", small ? "s" : "", c.name, maxrel(got, ex, sc));
+      }
+      // The GLU's product quantized in one pass: act(G)·U.
+      auto G = randv((size_t)T * cols);
+      float* dG = upload(G);
+      quantQ8(dq, dds, dG, dX, T, cols, 0);
+      CUDA(cudaMemcpy(hq.data(), dq, hq.size(), cudaMemcpyDeviceToHost));
+      CUDA(cudaMemcpy(hds.data(), dds, hds.size() * 8, cudaMemcpyDeviceToHost));
+      qerr = 0;
+      std::vector<float> prod(cols);
+      for (int t = 0; t < T; t++) {
+        for (int k = 0; k < cols; k++) { float gg = G[(size_t)t * cols + k]; prod[k] = gg / (1.0f + expf(-gg)) * X[(size_t)t * cols + k]; }
+        std::vector<int8_t> q1; std::vector<float> d1, s1;
+        quantX(prod.data(), cols, q1, d1, s1);
+        for (int k = 0; k < cols; k++) qerr = std::max(qerr, (double)std::abs(q1[k] - hq[(size_t)t * cols + k]));
+        for (int b = 0; b < cols / 32; b++) qerr = std::max(qerr, std::fabs(hds[(size_t)t * cols / 32 + b].x - d1[b]) / (d1[b] + 1e-30));
+      }
+      // A GLU product at a rounding boundary may land one step apart (expf vs __expf).
+      snprintf(buf, sizeof buf, "quant_q8 act·u %s T=%d (max |Δq|, ≤1)", c.name, T); check(buf, qerr, 1.0 + 1e-3);
+      cudaFree(dG); cudaFree(dq); cudaFree(dds);
+    }
     cudaFree(dX); cudaFree(dR);
   }
   cudaFree(dx); cudaFree(dr); cudaFree(dy); cudaFree(W.dev); cudaFree(W2.dev);
@@ -551,6 +614,21 @@ static void refAttn(const std::vector<float>& q, const std::vector<float>& K, co
   }
 }
 
+// ck_flash_prefill_* as abi.go's FlashName/LaunchFlash launch it.
+static void flashPrefill(bool f16, int hd, float* out, const float* q, const void* K, const void* V, const int* st, int T, int heads,
+                         int kvh, int ring, int window, float scale, float softcap, const float* sinks, int qStride, cudaStream_t s = 0) {
+  const dim3 grid((T + 63) / 64, heads);
+  const size_t sh = 2 * 64 * (hd + 8) * 2 + 2 * 64 * hd * 4;
+  if (f16) {
+    auto k = hd == 64 ? ck_flash_prefill_f16_64 : ck_flash_prefill_f16_128;
+    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
+    k<<<grid, 128, sh, s>>>(out, q, (const __half*)K, (const __half*)V, st, T, heads, kvh, hd, ring, window, scale, softcap, sinks, qStride);
+  } else {
+    auto k = hd == 64 ? ck_flash_prefill_f32_64 : ck_flash_prefill_f32_128;
+    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
+    k<<<grid, 128, sh, s>>>(out, q, (const float*)K, (const float*)V, st, T, heads, kvh, hd, ring, window, scale, softcap, sinks, qStride);
+  }
+}
 static size_t faShared(int hd) {
   int ld = hd + 8, pld = 72;
   return 2 * (4 * 64 * ld) + 4 * (4 * 16 * 64) + 2 * (2 * 4 * 16 * pld) + 4 * (4 * 16 * hd) + 4 * 2 * 64;
@@ -644,6 +722,13 @@ static void testAttention() {
       snprintf(buf, sizeof buf, "fa_prefill %s h%d/%d hd%d P%d T%d w%d cap%g%s", cs.f16 ? "f16" : "f32", cs.heads,
                cs.kvHeads, cs.hd, cs.P0, cs.T, cs.window, cs.softcap, cs.sinks ? " sinks" : "");
       check(buf, maxrel1(got, ref), cs.f16 ? 1e-4 : 2e-3);
+      // flash.cu: the same arithmetic in registers, the same tolerance.
+      CUDA(cudaMemset(out, 0, ref.size() * 4));
+      flashPrefill(cs.f16, cs.hd, out, dq, dK, dV, dst2, cs.T, cs.heads, cs.kvHeads, cs.ring, cs.window, 0.125f, cs.softcap, ds, 0);
+      got = download(out, ref.size());
+      snprintf(buf, sizeof buf, "flash_prefill %s h%d/%d hd%d P%d T%d w%d cap%g%s", cs.f16 ? "f16" : "f32", cs.heads,
+               cs.kvHeads, cs.hd, cs.P0, cs.T, cs.window, cs.softcap, cs.sinks ? " sinks" : "");
+      check(buf, maxrel1(got, ref), cs.f16 ? 1e-4 : 2e-3);
     }
     cudaFree(dK); cudaFree(dV); cudaFree(dk); cudaFree(dv); cudaFree(dq); cudaFree(dsink); cudaFree(dst); cudaFree(dst2);
     cudaFree(po); cudaFree(pml); cudaFree(out);
@@ -662,6 +747,9 @@ static void testAttention() {
     std::vector<double> ref((size_t)T * heads * hd);
     for (int t = 0; t < T; t++) refAttn(q, K, V, P0 + t, t, heads, kvHeads, hd, ring, 0, 0.125f, 0, nullptr, ref);
     check("attn_prefill f32 T=100 P0=37 causal", maxrel1(got, ref), 1e-4);
+    flashPrefill(false, hd, out, dq, dK, dV, dst, T, heads, kvHeads, ring, 0, 0.125f, 0, nullptr, 0);
+    got = download(out, (size_t)T * heads * hd);
+    check("flash_prefill f32 T=100 P0=37 causal", maxrel1(got, ref), 2e-3);
     ck_attn_prefill_f32<<<dim3((T + 31) / 32, heads), 128, psh>>>(out, dq, dK, dV, dst, T, heads, kvHeads, hd, ring, 40, 0.125f, 0, nullptr, 0);
     got = download(out, (size_t)T * heads * hd);
     for (int t = 0; t < T; t++) refAttn(q, K, V, P0 + t, t, heads, kvHeads, hd, ring, 40, 0.125f, 0, nullptr, ref);
@@ -712,7 +800,7 @@ static void bench() {
   float *dx, *dy, *dX, *dY;
   CUDA(cudaMalloc(&dx, F * 4)); CUDA(cudaMalloc(&dy, (size_t)V * 4 * 8));
   auto xv = randv(F); CUDA(cudaMemcpy(dx, xv.data(), F * 4, cudaMemcpyHostToDevice));
-  CUDA(cudaMalloc(&dX, (size_t)T * F * 4)); CUDA(cudaMalloc(&dY, (size_t)T * F * 4 * 2));
+  CUDA(cudaMalloc(&dX, (size_t)T * F * 4)); CUDA(cudaMalloc(&dY, (size_t)2048 * F * 4));
   auto Xv = randv((size_t)T * F); CUDA(cudaMemcpy(dX, Xv.data(), (size_t)T * F * 4, cudaMemcpyHostToDevice));
   for (int ci = 0; ci < 7; ci++) {
     const Codec& c = codecs[ci];
@@ -740,6 +828,20 @@ static void bench() {
         dim3 grid((rows + GBN - 1) / GBN, (T + GBM - 1) / GBM);
         float ug = timeit([&] { K.gemm<<<grid, 256, GEMM_SMEM>>>(dY, w.dev, dX, nullptr, rows, s.cols, w.rb, T); }, 20);
         printf("gemm %-5s %-22s T=%d %8.2f us %7.1f TFLOP/s\n", c.name, s.name, T, ug, 2.0 * T * rows * s.cols / ug / 1e6);
+        if (K.mmq) {
+          int8_t* dq; float2* dds;
+          CUDA(cudaMalloc(&dq, (size_t)2048 * s.cols)); CUDA(cudaMalloc(&dds, (size_t)2048 * s.cols / 32 * 8));
+          CUDA(cudaMemset(dq, 1, (size_t)2048 * s.cols)); CUDA(cudaMemset(dds, 0, (size_t)2048 * s.cols / 32 * 8));
+          for (int TT : {512, 2048}) {
+            float uqz = timeit([&] { quantQ8(dq, dds, dX, nullptr, std::min(TT, T), s.cols, 0); }, 20);
+            for (int small = 0; small < 2; small++) {
+              float um = timeit([&] { mmq(K, small, dY, w.dev, dq, dds, nullptr, rows, s.cols, w.rb, TT); }, 20);
+              printf("mmq%s %-5s %-22s T=%d %8.2f us %7.1f TOP/s (quant of X, T=%d: %.2f us)\n", small ? "s" : " ", c.name, s.name, TT, um,
+                     2.0 * TT * rows * s.cols / um / 1e6, std::min(TT, T), uqz);
+            }
+          }
+          cudaFree(dq); cudaFree(dds);
+        }
       }
       cudaFree(w.dev); if (w2.dev) cudaFree(w2.dev);
     }
@@ -782,11 +884,46 @@ static void bench() {
         ck_fa_prefill_f32<<<dim3((TT + 63) / 64, heads), 128, fsh>>>(o2, q2, K, Vc, dst, TT, heads, kvh, hd, ring, 0, 0.125f, 0, nullptr, 0);
       }, 5);
       printf("fa prefill (tensor cores) T=%d: %8.1f us  %.1f TFLOP/s (causal)\n", TT, us, fl / us / 1e6);
+      us = timeit([&] { flashPrefill(false, hd, o2, q2, K, Vc, dst, TT, heads, kvh, ring, 0, 0.125f, 0, nullptr, 0); }, 5);
+      printf("flash prefill (mma in registers) T=%d: %8.1f us  %.1f TFLOP/s (causal)\n", TT, us, fl / us / 1e6);
       cudaFree(dst); cudaFree(q2); cudaFree(o2);
     }
     cudaFree(K); cudaFree(Vc); cudaFree(q); cudaFree(po); cudaFree(pml); cudaFree(out);
   }
   cudaFree(dx); cudaFree(dy); cudaFree(dX); cudaFree(dY);
+}
+
+// The prefill products of llama-1b at T = 512 and 2048: the f16 wmma GEMM
+// (ck_gemm_*) against the int8 mma GEMM (ck_mmq_*, ck_mmqs_*).
+static void benchGemm() {
+  const int H = 2048, F = 8192, TM = 2048;
+  printf("\n== prefill GEMMs, llama-1b shapes ==\n");
+  float *dX, *dY;
+  CUDA(cudaMalloc(&dX, (size_t)TM * F * 4)); CUDA(cudaMalloc(&dY, (size_t)TM * F * 4));
+  auto Xv = randv((size_t)TM * F); CUDA(cudaMemcpy(dX, Xv.data(), (size_t)TM * F * 4, cudaMemcpyHostToDevice));
+  int8_t* dq; float2* dds;
+  CUDA(cudaMalloc(&dq, (size_t)TM * F)); CUDA(cudaMalloc(&dds, (size_t)TM * F / 32 * 8));
+  for (int ci : {4, 3, 5, 6}) {
+    const Codec& c = codecs[ci];
+    const Kset& K = ksets[ci];
+    struct Shape { const char* name; int rows, cols; } shapes[] = {
+        {"qkv 3072x2048", 3072, H}, {"o 2048x2048", H, H}, {"gate 8192x2048", F, H}, {"down 2048x8192", H, F}};
+    for (auto& s : shapes) {
+      Weight w = makeWeight(c, s.rows, s.cols, false);
+      cudaFuncSetAttribute(K.gemm, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM);
+      for (int T : {512, 2048}) {
+        const double fl = 2.0 * T * s.rows * s.cols;
+        float ug = timeit([&] { K.gemm<<<dim3((s.rows + GBN - 1) / GBN, (T + GBM - 1) / GBM), 256, GEMM_SMEM>>>(dY, w.dev, dX, nullptr, s.rows, s.cols, w.rb, T); }, 20);
+        float uq = timeit([&] { quantQ8(dq, dds, dX, nullptr, T, s.cols, 0); }, 20);
+        float u1 = timeit([&] { mmq(K, false, dY, w.dev, dq, dds, nullptr, s.rows, s.cols, w.rb, T); }, 20);
+        float u2 = timeit([&] { mmq(K, true, dY, w.dev, dq, dds, nullptr, s.rows, s.cols, w.rb, T); }, 20);
+        printf("%-5s %-15s T=%4d: wmma f16 %7.1f us %5.0f TF/s | quant %5.1f us | mmq128 %7.1f us %5.0f TOP/s | mmq64 %7.1f us %5.0f TOP/s\n",
+               c.name, s.name, T, ug, fl / ug / 1e6, uq, u1, fl / u1 / 1e6, u2, fl / u2 / 1e6);
+      }
+      cudaFree(w.dev);
+    }
+  }
+  cudaFree(dX); cudaFree(dY); cudaFree(dq); cudaFree(dds);
 }
 
 // A whole llama-1b decode step (16 layers) on random weights of one codec
@@ -857,7 +994,11 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
   CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   for (int i = 0; i < steps; i++) step();
   CUDA(cudaStreamEndCapture(s, &g));
+#if CUDART_VERSION >= 12000
   CUDA(cudaGraphInstantiate(&ge, g, 0));
+#else
+  CUDA(cudaGraphInstantiate(&ge, g, nullptr, nullptr, 0));  // CUDA 11's signature
+#endif
   CUDA(cudaGraphLaunch(ge, s));
   CUDA(cudaStreamSynchronize(s));
   const int reps = 5;
@@ -892,6 +1033,14 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
         K.gemm<<<dim3((w.rows + GBN - 1) / GBN, (T + GBM - 1) / GBM), 256, GEMM_SMEM, s>>>(y, w.dev, xin, r, w.rows, w.cols, w.rb, T);
       };
       float tGemm = 0, tAttn = 0, tOther = 0;
+      // The int8 path (ck_quant_q8 + ck_mmq*), as cuda/session.go runs it.
+      const bool q8 = int8 && K.mmq;
+      int8_t* XQ = nullptr; float2* XDS = nullptr;
+      if (q8) { CUDA(cudaMalloc(&XQ, (size_t)T * F)); CUDA(cudaMalloc(&XDS, (size_t)T * F / 32 * 8)); }
+      auto gq = [&](float* y, const Weight& w, const float* r) {
+        const int blocks = ((T + 127) / 128) * ((w.rows + QBN - 1) / QBN);
+        mmq(K, 2 * blocks <= 132, y, w.dev, XQ, XDS, r, w.rows, w.cols, w.rb, T, s);
+      };
       auto run = [&](bool timed) {
         cudaEvent_t a, b;
         cudaEventCreate(&a); cudaEventCreate(&b);
@@ -903,6 +1052,19 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
         CUDA(cudaMemcpyAsync(state, st0.data(), 16, cudaMemcpyHostToDevice, s));
         mark(tOther, [&] { KH.embed<<<T, 128, 0, s>>>(X, emb.dev, dids, T, H, emb.rb, 1.f); });
         for (auto& l : layers) {
+          if (q8) {
+            mark(tOther, [&] { ck_rmsnorm<<<T, 256, 0, s>>>(Hn, X, l.attnNorm, T, H, 1e-5f, 0); quantQ8(XQ, XDS, Hn, nullptr, T, H, 0, s); });
+            mark(tGemm, [&] { gq(QKV, l.qkv, nullptr); });
+            mark(tOther, [&] { ck_rope_kv_f32<<<dim3(T, heads + kvh), 64, 0, s>>>(QKV, QKV + H, QKV + H + kvDim, l.K, l.V, state, dinv, T, heads, kvh, hd, hd, 1, 1.f, qkvRows, qkvRows, ring); });
+            mark(tAttn, [&] { flashPrefill(false, hd, ATT, QKV, l.K, l.V, state, T, heads, kvh, ring, 0, 0.125f, 0, nullptr, qkvRows, s); });
+            mark(tOther, [&] { quantQ8(XQ, XDS, ATT, nullptr, T, H, 0, s); });
+            mark(tGemm, [&] { gq(X, l.wo, X); });
+            mark(tOther, [&] { ck_rmsnorm<<<T, 256, 0, s>>>(Hn, X, l.ffnNorm, T, H, 1e-5f, 0); quantQ8(XQ, XDS, Hn, nullptr, T, H, 0, s); });
+            mark(tGemm, [&] { gq(G, l.gate, nullptr); gq(U, l.up, nullptr); });
+            mark(tOther, [&] { quantQ8(XQ, XDS, G, U, T, F, 0, s); });
+            mark(tGemm, [&] { gq(X, l.down, X); });
+            continue;
+          }
           mark(tOther, [&] { ck_rmsnorm<<<T, 256, 0, s>>>(Hn, X, l.attnNorm, T, H, 1e-5f, 0); });
           mark(tGemm, [&] { gemm(QKV, l.qkv, Hn, nullptr); });
           mark(tOther, [&] { ck_rope_kv_f32<<<dim3(T, heads + kvh), 64, 0, s>>>(QKV, QKV + H, QKV + H + kvDim, l.K, l.V, state, dinv, T, heads, kvh, hd, hd, 1, 1.f, qkvRows, qkvRows, ring); });
@@ -928,8 +1090,9 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
       float ms; cudaEventElapsedTime(&ms, e0, e1);
       CUDA(cudaGetLastError());
       run(true);
-      printf("prefill %s T=%d: %8.0f us = %7.0f tok/s (GEMM %.0f us, attention %.0f us, rest %.0f us, per-kernel timed pass)\n",
-             c.name, T, ms * 1000 / 3, T / (ms / 3 / 1000), tGemm, tAttn, tOther);
+      printf("prefill %s%s T=%d: %8.0f us = %7.0f tok/s (GEMM %.0f us, attention %.0f us, rest %.0f us, per-kernel timed pass)\n",
+             c.name, q8 ? " int8 mma, flash" : " f16 wmma, fa", T, ms * 1000 / 3, T / (ms / 3 / 1000), tGemm, tAttn, tOther);
+      if (XQ) { cudaFree(XQ); cudaFree(XDS); }
       cudaFree(X); cudaFree(Hn); cudaFree(QKV); cudaFree(ATT); cudaFree(G); cudaFree(U); cudaFree(A); cudaFree(dids);
     }
   }
@@ -959,6 +1122,12 @@ int main(int argc, char** argv) {
   CUDA(cudaDeviceSynchronize());
   printf("\nchecks: %d failed\n", failures);
   if (argc > 1 && std::string(argv[1]) == "check") return failures ? 1 : 0;
+  if (argc > 1 && std::string(argv[1]) == "prefill") {  // the prefill GEMMs and breakdown only
+    benchGemm();
+    for (int ci : {4, 5, 3}) benchStep(ci, 2047, true, true);
+    if (argc > 2) benchStep(4, 2047, false, true);  // the f16 path for comparison
+    return failures ? 1 : 0;
+  }
   bench();
   printf("\n== whole decode step, llama-1b shapes ==\n");
   for (int ci : {4, 5, 3}) {
