@@ -39,6 +39,7 @@ type Session struct {
 	// activations
 	x, h, q, k, v, att, o, g, u driver.Ptr
 	partO, partML               driver.Ptr
+	done                        driver.Ptr // ck_attn_dec1_*'s counters, [MaxBatch][kvHeads] uint32, zero between launches
 	logits                      driver.Ptr // [maxLogitRows][vocab]
 	ids, state, hist, picks     driver.Ptr
 	nsplit                      int32
@@ -70,9 +71,10 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 	if b.opts.KVF16 {
 		s.kv = "f16"
 	}
-	qd, kvd, ff, heads, hdMax := 0, 0, 0, 0, 0
+	qd, kvd, ff, heads, hdMax, kvHeads := 0, 0, 0, 0, 0, 0
 	for _, l := range a.Layers {
 		hdMax = max(hdMax, l.Attn.HeadDim)
+		kvHeads = max(kvHeads, l.Attn.KVHeads)
 		qd = max(qd, l.Attn.Heads*l.Attn.HeadDim)
 		kvd = max(kvd, l.Attn.KVHeads*l.Attn.HeadDim)
 		ff = max(ff, ffnWidth(l.FFNHidden))
@@ -90,6 +92,7 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		{&s.g, C * int64(ff) * 4}, {&s.u, C * int64(ff) * 4},
 		{&s.partO, dec * int64(heads) * int64(s.nsplit) * int64(hdMax) * 4},
 		{&s.partML, dec * int64(heads) * int64(s.nsplit) * 2 * 4},
+		{&s.done, dec * int64(kvHeads) * 4},
 		{&s.logits, int64(min(s.chunk, maxLogitRows)) * int64(a.Vocab) * 4 * int64(b2i(b.last))},
 		{&s.ids, C * 4}, {&s.picks, C * 4},
 		{&s.state, kernels.StateSize * 4}, {&s.hist, histLen * 4},
@@ -101,6 +104,10 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 			return nil, err
 		}
 		*x.dst = p
+	}
+	if err := b.dev.Zero(s.done, dec*int64(kvHeads)*4); err != nil {
+		s.free()
+		return nil, err
 	}
 	// k and v follow q in one region: a chunk's [T][qd] q, then [T][kvd]
 	// k and v (one token's q|k|v is also what the fused QKV matvec writes).
@@ -587,6 +594,12 @@ func (s *Session) attention(l *layer, i int, qp driver.Ptr, T int) error {
 	P := func(p driver.Ptr) kernels.Ptr { return kernels.Ptr(p) }
 	if T <= kernels.MaxBatch {
 		// q rows of a fused qkv (one token) need no stride: T is 1.
+		if name := kernels.Decode1Name(s.kv, hd, at.Heads/at.KVHeads, s.nsplit); name != "" && !b.opts.TwoPassDecode {
+			return b.launch(name, &kernels.AttnDecode1Args{Out: P(s.att), PartO: P(s.partO), PartML: P(s.partML),
+				Done: P(s.done), Q: P(qp), KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T),
+				Heads: int32(at.Heads), KVHeads: int32(at.KVHeads), Ring: int32(s.maxLen), Window: int32(at.Window),
+				Scale: at.Scale, Softcap: at.Softcap, NSplit: s.nsplit})
+		}
 		if err := b.launch(kernels.AttnDecodePrefix+s.kv, &kernels.AttnDecodeArgs{PartO: P(s.partO), PartML: P(s.partML),
 			Q: P(qp), KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
 			KVHeads: int32(at.KVHeads), HeadDim: int32(hd), Ring: int32(s.maxLen), Window: int32(at.Window),

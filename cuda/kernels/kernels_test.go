@@ -72,6 +72,13 @@ func TestPTXEntries(t *testing.T) {
 		names = append(names, KVWritePrefix+k, AttnDecodePrefix+k, AttnPrefillPrefix+k, RopeKVPrefix+k, FAPrefillPrefix+k)
 	}
 	names = append(names, RMSNorm, AddRMSNorm, Add, Rope, AttnCombine, ActMul, ArgmaxRows, ArgmaxStep, Advance)
+	for _, k := range []string{"f32", "f16"} {
+		for _, hd := range []int{64, 128} {
+			for _, g := range []int{4, 8} {
+				names = append(names, Decode1Name(k, hd, g, 1))
+			}
+		}
+	}
 	for _, n := range names {
 		if !entries[n] {
 			t.Errorf("kernel %s is not in kernels.ptx", n)

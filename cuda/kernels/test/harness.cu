@@ -556,12 +556,35 @@ static size_t faShared(int hd) {
   return 2 * (4 * 64 * ld) + 4 * (4 * 16 * 64) + 2 * (2 * 4 * 16 * pld) + 4 * (4 * 16 * hd) + 4 * 2 * 64;
 }
 
+// ck_attn_dec1_* (one pass, the combine fused) for head dims 64/128 and
+// heads/kvHeads <= 8: the kernel the backend picks (kernels.Dec1Name).
+static bool dec1OK(int heads, int kvh, int hd, int nsplit) {
+  return (hd == 64 || hd == 128) && heads / kvh <= 8 && nsplit <= 64;
+}
+static void dec1(bool f16, float* out, float* po, float* pml, unsigned* done, const float* q, void* K, void* V,
+                 const int* st, const float* sinks, int T, int heads, int kvh, int hd, int ring, int window,
+                 float scale, float softcap, int nsplit, int qStride, cudaStream_t s = 0) {
+  dim3 grid(kvh, nsplit, T);
+  bool g8 = heads / kvh > 4;
+#define DEC1(name, TT) ck_attn_dec1_##name<<<grid, 128, 0, s>>>(out, po, pml, done, q, (const TT*)K, (const TT*)V, st, sinks, T, heads, kvh, ring, window, scale, softcap, nsplit, qStride)
+  if (f16) {
+    if (hd == 64) { if (g8) DEC1(f16_64_8, __half); else DEC1(f16_64_4, __half); }
+    else { if (g8) DEC1(f16_128_8, __half); else DEC1(f16_128_4, __half); }
+  } else {
+    if (hd == 64) { if (g8) DEC1(f32_64_8, float); else DEC1(f32_64_4, float); }
+    else { if (g8) DEC1(f32_128_8, float); else DEC1(f32_128_4, float); }
+  }
+#undef DEC1
+}
+
 static void testAttention() {
   struct Case { int heads, kvHeads, hd, ring, window, P0, T; float softcap; bool sinks, f16; };
   const Case cases[] = {
       {32, 8, 64, 4096, 0, 1500, 1, 0, false, false},  {32, 8, 64, 4096, 0, 0, 1, 0, false, false},
       {16, 2, 128, 600, 512, 1000, 1, 30, true, false}, {8, 8, 256, 300, 0, 200, 1, 0, false, true},
       {32, 8, 64, 4096, 0, 1000, 4, 0, false, false},   {14, 2, 64, 2048, 0, 300, 1, 0, false, true},
+      {32, 8, 64, 4096, 0, 2047, 1, 0, false, true},    {32, 8, 128, 4096, 0, 777, 1, 0, true, true},
+      {32, 8, 64, 4096, 0, 3, 1, 0, false, false},      {28, 4, 128, 4096, 0, 2100, 2, 0, false, false},
   };
   char buf[160];
   for (const Case& cs : cases) {
@@ -616,6 +639,30 @@ static void testAttention() {
     snprintf(buf, sizeof buf, "attn_decode %s h%d/%d hd%d P%d T%d w%d cap%g%s", cs.f16 ? "f16" : "f32", cs.heads,
              cs.kvHeads, cs.hd, cs.P0, cs.T, cs.window, cs.softcap, cs.sinks ? " sinks" : "");
     check(buf, maxrel1(got, ref), 1e-4);
+    if (dec1OK(cs.heads, cs.kvHeads, cs.hd, nsplit)) {
+      unsigned* done;
+      CUDA(cudaMalloc(&done, (size_t)cs.T * cs.kvHeads * 4));
+      CUDA(cudaMemset(done, 0, (size_t)cs.T * cs.kvHeads * 4));
+      for (int rep = 0; rep < 3; rep++) {  // the counters must come back to zero
+        CUDA(cudaMemset(out, 0, ref.size() * 4));
+        dec1(cs.f16, out, po, pml, done, dq, dK, dV, dst2, ds, cs.T, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window,
+             0.125f, cs.softcap, nsplit, 0);
+        got = download(out, ref.size());
+        snprintf(buf, sizeof buf, "attn_dec1 %s h%d/%d hd%d P%d T%d w%d cap%g%s #%d", cs.f16 ? "f16" : "f32", cs.heads,
+                 cs.kvHeads, cs.hd, cs.P0, cs.T, cs.window, cs.softcap, cs.sinks ? " sinks" : "", rep);
+        check(buf, maxrel1(got, ref), 1e-4);
+      }
+      for (int sp : {1, 7, 64}) {  // other split counts
+        CUDA(cudaMemset(out, 0, ref.size() * 4));
+        dec1(cs.f16, out, po, pml, done, dq, dK, dV, dst2, ds, cs.T, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window,
+             0.125f, cs.softcap, std::min(sp, nsplit), 0);
+        got = download(out, ref.size());
+        snprintf(buf, sizeof buf, "attn_dec1 %s h%d/%d hd%d P%d T%d nsplit %d", cs.f16 ? "f16" : "f32", cs.heads,
+                 cs.kvHeads, cs.hd, cs.P0, cs.T, std::min(sp, nsplit));
+        check(buf, maxrel1(got, ref), 1e-4);
+      }
+      cudaFree(done);
+    }
     // prefill (same queries)
     size_t psh = 4 * (32 * (cs.hd + 1) + 32 * (cs.hd + 1) + 32 * cs.hd + 32 * 33);
     CUDA(cudaMemset(out, 0, ref.size() * 4));
@@ -789,10 +836,50 @@ static void bench() {
   cudaFree(dx); cudaFree(dy); cudaFree(dX); cudaFree(dY);
 }
 
+// Decode attention on llama-1b heads (32/8 of 64) by depth: the two-pass
+// kernels (decode + combine) against ck_attn_dec1_* (one launch), f32 and
+// f16 caches; plain launches back to back.
+static void benchAttn() {
+  printf("\n== decode attention, llama-1b (32/8 heads of 64), µs per layer ==\n");
+  const int heads = 32, kvh = 8, hd = 64, ring = 8192, kvDim = kvh * hd;
+  void *K, *Vc;
+  float *q, *po, *pml, *out;
+  unsigned* done;
+  CUDA(cudaMalloc(&K, (size_t)ring * kvDim * 4)); CUDA(cudaMalloc(&Vc, (size_t)ring * kvDim * 4));
+  CUDA(cudaMemset(K, 0, (size_t)ring * kvDim * 4)); CUDA(cudaMemset(Vc, 0, (size_t)ring * kvDim * 4));
+  CUDA(cudaMalloc(&q, (size_t)heads * hd * 4)); CUDA(cudaMemset(q, 0, (size_t)heads * hd * 4));
+  const int nsplit = (2 * 132 + kvh - 1) / kvh;
+  CUDA(cudaMalloc(&po, (size_t)heads * nsplit * hd * 4)); CUDA(cudaMalloc(&pml, (size_t)heads * nsplit * 8));
+  CUDA(cudaMalloc(&out, (size_t)heads * hd * 4));
+  CUDA(cudaMalloc(&done, kvh * 4)); CUDA(cudaMemset(done, 0, kvh * 4));
+  const size_t sh = 4 * (32 * 65 + 32 * 64 + 4 * 64 + 4 * 32 + 12);
+  for (int P : {0, 511, 1023, 2047, 4095, 8191}) {
+    std::vector<int> st = {P, 0, 0, 0};
+    int* dst = upload(st);
+    float r[4];
+    for (int f16 = 0; f16 < 2; f16++) {
+      r[2 * f16] = timeit([&] {
+        if (f16) ck_attn_decode_f16<<<dim3(kvh, nsplit, 1), 128, sh>>>(po, pml, q, (__half*)K, (__half*)Vc, dst, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, 0);
+        else ck_attn_decode_f32<<<dim3(kvh, nsplit, 1), 128, sh>>>(po, pml, q, (float*)K, (float*)Vc, dst, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, 0);
+        ck_attn_combine<<<dim3(heads, 1), hd>>>(out, po, pml, nullptr, 1, heads, hd, nsplit);
+      }, 200);
+      r[2 * f16 + 1] = timeit([&] {
+        dec1(f16, out, po, pml, done, q, K, Vc, dst, nullptr, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, 0);
+      }, 200);
+    }
+    printf("depth %5d: f32 two-pass %6.2f  dec1 %6.2f | f16 two-pass %6.2f  dec1 %6.2f   (KV f32 %.1f MB)\n", P + 1, r[0], r[1],
+           r[2], r[3], 2.0 * (P + 1) * kvDim * 4 / 1e6);
+    cudaFree(dst);
+  }
+  cudaFree(K); cudaFree(Vc); cudaFree(q); cudaFree(po); cudaFree(pml); cudaFree(out); cudaFree(done);
+}
+
 // A whole llama-1b decode step (16 layers) on random weights of one codec
 // (lm head and embedding q6_K as q4_K_M, else the same codec), captured as
 // a CUDA graph of `steps` greedy steps, timed per token.
-static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
+// runs: (depth, attention) pairs on the same weights; attention 0 = the
+// two-pass kernels, 1 = ck_attn_dec1_*.
+static void benchStep(int ci, const std::vector<std::pair<int, int>>& runs, bool int8, bool prefill = false) {
   const Codec& c = codecs[ci];
   const Kset& K = ksets[ci];
   const int H = 2048, F = 8192, V = 128256, L = 16, heads = 32, kvh = 8, hd = 64, kvDim = kvh * hd, ring = 4096;
@@ -815,6 +902,7 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
   std::vector<float> inv(hd / 2);
   for (int i = 0; i < hd / 2; i++) inv[i] = (float)std::pow(500000.0, -2.0 * i / hd);
   float* dinv = upload(inv);
+  int depth = runs[0].first, attn = runs[0].second;
   std::vector<int> st = {depth, 1, 0, 0};
   int* state = upload(st);
   int* hist; CUDA(cudaMalloc(&hist, 64 * 4));
@@ -823,6 +911,8 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
   CUDA(cudaMalloc(&x, H * 4)); CUDA(cudaMalloc(&h, H * 4)); CUDA(cudaMalloc(&qkv, qkvRows * 4));
   CUDA(cudaMalloc(&att, H * 4)); CUDA(cudaMalloc(&act, F * 4)); CUDA(cudaMalloc(&logits, (size_t)V * 4));
   CUDA(cudaMalloc(&po, (size_t)heads * nsplit * hd * 4)); CUDA(cudaMalloc(&pml, (size_t)heads * nsplit * 8));
+  unsigned* done;
+  CUDA(cudaMalloc(&done, kvh * 4)); CUDA(cudaMemset(done, 0, kvh * 4));
   size_t ash = 4 * (32 * 65 + 32 * 64 + 4 * 64 + 4 * 32 + 12);
   cudaStream_t s; CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   auto mv = [&](const Kset& k, float* y, const Weight& w, const Weight* w2, const float* xin, const float* r, const float* nw) {
@@ -835,8 +925,12 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
     for (auto& l : layers) {
       mv(K, qkv, l.qkv, nullptr, x, nullptr, l.attnNorm);
       ck_rope_kv_f32<<<dim3(1, heads + kvh), 64, 0, s>>>(qkv, qkv + H, qkv + H + kvDim, l.K, l.V, state, dinv, 1, heads, kvh, hd, hd, 1, 1.f, qkvRows, qkvRows, ring);
-      ck_attn_decode_f32<<<dim3(kvh, nsplit, 1), 128, ash, s>>>(po, pml, qkv, l.K, l.V, state, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, qkvRows);
-      ck_attn_combine<<<dim3(heads, 1), hd, 0, s>>>(att, po, pml, nullptr, 1, heads, hd, nsplit);
+      if (attn == 1) {
+        dec1(false, att, po, pml, done, qkv, l.K, l.V, state, nullptr, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, qkvRows, s);
+      } else {
+        ck_attn_decode_f32<<<dim3(kvh, nsplit, 1), 128, ash, s>>>(po, pml, qkv, l.K, l.V, state, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, qkvRows);
+        ck_attn_combine<<<dim3(heads, 1), hd, 0, s>>>(att, po, pml, nullptr, 1, heads, hd, nsplit);
+      }
       mv(K, x, l.wo, nullptr, att, x, nullptr);
       mv(K, act, l.gate, &l.up, x, nullptr, l.ffnNorm);
       mv(K, x, l.down, nullptr, act, x, nullptr);
@@ -844,6 +938,10 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
     mv(KH, logits, emb, nullptr, x, nullptr, outNorm);
     ck_argmax_step<<<1, 1024, 0, s>>>(logits, V, state, hist, 64);
   };
+  for (size_t ri = 0; ri < runs.size(); ri++) {
+  depth = runs[ri].first, attn = runs[ri].second;
+  st = {depth, 1, 0, 0};
+  CUDA(cudaMemcpy(state, st.data(), 16, cudaMemcpyHostToDevice));
   // Plain launches first (per token), then `steps` greedy steps as one graph.
   step();
   CUDA(cudaStreamSynchronize(s));
@@ -857,7 +955,7 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
   CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   for (int i = 0; i < steps; i++) step();
   CUDA(cudaStreamEndCapture(s, &g));
-  CUDA(cudaGraphInstantiate(&ge, g, 0));
+  CUDA(cudaGraphInstantiateWithFlags(&ge, g, 0));
   CUDA(cudaGraphLaunch(ge, s));
   CUDA(cudaStreamSynchronize(s));
   const int reps = 5;
@@ -875,7 +973,7 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
   cudaGraphExecDestroy(ge); cudaGraphDestroy(g);
   // Prefill of T tokens from position 0 on the same weights: GEMMs, f16
   // tensor-core attention, the last token's logits.
-  if (prefill) {
+  if (prefill && ri == 0) {
     for (int T : {512, 2048}) {
       float *X, *Hn, *QKV, *ATT, *G, *U, *A;
       CUDA(cudaMalloc(&X, (size_t)T * H * 4)); CUDA(cudaMalloc(&Hn, (size_t)T * H * 4));
@@ -936,14 +1034,15 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
   double wbytes = 0;
   for (auto& l : layers) wbytes += l.qkv.bytes() + l.wo.bytes() + l.gate.bytes() + l.up.bytes() + l.down.bytes();
   wbytes += emb.bytes();
-  printf("decode step %s%s depth %d: graph of %d steps %7.1f us/token = %6.0f tok/s (%.0f GB/s of %.0f MB weights); plain launches %7.1f us\n",
-         c.name, int8 ? " int8" : " exact", depth, steps, us, 1e6 / us, wbytes / us / 1e3, wbytes / 1e6, usPlain);
+  printf("decode step %s%s%s depth %d: graph of %d steps %7.1f us/token = %6.0f tok/s (%.0f GB/s of %.0f MB weights); plain launches %7.1f us\n",
+         c.name, int8 ? " int8" : " exact", attn ? " dec1" : " 2pass", depth, steps, us, 1e6 / us, wbytes / us / 1e3, wbytes / 1e6, usPlain);
+  }
   for (auto& l : layers) {
     cudaFree(l.qkv.dev); cudaFree(l.wo.dev); cudaFree(l.gate.dev); cudaFree(l.up.dev); cudaFree(l.down.dev);
     cudaFree(l.attnNorm); cudaFree(l.ffnNorm); cudaFree(l.K); cudaFree(l.V);
   }
   cudaFree(emb.dev); cudaFree(outNorm); cudaFree(dinv); cudaFree(state); cudaFree(hist);
-  cudaFree(x); cudaFree(h); cudaFree(qkv); cudaFree(att); cudaFree(act); cudaFree(logits); cudaFree(po); cudaFree(pml);
+  cudaFree(x); cudaFree(h); cudaFree(qkv); cudaFree(att); cudaFree(act); cudaFree(logits); cudaFree(po); cudaFree(pml); cudaFree(done);
   cudaStreamDestroy(s);
 }
 
@@ -958,13 +1057,24 @@ int main(int argc, char** argv) {
   testAttention();
   CUDA(cudaDeviceSynchronize());
   printf("\nchecks: %d failed\n", failures);
-  if (argc > 1 && std::string(argv[1]) == "check") return failures ? 1 : 0;
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "check") return failures ? 1 : 0;
+  if (mode == "attn" || mode == "step") {  // decode attention, then whole decode steps by depth
+    benchAttn();
+    if (mode == "step") {
+      printf("\n== whole decode step, llama-1b shapes, two-pass vs dec1 attention ==\n");
+      for (int ci : {4, 3, 5})
+        benchStep(ci, {{511, 0}, {511, 1}, {2047, 0}, {2047, 1}}, true);
+    }
+    return failures ? 1 : 0;
+  }
   bench();
+  benchAttn();
   printf("\n== whole decode step, llama-1b shapes ==\n");
   for (int ci : {4, 5, 3}) {
-    benchStep(ci, 2047, true, true);
-    benchStep(ci, 2047, false);
+    benchStep(ci, {{2047, 0}, {2047, 1}}, true, true);
+    benchStep(ci, {{2047, 0}}, false);
   }
-  benchStep(4, 0, true);
+  benchStep(4, {{0, 0}, {0, 1}}, true);
   return failures ? 1 : 0;
 }
