@@ -73,7 +73,7 @@ func TestPTXEntries(t *testing.T) {
 	}
 	names = append(names, RMSNorm, AddRMSNorm, Add, Rope, AttnCombine, ActMul, ArgmaxRows, ArgmaxStep, Advance)
 	for _, k := range []string{"f32", "f16"} {
-		for _, hd := range []int{64, 128} {
+		for _, hd := range []int{16, 32, 64, 128} {
 			for _, g := range []int{4, 8} {
 				names = append(names, Decode1Name(k, hd, g, 1))
 			}
