@@ -297,6 +297,10 @@ func DecodeSplits(sms, kvHeads int) int32 {
 // PartO and PartML are scratch as for AttnDecodeArgs; Out gets T rows of
 // Heads*HeadDim as ck_attn_combine writes them. Sinks (one logit per head)
 // may be 0.
+//
+// With KNew (T = 1 only) the kernel is also ck_rope_kv: Q, KNew and VNew are
+// the token's q, k, v rows as the qkv product left them, and the RoPE
+// fields are RopeKVArgs'.
 type AttnDecode1Args struct {
 	Out, PartO, PartML, Done, Q, KCache, VCache, Pos0, Sinks Ptr
 	T, Heads, KVHeads, Ring                                  int32
@@ -304,6 +308,9 @@ type AttnDecode1Args struct {
 	Scale, Softcap                                           float32
 	NSplit                                                   int32
 	QStride                                                  int32 // floats between tokens' q rows; 0 = Heads*HeadDim
+	KNew, VNew, InvFreq                                      Ptr   // KNew 0 = the cache holds the token's K/V already
+	RotDims, NeoX                                            int32
+	MScale                                                   float32
 }
 
 func (a *AttnDecode1Args) Params() []unsafe.Pointer {
@@ -311,7 +318,8 @@ func (a *AttnDecode1Args) Params() []unsafe.Pointer {
 		unsafe.Pointer(&a.Q), unsafe.Pointer(&a.KCache), unsafe.Pointer(&a.VCache), unsafe.Pointer(&a.Pos0),
 		unsafe.Pointer(&a.Sinks), unsafe.Pointer(&a.T), unsafe.Pointer(&a.Heads), unsafe.Pointer(&a.KVHeads),
 		unsafe.Pointer(&a.Ring), unsafe.Pointer(&a.Window), unsafe.Pointer(&a.Scale), unsafe.Pointer(&a.Softcap),
-		unsafe.Pointer(&a.NSplit), unsafe.Pointer(&a.QStride))
+		unsafe.Pointer(&a.NSplit), unsafe.Pointer(&a.QStride), unsafe.Pointer(&a.KNew), unsafe.Pointer(&a.VNew),
+		unsafe.Pointer(&a.InvFreq), unsafe.Pointer(&a.RotDims), unsafe.Pointer(&a.NeoX), unsafe.Pointer(&a.MScale))
 }
 
 // Launch: one block of 128 threads per (kv head, split, token); static

@@ -487,6 +487,13 @@ CK void __launch_bounds__(128) ck_fa_prefill_f16(FA_ARGS(__half)) {
 // counter per (t, g) in done, zero between launches) combines every
 // split's partial into out as ck_attn_combine does, and puts the counter
 // back to zero. nsplit <= DEC1_MAXS.
+//
+// With kNew (one token, T = 1) the kernel also does ck_rope_kv's work: q
+// and kNew (the token's k, v rows, not yet rotated nor in the cache) are
+// rotated here as ck_rope_kv rotates them (the same float arithmetic); each
+// block rotates its group's q, and the block whose keys hold the new
+// position writes its k and v into the cache before reading its keys. The
+// other blocks never read that row, so no launch is needed between.
 #define DEC1_MAXS 64
 
 template <class T>
@@ -533,16 +540,18 @@ struct KVRow<__half> {
 template <class T, int HD, int GM>
 __device__ __forceinline__ void attn_decode1(float* __restrict__ out, float* __restrict__ partO,
                                              float* __restrict__ partML, unsigned* __restrict__ done,
-                                             const float* __restrict__ q, const T* __restrict__ kc,
-                                             const T* __restrict__ vc, const int* pos0,
+                                             const float* __restrict__ q, T* kc, T* vc, const int* pos0,
                                              const float* __restrict__ sinks, int heads, int kvHeads, int ring,
-                                             int window, float scale, float softcap, int nsplit, int qStride) {
+                                             int window, float scale, float softcap, int nsplit, int qStride,
+                                             const float* __restrict__ kNew, const float* __restrict__ vNew,
+                                             const float* __restrict__ invFreq, int rotDims, int neox, float mscale) {
   constexpr int DL = 16, LPK = HD / DL, KPS = 32 / LPK, NW = 4;
   __shared__ __align__(16) float Qs[GM * HD];
   __shared__ __align__(16) float Wo[NW][GM * HD];
   __shared__ float Wm[NW][GM], Wl[NW][GM];
   __shared__ float Cw[GM][DEC1_MAXS], Cl[GM];
   __shared__ int isLast;
+  __shared__ float Rc[HD / 2], Rs[HD / 2];
   const int g = blockIdx.x, s = blockIdx.y, t = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int G = heads / kvHeads, kvDim = kvHeads * HD;
   const int P = *pos0 + t;
@@ -553,7 +562,54 @@ __device__ __forceinline__ void attn_decode1(float* __restrict__ out, float* __r
   const size_t hbase = (size_t)t * heads + (size_t)g * G;          // the group's first head of token t
   const size_t pbase = hbase * nsplit + s;                         // head j's partial: pbase + j*nsplit
   const float* qt = q + (size_t)t * (qStride ? qStride : heads * HD) + (size_t)g * G * HD;
-  for (int i = tid; i < GM * HD; i += NW * 32) Qs[i] = i < G * HD ? qt[i] : 0.f;
+  const int half = rotDims >> 1;
+  if (kNew) {
+    // RoPE of position P: the angles as ck_rope_kv computes them.
+    for (int i = tid; i < half; i += NW * 32) {
+      const float a = (float)P * invFreq[i];
+      double sd, cd;
+      sincos((double)a, &sd, &cd);
+      Rc[i] = (float)cd * mscale;
+      Rs[i] = (float)sd * mscale;
+    }
+    __syncthreads();
+    for (int i = tid; i < GM * HD; i += NW * 32) {
+      const int h = i / HD, d = i - h * HD;
+      float v = 0.f;
+      if (h < G) {
+        const float* x = qt + h * HD;
+        v = x[d];
+        if (d < rotDims) {
+          // d is i0 or i1 of the pair of frequency j
+          const int j = neox ? (d < half ? d : d - half) : d >> 1;
+          const bool second = neox ? d >= half : (d & 1);
+          const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
+          const float x0 = x[i0], x1 = x[i1];
+          v = second ? x1 * Rc[j] + x0 * Rs[j] : x0 * Rc[j] - x1 * Rs[j];
+        }
+      }
+      Qs[i] = v;
+    }
+    if (start <= P && P < end) {  // this block holds the new key: into the cache first
+      const size_t row = (size_t)(P % ring) * kvDim + (size_t)g * HD;
+      const float* kx = kNew + (size_t)g * HD;
+      for (int d = tid; d < HD; d += NW * 32) {
+        float v = kx[d];
+        if (d < rotDims) {
+          const int j = neox ? (d < half ? d : d - half) : d >> 1;
+          const bool second = neox ? d >= half : (d & 1);
+          const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
+          const float x0 = kx[i0], x1 = kx[i1];
+          v = second ? x1 * Rc[j] + x0 * Rs[j] : x0 * Rc[j] - x1 * Rs[j];
+        }
+        kc[row + d] = cvt<T>(v);
+        vc[row + d] = cvt<T>(vNew[(size_t)g * HD + d]);
+      }
+    }
+    __syncthreads();
+  } else {
+    for (int i = tid; i < GM * HD; i += NW * 32) Qs[i] = i < G * HD ? qt[i] : 0.f;
+  }
 
   const int kk = lane / LPK, r = lane % LPK;
   float m[GM], lsum[GM], acc[GM][DL];
@@ -705,13 +761,14 @@ __device__ __forceinline__ void attn_decode1(float* __restrict__ out, float* __r
 }
 
 #define DEC1_ARGS(T)                                                                                        \
-  float *out, float *partO, float *partML, unsigned *done, const float *q, const T *kc, const T *vc,         \
-      const int *pos0, const float *sinks, int Tn, int heads, int kvHeads, int ring, int window, float scale, \
-      float softcap, int nsplit, int qStride
+  float *out, float *partO, float *partML, unsigned *done, const float *q, T *kc, T *vc, const int *pos0,    \
+      const float *sinks, int Tn, int heads, int kvHeads, int ring, int window, float scale, float softcap,    \
+      int nsplit, int qStride, const float *kNew, const float *vNew, const float *invFreq, int rotDims,        \
+      int neox, float mscale
 #define DEF_DEC1(name, T, HD, GM)                                                                            \
   CK void __launch_bounds__(128) ck_attn_dec1_##name(DEC1_ARGS(T)) {                                        \
     attn_decode1<T, HD, GM>(out, partO, partML, done, q, kc, vc, pos0, sinks, heads, kvHeads, ring, window, \
-                            scale, softcap, nsplit, qStride);                                               \
+                            scale, softcap, nsplit, qStride, kNew, vNew, invFreq, rotDims, neox, mscale);   \
   }
 DEF_DEC1(f32_16_4, float, 16, 4)
 DEF_DEC1(f32_16_8, float, 16, 8)

@@ -563,10 +563,12 @@ static bool dec1OK(int heads, int kvh, int hd, int nsplit) {
 }
 static void dec1(bool f16, float* out, float* po, float* pml, unsigned* done, const float* q, void* K, void* V,
                  const int* st, const float* sinks, int T, int heads, int kvh, int hd, int ring, int window,
-                 float scale, float softcap, int nsplit, int qStride, cudaStream_t s = 0) {
+                 float scale, float softcap, int nsplit, int qStride, cudaStream_t s = 0,
+                 const float* kNew = nullptr, const float* vNew = nullptr, const float* invFreq = nullptr,
+                 int rotDims = 0, int neox = 0, float mscale = 1.f) {
   dim3 grid(kvh, nsplit, T);
   bool g8 = heads / kvh > 4;
-#define DEC1(name, TT) ck_attn_dec1_##name<<<grid, 128, 0, s>>>(out, po, pml, done, q, (const TT*)K, (const TT*)V, st, sinks, T, heads, kvh, ring, window, scale, softcap, nsplit, qStride)
+#define DEC1(name, TT) ck_attn_dec1_##name<<<grid, 128, 0, s>>>(out, po, pml, done, q, (TT*)K, (TT*)V, st, sinks, T, heads, kvh, ring, window, scale, softcap, nsplit, qStride, kNew, vNew, invFreq, rotDims, neox, mscale)
   if (f16) {
     if (hd == 16) { if (g8) DEC1(f16_16_8, __half); else DEC1(f16_16_4, __half); }
     else if (hd == 32) { if (g8) DEC1(f16_32_8, __half); else DEC1(f16_32_4, __half); }
@@ -667,6 +669,41 @@ static void testAttention() {
                  cs.kvHeads, cs.hd, cs.P0, cs.T, std::min(sp, nsplit));
         check(buf, maxrel1(got, ref), 1e-4);
       }
+      if (cs.T == 1) {  // RoPE and the cache write fused: against ck_rope_kv then dec1
+        const size_t rowOff = (size_t)(cs.P0 % cs.ring) * kvDim * es, rowBytes = (size_t)kvDim * es;
+        std::vector<uint8_t> saveK(rowBytes), saveV(rowBytes);
+        CUDA(cudaMemcpy(saveK.data(), (uint8_t*)dK + rowOff, rowBytes, cudaMemcpyDeviceToHost));
+        CUDA(cudaMemcpy(saveV.data(), (uint8_t*)dV + rowOff, rowBytes, cudaMemcpyDeviceToHost));
+        for (int neox = 0; neox < 2; neox++) {
+          const int rot = cs.hd == 16 ? 8 : cs.hd;  // partial rotary on the smallest heads
+          std::vector<float> inv(rot / 2);
+          for (int i = 0; i < rot / 2; i++) inv[i] = (float)std::pow(10000.0, -2.0 * i / rot);
+          float* dinv = upload(inv);
+          auto kn = randv(kvDim, 2.f), vn = randv(kvDim);
+          float *dkn = upload(kn), *dvn = upload(vn), *dq2 = upload(q);
+          for (int fused = 0; fused < 2; fused++) {
+            CUDA(cudaMemcpy(dq2, q.data(), q.size() * 4, cudaMemcpyHostToDevice));
+            if (!fused) {
+              if (cs.f16) ck_rope_kv_f16<<<dim3(1, cs.heads + cs.kvHeads), 64>>>(dq2, dkn, dvn, (__half*)dK, (__half*)dV, dst2, dinv, 1, cs.heads, cs.kvHeads, cs.hd, rot, neox, 1.f, cs.heads * cs.hd, kvDim, cs.ring);
+              else ck_rope_kv_f32<<<dim3(1, cs.heads + cs.kvHeads), 64>>>(dq2, dkn, dvn, (float*)dK, (float*)dV, dst2, dinv, 1, cs.heads, cs.kvHeads, cs.hd, rot, neox, 1.f, cs.heads * cs.hd, kvDim, cs.ring);
+              dec1(cs.f16, out, po, pml, done, dq2, dK, dV, dst2, ds, 1, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap, nsplit, 0);
+            } else {
+              dec1(cs.f16, out, po, pml, done, dq2, dK, dV, dst2, ds, 1, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap, nsplit, 0,
+                   0, dkn, dvn, dinv, rot, neox, 1.f);
+            }
+            auto o = download(out, ref.size());
+            if (!fused) { ref.assign(o.begin(), o.end()); continue; }
+            snprintf(buf, sizeof buf, "attn_dec1 + rope %s h%d/%d hd%d P%d neox %d", cs.f16 ? "f16" : "f32", cs.heads, cs.kvHeads, cs.hd, cs.P0, neox);
+            check(buf, maxrel1(o, ref), 1e-5);
+          }
+          cudaFree(dinv); cudaFree(dkn); cudaFree(dvn); cudaFree(dq2);
+        }
+        CUDA(cudaMemcpy((uint8_t*)dK + rowOff, saveK.data(), rowBytes, cudaMemcpyHostToDevice));
+        CUDA(cudaMemcpy((uint8_t*)dV + rowOff, saveV.data(), rowBytes, cudaMemcpyHostToDevice));
+        for (int t = 0; t < cs.T; t++)  // ref held the rope runs' output: the reference again
+          refAttn(q, K, V, cs.P0 + t, t, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap,
+                  cs.sinks ? sinks.data() : nullptr, ref);
+      }
       cudaFree(done);
     }
     // prefill (same queries)
@@ -759,6 +796,8 @@ static float timeit(F f, int reps = 50) {
   return ms * 1000 / reps;  // µs
 }
 
+static bool mvOnly = false;  // bench(): the int8-activation matvecs only
+
 static void bench() {
   const int H = 2048, F = 8192, V = 128256, T = 512;
   printf("\n== matvec (decode), llama-1b shapes: µs and GB/s of weight bytes ==\n");
@@ -770,6 +809,7 @@ static void bench() {
   for (int ci = 0; ci < 7; ci++) {
     const Codec& c = codecs[ci];
     const Kset& K = ksets[ci];
+    if (mvOnly && !K.mvq) continue;
     struct Shape { const char* name; int rows, cols; bool glu; } shapes[] = {
         {"qkv 3072x2048", 3072, H, false}, {"gate+up 2x8192x2048", F, H, true}, {"down 2048x8192", H, F, false}, {"lm_head 128256x2048", V, H, false}};
     for (auto& s : shapes) {
@@ -777,17 +817,17 @@ static void bench() {
       Weight w = makeWeight(c, s.rows, s.cols, false);
       Weight w2 = s.glu ? makeWeight(c, s.rows, s.cols, false) : Weight{};
       double bytes = (double)w.bytes() * (s.glu ? 2 : 1);
-      float us = timeit([&] { K.mv<<<(s.rows + 7) / 8, 128>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0, nullptr, 0.f, 0); });
-      printf("mv  %-5s %-22s %8.2f us %7.0f GB/s\n", c.name, s.name, us, bytes / us / 1e3);
+      float us = mvOnly ? 0.f : timeit([&] { K.mv<<<(s.rows + 7) / 8, 128>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0, nullptr, 0.f, 0); });
+      if (!mvOnly) printf("mv  %-5s %-22s %8.2f us %7.0f GB/s\n", c.name, s.name, us, bytes / us / 1e3);
       if (K.mvq) {
         float uq = timeit([&] { K.mvq<<<mvqBlocks(s.rows), 512, mvqShared(s.cols)>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0, nullptr, 0.f, 0); });
         printf("mvq %-5s %-22s %8.2f us %7.0f GB/s\n", c.name, s.name, uq, bytes / uq / 1e3);
       }
-      if (std::string(s.name).rfind("qkv", 0) == 0) {
+      if (!mvOnly && std::string(s.name).rfind("qkv", 0) == 0) {
         float ub = timeit([&] { K.mvb<<<(s.rows + 3) / 4, 128>>>(dy, w.dev, nullptr, dX, nullptr, s.rows, s.cols, w.rb, 0, 8); });
         printf("mvb %-5s %-22s n=8 %8.2f us %7.0f GB/s\n", c.name, s.name, ub, bytes / ub / 1e3);
       }
-      if (s.rows <= F && !s.glu) {
+      if (!mvOnly && s.rows <= F && !s.glu) {
         int rows = s.rows;
         cudaFuncSetAttribute(K.gemm, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM);
         dim3 grid((rows + GBN - 1) / GBN, (T + GBM - 1) / GBM);
@@ -797,8 +837,8 @@ static void bench() {
       cudaFree(w.dev); if (w2.dev) cudaFree(w2.dev);
     }
   }
-  printf("\n== attention, llama-1b (32/8 heads of 64) ==\n");
-  {
+  if (!mvOnly) {
+    printf("\n== attention, llama-1b (32/8 heads of 64) ==\n");
     const int heads = 32, kvh = 8, hd = 64, ring = 4096, kvDim = kvh * hd;
     float *K, *Vc, *q, *po, *pml, *out;
     CUDA(cudaMalloc(&K, (size_t)ring * kvDim * 4)); CUDA(cudaMalloc(&Vc, (size_t)ring * kvDim * 4));
@@ -884,7 +924,8 @@ static void benchAttn() {
 // (lm head and embedding q6_K as q4_K_M, else the same codec), captured as
 // a CUDA graph of `steps` greedy steps, timed per token.
 // runs: (depth, attention) pairs on the same weights; attention 0 = the
-// two-pass kernels, 1 = ck_attn_dec1_*.
+// two-pass kernels, 1 = ck_attn_dec1_*, 2 = ck_attn_dec1_* with the RoPE
+// and cache write fused (no ck_rope_kv launch).
 static void benchStep(int ci, const std::vector<std::pair<int, int>>& runs, bool int8, bool prefill = false) {
   const Codec& c = codecs[ci];
   const Kset& K = ksets[ci];
@@ -930,9 +971,10 @@ static void benchStep(int ci, const std::vector<std::pair<int, int>>& runs, bool
     KH.embed<<<1, 128, 0, s>>>(x, emb.dev, state + 1, 1, H, emb.rb, 1.f);
     for (auto& l : layers) {
       mv(K, qkv, l.qkv, nullptr, x, nullptr, l.attnNorm);
-      ck_rope_kv_f32<<<dim3(1, heads + kvh), 64, 0, s>>>(qkv, qkv + H, qkv + H + kvDim, l.K, l.V, state, dinv, 1, heads, kvh, hd, hd, 1, 1.f, qkvRows, qkvRows, ring);
-      if (attn == 1) {
-        dec1(false, att, po, pml, done, qkv, l.K, l.V, state, nullptr, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, qkvRows, s);
+      if (attn != 2) ck_rope_kv_f32<<<dim3(1, heads + kvh), 64, 0, s>>>(qkv, qkv + H, qkv + H + kvDim, l.K, l.V, state, dinv, 1, heads, kvh, hd, hd, 1, 1.f, qkvRows, qkvRows, ring);
+      if (attn >= 1) {
+        dec1(false, att, po, pml, done, qkv, l.K, l.V, state, nullptr, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, qkvRows, s,
+             attn == 2 ? qkv + H : nullptr, qkv + H + kvDim, dinv, hd, 1, 1.f);
       } else {
         ck_attn_decode_f32<<<dim3(kvh, nsplit, 1), 128, ash, s>>>(po, pml, qkv, l.K, l.V, state, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, qkvRows);
         ck_attn_combine<<<dim3(heads, 1), hd, 0, s>>>(att, po, pml, nullptr, 1, heads, hd, nsplit);
@@ -1041,7 +1083,7 @@ static void benchStep(int ci, const std::vector<std::pair<int, int>>& runs, bool
   for (auto& l : layers) wbytes += l.qkv.bytes() + l.wo.bytes() + l.gate.bytes() + l.up.bytes() + l.down.bytes();
   wbytes += emb.bytes();
   printf("decode step %s%s%s depth %d: graph of %d steps %7.1f us/token = %6.0f tok/s (%.0f GB/s of %.0f MB weights); plain launches %7.1f us\n",
-         c.name, int8 ? " int8" : " exact", attn ? " dec1" : " 2pass", depth, steps, us, 1e6 / us, wbytes / us / 1e3, wbytes / 1e6, usPlain);
+         c.name, int8 ? " int8" : " exact", attn == 2 ? " dec1+rope" : attn ? " dec1" : " 2pass", depth, steps, us, 1e6 / us, wbytes / us / 1e3, wbytes / 1e6, usPlain);
   }
   for (auto& l : layers) {
     cudaFree(l.qkv.dev); cudaFree(l.wo.dev); cudaFree(l.gate.dev); cudaFree(l.up.dev); cudaFree(l.down.dev);
@@ -1065,12 +1107,17 @@ int main(int argc, char** argv) {
   printf("\nchecks: %d failed\n", failures);
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "check") return failures ? 1 : 0;
-  if (mode == "attn" || mode == "step") {  // decode attention, then whole decode steps by depth
-    benchAttn();
+  if (mode == "mv" || mode == "attn" || mode == "step") {
+    if (mode == "mv") {  // the int8-activation matvecs on llama-1b shapes
+      mvOnly = true;
+      bench();
+      return failures ? 1 : 0;
+    }
+    benchAttn();  // decode attention by depth, then whole decode steps
     if (mode == "step") {
       printf("\n== whole decode step, llama-1b shapes, two-pass vs dec1 attention ==\n");
       for (int ci : {4, 3, 5})
-        benchStep(ci, {{511, 0}, {511, 1}, {2047, 0}, {2047, 1}}, true);
+        benchStep(ci, {{511, 0}, {511, 1}, {511, 2}, {2047, 0}, {2047, 1}, {2047, 2}}, true);
     }
     return failures ? 1 : 0;
   }
@@ -1078,9 +1125,9 @@ int main(int argc, char** argv) {
   benchAttn();
   printf("\n== whole decode step, llama-1b shapes ==\n");
   for (int ci : {4, 5, 3}) {
-    benchStep(ci, {{2047, 0}, {2047, 1}}, true, true);
+    benchStep(ci, {{2047, 0}, {2047, 2}}, true, true);
     benchStep(ci, {{2047, 0}}, false);
   }
-  benchStep(4, {{0, 0}, {0, 1}}, true);
+  benchStep(4, {{0, 0}, {0, 2}}, true);
   return failures ? 1 : 0;
 }
