@@ -476,9 +476,9 @@ CK void __launch_bounds__(128) ck_fa_prefill_f16(FA_ARGS(__half)) {
 }
 
 // ---- decode in one pass, the combine fused (flash-decoding): block (kv
-// head g, split s, token t), 128 threads = 4 warps, for head dims HD = 16,
-// 32, 64 or 128 and G = heads/kvHeads <= GM query heads, which share every
-// K/V read. A key is read by LPK = HD/16 lanes, 16 dims each (f16: two 16-byte
+// head g, split s, token t), 128 threads = 4 warps, for head dims HD = 64
+// or 128 (and 16, the tiny test models', groups of up to 4) and G =
+// heads/kvHeads <= GM query heads, which share every K/V read. A key is read by LPK = HD/16 lanes, 16 dims each (f16: two 16-byte
 // loads of K and of V; f32: four), so a warp takes KPS = 32/LPK keys a
 // step; the four warps stride over the split's keys on their own (online
 // softmax per warp, the next step's K/V loaded while this one is computed),
@@ -771,17 +771,11 @@ __device__ __forceinline__ void attn_decode1(float* __restrict__ out, float* __r
                             scale, softcap, nsplit, qStride, kNew, vNew, invFreq, rotDims, neox, mscale);   \
   }
 DEF_DEC1(f32_16_4, float, 16, 4)
-DEF_DEC1(f32_16_8, float, 16, 8)
-DEF_DEC1(f32_32_4, float, 32, 4)
-DEF_DEC1(f32_32_8, float, 32, 8)
 DEF_DEC1(f32_64_4, float, 64, 4)
 DEF_DEC1(f32_64_8, float, 64, 8)
 DEF_DEC1(f32_128_4, float, 128, 4)
 DEF_DEC1(f32_128_8, float, 128, 8)
 DEF_DEC1(f16_16_4, __half, 16, 4)
-DEF_DEC1(f16_16_8, __half, 16, 8)
-DEF_DEC1(f16_32_4, __half, 32, 4)
-DEF_DEC1(f16_32_8, __half, 32, 8)
 DEF_DEC1(f16_64_4, __half, 64, 4)
 DEF_DEC1(f16_64_8, __half, 64, 8)
 DEF_DEC1(f16_128_4, __half, 128, 4)

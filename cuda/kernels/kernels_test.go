@@ -73,10 +73,8 @@ func TestPTXEntries(t *testing.T) {
 	}
 	names = append(names, RMSNorm, AddRMSNorm, Add, Rope, AttnCombine, ActMul, ArgmaxRows, ArgmaxStep, Advance)
 	for _, k := range []string{"f32", "f16"} {
-		for _, hd := range []int{16, 32, 64, 128} {
-			for _, g := range []int{4, 8} {
-				names = append(names, Decode1Name(k, hd, g, 1))
-			}
+		for _, hg := range [][2]int{{16, 4}, {64, 4}, {64, 8}, {128, 4}, {128, 8}} {
+			names = append(names, Decode1Name(k, hg[0], hg[1], 1))
 		}
 	}
 	for _, n := range names {

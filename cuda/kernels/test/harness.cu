@@ -559,7 +559,7 @@ static size_t faShared(int hd) {
 // ck_attn_dec1_* (one pass, the combine fused) for head dims 64/128 and
 // heads/kvHeads <= 8: the kernel the backend picks (kernels.Dec1Name).
 static bool dec1OK(int heads, int kvh, int hd, int nsplit) {
-  return (hd == 16 || hd == 32 || hd == 64 || hd == 128) && heads / kvh <= 8 && nsplit <= 64;
+  return (hd == 64 || hd == 128 || (hd == 16 && heads / kvh <= 4)) && heads / kvh <= 8 && nsplit <= 64;
 }
 static void dec1(bool f16, float* out, float* po, float* pml, unsigned* done, const float* q, void* K, void* V,
                  const int* st, const float* sinks, int T, int heads, int kvh, int hd, int ring, int window,
@@ -570,13 +570,11 @@ static void dec1(bool f16, float* out, float* po, float* pml, unsigned* done, co
   bool g8 = heads / kvh > 4;
 #define DEC1(name, TT) ck_attn_dec1_##name<<<grid, 128, 0, s>>>(out, po, pml, done, q, (TT*)K, (TT*)V, st, sinks, T, heads, kvh, ring, window, scale, softcap, nsplit, qStride, kNew, vNew, invFreq, rotDims, neox, mscale)
   if (f16) {
-    if (hd == 16) { if (g8) DEC1(f16_16_8, __half); else DEC1(f16_16_4, __half); }
-    else if (hd == 32) { if (g8) DEC1(f16_32_8, __half); else DEC1(f16_32_4, __half); }
+    if (hd == 16) DEC1(f16_16_4, __half);
     else if (hd == 64) { if (g8) DEC1(f16_64_8, __half); else DEC1(f16_64_4, __half); }
     else { if (g8) DEC1(f16_128_8, __half); else DEC1(f16_128_4, __half); }
   } else {
-    if (hd == 16) { if (g8) DEC1(f32_16_8, float); else DEC1(f32_16_4, float); }
-    else if (hd == 32) { if (g8) DEC1(f32_32_8, float); else DEC1(f32_32_4, float); }
+    if (hd == 16) DEC1(f32_16_4, float);
     else if (hd == 64) { if (g8) DEC1(f32_64_8, float); else DEC1(f32_64_4, float); }
     else { if (g8) DEC1(f32_128_8, float); else DEC1(f32_128_4, float); }
   }
