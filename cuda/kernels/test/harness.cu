@@ -918,6 +918,21 @@ static void benchAttn() {
            r[2], r[3], 2.0 * (P + 1) * kvDim * 4 / 1e6);
     cudaFree(dst);
   }
+  // Splits per kv head (the backend's DecodeSplits gives 33 on 132 SMs).
+  float *po2, *pml2;
+  CUDA(cudaMalloc(&po2, (size_t)heads * 64 * hd * 4)); CUDA(cudaMalloc(&pml2, (size_t)heads * 64 * 8));
+  for (int P : {511, 2047, 8191}) {
+    std::vector<int> st = {P, 0, 0, 0};
+    int* dst = upload(st);
+    printf("depth %5d, dec1 f32 by splits:", P + 1);
+    for (int ns : {8, 16, 33, 48, 64}) {
+      float us = timeit([&] { dec1(false, out, po2, pml2, done, q, K, Vc, dst, nullptr, 1, heads, kvh, hd, ring, 0, 0.125f, 0, ns, 0); }, 200);
+      printf("  %d: %.2f", ns, us);
+    }
+    printf(" us\n");
+    cudaFree(dst);
+  }
+  cudaFree(po2); cudaFree(pml2);
   cudaFree(K); cudaFree(Vc); cudaFree(q); cudaFree(po); cudaFree(pml); cudaFree(out); cudaFree(done);
 }
 
