@@ -3,7 +3,13 @@
 // 8192, 32 heads / 8 kv heads of 64, vocab 128256: synth's "llama-1b") and
 // a whole decode step as a CUDA graph. Build and run on the GPU machine:
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o harness cuda/kernels/test/harness.cu && ./harness
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o harness cuda/kernels/test/harness.cu && ./harness [mode]
+//
+// (CUDA 11.8 here: add -ccbin g++-11.) Modes: none = everything; check =
+// the checks only; mv = checks, then the int8-activation matvecs; attn =
+// checks, then decode attention by depth (two-pass vs ck_attn_dec1_*, and
+// by split count); step = attn, then whole decode steps at depths 511 and
+// 2047 with each attention path (q4_0, q8_0, q4_K).
 //
 // Exit status 1 when any check fails. Tolerances (max error over outputs,
 // relative to Σ|w·x| of the output or to max|ref|):
@@ -321,9 +327,10 @@ static void testCodec(int ci) {
     }
   }
   cudaFree(dnw);
-  // An lm-head-sized row count (4 rows per warp in ck_mvq_*).
-  if (K.mvq) {
-    const int R2 = 32768 + 37, C2 = 256;
+  // An lm-head-sized row count (4 rows per warp in ck_mvq_*), then a row
+  // of 8192 columns (a down projection: 8 chunks a step).
+  for (int wide = 0; wide < 2 && K.mvq; wide++) {
+    const int R2 = wide ? 300 : 32768 + 37, C2 = wide ? 8192 : 256;
     Weight B = makeWeight(c, R2, C2);
     auto x2 = randv(C2);
     float *dx2 = upload(x2), *dy2;
@@ -338,7 +345,8 @@ static void testCodec(int ci) {
       double a = 0; for (int k = 0; k < C2; k++) a += std::fabs((double)B.deq[(size_t)i * C2 + k] * x2[k]);
       sc[i] = a;
     }
-    snprintf(buf, sizeof buf, "mvq %s rows=%d (4 rows/warp)", c.name, R2); check(buf, maxrel(got, ref, sc), 1e-4);
+    snprintf(buf, sizeof buf, "mvq %s rows=%d cols=%d%s", c.name, R2, C2, wide ? "" : " (4 rows/warp)");
+    check(buf, maxrel(got, ref, sc), 1e-4);
     cudaFree(dx2); cudaFree(dy2); cudaFree(B.dev);
   }
   // gemm: T tokens not a multiple of the tile
