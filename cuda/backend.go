@@ -65,6 +65,10 @@ type Options struct {
 	// Profile records an event around every kernel launch of Forward
 	// (slow: one sync per kernel); Profile() reports the times.
 	Profile bool
+	// TwoPassDecode runs decode attention as two launches (the splits,
+	// then ck_attn_combine) where the one-pass ck_attn_dec1_* would serve:
+	// the kernels before it, for A/B runs and the parity tests of both.
+	TwoPassDecode bool
 }
 
 // Backend is one model on one CUDA device.

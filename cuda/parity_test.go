@@ -20,6 +20,7 @@ import (
 	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
 	"github.com/cortiq/cortiq/resolve"
+	"github.com/cortiq/cortiq/synth"
 )
 
 // needGPU skips without a CUDA device, naming why.
@@ -352,4 +353,81 @@ func maxAbsF(x []float32) float64 {
 		m = max(m, math.Abs(float64(v)))
 	}
 	return m
+}
+
+// TestDecodeAttention: decode at depth (a 700-token prompt, then steps one
+// by one and a greedy graph) against the CPU on f32 weights, for the head
+// shapes ck_attn_dec1_* serves (head dims 64 and 128, groups of 2, 4 and
+// 8 query heads per kv head), with both KV caches, the one-pass kernel
+// and the two-pass kernels (TwoPassDecode): every split of the key range
+// holds keys, so the combine of all splits is what is checked.
+func TestDecodeAttention(t *testing.T) {
+	needGPU(t)
+	shapes := []synth.Shape{
+		{Name: "hd64-g2", Arch: "llama", Hidden: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512, Vocab: 512, RopeTheta: 10000, Context: 1024},
+		{Name: "hd64-g8", Arch: "llama", Hidden: 512, Layers: 2, Heads: 8, KVHeads: 1, FFN: 512, Vocab: 512, RopeTheta: 10000, Context: 1024},
+		{Name: "hd128-g4", Arch: "llama", Hidden: 512, Layers: 2, Heads: 4, KVHeads: 1, FFN: 512, Vocab: 512, RopeTheta: 10000, Context: 1024},
+	}
+	for _, sh := range shapes {
+		m := synthShape(t, sh, "f32")
+		for _, kv := range []string{"f32", "f16"} {
+			for _, two := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/kv=%s/twopass=%v", sh.Name, kv, two), func(t *testing.T) {
+					b, err := cuda.Open(context.Background(), m, cuda.Options{KVF16: kv == "f16", TwoPassDecode: two})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer b.Close()
+					c, err := cpu.New(m, cpu.Options{KVF16: kv == "f16"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer c.Close()
+					ds, _ := b.NewSession(1024)
+					cs, _ := c.NewSession(1024)
+					ids := make([]int, 700)
+					for i := range ids {
+						ids[i] = (i*37 + 11) % m.Arch.Vocab
+					}
+					got, err := ds.Forward(ids, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, _ := cs.Forward(ids, false)
+					if d := maxDiff(got, want); d > parityTol {
+						t.Errorf("prompt: max |Δ| %.3g", d)
+					}
+					tok := argmax(want)
+					var worst float64
+					for range 6 {
+						g, err := ds.Forward([]int{tok}, false)
+						if err != nil {
+							t.Fatal(err)
+						}
+						w, _ := cs.Forward([]int{tok}, false)
+						worst = max(worst, maxDiff(g, w))
+						tok = argmax(w)
+					}
+					t.Logf("6 decode steps after %d tokens: max |Δ| %.3g", len(ids), worst)
+					if worst > parityTol {
+						t.Errorf("decode: max |Δ| %.3g > %.3g", worst, parityTol)
+					}
+					var cpuPicks []int
+					ctok := tok
+					for range 8 {
+						w, _ := cs.Forward([]int{ctok}, false)
+						ctok = argmax(w)
+						cpuPicks = append(cpuPicks, ctok)
+					}
+					picks, err := ds.(interface{ ForwardGreedy(int, int) ([]int, error) }).ForwardGreedy(tok, 8)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if fmt.Sprint(picks) != fmt.Sprint(cpuPicks) {
+						t.Errorf("greedy graph picks %v, the CPU %v", picks, cpuPicks)
+					}
+				})
+			}
+		}
+	}
 }

@@ -40,6 +40,7 @@ type Session struct {
 	// activations
 	x, h, q, k, v, att, o, g, u driver.Ptr
 	partO, partML               driver.Ptr
+	done                        driver.Ptr // ck_attn_dec1_*'s counters, [MaxBatch][kvHeads] uint32, zero between launches
 	logits                      driver.Ptr // [maxLogitRows][vocab]
 	ids, state, hist, picks     driver.Ptr
 	nsplit                      int32
@@ -77,10 +78,11 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 	if b.opts.KVF16 {
 		s.kv = "f16"
 	}
-	qd, kvd, ff, heads, hdMax := 0, 0, 0, 0, 0
+	qd, kvd, ff, heads, hdMax, kvHeads := 0, 0, 0, 0, 0, 0
 	cols := a.Hidden // the widest input of a product
 	for _, l := range a.Layers {
 		hdMax = max(hdMax, l.Attn.HeadDim)
+		kvHeads = max(kvHeads, l.Attn.KVHeads)
 		qd = max(qd, l.Attn.Heads*l.Attn.HeadDim)
 		kvd = max(kvd, l.Attn.KVHeads*l.Attn.HeadDim)
 		ff = max(ff, ffnWidth(l.FFNHidden))
@@ -99,6 +101,7 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 		{&s.g, C * int64(ff) * 4}, {&s.u, C * int64(ff) * 4},
 		{&s.partO, dec * int64(heads) * int64(s.nsplit) * int64(hdMax) * 4},
 		{&s.partML, dec * int64(heads) * int64(s.nsplit) * 2 * 4},
+		{&s.done, dec * int64(kvHeads) * 4},
 		{&s.logits, int64(min(s.chunk, maxLogitRows)) * int64(a.Vocab) * 4 * int64(b2i(b.last))},
 		{&s.ids, C * 4}, {&s.picks, C * 4},
 		{&s.state, kernels.StateSize * 4}, {&s.hist, histLen * 4},
@@ -119,6 +122,10 @@ func (b *Backend) newSession(maxLen int) (*Session, error) {
 			return nil, err
 		}
 		*x.dst = p
+	}
+	if err := b.dev.Zero(s.done, dec*int64(kvHeads)*4); err != nil {
+		s.free()
+		return nil, err
 	}
 	// k and v follow q in one region: a chunk's [T][qd] q, then [T][kvd]
 	// k and v (one token's q|k|v is also what the fused QKV matvec writes).
@@ -608,18 +615,17 @@ func (s *Session) layers(T int, _ int) error {
 				return err
 			}
 		}
-		// RoPE on q and k and the K/V cache write, one launch.
+		// RoPE on q and k and the K/V cache write (one launch, or inside
+		// the attention's), then attention.
 		neox := int32(0)
 		if at.Rope.Style == model.RopeNeoX {
 			neox = 1
 		}
-		if err := b.launch(kernels.RopeKVPrefix+s.kv, &kernels.RopeKVArgs{Q: P(qp), K: P(kp), V: P(vp),
+		rope := &kernels.RopeKVArgs{Q: P(qp), K: P(kp), V: P(vp),
 			KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), InvFreq: P(l.invFreq),
 			T: int32(T), Heads: int32(at.Heads), KVHeads: int32(at.KVHeads), HeadDim: int32(hd), RotDims: int32(at.Rope.Dims),
-			NeoX: neox, MScale: l.mscale, QStride: int32(qStride), KVStride: int32(kvStride), Ring: int32(s.maxLen)}); err != nil {
-			return err
-		}
-		if err := s.attention(l, i, qp, int32(qStride), T); err != nil {
+			NeoX: neox, MScale: l.mscale, QStride: int32(qStride), KVStride: int32(kvStride), Ring: int32(s.maxLen)}
+		if err := s.attention(l, i, qp, int32(qStride), T, rope); err != nil {
 			return err
 		}
 		if fuse {
@@ -722,16 +728,38 @@ func (s *Session) mv(y driver.Ptr, w matrix, x, r, norm driver.Ptr) error {
 		NormW: P(norm), Eps: a.NormEps, PlusOne: plusOne(a)})
 }
 
-// attention runs layer l's attention for T queries at qp into att:
-// flash-decoding for a few tokens, else the prefill kernel (tensor cores
-// for head dims 64 and 128).
-func (s *Session) attention(l *layer, i int, qp driver.Ptr, qStride int32, T int) error {
+// attention runs layer l's RoPE and K/V cache write (rope) and its
+// attention for T queries at qp (rows qStride floats apart) into att:
+// flash-decoding for a few tokens (one launch with the RoPE for one token
+// where ck_attn_dec1_* serves the heads), else the prefill kernel (tensor
+// cores for head dims 64 and 128).
+func (s *Session) attention(l *layer, i int, qp driver.Ptr, qStride int32, T int, rope *kernels.RopeKVArgs) error {
 	b := s.b
 	at := l.spec.Attn
 	hd := at.HeadDim
 	P := func(p driver.Ptr) kernels.Ptr { return kernels.Ptr(p) }
-	if T <= kernels.MaxBatch {
+	dec1 := ""
+	if T <= kernels.MaxBatch && !b.opts.TwoPassDecode {
+		dec1 = kernels.Decode1Name(s.kv, hd, at.Heads/at.KVHeads, s.nsplit)
+	}
+	if dec1 != "" && T == 1 {
 		// q rows of a fused qkv (one token) need no stride: T is 1.
+		return b.launch(dec1, &kernels.AttnDecode1Args{Out: P(s.att), PartO: P(s.partO), PartML: P(s.partML),
+			Done: P(s.done), Q: P(qp), KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: 1,
+			Heads: int32(at.Heads), KVHeads: int32(at.KVHeads), Ring: int32(s.maxLen), Window: int32(at.Window),
+			Scale: at.Scale, Softcap: at.Softcap, NSplit: s.nsplit,
+			KNew: rope.K, VNew: rope.V, InvFreq: rope.InvFreq, RotDims: rope.RotDims, NeoX: rope.NeoX, MScale: rope.MScale})
+	}
+	if err := b.launch(kernels.RopeKVPrefix+s.kv, rope); err != nil {
+		return err
+	}
+	if dec1 != "" {
+		return b.launch(dec1, &kernels.AttnDecode1Args{Out: P(s.att), PartO: P(s.partO), PartML: P(s.partML),
+			Done: P(s.done), Q: P(qp), KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T),
+			Heads: int32(at.Heads), KVHeads: int32(at.KVHeads), Ring: int32(s.maxLen), Window: int32(at.Window),
+			Scale: at.Scale, Softcap: at.Softcap, NSplit: s.nsplit})
+	}
+	if T <= kernels.MaxBatch {
 		if err := b.launch(kernels.AttnDecodePrefix+s.kv, &kernels.AttnDecodeArgs{PartO: P(s.partO), PartML: P(s.partML),
 			Q: P(qp), KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T), Heads: int32(at.Heads),
 			KVHeads: int32(at.KVHeads), HeadDim: int32(hd), Ring: int32(s.maxLen), Window: int32(at.Window),

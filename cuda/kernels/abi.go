@@ -146,6 +146,7 @@ const (
 	FlashPrefix       = "ck_flash_prefill_" // + "f32" | "f16" + "_64" | "_128" (FlashName); mma.sync in registers
 	AttnDecodePrefix  = "ck_attn_decode_"   // + "f32" | "f16" (the cache type)
 	AttnPrefillPrefix = "ck_attn_prefill_"  // + "f32" | "f16"
+	AttnDecode1Prefix = "ck_attn_dec1_"     // + "f32" | "f16", "_" + head dim, "_4" | "_8": Decode1Name
 
 	RMSNorm     = "ck_rmsnorm"
 	AddRMSNorm  = "ck_add_rmsnorm"
@@ -290,6 +291,66 @@ func (a *AttnDecodeArgs) Launch() Geometry {
 // depth (CUDA graphs).
 func DecodeSplits(sms, kvHeads int) int32 {
 	return int32(min(64, max(1, (2*sms+kvHeads-1)/kvHeads)))
+}
+
+// AttnDecode1Args is decode attention in one launch: flash-decoding's
+// splits, each merged inside its block, and the combine done by the last
+// block of each (token, kv head) to finish, which finds itself through
+// Done, a counter per (token, kv head) that is zero between launches
+// (T*KVHeads uint32, zeroed once when allocated; the kernel puts it back).
+// PartO and PartML are scratch as for AttnDecodeArgs; Out gets T rows of
+// Heads*HeadDim as ck_attn_combine writes them. Sinks (one logit per head)
+// may be 0.
+//
+// With KNew (T = 1 only) the kernel is also ck_rope_kv: Q, KNew and VNew are
+// the token's q, k, v rows as the qkv product left them, and the RoPE
+// fields are RopeKVArgs'.
+type AttnDecode1Args struct {
+	Out, PartO, PartML, Done, Q, KCache, VCache, Pos0, Sinks Ptr
+	T, Heads, KVHeads, Ring                                  int32
+	Window                                                   int32 // 0 = no window
+	Scale, Softcap                                           float32
+	NSplit                                                   int32
+	QStride                                                  int32 // floats between tokens' q rows; 0 = Heads*HeadDim
+	KNew, VNew, InvFreq                                      Ptr   // KNew 0 = the cache holds the token's K/V already
+	RotDims, NeoX                                            int32
+	MScale                                                   float32
+}
+
+func (a *AttnDecode1Args) Params() []unsafe.Pointer {
+	return params(unsafe.Pointer(&a.Out), unsafe.Pointer(&a.PartO), unsafe.Pointer(&a.PartML), unsafe.Pointer(&a.Done),
+		unsafe.Pointer(&a.Q), unsafe.Pointer(&a.KCache), unsafe.Pointer(&a.VCache), unsafe.Pointer(&a.Pos0),
+		unsafe.Pointer(&a.Sinks), unsafe.Pointer(&a.T), unsafe.Pointer(&a.Heads), unsafe.Pointer(&a.KVHeads),
+		unsafe.Pointer(&a.Ring), unsafe.Pointer(&a.Window), unsafe.Pointer(&a.Scale), unsafe.Pointer(&a.Softcap),
+		unsafe.Pointer(&a.NSplit), unsafe.Pointer(&a.QStride), unsafe.Pointer(&a.KNew), unsafe.Pointer(&a.VNew),
+		unsafe.Pointer(&a.InvFreq), unsafe.Pointer(&a.RotDims), unsafe.Pointer(&a.NeoX), unsafe.Pointer(&a.MScale))
+}
+
+// Launch: one block of 128 threads per (kv head, split, token); static
+// shared memory only.
+func (a *AttnDecode1Args) Launch() Geometry {
+	return geo(uint32(a.KVHeads), uint32(a.NSplit), uint32(a.T), 128, 0)
+}
+
+// Decode1MaxSplits is the most splits ck_attn_dec1_* combines.
+const Decode1MaxSplits = 64
+
+// Decode1Name is the ck_attn_dec1_* instance for a cache element kv ("f32"
+// or "f16"), head dim hd (64, 128; 16 with groups up to 4) and group
+// (query heads per kv head, up to 8), or "" when none serves them (the
+// two-pass kernels do).
+func Decode1Name(kv string, hd, group int, nsplit int32) string {
+	if (kv != "f32" && kv != "f16") || (hd != 16 && hd != 64 && hd != 128) || group < 1 || group > 8 || nsplit < 1 || nsplit > Decode1MaxSplits {
+		return ""
+	}
+	if hd == 16 && group > 4 { // the tiny test models' heads: groups of up to 4
+		return ""
+	}
+	gm := 4
+	if group > 4 {
+		gm = 8
+	}
+	return fmt.Sprintf("%s%s_%d_%d", AttnDecode1Prefix, kv, hd, gm)
 }
 
 type AttnCombineArgs struct {

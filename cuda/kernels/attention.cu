@@ -474,3 +474,309 @@ CK void __launch_bounds__(128) ck_fa_prefill_f16(FA_ARGS(__half)) {
   if (hd == 64) fa_prefill<__half, 64>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride);
   else fa_prefill<__half, 128>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride);
 }
+
+// ---- decode in one pass, the combine fused (flash-decoding): block (kv
+// head g, split s, token t), 128 threads = 4 warps, for head dims HD = 64
+// or 128 (and 16, the tiny test models', groups of up to 4) and G =
+// heads/kvHeads <= GM query heads, which share every K/V read. A key is read by LPK = HD/16 lanes, 16 dims each (f16: two 16-byte
+// loads of K and of V; f32: four), so a warp takes KPS = 32/LPK keys a
+// step; the four warps stride over the split's keys on their own (online
+// softmax per warp, the next step's K/V loaded while this one is computed),
+// then merge through shared memory into the split's partial (partO,
+// partML as ck_attn_decode_*). The last block of (t, g) to finish (a
+// counter per (t, g) in done, zero between launches) combines every
+// split's partial into out as ck_attn_combine does, and puts the counter
+// back to zero. nsplit <= DEC1_MAXS.
+//
+// With kNew (one token, T = 1) the kernel also does ck_rope_kv's work: q
+// and kNew (the token's k, v rows, not yet rotated nor in the cache) are
+// rotated here as ck_rope_kv rotates them (the same float arithmetic); each
+// block rotates its group's q, and the block whose keys hold the new
+// position writes its k and v into the cache before reading its keys. The
+// other blocks never read that row, so no launch is needed between.
+#define DEC1_MAXS 64
+
+template <class T>
+struct KVRow;  // one lane's 16 elements of a K or V row: dims dim(i), i < 16
+template <>
+struct KVRow<float> {
+  float4 a[4];
+  // element i is dim (r + lpk*(i/4))*4 + i%4
+  static __device__ __forceinline__ int dim(int r, int lpk, int i) { return (r + lpk * (i >> 2)) * 4 + (i & 3); }
+  __device__ __forceinline__ void load(const float* row, int r, int lpk, bool ok) {
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+      a[j] = ok ? *reinterpret_cast<const float4*>(row + (r + lpk * j) * 4) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  __device__ __forceinline__ void get(float* v) const {
+#pragma unroll
+    for (int j = 0; j < 4; j++) { v[4 * j] = a[j].x; v[4 * j + 1] = a[j].y; v[4 * j + 2] = a[j].z; v[4 * j + 3] = a[j].w; }
+  }
+};
+template <>
+struct KVRow<__half> {
+  uint4 a[2];
+  // element i is dim (r + lpk*(i/8))*8 + i%8
+  static __device__ __forceinline__ int dim(int r, int lpk, int i) { return (r + lpk * (i >> 3)) * 8 + (i & 7); }
+  __device__ __forceinline__ void load(const __half* row, int r, int lpk, bool ok) {
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+      a[j] = ok ? *reinterpret_cast<const uint4*>(row + (r + lpk * j) * 8) : make_uint4(0u, 0u, 0u, 0u);
+  }
+  __device__ __forceinline__ void get(float* v) const {
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      const __half2* h = reinterpret_cast<const __half2*>(&a[j]);
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const float2 f = __half22float2(h[e]);
+        v[8 * j + 2 * e] = f.x;
+        v[8 * j + 2 * e + 1] = f.y;
+      }
+    }
+  }
+};
+
+template <class T, int HD, int GM>
+__device__ __forceinline__ void attn_decode1(float* __restrict__ out, float* __restrict__ partO,
+                                             float* __restrict__ partML, unsigned* __restrict__ done,
+                                             const float* __restrict__ q, T* kc, T* vc, const int* pos0,
+                                             const float* __restrict__ sinks, int heads, int kvHeads, int ring,
+                                             int window, float scale, float softcap, int nsplit, int qStride,
+                                             const float* __restrict__ kNew, const float* __restrict__ vNew,
+                                             const float* __restrict__ invFreq, int rotDims, int neox, float mscale) {
+  constexpr int DL = 16, LPK = HD / DL, KPS = 32 / LPK, NW = 4;
+  __shared__ __align__(16) float Qs[GM * HD];
+  __shared__ __align__(16) float Wo[NW][GM * HD];
+  __shared__ float Wm[NW][GM], Wl[NW][GM];
+  __shared__ float Cw[GM][DEC1_MAXS], Cl[GM];
+  __shared__ int isLast;
+  __shared__ float Rc[HD / 2], Rs[HD / 2];
+  const int g = blockIdx.x, s = blockIdx.y, t = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int G = heads / kvHeads, kvDim = kvHeads * HD;
+  const int P = *pos0 + t;
+  const int first = window > 0 ? max(0, P - window + 1) : 0;
+  const int n = P - first + 1;
+  const int L = (n + nsplit - 1) / nsplit;
+  const int start = first + s * L, end = min(start + L, P + 1);  // keys [start, end), maybe empty
+  const size_t hbase = (size_t)t * heads + (size_t)g * G;          // the group's first head of token t
+  const size_t pbase = hbase * nsplit + s;                         // head j's partial: pbase + j*nsplit
+  const float* qt = q + (size_t)t * (qStride ? qStride : heads * HD) + (size_t)g * G * HD;
+  const int half = rotDims >> 1;
+  if (kNew) {
+    // RoPE of position P: the angles as ck_rope_kv computes them.
+    for (int i = tid; i < half; i += NW * 32) {
+      const float a = (float)P * invFreq[i];
+      double sd, cd;
+      sincos((double)a, &sd, &cd);
+      Rc[i] = (float)cd * mscale;
+      Rs[i] = (float)sd * mscale;
+    }
+    __syncthreads();
+    for (int i = tid; i < GM * HD; i += NW * 32) {
+      const int h = i / HD, d = i - h * HD;
+      float v = 0.f;
+      if (h < G) {
+        const float* x = qt + h * HD;
+        v = x[d];
+        if (d < rotDims) {
+          // d is i0 or i1 of the pair of frequency j
+          const int j = neox ? (d < half ? d : d - half) : d >> 1;
+          const bool second = neox ? d >= half : (d & 1);
+          const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
+          const float x0 = x[i0], x1 = x[i1];
+          v = second ? x1 * Rc[j] + x0 * Rs[j] : x0 * Rc[j] - x1 * Rs[j];
+        }
+      }
+      Qs[i] = v;
+    }
+    if (start <= P && P < end) {  // this block holds the new key: into the cache first
+      const size_t row = (size_t)(P % ring) * kvDim + (size_t)g * HD;
+      const float* kx = kNew + (size_t)g * HD;
+      for (int d = tid; d < HD; d += NW * 32) {
+        float v = kx[d];
+        if (d < rotDims) {
+          const int j = neox ? (d < half ? d : d - half) : d >> 1;
+          const bool second = neox ? d >= half : (d & 1);
+          const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
+          const float x0 = kx[i0], x1 = kx[i1];
+          v = second ? x1 * Rc[j] + x0 * Rs[j] : x0 * Rc[j] - x1 * Rs[j];
+        }
+        kc[row + d] = cvt<T>(v);
+        vc[row + d] = cvt<T>(vNew[(size_t)g * HD + d]);
+      }
+    }
+    __syncthreads();
+  } else {
+    for (int i = tid; i < GM * HD; i += NW * 32) Qs[i] = i < G * HD ? qt[i] : 0.f;
+  }
+
+  const int kk = lane / LPK, r = lane % LPK;
+  float m[GM], lsum[GM], acc[GM][DL];
+#pragma unroll
+  for (int h = 0; h < GM; h++) {
+    m[h] = -INFINITY;
+    lsum[h] = 0.f;
+#pragma unroll
+    for (int i = 0; i < DL; i++) acc[h][i] = 0.f;
+  }
+  KVRow<T> kr, vr, kn, vn;
+  int k0 = start + warp * KPS;
+  {
+    const int p = k0 + kk;
+    const bool ok = p < end;
+    const size_t o = (size_t)((ok ? p : 0) % ring) * kvDim + (size_t)g * HD;
+    kr.load(kc + o, r, LPK, ok);
+    vr.load(vc + o, r, LPK, ok);
+  }
+  __syncthreads();
+  for (; k0 < end; k0 += NW * KPS) {
+    const int p = k0 + kk;
+    const bool ok = p < end;
+    {  // the next step's rows, in flight while this one is computed
+      const int pn = p + NW * KPS;
+      const bool okn = pn < end;
+      const size_t o = (size_t)((okn ? pn : 0) % ring) * kvDim + (size_t)g * HD;
+      kn.load(kc + o, r, LPK, okn);
+      vn.load(vc + o, r, LPK, okn);
+    }
+    float kf[DL], vf[DL];
+    kr.get(kf);
+    vr.get(vf);
+#pragma unroll
+    for (int h = 0; h < GM; h++) {
+      if (h < G) {
+        float a = 0.f;
+        const float* qh = Qs + h * HD;
+#pragma unroll
+        for (int i = 0; i < DL; i += 4) {
+          const float4 q4 = *reinterpret_cast<const float4*>(qh + KVRow<T>::dim(r, LPK, i));
+          a = fmaf(q4.x, kf[i], a);
+          a = fmaf(q4.y, kf[i + 1], a);
+          a = fmaf(q4.z, kf[i + 2], a);
+          a = fmaf(q4.w, kf[i + 3], a);
+        }
+#pragma unroll
+        for (int o = 1; o < LPK; o <<= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
+        const float sc = ok ? score_fix(a * scale, softcap) : -INFINITY;
+        float mx = sc;
+#pragma unroll
+        for (int o = LPK; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        const float mnew = fmaxf(m[h], mx);  // finite: key k0 is valid
+        const float corr = m[h] == -INFINITY ? 0.f : expf(m[h] - mnew);
+        const float pw = ok ? expf(sc - mnew) : 0.f;
+        lsum[h] = lsum[h] * corr + (r == 0 ? pw : 0.f);
+#pragma unroll
+        for (int i = 0; i < DL; i++) acc[h][i] = fmaf(pw, vf[i], acc[h][i] * corr);
+        m[h] = mnew;
+      }
+    }
+    kr = kn;
+    vr = vn;
+  }
+  // The warp's keys: sum the lanes of equal r, then merge the warps.
+#pragma unroll
+  for (int h = 0; h < GM; h++) {
+    if (h < G) {
+#pragma unroll
+      for (int o = LPK; o < 32; o <<= 1) {
+        lsum[h] += __shfl_xor_sync(0xffffffffu, lsum[h], o);
+#pragma unroll
+        for (int i = 0; i < DL; i++) acc[h][i] += __shfl_xor_sync(0xffffffffu, acc[h][i], o);
+      }
+      if (kk == 0) {
+#pragma unroll
+        for (int i = 0; i < DL; i++) Wo[warp][h * HD + KVRow<T>::dim(r, LPK, i)] = acc[h][i];
+      }
+      if (lane == 0) {
+        Wm[warp][h] = m[h];
+        Wl[warp][h] = lsum[h];
+      }
+    }
+  }
+  __syncthreads();
+  for (int i = tid; i < G * HD; i += NW * 32) {
+    const int h = i / HD, d = i - h * HD;
+    float M = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < NW; w++) M = fmaxf(M, Wm[w][h]);
+    float o = 0.f, l = 0.f;
+#pragma unroll
+    for (int w = 0; w < NW; w++) {
+      if (Wm[w][h] != -INFINITY) {
+        const float c = expf(Wm[w][h] - M);
+        o = fmaf(Wo[w][i], c, o);
+        l = fmaf(Wl[w][h], c, l);
+      }
+    }
+    partO[(pbase + (size_t)h * nsplit) * HD + d] = o;
+    if (d == 0) {
+      partML[2 * (pbase + (size_t)h * nsplit)] = M;
+      partML[2 * (pbase + (size_t)h * nsplit) + 1] = l;
+    }
+  }
+  // The last block of (t, g) combines.
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) {
+    const unsigned prev = atomicAdd(done + (size_t)t * kvHeads + g, 1u);
+    isLast = prev == (unsigned)nsplit - 1;
+  }
+  __syncthreads();
+  if (!isLast) return;
+  __threadfence();
+  const size_t cbase = hbase * nsplit;
+  for (int i = tid; i < G * nsplit; i += NW * 32) {
+    const int h = i / nsplit, sp = i - h * nsplit;
+    Cw[h][sp] = __ldcg(partML + 2 * (cbase + i));
+  }
+  __syncthreads();
+  for (int h = warp; h < G; h += NW) {
+    float M = sinks ? sinks[g * G + h] : -INFINITY;
+    for (int sp = lane; sp < nsplit; sp += 32) M = fmaxf(M, Cw[h][sp]);
+    M = warp_max(M);
+    float l = 0.f;
+    for (int sp = lane; sp < nsplit; sp += 32) {
+      const float w = Cw[h][sp] == -INFINITY ? 0.f : expf(Cw[h][sp] - M);
+      l = fmaf(__ldcg(partML + 2 * (cbase + (size_t)h * nsplit + sp) + 1), w, l);
+      Cw[h][sp] = w;
+    }
+    l = warp_sum(l);
+    if (lane == 0) Cl[h] = l + (sinks ? expf(sinks[g * G + h] - M) : 0.f);
+  }
+  __syncthreads();
+  for (int i = tid; i < G * HD; i += NW * 32) {
+    const int h = i / HD, d = i - h * HD;
+    const float* po = partO + (cbase + (size_t)h * nsplit) * HD + d;
+    float o0 = 0.f, o1 = 0.f;
+    int sp = 0;
+    for (; sp + 1 < nsplit; sp += 2) {
+      if (Cw[h][sp] != 0.f) o0 = fmaf(__ldcg(po + (size_t)sp * HD), Cw[h][sp], o0);
+      if (Cw[h][sp + 1] != 0.f) o1 = fmaf(__ldcg(po + (size_t)(sp + 1) * HD), Cw[h][sp + 1], o1);
+    }
+    if (sp < nsplit && Cw[h][sp] != 0.f) o0 = fmaf(__ldcg(po + (size_t)sp * HD), Cw[h][sp], o0);
+    out[(hbase + h) * HD + d] = (o0 + o1) / Cl[h];
+  }
+  if (tid == 0) done[(size_t)t * kvHeads + g] = 0u;
+}
+
+#define DEC1_ARGS(T)                                                                                        \
+  float *out, float *partO, float *partML, unsigned *done, const float *q, T *kc, T *vc, const int *pos0,    \
+      const float *sinks, int Tn, int heads, int kvHeads, int ring, int window, float scale, float softcap,    \
+      int nsplit, int qStride, const float *kNew, const float *vNew, const float *invFreq, int rotDims,        \
+      int neox, float mscale
+#define DEF_DEC1(name, T, HD, GM)                                                                            \
+  CK void __launch_bounds__(128) ck_attn_dec1_##name(DEC1_ARGS(T)) {                                        \
+    attn_decode1<T, HD, GM>(out, partO, partML, done, q, kc, vc, pos0, sinks, heads, kvHeads, ring, window, \
+                            scale, softcap, nsplit, qStride, kNew, vNew, invFreq, rotDims, neox, mscale);   \
+  }
+DEF_DEC1(f32_16_4, float, 16, 4)
+DEF_DEC1(f32_64_4, float, 64, 4)
+DEF_DEC1(f32_64_8, float, 64, 8)
+DEF_DEC1(f32_128_4, float, 128, 4)
+DEF_DEC1(f32_128_8, float, 128, 8)
+DEF_DEC1(f16_16_4, __half, 16, 4)
+DEF_DEC1(f16_64_4, __half, 64, 4)
+DEF_DEC1(f16_64_8, __half, 64, 8)
+DEF_DEC1(f16_128_4, __half, 128, 4)
+DEF_DEC1(f16_128_8, __half, 128, 8)

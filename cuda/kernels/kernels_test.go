@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestPTXFresh fails when a kernel source or the PTX differs from what
@@ -73,6 +75,11 @@ func TestPTXEntries(t *testing.T) {
 			FlashName(k, 64), FlashName(k, 128))
 	}
 	names = append(names, RMSNorm, AddRMSNorm, Add, Rope, AttnCombine, ActMul, ArgmaxRows, ArgmaxStep, Advance, QuantQ8)
+	for _, k := range []string{"f32", "f16"} {
+		for _, hg := range [][2]int{{16, 4}, {64, 4}, {64, 8}, {128, 4}, {128, 8}} {
+			names = append(names, Decode1Name(k, hg[0], hg[1], 1))
+		}
+	}
 	for _, n := range names {
 		if !entries[n] {
 			t.Errorf("kernel %s is not in kernels.ptx", n)
@@ -152,5 +159,117 @@ func TestChecks(t *testing.T) {
 	g := (&MatvecArgs{Rows: 128256, Cols: 2048}).LaunchInt8()
 	if g.Grid[0] != 2004 || g.Block[0] != 512 || g.Shared != 2048+512 {
 		t.Errorf("lm head int8 geometry %+v", g)
+	}
+}
+
+// ptxParamTypes is the .param types (u64, u32, f32) of PTX entry name.
+func ptxParamTypes(t *testing.T, name string) []string {
+	t.Helper()
+	i := bytes.Index(PTX, []byte(".entry "+name+"("))
+	if i < 0 {
+		t.Fatalf("no entry %s in kernels.ptx", name)
+	}
+	end := bytes.IndexByte(PTX[i:], ')')
+	var types []string
+	for _, m := range regexp.MustCompile(`\.param \.(\w+) `).FindAllSubmatch(PTX[i:i+end], -1) {
+		types = append(types, string(m[1]))
+	}
+	return types
+}
+
+// goParamTypes is the PTX type of the field each of a.Params() points at.
+func goParamTypes(t *testing.T, a interface{ Params() []unsafe.Pointer }) []string {
+	t.Helper()
+	v := reflect.ValueOf(a).Elem()
+	base := v.UnsafeAddr()
+	var types []string
+	for _, p := range a.Params() {
+		off := uintptr(p) - base
+		kind := ""
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if f.Offset != off {
+				continue
+			}
+			switch f.Type {
+			case reflect.TypeOf(Ptr(0)):
+				kind = "u64"
+			case reflect.TypeOf(int32(0)):
+				kind = "u32"
+			case reflect.TypeOf(float32(0)):
+				kind = "f32"
+			}
+		}
+		if kind == "" {
+			t.Fatalf("%T: parameter at offset %d is no Ptr, int32 or float32 field", a, off)
+		}
+		types = append(types, kind)
+	}
+	return types
+}
+
+// TestParamsMatchPTX: the argument structs pass exactly the kernels'
+// parameters, in order and type (a mismatch would read garbage on the
+// device, which no CPU-only test would see).
+func TestParamsMatchPTX(t *testing.T) {
+	for _, c := range []struct {
+		kernel string
+		args   interface{ Params() []unsafe.Pointer }
+	}{
+		{Decode1Name("f32", 64, 4, 1), &AttnDecode1Args{}},
+		{Decode1Name("f16", 128, 8, 1), &AttnDecode1Args{}},
+		{Decode1Name("f32", 16, 2, 1), &AttnDecode1Args{}},
+		{AttnDecodePrefix + "f32", &AttnDecodeArgs{}},
+		{AttnCombine, &AttnCombineArgs{}},
+		{RopeKVPrefix + "f16", &RopeKVArgs{}},
+		{MatvecInt8Prefix + "q8_0", &MatvecArgs{}},
+		{MatvecPrefix + "q4_0", &MatvecArgs{}},
+		{MatvecBatchPrefix + "q4_K", &MatvecBatchArgs{}},
+		{EmbedPrefix + "q6_K", &EmbedArgs{}},
+		{RMSNorm, &RMSNormArgs{}},
+		{AddRMSNorm, &AddRMSNormArgs{}},
+		{Add, &AddArgs{}},
+		{Rope, &RopeArgs{}},
+		{KVWritePrefix + "f32", &KVWriteArgs{}},
+		{AttnPrefillPrefix + "f16", &AttnPrefillArgs{}},
+		{FAPrefillPrefix + "f32", &AttnPrefillArgs{}},
+		{ActMul, &ActMulArgs{}},
+		{ArgmaxRows, &ArgmaxRowsArgs{}},
+		{ArgmaxStep, &ArgmaxStepArgs{}},
+		{Advance, &AdvanceArgs{}},
+	} {
+		want, got := ptxParamTypes(t, c.kernel), goParamTypes(t, c.args)
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: %T passes %v, the PTX takes %v", c.kernel, c.args, got, want)
+		}
+	}
+}
+
+// TestDecode1Name: the one-pass decode attention serves head dims 64 and
+// 128 with groups up to 8 (16 with groups up to 4), at most
+// Decode1MaxSplits splits; anything else is left to the two-pass kernels.
+func TestDecode1Name(t *testing.T) {
+	for _, c := range []struct {
+		kv        string
+		hd, group int
+		nsplit    int32
+		want      string
+	}{
+		{"f32", 64, 4, 33, "ck_attn_dec1_f32_64_4"},
+		{"f16", 64, 1, 33, "ck_attn_dec1_f16_64_4"},
+		{"f32", 128, 7, 64, "ck_attn_dec1_f32_128_8"},
+		{"f16", 128, 8, 1, "ck_attn_dec1_f16_128_8"},
+		{"f32", 16, 2, 64, "ck_attn_dec1_f32_16_4"},
+		{"f32", 16, 8, 64, ""},
+		{"f32", 96, 4, 33, ""},
+		{"f32", 256, 2, 33, ""},
+		{"f32", 64, 9, 33, ""},
+		{"f32", 64, 4, 65, ""},
+		{"f32", 64, 4, 0, ""},
+		{"q8_0", 64, 4, 33, ""},
+	} {
+		if got := Decode1Name(c.kv, c.hd, c.group, c.nsplit); got != c.want {
+			t.Errorf("Decode1Name(%s, %d, %d, %d) = %q, want %q", c.kv, c.hd, c.group, c.nsplit, got, c.want)
+		}
 	}
 }

@@ -12,7 +12,8 @@
 // Geometry (abi.go): ck_mv_/ck_mvb_ 128 threads = 4 warps; ck_mv_ gives
 // each warp MV_R rows, ck_mvb_ one. ck_mvq_ 512 threads, MVQ_R rows per
 // warp (16 rows per block), dynamic shared cols + 8*cols/32 bytes. Each
-// lane handles MV_U / MVQ_U chunks per step, their loads issued together.
+// lane handles MV_U / MVQ_U chunks per step (8 in ck_mvq_* rows of at least
+// MVQ_WIDE_COLS), their loads issued together, every row of the warp at once.
 // ck_mv_ and ck_mvq_ take an optional RMSNorm of x (nw, eps, plusOne: the
 // block computes 1/rms(x) itself), which saves the norm's launch. A warp's lanes stride over
 // the row's 32-weight chunks; rows past `rows` are skipped. With W2 the
@@ -23,6 +24,12 @@
 #define MV_U 2
 #define MVQ_R 1
 #define MVQ_U 4
+// Rows of at least MVQ_WIDE_COLS columns (a down projection) take 8 chunks
+// per lane per step in ck_mvq_*: twice the loads in flight where a warp's
+// row is long and the grid has few blocks.
+#ifndef MVQ_WIDE_COLS
+#define MVQ_WIDE_COLS 4096
+#endif
 
 template <class C>
 __device__ __forceinline__ float dot_chunk(const uint8_t* row, int nchunk, int c, const float* xr) {
@@ -178,7 +185,10 @@ __device__ __forceinline__ void quantize_x_shared(const float* __restrict__ x, i
   __syncthreads();
 }
 
-template <class C>
+// U chunks per lane per step; RPW rows per warp (mvq_rows_per_warp), their
+// chunks interleaved so that the loads of every row are in flight together
+// (each row's sum keeps the order of a row alone).
+template <class C, int U, int RPW>
 __device__ __forceinline__ void mv_q8(float* __restrict__ y, const uint8_t* __restrict__ W,
                                       const uint8_t* __restrict__ W2, const float* __restrict__ x,
                                       const float* __restrict__ r, int rows, int cols, int rowBytes, int act,
@@ -187,9 +197,8 @@ __device__ __forceinline__ void mv_q8(float* __restrict__ y, const uint8_t* __re
   int8_t* xq = reinterpret_cast<int8_t*>(smem);
   float2* xds = reinterpret_cast<float2*>(smem + cols);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int rpw = mvq_rows_per_warp(rows);
-  const int row0 = (blockIdx.x * (blockDim.x >> 5) + warp) * rpw;
-  const int nrow = max(0, min(rpw, rows - row0));
+  const int row0 = (blockIdx.x * (blockDim.x >> 5) + warp) * RPW;
+  const int nrow = max(0, min(RPW, rows - row0));
   // The warp's weight rows go to L2 while x is normalized and quantized.
   for (int k = 0; k < nrow; k++) {
     prefetch_l2(W + (size_t)(row0 + k) * rowBytes, rowBytes);
@@ -197,23 +206,31 @@ __device__ __forceinline__ void mv_q8(float* __restrict__ y, const uint8_t* __re
   }
   quantize_x_shared(x, cols, xq, xds, nw, eps, plusOne);
   const int nchunk = cols >> 5;
-  for (int k = 0; k < nrow; k++) {
-    const uint8_t* wr = W + (size_t)(row0 + k) * rowBytes;
-    const uint8_t* wr2 = W2 ? W2 + (size_t)(row0 + k) * rowBytes : nullptr;
-    float acc = 0.f, acc2 = 0.f;
-    for (int c0 = lane; c0 < nchunk; c0 += 32 * MVQ_U) {
+  float acc[RPW], acc2[RPW];
 #pragma unroll
-      for (int u = 0; u < MVQ_U; u++) {
-        const int c = c0 + 32 * u;
-        if (c < nchunk) {
-          acc += C::dotq(wr, nchunk, c, xq, xds);
-          if (wr2) acc2 += C::dotq(wr2, nchunk, c, xq, xds);
+  for (int k = 0; k < RPW; k++) acc[k] = acc2[k] = 0.f;
+  for (int c0 = lane; c0 < nchunk; c0 += 32 * U) {
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const int c = c0 + 32 * u;
+      if (c < nchunk) {
+#pragma unroll
+        for (int k = 0; k < RPW; k++) {
+          if (k < nrow) {
+            acc[k] += C::dotq(W + (size_t)(row0 + k) * rowBytes, nchunk, c, xq, xds);
+            if (W2) acc2[k] += C::dotq(W2 + (size_t)(row0 + k) * rowBytes, nchunk, c, xq, xds);
+          }
         }
       }
     }
-    float v = warp_sum(acc);
-    if (wr2) v = act_fn(v, act) * warp_sum(acc2);
-    if (lane == 0) y[row0 + k] = v + (r ? r[row0 + k] : 0.f);
+  }
+#pragma unroll
+  for (int k = 0; k < RPW; k++) {
+    if (k < nrow) {
+      float v = warp_sum(acc[k]);
+      if (W2) v = act_fn(v, act) * warp_sum(acc2[k]);
+      if (lane == 0) y[row0 + k] = v + (r ? r[row0 + k] : 0.f);
+    }
   }
 }
 
@@ -239,7 +256,9 @@ DEF_MV(q6_K, CQ6_K)
 
 #define DEF_MVQ(name, C)                                                                                \
   CK void __launch_bounds__(512) ck_mvq_##name(MV_ARGS, const float* nw, float eps, int plusOne) {      \
-    mv_q8<C>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne);                              \
+    if (mvq_rows_per_warp(rows) == 4) mv_q8<C, MVQ_U, 4>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne); \
+    else if (cols >= MVQ_WIDE_COLS) mv_q8<C, 8, 1>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne); \
+    else mv_q8<C, MVQ_U, 1>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne);                 \
   }
 
 DEF_MVQ(q8_0, CQ8_0)

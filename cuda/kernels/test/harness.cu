@@ -3,7 +3,13 @@
 // 8192, 32 heads / 8 kv heads of 64, vocab 128256: synth's "llama-1b") and
 // a whole decode step as a CUDA graph. Build and run on the GPU machine:
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o harness cuda/kernels/test/harness.cu && ./harness
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o harness cuda/kernels/test/harness.cu && ./harness [mode]
+//
+// (CUDA 11.8 here: add -ccbin g++-11.) Modes: none = everything; check =
+// the checks only; mv = checks, then the int8-activation matvecs; attn =
+// checks, then decode attention by depth (two-pass vs ck_attn_dec1_*, and
+// by split count); step = attn, then whole decode steps at depths 511 and
+// 2047 with each attention path (q4_0, q8_0, q4_K).
 //
 // Exit status 1 when any check fails. Tolerances (max error over outputs,
 // relative to Σ|w·x| of the output or to max|ref|):
@@ -332,9 +338,10 @@ static void testCodec(int ci) {
     }
   }
   cudaFree(dnw);
-  // An lm-head-sized row count (4 rows per warp in ck_mvq_*).
-  if (K.mvq) {
-    const int R2 = 32768 + 37, C2 = 256;
+  // An lm-head-sized row count (4 rows per warp in ck_mvq_*), then a row
+  // of 8192 columns (a down projection: 8 chunks a step).
+  for (int wide = 0; wide < 2 && K.mvq; wide++) {
+    const int R2 = wide ? 300 : 32768 + 37, C2 = wide ? 8192 : 256;
     Weight B = makeWeight(c, R2, C2);
     auto x2 = randv(C2);
     float *dx2 = upload(x2), *dy2;
@@ -349,7 +356,8 @@ static void testCodec(int ci) {
       double a = 0; for (int k = 0; k < C2; k++) a += std::fabs((double)B.deq[(size_t)i * C2 + k] * x2[k]);
       sc[i] = a;
     }
-    snprintf(buf, sizeof buf, "mvq %s rows=%d (4 rows/warp)", c.name, R2); check(buf, maxrel(got, ref, sc), 1e-4);
+    snprintf(buf, sizeof buf, "mvq %s rows=%d cols=%d%s", c.name, R2, C2, wide ? "" : " (4 rows/warp)");
+    check(buf, maxrel(got, ref, sc), 1e-4);
     cudaFree(dx2); cudaFree(dy2); cudaFree(B.dev);
   }
   // gemm: T tokens not a multiple of the tile
@@ -634,12 +642,41 @@ static size_t faShared(int hd) {
   return 2 * (4 * 64 * ld) + 4 * (4 * 16 * 64) + 2 * (2 * 4 * 16 * pld) + 4 * (4 * 16 * hd) + 4 * 2 * 64;
 }
 
+// ck_attn_dec1_* (one pass, the combine fused) for head dims 64/128 and
+// heads/kvHeads <= 8: the kernel the backend picks (kernels.Dec1Name).
+static bool dec1OK(int heads, int kvh, int hd, int nsplit) {
+  return (hd == 64 || hd == 128 || (hd == 16 && heads / kvh <= 4)) && heads / kvh <= 8 && nsplit <= 64;
+}
+static void dec1(bool f16, float* out, float* po, float* pml, unsigned* done, const float* q, void* K, void* V,
+                 const int* st, const float* sinks, int T, int heads, int kvh, int hd, int ring, int window,
+                 float scale, float softcap, int nsplit, int qStride, cudaStream_t s = 0,
+                 const float* kNew = nullptr, const float* vNew = nullptr, const float* invFreq = nullptr,
+                 int rotDims = 0, int neox = 0, float mscale = 1.f) {
+  dim3 grid(kvh, nsplit, T);
+  bool g8 = heads / kvh > 4;
+#define DEC1(name, TT) ck_attn_dec1_##name<<<grid, 128, 0, s>>>(out, po, pml, done, q, (TT*)K, (TT*)V, st, sinks, T, heads, kvh, ring, window, scale, softcap, nsplit, qStride, kNew, vNew, invFreq, rotDims, neox, mscale)
+  if (f16) {
+    if (hd == 16) DEC1(f16_16_4, __half);
+    else if (hd == 64) { if (g8) DEC1(f16_64_8, __half); else DEC1(f16_64_4, __half); }
+    else { if (g8) DEC1(f16_128_8, __half); else DEC1(f16_128_4, __half); }
+  } else {
+    if (hd == 16) DEC1(f32_16_4, float);
+    else if (hd == 64) { if (g8) DEC1(f32_64_8, float); else DEC1(f32_64_4, float); }
+    else { if (g8) DEC1(f32_128_8, float); else DEC1(f32_128_4, float); }
+  }
+#undef DEC1
+}
+
 static void testAttention() {
   struct Case { int heads, kvHeads, hd, ring, window, P0, T; float softcap; bool sinks, f16; };
   const Case cases[] = {
       {32, 8, 64, 4096, 0, 1500, 1, 0, false, false},  {32, 8, 64, 4096, 0, 0, 1, 0, false, false},
       {16, 2, 128, 600, 512, 1000, 1, 30, true, false}, {8, 8, 256, 300, 0, 200, 1, 0, false, true},
       {32, 8, 64, 4096, 0, 1000, 4, 0, false, false},   {14, 2, 64, 2048, 0, 300, 1, 0, false, true},
+      {32, 8, 64, 4096, 0, 2047, 1, 0, false, true},    {32, 8, 128, 4096, 0, 777, 1, 0, true, true},
+      {32, 8, 64, 4096, 0, 3, 1, 0, false, false},      {28, 4, 128, 4096, 0, 2100, 2, 0, false, false},
+      {4, 2, 16, 512, 0, 300, 1, 0, false, false},       {4, 2, 32, 512, 0, 300, 3, 50, false, true},
+      {6, 1, 32, 256, 8, 300, 1, 0, false, false},
   };
   char buf[160];
   for (const Case& cs : cases) {
@@ -694,6 +731,65 @@ static void testAttention() {
     snprintf(buf, sizeof buf, "attn_decode %s h%d/%d hd%d P%d T%d w%d cap%g%s", cs.f16 ? "f16" : "f32", cs.heads,
              cs.kvHeads, cs.hd, cs.P0, cs.T, cs.window, cs.softcap, cs.sinks ? " sinks" : "");
     check(buf, maxrel1(got, ref), 1e-4);
+    if (dec1OK(cs.heads, cs.kvHeads, cs.hd, nsplit)) {
+      unsigned* done;
+      CUDA(cudaMalloc(&done, (size_t)cs.T * cs.kvHeads * 4));
+      CUDA(cudaMemset(done, 0, (size_t)cs.T * cs.kvHeads * 4));
+      for (int rep = 0; rep < 3; rep++) {  // the counters must come back to zero
+        CUDA(cudaMemset(out, 0, ref.size() * 4));
+        dec1(cs.f16, out, po, pml, done, dq, dK, dV, dst2, ds, cs.T, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window,
+             0.125f, cs.softcap, nsplit, 0);
+        got = download(out, ref.size());
+        snprintf(buf, sizeof buf, "attn_dec1 %s h%d/%d hd%d P%d T%d w%d cap%g%s #%d", cs.f16 ? "f16" : "f32", cs.heads,
+                 cs.kvHeads, cs.hd, cs.P0, cs.T, cs.window, cs.softcap, cs.sinks ? " sinks" : "", rep);
+        check(buf, maxrel1(got, ref), 1e-4);
+      }
+      for (int sp : {1, 7, 64}) {  // other split counts
+        CUDA(cudaMemset(out, 0, ref.size() * 4));
+        dec1(cs.f16, out, po, pml, done, dq, dK, dV, dst2, ds, cs.T, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window,
+             0.125f, cs.softcap, std::min(sp, nsplit), 0);
+        got = download(out, ref.size());
+        snprintf(buf, sizeof buf, "attn_dec1 %s h%d/%d hd%d P%d T%d nsplit %d", cs.f16 ? "f16" : "f32", cs.heads,
+                 cs.kvHeads, cs.hd, cs.P0, cs.T, std::min(sp, nsplit));
+        check(buf, maxrel1(got, ref), 1e-4);
+      }
+      if (cs.T == 1) {  // RoPE and the cache write fused: against ck_rope_kv then dec1
+        const size_t rowOff = (size_t)(cs.P0 % cs.ring) * kvDim * es, rowBytes = (size_t)kvDim * es;
+        std::vector<uint8_t> saveK(rowBytes), saveV(rowBytes);
+        CUDA(cudaMemcpy(saveK.data(), (uint8_t*)dK + rowOff, rowBytes, cudaMemcpyDeviceToHost));
+        CUDA(cudaMemcpy(saveV.data(), (uint8_t*)dV + rowOff, rowBytes, cudaMemcpyDeviceToHost));
+        for (int neox = 0; neox < 2; neox++) {
+          const int rot = cs.hd == 16 ? 8 : cs.hd;  // partial rotary on the smallest heads
+          std::vector<float> inv(rot / 2);
+          for (int i = 0; i < rot / 2; i++) inv[i] = (float)std::pow(10000.0, -2.0 * i / rot);
+          float* dinv = upload(inv);
+          auto kn = randv(kvDim, 2.f), vn = randv(kvDim);
+          float *dkn = upload(kn), *dvn = upload(vn), *dq2 = upload(q);
+          for (int fused = 0; fused < 2; fused++) {
+            CUDA(cudaMemcpy(dq2, q.data(), q.size() * 4, cudaMemcpyHostToDevice));
+            if (!fused) {
+              if (cs.f16) ck_rope_kv_f16<<<dim3(1, cs.heads + cs.kvHeads), 64>>>(dq2, dkn, dvn, (__half*)dK, (__half*)dV, dst2, dinv, 1, cs.heads, cs.kvHeads, cs.hd, rot, neox, 1.f, cs.heads * cs.hd, kvDim, cs.ring);
+              else ck_rope_kv_f32<<<dim3(1, cs.heads + cs.kvHeads), 64>>>(dq2, dkn, dvn, (float*)dK, (float*)dV, dst2, dinv, 1, cs.heads, cs.kvHeads, cs.hd, rot, neox, 1.f, cs.heads * cs.hd, kvDim, cs.ring);
+              dec1(cs.f16, out, po, pml, done, dq2, dK, dV, dst2, ds, 1, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap, nsplit, 0);
+            } else {
+              dec1(cs.f16, out, po, pml, done, dq2, dK, dV, dst2, ds, 1, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap, nsplit, 0,
+                   0, dkn, dvn, dinv, rot, neox, 1.f);
+            }
+            auto o = download(out, ref.size());
+            if (!fused) { ref.assign(o.begin(), o.end()); continue; }
+            snprintf(buf, sizeof buf, "attn_dec1 + rope %s h%d/%d hd%d P%d neox %d", cs.f16 ? "f16" : "f32", cs.heads, cs.kvHeads, cs.hd, cs.P0, neox);
+            check(buf, maxrel1(o, ref), 1e-5);
+          }
+          cudaFree(dinv); cudaFree(dkn); cudaFree(dvn); cudaFree(dq2);
+        }
+        CUDA(cudaMemcpy((uint8_t*)dK + rowOff, saveK.data(), rowBytes, cudaMemcpyHostToDevice));
+        CUDA(cudaMemcpy((uint8_t*)dV + rowOff, saveV.data(), rowBytes, cudaMemcpyHostToDevice));
+        for (int t = 0; t < cs.T; t++)  // ref held the rope runs' output: the reference again
+          refAttn(q, K, V, cs.P0 + t, t, cs.heads, cs.kvHeads, cs.hd, cs.ring, cs.window, 0.125f, cs.softcap,
+                  cs.sinks ? sinks.data() : nullptr, ref);
+      }
+      cudaFree(done);
+    }
     // prefill (same queries)
     size_t psh = 4 * (32 * (cs.hd + 1) + 32 * (cs.hd + 1) + 32 * cs.hd + 32 * 33);
     CUDA(cudaMemset(out, 0, ref.size() * 4));
@@ -742,6 +838,8 @@ static void testAttention() {
     int* dst = upload(st);
     CUDA(cudaMalloc(&out, (size_t)T * heads * hd * 4));
     size_t psh = 4 * (32 * (hd + 1) + 32 * (hd + 1) + 32 * hd + 32 * 33);
+    // (the cases above left the limit at their own head dim's size)
+    CUDA(cudaFuncSetAttribute(ck_attn_prefill_f32, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)psh));
     ck_attn_prefill_f32<<<dim3((T + 31) / 32, heads), 128, psh>>>(out, dq, dK, dV, dst, T, heads, kvHeads, hd, ring, 0, 0.125f, 0, nullptr, 0);
     auto got = download(out, (size_t)T * heads * hd);
     std::vector<double> ref((size_t)T * heads * hd);
@@ -794,6 +892,8 @@ static float timeit(F f, int reps = 50) {
   return ms * 1000 / reps;  // µs
 }
 
+static bool mvOnly = false;  // bench(): the int8-activation matvecs only
+
 static void bench() {
   const int H = 2048, F = 8192, V = 128256, T = 512;
   printf("\n== matvec (decode), llama-1b shapes: µs and GB/s of weight bytes ==\n");
@@ -805,6 +905,7 @@ static void bench() {
   for (int ci = 0; ci < 7; ci++) {
     const Codec& c = codecs[ci];
     const Kset& K = ksets[ci];
+    if (mvOnly && !K.mvq) continue;
     struct Shape { const char* name; int rows, cols; bool glu; } shapes[] = {
         {"qkv 3072x2048", 3072, H, false}, {"gate+up 2x8192x2048", F, H, true}, {"down 2048x8192", H, F, false}, {"lm_head 128256x2048", V, H, false}};
     for (auto& s : shapes) {
@@ -812,17 +913,17 @@ static void bench() {
       Weight w = makeWeight(c, s.rows, s.cols, false);
       Weight w2 = s.glu ? makeWeight(c, s.rows, s.cols, false) : Weight{};
       double bytes = (double)w.bytes() * (s.glu ? 2 : 1);
-      float us = timeit([&] { K.mv<<<(s.rows + 7) / 8, 128>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0, nullptr, 0.f, 0); });
-      printf("mv  %-5s %-22s %8.2f us %7.0f GB/s\n", c.name, s.name, us, bytes / us / 1e3);
+      float us = mvOnly ? 0.f : timeit([&] { K.mv<<<(s.rows + 7) / 8, 128>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0, nullptr, 0.f, 0); });
+      if (!mvOnly) printf("mv  %-5s %-22s %8.2f us %7.0f GB/s\n", c.name, s.name, us, bytes / us / 1e3);
       if (K.mvq) {
         float uq = timeit([&] { K.mvq<<<mvqBlocks(s.rows), 512, mvqShared(s.cols)>>>(dy, w.dev, w2.dev, dx, nullptr, s.rows, s.cols, w.rb, 0, nullptr, 0.f, 0); });
         printf("mvq %-5s %-22s %8.2f us %7.0f GB/s\n", c.name, s.name, uq, bytes / uq / 1e3);
       }
-      if (std::string(s.name).rfind("qkv", 0) == 0) {
+      if (!mvOnly && std::string(s.name).rfind("qkv", 0) == 0) {
         float ub = timeit([&] { K.mvb<<<(s.rows + 3) / 4, 128>>>(dy, w.dev, nullptr, dX, nullptr, s.rows, s.cols, w.rb, 0, 8); });
         printf("mvb %-5s %-22s n=8 %8.2f us %7.0f GB/s\n", c.name, s.name, ub, bytes / ub / 1e3);
       }
-      if (s.rows <= F && !s.glu) {
+      if (!mvOnly && s.rows <= F && !s.glu) {
         int rows = s.rows;
         cudaFuncSetAttribute(K.gemm, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM);
         dim3 grid((rows + GBN - 1) / GBN, (T + GBM - 1) / GBM);
@@ -846,8 +947,8 @@ static void bench() {
       cudaFree(w.dev); if (w2.dev) cudaFree(w2.dev);
     }
   }
-  printf("\n== attention, llama-1b (32/8 heads of 64) ==\n");
-  {
+  if (!mvOnly) {
+    printf("\n== attention, llama-1b (32/8 heads of 64) ==\n");
     const int heads = 32, kvh = 8, hd = 64, ring = 4096, kvDim = kvh * hd;
     float *K, *Vc, *q, *po, *pml, *out;
     CUDA(cudaMalloc(&K, (size_t)ring * kvDim * 4)); CUDA(cudaMalloc(&Vc, (size_t)ring * kvDim * 4));
@@ -871,6 +972,7 @@ static void bench() {
       std::vector<int> st = {0, 0, 0, 0};
       int* dst = upload(st);
       size_t psh = 4 * (32 * 65 + 32 * 65 + 32 * 64 + 32 * 33);
+      CUDA(cudaFuncSetAttribute(ck_attn_prefill_f32, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)psh));
       float* q2; CUDA(cudaMalloc(&q2, (size_t)TT * heads * hd * 4)); CUDA(cudaMemset(q2, 0, (size_t)TT * heads * hd * 4));
       float* o2; CUDA(cudaMalloc(&o2, (size_t)TT * heads * hd * 4));
       float us = timeit([&] {
@@ -926,10 +1028,66 @@ static void benchGemm() {
   cudaFree(dX); cudaFree(dY); cudaFree(dq); cudaFree(dds);
 }
 
+// Decode attention on llama-1b heads (32/8 of 64) by depth: the two-pass
+// kernels (decode + combine) against ck_attn_dec1_* (one launch), f32 and
+// f16 caches; plain launches back to back.
+static void benchAttn() {
+  printf("\n== decode attention, llama-1b (32/8 heads of 64), µs per layer ==\n");
+  const int heads = 32, kvh = 8, hd = 64, ring = 8192, kvDim = kvh * hd;
+  void *K, *Vc;
+  float *q, *po, *pml, *out;
+  unsigned* done;
+  CUDA(cudaMalloc(&K, (size_t)ring * kvDim * 4)); CUDA(cudaMalloc(&Vc, (size_t)ring * kvDim * 4));
+  CUDA(cudaMemset(K, 0, (size_t)ring * kvDim * 4)); CUDA(cudaMemset(Vc, 0, (size_t)ring * kvDim * 4));
+  CUDA(cudaMalloc(&q, (size_t)heads * hd * 4)); CUDA(cudaMemset(q, 0, (size_t)heads * hd * 4));
+  const int nsplit = (2 * 132 + kvh - 1) / kvh;
+  CUDA(cudaMalloc(&po, (size_t)heads * nsplit * hd * 4)); CUDA(cudaMalloc(&pml, (size_t)heads * nsplit * 8));
+  CUDA(cudaMalloc(&out, (size_t)heads * hd * 4));
+  CUDA(cudaMalloc(&done, kvh * 4)); CUDA(cudaMemset(done, 0, kvh * 4));
+  const size_t sh = 4 * (32 * 65 + 32 * 64 + 4 * 64 + 4 * 32 + 12);
+  for (int P : {0, 511, 1023, 2047, 4095, 8191}) {
+    std::vector<int> st = {P, 0, 0, 0};
+    int* dst = upload(st);
+    float r[4];
+    for (int f16 = 0; f16 < 2; f16++) {
+      r[2 * f16] = timeit([&] {
+        if (f16) ck_attn_decode_f16<<<dim3(kvh, nsplit, 1), 128, sh>>>(po, pml, q, (__half*)K, (__half*)Vc, dst, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, 0);
+        else ck_attn_decode_f32<<<dim3(kvh, nsplit, 1), 128, sh>>>(po, pml, q, (float*)K, (float*)Vc, dst, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, 0);
+        ck_attn_combine<<<dim3(heads, 1), hd>>>(out, po, pml, nullptr, 1, heads, hd, nsplit);
+      }, 200);
+      r[2 * f16 + 1] = timeit([&] {
+        dec1(f16, out, po, pml, done, q, K, Vc, dst, nullptr, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, 0);
+      }, 200);
+    }
+    printf("depth %5d: f32 two-pass %6.2f  dec1 %6.2f | f16 two-pass %6.2f  dec1 %6.2f   (KV f32 %.1f MB)\n", P + 1, r[0], r[1],
+           r[2], r[3], 2.0 * (P + 1) * kvDim * 4 / 1e6);
+    cudaFree(dst);
+  }
+  // Splits per kv head (the backend's DecodeSplits gives 33 on 132 SMs).
+  float *po2, *pml2;
+  CUDA(cudaMalloc(&po2, (size_t)heads * 64 * hd * 4)); CUDA(cudaMalloc(&pml2, (size_t)heads * 64 * 8));
+  for (int P : {511, 2047, 8191}) {
+    std::vector<int> st = {P, 0, 0, 0};
+    int* dst = upload(st);
+    printf("depth %5d, dec1 f32 by splits:", P + 1);
+    for (int ns : {8, 16, 33, 48, 64}) {
+      float us = timeit([&] { dec1(false, out, po2, pml2, done, q, K, Vc, dst, nullptr, 1, heads, kvh, hd, ring, 0, 0.125f, 0, ns, 0); }, 200);
+      printf("  %d: %.2f", ns, us);
+    }
+    printf(" us\n");
+    cudaFree(dst);
+  }
+  cudaFree(po2); cudaFree(pml2);
+  cudaFree(K); cudaFree(Vc); cudaFree(q); cudaFree(po); cudaFree(pml); cudaFree(out); cudaFree(done);
+}
+
 // A whole llama-1b decode step (16 layers) on random weights of one codec
 // (lm head and embedding q6_K as q4_K_M, else the same codec), captured as
 // a CUDA graph of `steps` greedy steps, timed per token.
-static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
+// runs: (depth, attention) pairs on the same weights; attention 0 = the
+// two-pass kernels, 1 = ck_attn_dec1_*, 2 = ck_attn_dec1_* with the RoPE
+// and cache write fused (no ck_rope_kv launch).
+static void benchStep(int ci, const std::vector<std::pair<int, int>>& runs, bool int8, bool prefill = false) {
   const Codec& c = codecs[ci];
   const Kset& K = ksets[ci];
   const int H = 2048, F = 8192, V = 128256, L = 16, heads = 32, kvh = 8, hd = 64, kvDim = kvh * hd, ring = 4096;
@@ -952,6 +1110,7 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
   std::vector<float> inv(hd / 2);
   for (int i = 0; i < hd / 2; i++) inv[i] = (float)std::pow(500000.0, -2.0 * i / hd);
   float* dinv = upload(inv);
+  int depth = runs[0].first, attn = runs[0].second;
   std::vector<int> st = {depth, 1, 0, 0};
   int* state = upload(st);
   int* hist; CUDA(cudaMalloc(&hist, 64 * 4));
@@ -960,6 +1119,8 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
   CUDA(cudaMalloc(&x, H * 4)); CUDA(cudaMalloc(&h, H * 4)); CUDA(cudaMalloc(&qkv, qkvRows * 4));
   CUDA(cudaMalloc(&att, H * 4)); CUDA(cudaMalloc(&act, F * 4)); CUDA(cudaMalloc(&logits, (size_t)V * 4));
   CUDA(cudaMalloc(&po, (size_t)heads * nsplit * hd * 4)); CUDA(cudaMalloc(&pml, (size_t)heads * nsplit * 8));
+  unsigned* done;
+  CUDA(cudaMalloc(&done, kvh * 4)); CUDA(cudaMemset(done, 0, kvh * 4));
   size_t ash = 4 * (32 * 65 + 32 * 64 + 4 * 64 + 4 * 32 + 12);
   cudaStream_t s; CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   auto mv = [&](const Kset& k, float* y, const Weight& w, const Weight* w2, const float* xin, const float* r, const float* nw) {
@@ -971,9 +1132,14 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
     KH.embed<<<1, 128, 0, s>>>(x, emb.dev, state + 1, 1, H, emb.rb, 1.f);
     for (auto& l : layers) {
       mv(K, qkv, l.qkv, nullptr, x, nullptr, l.attnNorm);
-      ck_rope_kv_f32<<<dim3(1, heads + kvh), 64, 0, s>>>(qkv, qkv + H, qkv + H + kvDim, l.K, l.V, state, dinv, 1, heads, kvh, hd, hd, 1, 1.f, qkvRows, qkvRows, ring);
-      ck_attn_decode_f32<<<dim3(kvh, nsplit, 1), 128, ash, s>>>(po, pml, qkv, l.K, l.V, state, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, qkvRows);
-      ck_attn_combine<<<dim3(heads, 1), hd, 0, s>>>(att, po, pml, nullptr, 1, heads, hd, nsplit);
+      if (attn != 2) ck_rope_kv_f32<<<dim3(1, heads + kvh), 64, 0, s>>>(qkv, qkv + H, qkv + H + kvDim, l.K, l.V, state, dinv, 1, heads, kvh, hd, hd, 1, 1.f, qkvRows, qkvRows, ring);
+      if (attn >= 1) {
+        dec1(false, att, po, pml, done, qkv, l.K, l.V, state, nullptr, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, qkvRows, s,
+             attn == 2 ? qkv + H : nullptr, qkv + H + kvDim, dinv, hd, 1, 1.f);
+      } else {
+        ck_attn_decode_f32<<<dim3(kvh, nsplit, 1), 128, ash, s>>>(po, pml, qkv, l.K, l.V, state, 1, heads, kvh, hd, ring, 0, 0.125f, 0, nsplit, qkvRows);
+        ck_attn_combine<<<dim3(heads, 1), hd, 0, s>>>(att, po, pml, nullptr, 1, heads, hd, nsplit);
+      }
       mv(K, x, l.wo, nullptr, att, x, nullptr);
       mv(K, act, l.gate, &l.up, x, nullptr, l.ffnNorm);
       mv(K, x, l.down, nullptr, act, x, nullptr);
@@ -981,6 +1147,10 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
     mv(KH, logits, emb, nullptr, x, nullptr, outNorm);
     ck_argmax_step<<<1, 1024, 0, s>>>(logits, V, state, hist, 64);
   };
+  for (size_t ri = 0; ri < runs.size(); ri++) {
+  depth = runs[ri].first, attn = runs[ri].second;
+  st = {depth, 1, 0, 0};
+  CUDA(cudaMemcpy(state, st.data(), 16, cudaMemcpyHostToDevice));
   // Plain launches first (per token), then `steps` greedy steps as one graph.
   step();
   CUDA(cudaStreamSynchronize(s));
@@ -1016,7 +1186,7 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
   cudaGraphExecDestroy(ge); cudaGraphDestroy(g);
   // Prefill of T tokens from position 0 on the same weights: GEMMs, f16
   // tensor-core attention, the last token's logits.
-  if (prefill) {
+  if (prefill && ri == 0) {
     for (int T : {512, 2048}) {
       float *X, *Hn, *QKV, *ATT, *G, *U, *A;
       CUDA(cudaMalloc(&X, (size_t)T * H * 4)); CUDA(cudaMalloc(&Hn, (size_t)T * H * 4));
@@ -1099,14 +1269,15 @@ static void benchStep(int ci, int depth, bool int8, bool prefill = false) {
   double wbytes = 0;
   for (auto& l : layers) wbytes += l.qkv.bytes() + l.wo.bytes() + l.gate.bytes() + l.up.bytes() + l.down.bytes();
   wbytes += emb.bytes();
-  printf("decode step %s%s depth %d: graph of %d steps %7.1f us/token = %6.0f tok/s (%.0f GB/s of %.0f MB weights); plain launches %7.1f us\n",
-         c.name, int8 ? " int8" : " exact", depth, steps, us, 1e6 / us, wbytes / us / 1e3, wbytes / 1e6, usPlain);
+  printf("decode step %s%s%s depth %d: graph of %d steps %7.1f us/token = %6.0f tok/s (%.0f GB/s of %.0f MB weights); plain launches %7.1f us\n",
+         c.name, int8 ? " int8" : " exact", attn == 2 ? " dec1+rope" : attn ? " dec1" : " 2pass", depth, steps, us, 1e6 / us, wbytes / us / 1e3, wbytes / 1e6, usPlain);
+  }
   for (auto& l : layers) {
     cudaFree(l.qkv.dev); cudaFree(l.wo.dev); cudaFree(l.gate.dev); cudaFree(l.up.dev); cudaFree(l.down.dev);
     cudaFree(l.attnNorm); cudaFree(l.ffnNorm); cudaFree(l.K); cudaFree(l.V);
   }
   cudaFree(emb.dev); cudaFree(outNorm); cudaFree(dinv); cudaFree(state); cudaFree(hist);
-  cudaFree(x); cudaFree(h); cudaFree(qkv); cudaFree(att); cudaFree(act); cudaFree(logits); cudaFree(po); cudaFree(pml);
+  cudaFree(x); cudaFree(h); cudaFree(qkv); cudaFree(att); cudaFree(act); cudaFree(logits); cudaFree(po); cudaFree(pml); cudaFree(done);
   cudaStreamDestroy(s);
 }
 
@@ -1121,19 +1292,35 @@ int main(int argc, char** argv) {
   testAttention();
   CUDA(cudaDeviceSynchronize());
   printf("\nchecks: %d failed\n", failures);
-  if (argc > 1 && std::string(argv[1]) == "check") return failures ? 1 : 0;
-  if (argc > 1 && std::string(argv[1]) == "prefill") {  // the prefill GEMMs and breakdown only
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "check") return failures ? 1 : 0;
+  if (mode == "prefill") {  // the prefill GEMMs and breakdown only
     benchGemm();
-    for (int ci : {4, 5, 3}) benchStep(ci, 2047, true, true);
-    if (argc > 2) benchStep(4, 2047, false, true);  // the f16 path for comparison
+    for (int ci : {4, 5, 3}) benchStep(ci, {{2047, 0}}, true, true);
+    if (argc > 2) benchStep(4, {{2047, 0}}, false, true);  // the f16 path for comparison
+    return failures ? 1 : 0;
+  }
+  if (mode == "mv" || mode == "attn" || mode == "step") {
+    if (mode == "mv") {  // the int8-activation matvecs on llama-1b shapes
+      mvOnly = true;
+      bench();
+      return failures ? 1 : 0;
+    }
+    benchAttn();  // decode attention by depth, then whole decode steps
+    if (mode == "step") {
+      printf("\n== whole decode step, llama-1b shapes, two-pass vs dec1 attention ==\n");
+      for (int ci : {4, 3, 5})
+        benchStep(ci, {{511, 0}, {511, 1}, {511, 2}, {2047, 0}, {2047, 1}, {2047, 2}}, true);
+    }
     return failures ? 1 : 0;
   }
   bench();
+  benchAttn();
   printf("\n== whole decode step, llama-1b shapes ==\n");
   for (int ci : {4, 5, 3}) {
-    benchStep(ci, 2047, true, true);
-    benchStep(ci, 2047, false);
+    benchStep(ci, {{2047, 0}, {2047, 2}}, true, true);
+    benchStep(ci, {{2047, 0}}, false);
   }
-  benchStep(4, 0, true);
+  benchStep(4, {{0, 0}, {0, 2}}, true);
   return failures ? 1 : 0;
 }
