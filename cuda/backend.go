@@ -52,10 +52,13 @@ type Options struct {
 	// kernels read it back to f32).
 	KVF16 bool
 	// Exact keeps f32 activations in the decode matvecs of quantized
-	// weights (ck_mv_*) and f32 K/V in prefill attention; by default they
-	// round the activation to int8 per 32 (ck_mvq_*: the CPU's Int8 mode,
-	// llama.cpp's MMVQ) and prefill attention runs on tensor cores with
-	// K/V in f16 (head dims 64 and 128).
+	// weights (ck_mv_*), the f16 tensor-core GEMM (ck_gemm_*) in prefill
+	// and f32 K/V in prefill attention; by default the matvecs round the
+	// activation to int8 per 32 (ck_mvq_*: the CPU's Int8 mode, llama.cpp's
+	// MMVQ), so do the prefill products of q8_0/q4_0/q4_K/q6_K weights
+	// (ck_quant_q8 once per input, then ck_mmq_*: int8 tensor cores, as
+	// llama.cpp's MMQ), and prefill attention runs on tensor cores with K/V
+	// in f16 (ck_flash_prefill_*, head dims 64 and 128).
 	Exact bool
 	// From and To select the decoder layers [From, To) this backend holds
 	// (To 0 = through the last): a part of a model split over devices

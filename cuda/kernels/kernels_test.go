@@ -156,6 +156,29 @@ func TestChecks(t *testing.T) {
 	if CheckAttention(32, 6, 64) == nil || CheckAttention(8, 8, 512) == nil || CheckAttention(32, 1, 128) == nil {
 		t.Error("an attention shape the kernels cannot run was accepted")
 	}
+	// The int8 prefill GEMM: 48 KiB of shared memory at 128-token tiles
+	// (no opt-in), 64-token tiles only where 128 fill at most half the SMs.
+	if g := (&GemmQArgs{Rows: 3072, Cols: 2048, T: 512}).Launch(); g.Grid != [3]uint32{24, 4, 1} || g.Shared != 48<<10 || g.NeedsOptIn() {
+		t.Errorf("int8 GEMM geometry %+v", g)
+	}
+	if g := (&GemmQArgs{Rows: 2048, Cols: 2048, T: 512, Small: true}).Launch(); g.Grid != [3]uint32{16, 8, 1} || g.Shared != 36864 {
+		t.Errorf("int8 GEMM 64-token geometry %+v", g)
+	}
+	if !GemmQSmall(512, 2048, 132) || GemmQSmall(512, 3072, 132) || GemmQSmall(2048, 2048, 132) || GemmQSmall(512, 2048, 0) {
+		t.Error("GemmQSmall: 64-token tiles chosen where 128 fill the device, or not where they fill half")
+	}
+	if q, ds := QuantBytes(2048, 8192); q != 2048*8192 || ds != 2048*256*8 {
+		t.Errorf("QuantBytes(2048, 8192) = %d, %d", q, ds)
+	}
+	if g := (&QuantQ8Args{T: 7, Cols: 2080}).Launch(); g.Grid != [3]uint32{3, 7, 1} || g.Block[0] != 256 {
+		t.Errorf("quant geometry %+v", g)
+	}
+	if g := (&AttnPrefillArgs{T: 2048, Heads: 32, HeadDim: 64}).LaunchFlash(); g.Grid != [3]uint32{32, 32, 1} || g.Shared != 2*64*72*2+2*64*64*4 || !g.NeedsOptIn() {
+		t.Errorf("flash prefill geometry %+v", g)
+	}
+	if FlashName("f16", 128) != "ck_flash_prefill_f16_128" {
+		t.Errorf("FlashName(f16, 128) = %s", FlashName("f16", 128))
+	}
 	g := (&MatvecArgs{Rows: 128256, Cols: 2048}).LaunchInt8()
 	if g.Grid[0] != 2004 || g.Block[0] != 512 || g.Shared != 2048+512 {
 		t.Errorf("lm head int8 geometry %+v", g)

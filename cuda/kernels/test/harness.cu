@@ -18,7 +18,15 @@
 //     done on the CPU (the CPU's Int8 mode); its distance from the exact
 //     product is reported (llama.cpp's MMQ has the same activation rounding);
 //   GEMM (f16 tiles): 1e-4 against the product of the f16-rounded operands;
-//     its distance from the exact product is reported.
+//     its distance from the exact product is reported;
+//   int8 GEMM (ck_quant_q8 + ck_mmq_*/ck_mmqs_*): the quantization exactly
+//     the CPU's (the GLU-fused one within one step, expf against __expf),
+//     the product 1e-4 against the same int8 arithmetic on the CPU; its
+//     distance from the exact product is reported;
+//   flash prefill (ck_flash_prefill_*): as ck_fa_prefill_*, 1e-4 with an
+//     f16 cache, 2e-3 with an f32 one (K and V rounded to f16).
+// `./harness prefill` runs the checks, then the prefill GEMMs (f16 wmma
+// against int8 mma) and a whole prefill's GEMM/attention/rest split.
 #include <cuda_runtime.h>
 
 #include <algorithm>
