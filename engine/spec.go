@@ -370,6 +370,9 @@ func (sp *speculator) step(history []int, limit int) ([]int, error) {
 		}
 	}
 	sp.stats.targetSteps++
+	if sp.gov != nil {
+		sp.gov.curDry = len(drafts) == 0
+	}
 	if sp.draft != nil && len(drafts) == 0 {
 		sp.draftLen = len(sp.draft.history)
 	}

@@ -37,8 +37,10 @@ import (
 // prompt of one token, by a catch-up at the first pause, syncDraft).
 // The first probe, priced by the quick plain probe's rough rate, also
 // stops after two calls that accepted nothing. Any probe is at most
-// maxProbe calls and loses after 1+probeCalls calls that accepted nothing,
-// however its time compares; its first call drafts one token (spec.go).
+// maxProbe calls and loses after 1+probeCalls calls that drafted and
+// accepted nothing, however its time compares (a call that found
+// nothing to draft is a plain step: it neither counts nor gains); its
+// first call drafts one token (spec.go).
 // So a draft that is never accepted costs at most allowance +
 // budget×tokens plain tokens (plus one call misjudged), in at most
 // log2(tokens/minBackoff)+2 probes (more once pauses reach maxBackoff).
@@ -83,6 +85,7 @@ type specGovernor struct {
 	winT   time.Duration // the measured calls' time (all but the first)
 	winN   int           // and tokens
 	gained bool          // a speculative call of the phase emitted more than one token
+	tried  int           // its speculative calls that drafted (a dry one is a plain step)
 	// perTok holds a plain phase's measured calls' time per token (for
 	// the median).
 	perTok []time.Duration
@@ -118,6 +121,7 @@ type specGovernor struct {
 	curStart time.Time
 	curSpec  bool
 	curN     int
+	curDry   bool // the call drafted nothing (set by the speculator)
 
 	paused int
 	reason string
@@ -158,7 +162,7 @@ func (g *specGovernor) mark() {
 	if g.open && g.curN > 0 {
 		g.record(g.curSpec, g.curN, t.Sub(g.curStart))
 	}
-	g.open, g.curStart, g.curN = true, t, 0
+	g.open, g.curStart, g.curN, g.curDry = true, t, 0, false
 }
 
 // emitted says what the call just made produced: n tokens, speculatively
@@ -279,6 +283,9 @@ func (g *specGovernor) record(spec bool, n int, d time.Duration) {
 		g.specT += d
 		g.specN += n
 		g.gained = g.gained || n > 1
+		if !g.curDry {
+			g.tried++
+		}
 	case g.back:
 		// The switch back: the first plain call after speculation.
 		g.specT += d
@@ -302,9 +309,9 @@ func (g *specGovernor) record(spec bool, n int, d time.Duration) {
 	}
 	switch g.phase {
 	case probeSpec:
-		nothing := g.calls >= 1+g.probeCalls && !g.gained
+		nothing := !g.gained && (g.tried >= 1+g.probeCalls || (g.rough && g.tried >= 2))
 		switch {
-		case g.left(0) < g.callLoss() || nothing || (g.rough && g.calls >= 2 && !g.gained):
+		case g.left(0) < g.callLoss() || nothing:
 			// The budget does not cover another call like the last, or
 			// nothing was accepted: a speculative call emits what a
 			// plain one does, later.
@@ -404,7 +411,7 @@ func (g *specGovernor) enter(p govPhase) {
 	if (p == probeSpec || p == runSpec) && !g.speculate() {
 		g.behind, g.catchT, g.catchN = 0, 0, 0
 	}
-	g.phase, g.calls, g.tokens, g.spent, g.winT, g.winN, g.gained = p, 0, 0, 0, 0, 0, false
+	g.phase, g.calls, g.tokens, g.spent, g.winT, g.winN, g.gained, g.tried = p, 0, 0, 0, 0, 0, false, 0
 	g.perTok = g.perTok[:0]
 }
 

@@ -286,3 +286,35 @@ func TestSpecGovernorBound(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecGovernorDry: speculative calls that found nothing to draft (n-gram
+// lookup before the text repeats) are plain steps to the governor: a probe
+// of them does not lose for accepting nothing, and once drafts come and win
+// (3 tokens per 2 ms against 1 ms a token) speculation runs. Costs are an
+// injected model: no timing.
+func TestSpecGovernorDry(t *testing.T) {
+	g := newSpecGovernor(nil)
+	var now time.Time
+	g.now = func() time.Time { return now }
+	specCalls, specTokens := 0, 0
+	for tokens, call := 0, 0; tokens < 600; call++ {
+		g.mark()
+		n, d := 1, time.Millisecond
+		if g.speculate() {
+			specCalls++
+			if call < 8 {
+				g.curDry = true // nothing to draft: a plain step
+			} else {
+				n, d = 3, 2*time.Millisecond
+				specTokens += n
+			}
+		}
+		g.emitted(g.speculate(), n)
+		now = now.Add(d)
+		tokens += n
+	}
+	t.Logf("%d speculative calls, %d tokens from drafts, paused %d (%q)", specCalls, specTokens, g.paused, g.reason)
+	if g.paused != 0 || specTokens < 300 {
+		t.Errorf("dry calls paused speculation (%d times, %q); %d tokens from drafts", g.paused, g.reason, specTokens)
+	}
+}
