@@ -422,5 +422,9 @@ func SessionBytes(a *model.Arch, ctx int, kvF16 bool) backend.Memory {
 		ff = max(ff, int64(ffnWidth(l.FFNHidden)))
 	}
 	m.Activations = chunk*4*(4*int64(a.Hidden)+2*qkv+2*ff) + int64(min(int(chunk), maxLogitRows))*int64(a.Vocab)*4
+	// The int8 copy of a prefill product's input (ck_quant_q8, for the
+	// int8 GEMMs), as wide as the widest input.
+	nq, nds := kernels.QuantBytes(int(chunk), int(max(int64(a.Hidden), qkv, ff)))
+	m.Activations += int64(nq + nds)
 	return m
 }
