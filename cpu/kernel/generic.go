@@ -63,10 +63,14 @@ func genericRows(dot func(row []byte, x []float32) float32) rowsKernel {
 }
 
 // f32View reinterprets little-endian float32 bytes without copying when
-// the slice is suitably aligned; ok is false otherwise.
+// the slice is suitably aligned and the machine little-endian; ok is
+// false otherwise.
 func f32View(b []byte) (v []float32, ok bool) {
 	if len(b) == 0 {
 		return nil, true
+	}
+	if !littleEndian {
+		return nil, false
 	}
 	p := unsafe.Pointer(unsafe.SliceData(b))
 	if uintptr(p)%4 != 0 {
@@ -74,6 +78,9 @@ func f32View(b []byte) (v []float32, ok bool) {
 	}
 	return unsafe.Slice((*float32)(p), len(b)/4), true
 }
+
+// littleEndian reports whether the machine stores numbers as the codecs do.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // Dot is the float32 dot product of a and b[:len(a)].
 func Dot(a, b []float32) float32 { return dotImpl(a, b) }
