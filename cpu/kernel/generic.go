@@ -63,10 +63,14 @@ func genericRows(dot func(row []byte, x []float32) float32) rowsKernel {
 }
 
 // f32View reinterprets little-endian float32 bytes without copying when
-// the slice is suitably aligned; ok is false otherwise.
+// the slice is suitably aligned and the machine little-endian; ok is
+// false otherwise.
 func f32View(b []byte) (v []float32, ok bool) {
 	if len(b) == 0 {
 		return nil, true
+	}
+	if !littleEndian {
+		return nil, false
 	}
 	p := unsafe.Pointer(unsafe.SliceData(b))
 	if uintptr(p)%4 != 0 {
@@ -74,6 +78,9 @@ func f32View(b []byte) (v []float32, ok bool) {
 	}
 	return unsafe.Slice((*float32)(p), len(b)/4), true
 }
+
+// littleEndian reports whether the machine stores numbers as the codecs do.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // Dot is the float32 dot product of a and b[:len(a)].
 func Dot(a, b []float32) float32 { return dotImpl(a, b) }
@@ -209,49 +216,17 @@ var q4Table = func() (t [16]float32) {
 
 func dotQ8_0Row(row []byte, x []float32) float32 {
 	var s float32
-	nb := len(x) / 32
-	row = row[:34*nb]
-	// A block a trip, its weights read as four 64-bit words and converted
-	// (exactly) in registers: the four-lane sums of the byte loop, the
-	// same additions in the same order.
-	for b := 0; b < nb; b++ {
+	for b := 0; b < len(x)/32; b++ {
 		blk := (*[34]byte)(row[34*b:])
 		xb := (*[32]float32)(x[32*b:])
-		v0, v1 := binary.LittleEndian.Uint64(blk[2:]), binary.LittleEndian.Uint64(blk[10:])
-		v2, v3 := binary.LittleEndian.Uint64(blk[18:]), binary.LittleEndian.Uint64(blk[26:])
+		q := (*[32]byte)(blk[2:])
 		var s0, s1, s2, s3 float32
-		s0 += float32(int8(v0)) * xb[0]
-		s1 += float32(int8(v0>>8)) * xb[1]
-		s2 += float32(int8(v0>>16)) * xb[2]
-		s3 += float32(int8(v0>>24)) * xb[3]
-		s0 += float32(int8(v0>>32)) * xb[4]
-		s1 += float32(int8(v0>>40)) * xb[5]
-		s2 += float32(int8(v0>>48)) * xb[6]
-		s3 += float32(int8(v0>>56)) * xb[7]
-		s0 += float32(int8(v1)) * xb[8]
-		s1 += float32(int8(v1>>8)) * xb[9]
-		s2 += float32(int8(v1>>16)) * xb[10]
-		s3 += float32(int8(v1>>24)) * xb[11]
-		s0 += float32(int8(v1>>32)) * xb[12]
-		s1 += float32(int8(v1>>40)) * xb[13]
-		s2 += float32(int8(v1>>48)) * xb[14]
-		s3 += float32(int8(v1>>56)) * xb[15]
-		s0 += float32(int8(v2)) * xb[16]
-		s1 += float32(int8(v2>>8)) * xb[17]
-		s2 += float32(int8(v2>>16)) * xb[18]
-		s3 += float32(int8(v2>>24)) * xb[19]
-		s0 += float32(int8(v2>>32)) * xb[20]
-		s1 += float32(int8(v2>>40)) * xb[21]
-		s2 += float32(int8(v2>>48)) * xb[22]
-		s3 += float32(int8(v2>>56)) * xb[23]
-		s0 += float32(int8(v3)) * xb[24]
-		s1 += float32(int8(v3>>8)) * xb[25]
-		s2 += float32(int8(v3>>16)) * xb[26]
-		s3 += float32(int8(v3>>24)) * xb[27]
-		s0 += float32(int8(v3>>32)) * xb[28]
-		s1 += float32(int8(v3>>40)) * xb[29]
-		s2 += float32(int8(v3>>48)) * xb[30]
-		s3 += float32(int8(v3>>56)) * xb[31]
+		for i := 0; i < 32; i += 4 {
+			s0 += i8Table[q[i]] * xb[i]
+			s1 += i8Table[q[i+1]] * xb[i+1]
+			s2 += i8Table[q[i+2]] * xb[i+2]
+			s3 += i8Table[q[i+3]] * xb[i+3]
+		}
 		s += f16Table[binary.LittleEndian.Uint16(blk[:])] * ((s0 + s1) + (s2 + s3))
 	}
 	return s
@@ -259,55 +234,22 @@ func dotQ8_0Row(row []byte, x []float32) float32 {
 
 func dotQ4_0Row(row []byte, x []float32) float32 {
 	var s float32
-	nb := len(x) / 32
-	row = row[:18*nb]
-	// A block a trip, its nibbles read as two 64-bit words and converted
-	// (exactly) in registers: the sums of the byte loop, the same
-	// additions in the same order.
-	for b := 0; b < nb; b++ {
+	for b := 0; b < len(x)/32; b++ {
 		blk := (*[18]byte)(row[18*b:])
 		xb := (*[32]float32)(x[32*b:])
-		v0, v1 := binary.LittleEndian.Uint64(blk[2:]), binary.LittleEndian.Uint64(blk[10:])
+		q := (*[16]byte)(blk[2:])
 		var s0, s1, s2, s3 float32
-		s0 += q4w(v0, 0) * xb[0]
-		s1 += q4w(v0, 4) * xb[16]
-		s2 += q4w(v0, 8) * xb[1]
-		s3 += q4w(v0, 12) * xb[17]
-		s0 += q4w(v0, 16) * xb[2]
-		s1 += q4w(v0, 20) * xb[18]
-		s2 += q4w(v0, 24) * xb[3]
-		s3 += q4w(v0, 28) * xb[19]
-		s0 += q4w(v0, 32) * xb[4]
-		s1 += q4w(v0, 36) * xb[20]
-		s2 += q4w(v0, 40) * xb[5]
-		s3 += q4w(v0, 44) * xb[21]
-		s0 += q4w(v0, 48) * xb[6]
-		s1 += q4w(v0, 52) * xb[22]
-		s2 += q4w(v0, 56) * xb[7]
-		s3 += q4w(v0, 60) * xb[23]
-		s0 += q4w(v1, 0) * xb[8]
-		s1 += q4w(v1, 4) * xb[24]
-		s2 += q4w(v1, 8) * xb[9]
-		s3 += q4w(v1, 12) * xb[25]
-		s0 += q4w(v1, 16) * xb[10]
-		s1 += q4w(v1, 20) * xb[26]
-		s2 += q4w(v1, 24) * xb[11]
-		s3 += q4w(v1, 28) * xb[27]
-		s0 += q4w(v1, 32) * xb[12]
-		s1 += q4w(v1, 36) * xb[28]
-		s2 += q4w(v1, 40) * xb[13]
-		s3 += q4w(v1, 44) * xb[29]
-		s0 += q4w(v1, 48) * xb[14]
-		s1 += q4w(v1, 52) * xb[30]
-		s2 += q4w(v1, 56) * xb[15]
-		s3 += q4w(v1, 60) * xb[31]
+		for i := 0; i < 16; i += 2 {
+			q0, q1 := q[i], q[i+1]
+			s0 += q4Table[q0&0xf] * xb[i]
+			s1 += q4Table[q0>>4] * xb[i+16]
+			s2 += q4Table[q1&0xf] * xb[i+1]
+			s3 += q4Table[q1>>4] * xb[i+17]
+		}
 		s += f16Table[binary.LittleEndian.Uint16(blk[:])] * ((s0 + s1) + (s2 + s3))
 	}
 	return s
 }
-
-// q4w is the q4_0 weight (nibble - 8) at bit sh of v.
-func q4w(v uint64, sh uint) float32 { return float32(int32(v>>sh&15) - 8) }
 
 var u4Table = func() (t [16]float32) {
 	for i := range t {
@@ -346,75 +288,75 @@ func dotQ4_KRowSums(row []byte, x, xsum []float32) float32 {
 			q := (*[32]byte)(blk[16+32*j:])
 			xl := (*[32]float32)(xb[64*j:])
 			xh := (*[32]float32)(xb[64*j+32:])
-			// The 32 bytes as four 64-bit words, nibbles converted in
-			// registers: the sums of the byte loop, in its order.
+			// The 32 bytes as four 64-bit words, one trip for the
+			// sub-block: the sums of the byte loop, in its order.
 			v0, v1 := binary.LittleEndian.Uint64(q[0:]), binary.LittleEndian.Uint64(q[8:])
 			v2, v3 := binary.LittleEndian.Uint64(q[16:]), binary.LittleEndian.Uint64(q[24:])
 			var l0, l1, h0, h1 float32
-			l0 += float32(v0&15) * xl[0]
-			h0 += float32(v0>>4&15) * xh[0]
-			l1 += float32(v0>>8&15) * xl[1]
-			h1 += float32(v0>>12&15) * xh[1]
-			l0 += float32(v0>>16&15) * xl[2]
-			h0 += float32(v0>>20&15) * xh[2]
-			l1 += float32(v0>>24&15) * xl[3]
-			h1 += float32(v0>>28&15) * xh[3]
-			l0 += float32(v0>>32&15) * xl[4]
-			h0 += float32(v0>>36&15) * xh[4]
-			l1 += float32(v0>>40&15) * xl[5]
-			h1 += float32(v0>>44&15) * xh[5]
-			l0 += float32(v0>>48&15) * xl[6]
-			h0 += float32(v0>>52&15) * xh[6]
-			l1 += float32(v0>>56&15) * xl[7]
-			h1 += float32(v0>>60&15) * xh[7]
-			l0 += float32(v1&15) * xl[8]
-			h0 += float32(v1>>4&15) * xh[8]
-			l1 += float32(v1>>8&15) * xl[9]
-			h1 += float32(v1>>12&15) * xh[9]
-			l0 += float32(v1>>16&15) * xl[10]
-			h0 += float32(v1>>20&15) * xh[10]
-			l1 += float32(v1>>24&15) * xl[11]
-			h1 += float32(v1>>28&15) * xh[11]
-			l0 += float32(v1>>32&15) * xl[12]
-			h0 += float32(v1>>36&15) * xh[12]
-			l1 += float32(v1>>40&15) * xl[13]
-			h1 += float32(v1>>44&15) * xh[13]
-			l0 += float32(v1>>48&15) * xl[14]
-			h0 += float32(v1>>52&15) * xh[14]
-			l1 += float32(v1>>56&15) * xl[15]
-			h1 += float32(v1>>60&15) * xh[15]
-			l0 += float32(v2&15) * xl[16]
-			h0 += float32(v2>>4&15) * xh[16]
-			l1 += float32(v2>>8&15) * xl[17]
-			h1 += float32(v2>>12&15) * xh[17]
-			l0 += float32(v2>>16&15) * xl[18]
-			h0 += float32(v2>>20&15) * xh[18]
-			l1 += float32(v2>>24&15) * xl[19]
-			h1 += float32(v2>>28&15) * xh[19]
-			l0 += float32(v2>>32&15) * xl[20]
-			h0 += float32(v2>>36&15) * xh[20]
-			l1 += float32(v2>>40&15) * xl[21]
-			h1 += float32(v2>>44&15) * xh[21]
-			l0 += float32(v2>>48&15) * xl[22]
-			h0 += float32(v2>>52&15) * xh[22]
-			l1 += float32(v2>>56&15) * xl[23]
-			h1 += float32(v2>>60&15) * xh[23]
-			l0 += float32(v3&15) * xl[24]
-			h0 += float32(v3>>4&15) * xh[24]
-			l1 += float32(v3>>8&15) * xl[25]
-			h1 += float32(v3>>12&15) * xh[25]
-			l0 += float32(v3>>16&15) * xl[26]
-			h0 += float32(v3>>20&15) * xh[26]
-			l1 += float32(v3>>24&15) * xl[27]
-			h1 += float32(v3>>28&15) * xh[27]
-			l0 += float32(v3>>32&15) * xl[28]
-			h0 += float32(v3>>36&15) * xh[28]
-			l1 += float32(v3>>40&15) * xl[29]
-			h1 += float32(v3>>44&15) * xh[29]
-			l0 += float32(v3>>48&15) * xl[30]
-			h0 += float32(v3>>52&15) * xh[30]
-			l1 += float32(v3>>56&15) * xl[31]
-			h1 += float32(v3>>60&15) * xh[31]
+			l0 += u4Table[v0&15] * xl[0]
+			h0 += u4Table[v0>>4&15] * xh[0]
+			l1 += u4Table[v0>>8&15] * xl[1]
+			h1 += u4Table[v0>>12&15] * xh[1]
+			l0 += u4Table[v0>>16&15] * xl[2]
+			h0 += u4Table[v0>>20&15] * xh[2]
+			l1 += u4Table[v0>>24&15] * xl[3]
+			h1 += u4Table[v0>>28&15] * xh[3]
+			l0 += u4Table[v0>>32&15] * xl[4]
+			h0 += u4Table[v0>>36&15] * xh[4]
+			l1 += u4Table[v0>>40&15] * xl[5]
+			h1 += u4Table[v0>>44&15] * xh[5]
+			l0 += u4Table[v0>>48&15] * xl[6]
+			h0 += u4Table[v0>>52&15] * xh[6]
+			l1 += u4Table[v0>>56&15] * xl[7]
+			h1 += u4Table[v0>>60&15] * xh[7]
+			l0 += u4Table[v1&15] * xl[8]
+			h0 += u4Table[v1>>4&15] * xh[8]
+			l1 += u4Table[v1>>8&15] * xl[9]
+			h1 += u4Table[v1>>12&15] * xh[9]
+			l0 += u4Table[v1>>16&15] * xl[10]
+			h0 += u4Table[v1>>20&15] * xh[10]
+			l1 += u4Table[v1>>24&15] * xl[11]
+			h1 += u4Table[v1>>28&15] * xh[11]
+			l0 += u4Table[v1>>32&15] * xl[12]
+			h0 += u4Table[v1>>36&15] * xh[12]
+			l1 += u4Table[v1>>40&15] * xl[13]
+			h1 += u4Table[v1>>44&15] * xh[13]
+			l0 += u4Table[v1>>48&15] * xl[14]
+			h0 += u4Table[v1>>52&15] * xh[14]
+			l1 += u4Table[v1>>56&15] * xl[15]
+			h1 += u4Table[v1>>60&15] * xh[15]
+			l0 += u4Table[v2&15] * xl[16]
+			h0 += u4Table[v2>>4&15] * xh[16]
+			l1 += u4Table[v2>>8&15] * xl[17]
+			h1 += u4Table[v2>>12&15] * xh[17]
+			l0 += u4Table[v2>>16&15] * xl[18]
+			h0 += u4Table[v2>>20&15] * xh[18]
+			l1 += u4Table[v2>>24&15] * xl[19]
+			h1 += u4Table[v2>>28&15] * xh[19]
+			l0 += u4Table[v2>>32&15] * xl[20]
+			h0 += u4Table[v2>>36&15] * xh[20]
+			l1 += u4Table[v2>>40&15] * xl[21]
+			h1 += u4Table[v2>>44&15] * xh[21]
+			l0 += u4Table[v2>>48&15] * xl[22]
+			h0 += u4Table[v2>>52&15] * xh[22]
+			l1 += u4Table[v2>>56&15] * xl[23]
+			h1 += u4Table[v2>>60&15] * xh[23]
+			l0 += u4Table[v3&15] * xl[24]
+			h0 += u4Table[v3>>4&15] * xh[24]
+			l1 += u4Table[v3>>8&15] * xl[25]
+			h1 += u4Table[v3>>12&15] * xh[25]
+			l0 += u4Table[v3>>16&15] * xl[26]
+			h0 += u4Table[v3>>20&15] * xh[26]
+			l1 += u4Table[v3>>24&15] * xl[27]
+			h1 += u4Table[v3>>28&15] * xh[27]
+			l0 += u4Table[v3>>32&15] * xl[28]
+			h0 += u4Table[v3>>36&15] * xh[28]
+			l1 += u4Table[v3>>40&15] * xl[29]
+			h1 += u4Table[v3>>44&15] * xh[29]
+			l0 += u4Table[v3>>48&15] * xl[30]
+			h0 += u4Table[v3>>52&15] * xh[30]
+			l1 += u4Table[v3>>56&15] * xl[31]
+			h1 += u4Table[v3>>60&15] * xh[31]
 			s += d*float32(sc1)*(l0+l1) - dmin*float32(m1)*xs[2*j]
 			s += d*float32(sc2)*(h0+h1) - dmin*float32(m2)*xs[2*j+1]
 		}
@@ -434,151 +376,17 @@ func dotQ6_KRow(row []byte, x []float32) float32 {
 			sc := (*[8]byte)(blk[192+8*n:])
 			y := (*[128]float32)(xb[128*n:])
 			// acc[k] sums sub-block k of this half: quarter k/2, l/16 = k%2.
-			// The bytes are read as 64-bit words, the 6-bit values
-			// assembled and converted in registers: the sums of the byte
-			// loop, in its order.
 			var acc [8]float32
-			{
-				la0, la1 := binary.LittleEndian.Uint64(ql[0:]), binary.LittleEndian.Uint64(ql[8:])
-				lb0, lb1 := binary.LittleEndian.Uint64(ql[32:]), binary.LittleEndian.Uint64(ql[40:])
-				hv0, hv1 := binary.LittleEndian.Uint64(qh[0:]), binary.LittleEndian.Uint64(qh[8:])
+			for h := 0; h < 2; h++ {
 				var a0, a1, a2, a3 float32
-				a0 += q6w(la0&15|hv0<<4&0x30) * y[0]
-				a1 += q6w(lb0&15|hv0>>2<<4&0x30) * y[32]
-				a2 += q6w(la0>>4&15|hv0>>4<<4&0x30) * y[64]
-				a3 += q6w(lb0>>4&15|hv0>>6<<4&0x30) * y[96]
-				a0 += q6w(la0>>8&15|hv0>>8<<4&0x30) * y[1]
-				a1 += q6w(lb0>>8&15|hv0>>10<<4&0x30) * y[33]
-				a2 += q6w(la0>>12&15|hv0>>12<<4&0x30) * y[65]
-				a3 += q6w(lb0>>12&15|hv0>>14<<4&0x30) * y[97]
-				a0 += q6w(la0>>16&15|hv0>>16<<4&0x30) * y[2]
-				a1 += q6w(lb0>>16&15|hv0>>18<<4&0x30) * y[34]
-				a2 += q6w(la0>>20&15|hv0>>20<<4&0x30) * y[66]
-				a3 += q6w(lb0>>20&15|hv0>>22<<4&0x30) * y[98]
-				a0 += q6w(la0>>24&15|hv0>>24<<4&0x30) * y[3]
-				a1 += q6w(lb0>>24&15|hv0>>26<<4&0x30) * y[35]
-				a2 += q6w(la0>>28&15|hv0>>28<<4&0x30) * y[67]
-				a3 += q6w(lb0>>28&15|hv0>>30<<4&0x30) * y[99]
-				a0 += q6w(la0>>32&15|hv0>>32<<4&0x30) * y[4]
-				a1 += q6w(lb0>>32&15|hv0>>34<<4&0x30) * y[36]
-				a2 += q6w(la0>>36&15|hv0>>36<<4&0x30) * y[68]
-				a3 += q6w(lb0>>36&15|hv0>>38<<4&0x30) * y[100]
-				a0 += q6w(la0>>40&15|hv0>>40<<4&0x30) * y[5]
-				a1 += q6w(lb0>>40&15|hv0>>42<<4&0x30) * y[37]
-				a2 += q6w(la0>>44&15|hv0>>44<<4&0x30) * y[69]
-				a3 += q6w(lb0>>44&15|hv0>>46<<4&0x30) * y[101]
-				a0 += q6w(la0>>48&15|hv0>>48<<4&0x30) * y[6]
-				a1 += q6w(lb0>>48&15|hv0>>50<<4&0x30) * y[38]
-				a2 += q6w(la0>>52&15|hv0>>52<<4&0x30) * y[70]
-				a3 += q6w(lb0>>52&15|hv0>>54<<4&0x30) * y[102]
-				a0 += q6w(la0>>56&15|hv0>>56<<4&0x30) * y[7]
-				a1 += q6w(lb0>>56&15|hv0>>58<<4&0x30) * y[39]
-				a2 += q6w(la0>>60&15|hv0>>60<<4&0x30) * y[71]
-				a3 += q6w(lb0>>60&15|hv0>>62<<4&0x30) * y[103]
-				a0 += q6w(la1&15|hv1<<4&0x30) * y[8]
-				a1 += q6w(lb1&15|hv1>>2<<4&0x30) * y[40]
-				a2 += q6w(la1>>4&15|hv1>>4<<4&0x30) * y[72]
-				a3 += q6w(lb1>>4&15|hv1>>6<<4&0x30) * y[104]
-				a0 += q6w(la1>>8&15|hv1>>8<<4&0x30) * y[9]
-				a1 += q6w(lb1>>8&15|hv1>>10<<4&0x30) * y[41]
-				a2 += q6w(la1>>12&15|hv1>>12<<4&0x30) * y[73]
-				a3 += q6w(lb1>>12&15|hv1>>14<<4&0x30) * y[105]
-				a0 += q6w(la1>>16&15|hv1>>16<<4&0x30) * y[10]
-				a1 += q6w(lb1>>16&15|hv1>>18<<4&0x30) * y[42]
-				a2 += q6w(la1>>20&15|hv1>>20<<4&0x30) * y[74]
-				a3 += q6w(lb1>>20&15|hv1>>22<<4&0x30) * y[106]
-				a0 += q6w(la1>>24&15|hv1>>24<<4&0x30) * y[11]
-				a1 += q6w(lb1>>24&15|hv1>>26<<4&0x30) * y[43]
-				a2 += q6w(la1>>28&15|hv1>>28<<4&0x30) * y[75]
-				a3 += q6w(lb1>>28&15|hv1>>30<<4&0x30) * y[107]
-				a0 += q6w(la1>>32&15|hv1>>32<<4&0x30) * y[12]
-				a1 += q6w(lb1>>32&15|hv1>>34<<4&0x30) * y[44]
-				a2 += q6w(la1>>36&15|hv1>>36<<4&0x30) * y[76]
-				a3 += q6w(lb1>>36&15|hv1>>38<<4&0x30) * y[108]
-				a0 += q6w(la1>>40&15|hv1>>40<<4&0x30) * y[13]
-				a1 += q6w(lb1>>40&15|hv1>>42<<4&0x30) * y[45]
-				a2 += q6w(la1>>44&15|hv1>>44<<4&0x30) * y[77]
-				a3 += q6w(lb1>>44&15|hv1>>46<<4&0x30) * y[109]
-				a0 += q6w(la1>>48&15|hv1>>48<<4&0x30) * y[14]
-				a1 += q6w(lb1>>48&15|hv1>>50<<4&0x30) * y[46]
-				a2 += q6w(la1>>52&15|hv1>>52<<4&0x30) * y[78]
-				a3 += q6w(lb1>>52&15|hv1>>54<<4&0x30) * y[110]
-				a0 += q6w(la1>>56&15|hv1>>56<<4&0x30) * y[15]
-				a1 += q6w(lb1>>56&15|hv1>>58<<4&0x30) * y[47]
-				a2 += q6w(la1>>60&15|hv1>>60<<4&0x30) * y[79]
-				a3 += q6w(lb1>>60&15|hv1>>62<<4&0x30) * y[111]
-				acc[0], acc[0+2], acc[0+4], acc[0+6] = a0, a1, a2, a3
-			}
-			{
-				la0, la1 := binary.LittleEndian.Uint64(ql[16:]), binary.LittleEndian.Uint64(ql[24:])
-				lb0, lb1 := binary.LittleEndian.Uint64(ql[48:]), binary.LittleEndian.Uint64(ql[56:])
-				hv0, hv1 := binary.LittleEndian.Uint64(qh[16:]), binary.LittleEndian.Uint64(qh[24:])
-				var a0, a1, a2, a3 float32
-				a0 += q6w(la0&15|hv0<<4&0x30) * y[16]
-				a1 += q6w(lb0&15|hv0>>2<<4&0x30) * y[48]
-				a2 += q6w(la0>>4&15|hv0>>4<<4&0x30) * y[80]
-				a3 += q6w(lb0>>4&15|hv0>>6<<4&0x30) * y[112]
-				a0 += q6w(la0>>8&15|hv0>>8<<4&0x30) * y[17]
-				a1 += q6w(lb0>>8&15|hv0>>10<<4&0x30) * y[49]
-				a2 += q6w(la0>>12&15|hv0>>12<<4&0x30) * y[81]
-				a3 += q6w(lb0>>12&15|hv0>>14<<4&0x30) * y[113]
-				a0 += q6w(la0>>16&15|hv0>>16<<4&0x30) * y[18]
-				a1 += q6w(lb0>>16&15|hv0>>18<<4&0x30) * y[50]
-				a2 += q6w(la0>>20&15|hv0>>20<<4&0x30) * y[82]
-				a3 += q6w(lb0>>20&15|hv0>>22<<4&0x30) * y[114]
-				a0 += q6w(la0>>24&15|hv0>>24<<4&0x30) * y[19]
-				a1 += q6w(lb0>>24&15|hv0>>26<<4&0x30) * y[51]
-				a2 += q6w(la0>>28&15|hv0>>28<<4&0x30) * y[83]
-				a3 += q6w(lb0>>28&15|hv0>>30<<4&0x30) * y[115]
-				a0 += q6w(la0>>32&15|hv0>>32<<4&0x30) * y[20]
-				a1 += q6w(lb0>>32&15|hv0>>34<<4&0x30) * y[52]
-				a2 += q6w(la0>>36&15|hv0>>36<<4&0x30) * y[84]
-				a3 += q6w(lb0>>36&15|hv0>>38<<4&0x30) * y[116]
-				a0 += q6w(la0>>40&15|hv0>>40<<4&0x30) * y[21]
-				a1 += q6w(lb0>>40&15|hv0>>42<<4&0x30) * y[53]
-				a2 += q6w(la0>>44&15|hv0>>44<<4&0x30) * y[85]
-				a3 += q6w(lb0>>44&15|hv0>>46<<4&0x30) * y[117]
-				a0 += q6w(la0>>48&15|hv0>>48<<4&0x30) * y[22]
-				a1 += q6w(lb0>>48&15|hv0>>50<<4&0x30) * y[54]
-				a2 += q6w(la0>>52&15|hv0>>52<<4&0x30) * y[86]
-				a3 += q6w(lb0>>52&15|hv0>>54<<4&0x30) * y[118]
-				a0 += q6w(la0>>56&15|hv0>>56<<4&0x30) * y[23]
-				a1 += q6w(lb0>>56&15|hv0>>58<<4&0x30) * y[55]
-				a2 += q6w(la0>>60&15|hv0>>60<<4&0x30) * y[87]
-				a3 += q6w(lb0>>60&15|hv0>>62<<4&0x30) * y[119]
-				a0 += q6w(la1&15|hv1<<4&0x30) * y[24]
-				a1 += q6w(lb1&15|hv1>>2<<4&0x30) * y[56]
-				a2 += q6w(la1>>4&15|hv1>>4<<4&0x30) * y[88]
-				a3 += q6w(lb1>>4&15|hv1>>6<<4&0x30) * y[120]
-				a0 += q6w(la1>>8&15|hv1>>8<<4&0x30) * y[25]
-				a1 += q6w(lb1>>8&15|hv1>>10<<4&0x30) * y[57]
-				a2 += q6w(la1>>12&15|hv1>>12<<4&0x30) * y[89]
-				a3 += q6w(lb1>>12&15|hv1>>14<<4&0x30) * y[121]
-				a0 += q6w(la1>>16&15|hv1>>16<<4&0x30) * y[26]
-				a1 += q6w(lb1>>16&15|hv1>>18<<4&0x30) * y[58]
-				a2 += q6w(la1>>20&15|hv1>>20<<4&0x30) * y[90]
-				a3 += q6w(lb1>>20&15|hv1>>22<<4&0x30) * y[122]
-				a0 += q6w(la1>>24&15|hv1>>24<<4&0x30) * y[27]
-				a1 += q6w(lb1>>24&15|hv1>>26<<4&0x30) * y[59]
-				a2 += q6w(la1>>28&15|hv1>>28<<4&0x30) * y[91]
-				a3 += q6w(lb1>>28&15|hv1>>30<<4&0x30) * y[123]
-				a0 += q6w(la1>>32&15|hv1>>32<<4&0x30) * y[28]
-				a1 += q6w(lb1>>32&15|hv1>>34<<4&0x30) * y[60]
-				a2 += q6w(la1>>36&15|hv1>>36<<4&0x30) * y[92]
-				a3 += q6w(lb1>>36&15|hv1>>38<<4&0x30) * y[124]
-				a0 += q6w(la1>>40&15|hv1>>40<<4&0x30) * y[29]
-				a1 += q6w(lb1>>40&15|hv1>>42<<4&0x30) * y[61]
-				a2 += q6w(la1>>44&15|hv1>>44<<4&0x30) * y[93]
-				a3 += q6w(lb1>>44&15|hv1>>46<<4&0x30) * y[125]
-				a0 += q6w(la1>>48&15|hv1>>48<<4&0x30) * y[30]
-				a1 += q6w(lb1>>48&15|hv1>>50<<4&0x30) * y[62]
-				a2 += q6w(la1>>52&15|hv1>>52<<4&0x30) * y[94]
-				a3 += q6w(lb1>>52&15|hv1>>54<<4&0x30) * y[126]
-				a0 += q6w(la1>>56&15|hv1>>56<<4&0x30) * y[31]
-				a1 += q6w(lb1>>56&15|hv1>>58<<4&0x30) * y[63]
-				a2 += q6w(la1>>60&15|hv1>>60<<4&0x30) * y[95]
-				a3 += q6w(lb1>>60&15|hv1>>62<<4&0x30) * y[127]
-				acc[1], acc[1+2], acc[1+4], acc[1+6] = a0, a1, a2, a3
+				for l := 16 * h; l < 16*h+16; l++ {
+					hb := qh[l]
+					a0 += q6Table[ql[l]&0xf|(hb&3)<<4] * y[l]
+					a1 += q6Table[ql[l+32]&0xf|(hb>>2&3)<<4] * y[l+32]
+					a2 += q6Table[ql[l]>>4|(hb>>4&3)<<4] * y[l+64]
+					a3 += q6Table[ql[l+32]>>4|(hb>>6)<<4] * y[l+96]
+				}
+				acc[h], acc[h+2], acc[h+4], acc[h+6] = a0, a1, a2, a3
 			}
 			for k := range 8 {
 				s += d * float32(int8(sc[k])) * acc[k]
@@ -587,9 +395,6 @@ func dotQ6_KRow(row []byte, x []float32) float32 {
 	}
 	return s
 }
-
-// q6w is the q6_K weight of the 6-bit value v (v - 32).
-func q6w(v uint64) float32 { return float32(int32(v) - 32) }
 
 // Matrix-matrix product, reference version: weight rows are decoded to
 // float32 a group at a time, then dotted with every token.

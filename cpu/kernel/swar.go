@@ -30,8 +30,7 @@ import (
 // (q8x.packSWAR): per 8 activations, the even ones and the odd ones.
 
 const (
-	nib8     = 0x0f0f0f0f0f0f0f0f // the low nibble of each byte
-	lanes16  = 0x00ff00ff00ff00ff // the even bytes, as 16-bit lanes
+	nib16    = 0x000f000f000f000f // the low nibble of each 16-bit lane
 	swarBias = 1 << 47
 )
 
@@ -71,10 +70,9 @@ func dotQ4_0SWAR(row []byte, qx *q8x) float32 {
 		x := (*[8]uint64)(sw[8*b:])
 		v0 := binary.LittleEndian.Uint64(blk[2:])  // elements 0..7 (low nibbles), 16..23 (high)
 		v1 := binary.LittleEndian.Uint64(blk[10:]) // 8..15, 24..31
-		l0, h0 := v0&nib8, v0>>4&nib8
-		l1, h1 := v1&nib8, v1>>4&nib8
-		lo := (l0&lanes16)*x[0] + (l0>>8&lanes16)*x[1] + (l1&lanes16)*x[2] + (l1>>8&lanes16)*x[3]
-		hi := (h0&lanes16)*x[4] + (h0>>8&lanes16)*x[5] + (h1&lanes16)*x[6] + (h1>>8&lanes16)*x[7]
+		// The nibbles of the even and the odd bytes, in 16-bit lanes.
+		lo := (v0&nib16)*x[0] + (v0>>8&nib16)*x[1] + (v1&nib16)*x[2] + (v1>>8&nib16)*x[3]
+		hi := (v0>>4&nib16)*x[4] + (v0>>12&nib16)*x[5] + (v1>>4&nib16)*x[6] + (v1>>12&nib16)*x[7]
 		isum := swarSum(lo) + swarSum(hi)
 		dw := f16Table[uint16(blk[0])|uint16(blk[1])<<8]
 		s += dw * (d[b]*float32(isum) - 8*xs[b])
@@ -90,23 +88,20 @@ func dotQ8_0SWAR(row []byte, qx *q8x) float32 {
 	for b := range nb {
 		blk := (*[34]byte)(row[34*b:])
 		x := (*[8]uint64)(sw[8*b:])
-		// w+128 of eight weights a word; its low and high nibbles.
+		// w+128 of eight weights a word; the low and high nibbles of its
+		// even and odd bytes, in 16-bit lanes.
 		u := binary.LittleEndian.Uint64(blk[2:]) ^ 0x8080808080808080
-		l, h := u&nib8, u>>4&nib8
-		lo0 := (l&lanes16)*x[0] + (l>>8&lanes16)*x[1]
-		hi0 := (h&lanes16)*x[0] + (h>>8&lanes16)*x[1]
+		lo0 := (u&nib16)*x[0] + (u>>8&nib16)*x[1]
+		hi0 := (u>>4&nib16)*x[0] + (u>>12&nib16)*x[1]
 		u = binary.LittleEndian.Uint64(blk[10:]) ^ 0x8080808080808080
-		l, h = u&nib8, u>>4&nib8
-		lo0 += (l&lanes16)*x[2] + (l>>8&lanes16)*x[3]
-		hi0 += (h&lanes16)*x[2] + (h>>8&lanes16)*x[3]
+		lo0 += (u&nib16)*x[2] + (u>>8&nib16)*x[3]
+		hi0 += (u>>4&nib16)*x[2] + (u>>12&nib16)*x[3]
 		u = binary.LittleEndian.Uint64(blk[18:]) ^ 0x8080808080808080
-		l, h = u&nib8, u>>4&nib8
-		lo1 := (l&lanes16)*x[4] + (l>>8&lanes16)*x[5]
-		hi1 := (h&lanes16)*x[4] + (h>>8&lanes16)*x[5]
+		lo1 := (u&nib16)*x[4] + (u>>8&nib16)*x[5]
+		hi1 := (u>>4&nib16)*x[4] + (u>>12&nib16)*x[5]
 		u = binary.LittleEndian.Uint64(blk[26:]) ^ 0x8080808080808080
-		l, h = u&nib8, u>>4&nib8
-		lo1 += (l&lanes16)*x[6] + (l>>8&lanes16)*x[7]
-		hi1 += (h&lanes16)*x[6] + (h>>8&lanes16)*x[7]
+		lo1 += (u&nib16)*x[6] + (u>>8&nib16)*x[7]
+		hi1 += (u>>4&nib16)*x[6] + (u>>12&nib16)*x[7]
 		isum := 16*(swarSum(hi0)+swarSum(hi1)) + swarSum(lo0) + swarSum(lo1) - 128*(hs[2*b]+hs[2*b+1])
 		s += f16Table[uint16(blk[0])|uint16(blk[1])<<8] * d[b] * float32(isum)
 	}
