@@ -18,9 +18,10 @@ import (
 var browserShape = synth.Shape{Name: "qwen-mini", Arch: "qwen2", Hidden: 896, Layers: 4, Heads: 14, KVHeads: 2,
 	FFN: 4864, Vocab: 32000, Tied: true, QKVBias: true, RopeTheta: 1000000, Context: 4096}
 
-// browserLevel forces a kernel level for BenchmarkBrowserDecode
+// browserLevel forces a kernel level for BenchmarkBrowserDecode and
+// BenchmarkBrowserParts
 // (-browser.level generic: the portable Go kernels wasm runs).
-var browserLevel = flag.String("browser.level", "", "kernel level for BenchmarkBrowserDecode (generic, avx2, …; empty: the best)")
+var browserLevel = flag.String("browser.level", "", "kernel level for the BenchmarkBrowser* benchmarks (generic, avx2, …; empty: the best)")
 
 // BenchmarkBrowserDecode decodes single tokens of the qwen-mini shape per
 // codec. Run natively (at any CORTIQ_CPU_LEVEL) and as wasm under Node —
@@ -31,36 +32,11 @@ var browserLevel = flag.String("browser.level", "", "kernel level for BenchmarkB
 // generic kernels of the same Go code (-browser.level generic; BENCHMARKS.md,
 // issue 16).
 func BenchmarkBrowserDecode(b *testing.B) {
-	if *browserLevel != "" {
-		l, err := kernel.ParseLevel(*browserLevel)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer kernel.SetLevel(kernel.SetLevel(l))
-	}
+	forceBrowserLevel(b)
 	dir := b.TempDir()
-	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.F16} {
+	for _, c := range browserCodecs {
 		b.Run(c.String(), func(b *testing.B) {
-			path := filepath.Join(dir, c.String()+".gguf")
-			if err := synth.Write(path, browserShape, c); err != nil {
-				b.Fatal(err)
-			}
-			m, err := importer.Open(context.Background(), path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer m.Close()
-			be, err := New(m, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			s, err := be.NewSession(b.N + 40)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := s.Forward(make([]int, 32), false); err != nil {
-				b.Fatal(err)
-			}
+			s := browserSession(b, dir, c, b.N+40)
 			// A few steps untimed: wasm engines compile hot functions
 			// again, optimized, after a while (V8: Liftoff, then
 			// TurboFan), and the prompt ran other kernels than decode.
@@ -86,4 +62,47 @@ func BenchmarkBrowserDecode(b *testing.B) {
 			}
 		})
 	}
+}
+
+// browserCodecs are the codecs the browser benchmarks decode.
+var browserCodecs = []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.F16}
+
+// forceBrowserLevel sets -browser.level's kernel level for the rest of b.
+func forceBrowserLevel(b *testing.B) {
+	if *browserLevel == "" {
+		return
+	}
+	l, err := kernel.ParseLevel(*browserLevel)
+	if err != nil {
+		b.Fatal(err)
+	}
+	old := kernel.SetLevel(l)
+	b.Cleanup(func() { kernel.SetLevel(old) })
+}
+
+// browserSession writes the qwen-mini shape in codec c under dir, opens it
+// on the CPU and returns a session of maxLen positions that has read a
+// 32-token prompt.
+func browserSession(b *testing.B, dir string, c tensor.Codec, maxLen int) *Session {
+	path := filepath.Join(dir, c.String()+".gguf")
+	if err := synth.Write(path, browserShape, c); err != nil {
+		b.Fatal(err)
+	}
+	m, err := importer.Open(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	be, err := New(m, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := be.newSession(maxLen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Forward(make([]int, 32), false); err != nil {
+		b.Fatal(err)
+	}
+	return s
 }

@@ -1,16 +1,11 @@
 package cpu
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/cortiq/cortiq/cpu/kernel"
-	"github.com/cortiq/cortiq/importer"
 	"github.com/cortiq/cortiq/model"
-	"github.com/cortiq/cortiq/synth"
-	"github.com/cortiq/cortiq/tensor"
 )
 
 // BenchmarkBrowserParts says where BenchmarkBrowserDecode's time goes: it
@@ -27,36 +22,11 @@ import (
 //
 // "total" is the sum of the parts; compare it with BrowserDecode's tok/s.
 func BenchmarkBrowserParts(b *testing.B) {
-	if *browserLevel != "" {
-		l, err := kernel.ParseLevel(*browserLevel)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer kernel.SetLevel(kernel.SetLevel(l))
-	}
+	forceBrowserLevel(b)
 	dir := b.TempDir()
-	for _, c := range []tensor.Codec{tensor.Q4_0, tensor.Q8_0, tensor.F16} {
+	for _, c := range browserCodecs {
 		b.Run(c.String(), func(b *testing.B) {
-			path := filepath.Join(dir, c.String()+".gguf")
-			if err := synth.Write(path, browserShape, c); err != nil {
-				b.Fatal(err)
-			}
-			m, err := importer.Open(context.Background(), path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer m.Close()
-			be, err := New(m, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			s, err := be.newSession(b.N + 40)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := s.Forward(make([]int, 32), false); err != nil {
-				b.Fatal(err)
-			}
+			s := browserSession(b, dir, c, b.N+40)
 			var p browserParts
 			// Steps untimed, so that every buffer exists and wasm runs
 			// optimized code (as BrowserDecode).
