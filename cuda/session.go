@@ -742,22 +742,25 @@ func (s *Session) attention(l *layer, i int, qp driver.Ptr, qStride int32, T int
 	if T <= kernels.MaxBatch && !b.opts.TwoPassDecode {
 		dec1 = kernels.Decode1Name(s.kv, hd, at.Heads/at.KVHeads, s.nsplit)
 	}
-	if dec1 != "" && T == 1 {
-		// q rows of a fused qkv (one token) need no stride: T is 1.
-		return b.launch(dec1, &kernels.AttnDecode1Args{Out: P(s.att), PartO: P(s.partO), PartML: P(s.partML),
-			Done: P(s.done), Q: P(qp), KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: 1,
+	var d1 *kernels.AttnDecode1Args
+	if dec1 != "" {
+		d1 = &kernels.AttnDecode1Args{Out: P(s.att), PartO: P(s.partO), PartML: P(s.partML),
+			Done: P(s.done), Q: P(qp), KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T),
 			Heads: int32(at.Heads), KVHeads: int32(at.KVHeads), Ring: int32(s.maxLen), Window: int32(at.Window),
-			Scale: at.Scale, Softcap: at.Softcap, NSplit: s.nsplit,
-			KNew: rope.K, VNew: rope.V, InvFreq: rope.InvFreq, RotDims: rope.RotDims, NeoX: rope.NeoX, MScale: rope.MScale})
+			Scale: at.Scale, Softcap: at.Softcap, NSplit: s.nsplit}
+		if T == 1 {
+			// One token: the kernel does the RoPE and the K/V write too (q
+			// rows of a fused qkv need no stride: T is 1).
+			d1.KNew, d1.VNew, d1.InvFreq = rope.K, rope.V, rope.InvFreq
+			d1.RotDims, d1.NeoX, d1.MScale = rope.RotDims, rope.NeoX, rope.MScale
+			return b.launch(dec1, d1)
+		}
 	}
 	if err := b.launch(kernels.RopeKVPrefix+s.kv, rope); err != nil {
 		return err
 	}
-	if dec1 != "" {
-		return b.launch(dec1, &kernels.AttnDecode1Args{Out: P(s.att), PartO: P(s.partO), PartML: P(s.partML),
-			Done: P(s.done), Q: P(qp), KCache: P(s.kc[i]), VCache: P(s.vc[i]), Pos0: P(s.state), T: int32(T),
-			Heads: int32(at.Heads), KVHeads: int32(at.KVHeads), Ring: int32(s.maxLen), Window: int32(at.Window),
-			Scale: at.Scale, Softcap: at.Softcap, NSplit: s.nsplit})
+	if d1 != nil {
+		return b.launch(dec1, d1)
 	}
 	if T <= kernels.MaxBatch {
 		if err := b.launch(kernels.AttnDecodePrefix+s.kv, &kernels.AttnDecodeArgs{PartO: P(s.partO), PartML: P(s.partML),
