@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cortiq/cortiq/backend"
 	"github.com/cortiq/cortiq/cmf"
 	"github.com/cortiq/cortiq/cpu"
 	"github.com/cortiq/cortiq/cpu/kernel"
@@ -178,24 +179,7 @@ func TestParityBLR(t *testing.T) {
 	}
 	defer gs.Close()
 	ids := []int{1, 7, 200, 42, 255, 2, 99, 3, 250, 17}
-	want, err := cs.Forward(ids, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := gs.Forward(ids, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkRows(t, "prefill", got, want, shape.Vocab, lowbitTol)
-	for _, tok := range []int{5, 6, 7} {
-		if want, err = cs.Forward([]int{tok}, false); err != nil {
-			t.Fatal(err)
-		}
-		if got, err = gs.Forward([]int{tok}, false); err != nil {
-			t.Fatal(err)
-		}
-		checkRows(t, "decode", got, want, shape.Vocab, lowbitTol)
-	}
+	prefillDecode(t, "", cs, gs, ids, shape.Vocab)
 
 	// A mix: only k and up in blr, beside float32 q, v, gate (whose
 	// one-token matvecs fuse the pre-norm): the norms must still run for
@@ -237,22 +221,7 @@ func TestParityBLR(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gs2.Close()
-	if want, err = cs2.Forward(ids, true); err != nil {
-		t.Fatal(err)
-	}
-	if got, err = gs2.Forward(ids, true); err != nil {
-		t.Fatal(err)
-	}
-	checkRows(t, "mix prefill", got, want, shape.Vocab, lowbitTol)
-	for _, tok := range []int{5, 6, 7} {
-		if want, err = cs2.Forward([]int{tok}, false); err != nil {
-			t.Fatal(err)
-		}
-		if got, err = gs2.Forward([]int{tok}, false); err != nil {
-			t.Fatal(err)
-		}
-		checkRows(t, "mix decode", got, want, shape.Vocab, lowbitTol)
-	}
+	prefillDecode(t, "mix ", cs2, gs2, ids, shape.Vocab)
 
 	// A blr embedding: refused by name before upload.
 	w := model.MapWeights{}
@@ -276,5 +245,30 @@ func TestParityBLR(t *testing.T) {
 		t.Fatal("a blr embedding was uploaded")
 	} else if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), model.TokenEmbd) {
 		t.Errorf("blr embedding: %v", err)
+	}
+}
+
+// prefillDecode runs ids through the CPU session cs and the device session
+// gs (every row's logits), then three single-token steps, and checks each
+// pair of logits within lowbitTol ("<label>prefill", "<label>decode").
+func prefillDecode(t *testing.T, label string, cs, gs backend.Session, ids []int, vocab int) {
+	t.Helper()
+	want, err := cs.Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := gs.Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, label+"prefill", got, want, vocab, lowbitTol)
+	for _, tok := range []int{5, 6, 7} {
+		if want, err = cs.Forward([]int{tok}, false); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = gs.Forward([]int{tok}, false); err != nil {
+			t.Fatal(err)
+		}
+		checkRows(t, label+"decode", got, want, vocab, lowbitTol)
 	}
 }
