@@ -9,6 +9,7 @@ import (
 
 	"github.com/cortiq/cortiq/diffusion"
 	"github.com/cortiq/cortiq/gpu"
+	"github.com/cortiq/cortiq/safetensors"
 )
 
 var (
@@ -47,4 +48,16 @@ func tinyPipeline(t testing.TB) (*gpu.Device, *diffusion.Pipeline, string) {
 	}
 	t.Cleanup(func() { p.Close() })
 	return d, p, ref
+}
+
+// refTransformer opens ref's ref_transformer.safetensors (diffusers'
+// inputs and outputs of one transformer forward), closed when t ends.
+func refTransformer(t testing.TB, ref string) *safetensors.File {
+	t.Helper()
+	f, err := safetensors.Open(filepath.Join(ref, "ref_transformer.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

@@ -26,11 +26,7 @@ func TestDiTRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer run.Close()
-	f, err := safetensors.Open(filepath.Join(ref, "ref_transformer.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := refTransformer(t, ref)
 	maxDiff := func(a, b []float32) float64 {
 		if len(a) != len(b) {
 			return math.Inf(1)
@@ -108,11 +104,7 @@ func TestDiTRunnerCodecs(t *testing.T) {
 		t.Skipf("reference model not found at %s: %v", model, err)
 	}
 	d := testDevice(t)
-	f, err := safetensors.Open(filepath.Join(ref, "ref_transformer.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := refTransformer(t, ref)
 	x, _ := f.Float32s("x")
 	tt, _ := f.Float32s("t")
 	cap, _ := f.Float32s("cap_feats")
@@ -191,11 +183,7 @@ func TestDiTRunnerBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer run.Close()
-	f, err := safetensors.Open(filepath.Join(ref, "ref_transformer.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := refTransformer(t, ref)
 	x, _ := f.Float32s("x")
 	tt, _ := f.Float32s("t")
 	cap1, _ := f.Float32s("cap_feats")

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/cortiq/cortiq/diffusion"
-	"github.com/cortiq/cortiq/safetensors"
 	"github.com/cortiq/cortiq/shaders"
 	"github.com/cortiq/cortiq/tensor"
 )
@@ -71,11 +70,7 @@ func TestDiTRunnerTiled(t *testing.T) {
 		t.Skipf("reference model not found at %s: %v", model, err)
 	}
 	d := testDevice(t)
-	f, err := safetensors.Open(filepath.Join(ref, "ref_transformer.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := refTransformer(t, ref)
 	x, _ := f.Float32s("x")
 	tt, _ := f.Float32s("t")
 	cap1, _ := f.Float32s("cap_feats")
@@ -144,11 +139,7 @@ func TestDiTRunnerRecorded(t *testing.T) {
 	}
 	defer run.Close()
 	p.DiT.SetDevice(run)
-	f, err := safetensors.Open(filepath.Join(ref, "ref_transformer.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := refTransformer(t, ref)
 	x, _ := f.Float32s("x")
 	tt, _ := f.Float32s("t")
 	cap1, _ := f.Float32s("cap_feats")
