@@ -91,6 +91,45 @@ func TestFastOrderExact(t *testing.T) {
 	}
 }
 
+// TestParallelOrderExact: the split passes (radixDesc's chunks, the
+// softmax's) give the single goroutine's candidates and probabilities bit
+// for bit, chunk counts that do not divide the candidates included.
+func TestParallelOrderExact(t *testing.T) {
+	defer func(m, w int) { parallelMin, maxWorkers = m, w }(parallelMin, maxWorkers)
+	r := rand.New(rand.NewSource(11))
+	for trial := 0; trial < 6; trial++ {
+		n := 20000 + r.Intn(50000)
+		logits := make([]float32, n)
+		for i := range logits {
+			switch r.Intn(8) {
+			case 0:
+				logits[i] = float32(r.Intn(7)) - 3 // ties across chunks
+			case 1:
+				logits[i] = float32(math.Inf(-1))
+			default:
+				logits[i] = float32(r.NormFloat64() * 3)
+			}
+		}
+		logits[r.Intn(n)] = 9
+		for _, k := range []int{0, heapTopK + 1, n / 2} {
+			p := Params{Temperature: 0.9, TopK: k, Seed: uint64(trial)}
+			want, wantP, _ := refDist(p, append([]float32(nil), logits...))
+			for _, w := range []int{1, 3, 7} {
+				parallelMin, maxWorkers = 1024, w
+				got, gotP, _, _ := New(p).dist(append([]float32(nil), logits...), nil)
+				if len(got) != len(want) {
+					t.Fatalf("trial %d k %d workers %d: %d candidates, want %d", trial, k, w, len(got), len(want))
+				}
+				for i := range want {
+					if got[i] != want[i] || gotP[i] != wantP[i] {
+						t.Fatalf("trial %d k %d workers %d: candidate %d = %v (p %v), want %v (p %v)", trial, k, w, i, got[i], gotP[i], want[i], wantP[i])
+					}
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkSample128k is one sampled token over a Llama-3-sized
 // vocabulary with the CLI's defaults (top-k 40) and the OpenAI server's
 // (top-k off, top-p 1).

@@ -6,7 +6,9 @@ package sample
 
 import (
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 )
 
 // Params are the sampling settings of one generation.
@@ -30,7 +32,8 @@ type Sampler struct {
 	p     Params
 	state uint64
 	cand  []candidate
-	keys  []uint64 // radixDesc's scratch
+	keys  []uint64  // radixDesc's scratch
+	probs []float64 // dist's probabilities (valid until the next call)
 }
 
 type candidate struct {
@@ -107,52 +110,118 @@ func topK(logits []float32, k int, h []candidate) []candidate {
 // the logits descending (-0 as +0: they compare equal) and whose low half
 // is the id, and a stable least-significant-digit radix sort on the high
 // half orders them (ties keep the ascending ids). keys is scratch (grown
-// as needed, returned for reuse).
+// as needed, returned for reuse). Above parallelMin candidates each pass
+// runs on up to maxWorkers goroutines over contiguous chunks (per-chunk
+// digit counts, so the scatter stays stable): the same order.
 func radixDesc(c []candidate, logits []float32, keys []uint64) []uint64 {
 	n := len(c)
 	if cap(keys) < 2*n {
 		keys = make([]uint64, 2*n)
 	}
 	src, dst := keys[:n], keys[n:2*n]
-	for i, x := range c {
-		v := x.v
-		if v == 0 {
-			v = 0
+	w := workers(n)
+	chunk := (n + w - 1) / w
+	span := func(j int) (int, int) { return min(j*chunk, n), min((j+1)*chunk, n) }
+	parallel(w, func(j int) {
+		lo, hi := span(j)
+		for i := lo; i < hi; i++ {
+			x := c[i]
+			v := x.v
+			if v == 0 {
+				v = 0
+			}
+			u := math.Float32bits(v)
+			if u&0x80000000 != 0 {
+				u = ^u
+			} else {
+				u |= 0x80000000
+			}
+			src[i] = uint64(^u)<<32 | uint64(uint32(x.id))
 		}
-		u := math.Float32bits(v)
-		if u&0x80000000 != 0 {
-			u = ^u
-		} else {
-			u |= 0x80000000
-		}
-		src[i] = uint64(^u)<<32 | uint64(uint32(x.id))
-	}
+	})
+	counts := make([][1 << 11]int, w)
 	for _, d := range [...]struct{ shift, bits uint }{{32, 11}, {43, 11}, {54, 10}} {
-		var count [1 << 11]int
 		mask := uint64(1)<<d.bits - 1
-		for _, k := range src {
-			count[(k>>d.shift)&mask]++
+		parallel(w, func(j int) {
+			lo, hi := span(j)
+			cnt := &counts[j]
+			*cnt = [1 << 11]int{}
+			for _, k := range src[lo:hi] {
+				cnt[(k>>d.shift)&mask]++
+			}
+		})
+		first := (src[0] >> d.shift) & mask
+		total := 0
+		for j := range counts {
+			total += counts[j][first]
 		}
-		if count[(src[0]>>d.shift)&mask] == n {
+		if total == n {
 			continue // one digit for all: nothing moves
 		}
+		// Chunk j's run of digit b starts after every smaller digit and
+		// after chunk j' < j's run of b: the serial scatter's positions.
 		at := 0
-		for i, m := range count[:mask+1] {
-			count[i] = at
-			at += m
+		for b := uint64(0); b <= mask; b++ {
+			for j := range counts {
+				m := counts[j][b]
+				counts[j][b] = at
+				at += m
+			}
 		}
-		for _, k := range src {
-			b := (k >> d.shift) & mask
-			dst[count[b]] = k
-			count[b]++
-		}
+		parallel(w, func(j int) {
+			lo, hi := span(j)
+			cnt := &counts[j]
+			for _, k := range src[lo:hi] {
+				b := (k >> d.shift) & mask
+				dst[cnt[b]] = k
+				cnt[b]++
+			}
+		})
 		src, dst = dst, src
 	}
-	for i, k := range src {
-		id := int(uint32(k))
-		c[i] = candidate{id, logits[id]}
-	}
+	parallel(w, func(j int) {
+		lo, hi := span(j)
+		for i, k := range src[lo:hi] {
+			id := int(uint32(k))
+			c[lo+i] = candidate{id, logits[id]}
+		}
+	})
 	return keys
+}
+
+// parallelMin is the candidate count from which radixDesc and the softmax
+// split their passes over goroutines (a 128k vocabulary: ~4 ms a token on
+// one core); maxWorkers caps the goroutines.
+var (
+	parallelMin = 1 << 14
+	maxWorkers  = 8
+)
+
+// workers is how many goroutines a pass over n candidates uses.
+func workers(n int) int {
+	if n < parallelMin {
+		return 1
+	}
+	return max(1, min(maxWorkers, runtime.GOMAXPROCS(0), n/(parallelMin/4)))
+}
+
+// parallel runs f(0..w-1), on w goroutines when w > 1, and returns when
+// all are done.
+func parallel(w int, f func(j int)) {
+	if w == 1 {
+		f(0)
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(w - 1)
+	for j := 1; j < w; j++ {
+		go func() {
+			defer wg.Done()
+			f(j)
+		}()
+	}
+	f(0)
+	wg.Wait()
 }
 
 // New returns a sampler seeded from p.Seed.
@@ -275,15 +344,29 @@ func (s *Sampler) dist(logits []float32, history []int) (c []candidate, probs []
 	// tiny temperature saturates to 0 and 1 instead of overflowing to NaN.
 	maxv := float64(c[0].v)
 	invT := 1 / float64(p.Temperature)
-	probs = make([]float64, len(c))
+	if cap(s.probs) < len(c) {
+		s.probs = make([]float64, len(c))
+	}
+	probs = s.probs[:len(c)]
+	// Each exponential is its own (computed on as many goroutines as the
+	// candidates warrant); the sum runs in the candidates' order, so the
+	// bits do not depend on the split.
+	w := workers(len(c))
+	chunk := (len(c) + w - 1) / w
+	parallel(w, func(j int) {
+		for i := j * chunk; i < min((j+1)*chunk, len(c)); i++ {
+			probs[i] = math.Exp((float64(c[i].v) - maxv) * invT)
+		}
+	})
 	var sum float64
-	for i := range c {
-		probs[i] = math.Exp((float64(c[i].v) - maxv) * invT)
-		sum += probs[i]
+	for _, e := range probs {
+		sum += e
 	}
-	for i := range probs {
-		probs[i] /= sum
-	}
+	parallel(w, func(j int) {
+		for i := j * chunk; i < min((j+1)*chunk, len(c)); i++ {
+			probs[i] /= sum
+		}
+	})
 	keep = len(c)
 	if p.MinP > 0 {
 		th := probs[0] * float64(p.MinP)
