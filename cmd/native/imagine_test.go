@@ -124,7 +124,7 @@ func TestImagineErrors(t *testing.T) {
 		{[]string{"-m", model, "-p", "x", "--guidance", "2", "--negative", long, "--size", "32x32"}, "negative prompt"},
 		{[]string{"-m", model, "-p", "x", "--size", "32x32", "--raw-out", filepath.Join(dir, "none", "raw.safetensors")}, "does not exist"},
 		{[]string{"-m", model, "-p", "x", "--size", "32x32", "--latents", filepath.Join(dir, "none.safetensors")}, "none.safetensors"},
-		{[]string{"-m", model, "-p", "x", "--backend", "metal"}, "want auto, cpu or webgpu"},
+		{[]string{"-m", model, "-p", "x", "--backend", "metal"}, "want auto, cpu, webgpu or cuda"},
 	}
 	for _, c := range cases {
 		args := append([]string{"imagine", "--steps", "1", "-o", out}, c.args...)

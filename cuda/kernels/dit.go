@@ -1,0 +1,63 @@
+package kernels
+
+import "fmt"
+
+// The Z-Image transformer's kernels (dit.cu), launched by
+// diffusion/cudadev. Activations into products are f16 ([rows][cols] row
+// major), the residual stream and norms' inputs f32.
+const (
+	// DiTGemmPrefix + DiTGemmHalf|Float|FloatBias|GLU: Y = A·Wᵀ, A [M][K]
+	// f16, W [N][K] f16; arguments (Y, A, W, bias, M, N, K, ldy); K a
+	// multiple of DiTGemmBK, N even, A, W 16-byte aligned.
+	DiTGemmPrefix = "ck_dit_gemm_"
+	DiTGemmHalf   = "h"   // Y f16 [M][ldy]
+	DiTGemmFloat  = "f"   // Y f32
+	DiTGemmBias   = "fb"  // Y f32, + bias[n]
+	DiTGemmGLU    = "glu" // Y f16 [M][ldy], column j = SiLU(c[2j])·c[2j+1]
+	// DiTAttnPrefix + head dim (32, 64, 128): arguments (out, qkv, n,
+	// heads, ld, ldo, scale): non-causal attention over n rows of qkv
+	// [n][ld] (q, k, v at columns 0, heads·hd, 2·heads·hd) into out [n][ldo].
+	DiTAttnPrefix = "ck_dit_attn_"
+	// DiTNorm: (out f16, x, w, scale, D, eps, mode 0 RMS | 1 LayerNorm), a row a block.
+	DiTNorm = "ck_dit_norm"
+	// DiTNormAdd: (u, x, w, gate, h, w2, s2, D, eps), a row a block.
+	DiTNormAdd = "ck_dit_norm_add"
+	// DiTQKRope: (qkv, rope, qn, kn, rows, heads, hd, ld, eps).
+	DiTQKRope = "ck_dit_qkrope"
+)
+
+// The GEMM's block tile and pipeline depth (dit.cu DG_*).
+const (
+	DiTGemmBM     = 128
+	DiTGemmBN     = 256
+	DiTGemmBK     = 64
+	DiTGemmStages = 3
+	ditAttnRows   = 64 // query rows a block (4 warps)
+	ditAttnKeys   = 64
+)
+
+// DiTGemmLaunch is the geometry of ck_dit_gemm_* for Y [M][N].
+func DiTGemmLaunch(M, N int) Geometry {
+	return geo(cdiv(M, DiTGemmBM), cdiv(N, DiTGemmBN), 1, 256, uint32(DiTGemmStages*(DiTGemmBM+DiTGemmBN)*DiTGemmBK*2))
+}
+
+// DiTAttnLaunch is the geometry of ck_dit_attn_<hd> over n rows.
+func DiTAttnLaunch(n, heads, hd int) Geometry {
+	return geo(cdiv(n, ditAttnRows), uint32(heads), 1, 128, uint32(2*2*ditAttnKeys*(hd+8)*2))
+}
+
+// DiTAttnName is the attention kernel for head dimension hd, or an error
+// naming the ones there are.
+func DiTAttnName(hd int) (string, error) {
+	switch hd {
+	case 32, 64, 128:
+		return fmt.Sprintf("%s%d", DiTAttnPrefix, hd), nil
+	}
+	return "", fmt.Errorf("cuda kernels: dit attention for head dim %d (32, 64 or 128)", hd)
+}
+
+// DiTRowsLaunch is the geometry of ck_dit_norm and ck_dit_norm_add.
+func DiTRowsLaunch(rows int) Geometry { return geo(uint32(rows), 1, 1, 256, 0) }
+
+// DiTQKRopeLaunch is the geometry of ck_dit_qkrope.
+func DiTQKRopeLaunch(rows, heads int) Geometry { return geo(cdiv(rows*2*heads, 8), 1, 1, 256, 0) }

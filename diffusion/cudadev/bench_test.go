@@ -1,0 +1,262 @@
+package cudadev
+
+import (
+	flagpkg "flag"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/cortiq/cortiq/cuda/driver"
+	"github.com/cortiq/cortiq/cuda/kernels"
+	"github.com/cortiq/cortiq/diffusion"
+)
+
+// BenchmarkDiTStep's shape, on the test binary's command line, e.g.
+//
+//	go test -c -o bin/cudadev.test ./diffusion/cudadev
+//	bin/cudadev.test -test.run '^$' -test.bench DiTStep -test.benchtime 10x -dit.shape zimage-turbo -dit.size 1024
+var (
+	benchShape = flagpkg.String("dit.shape", "zimage-tiny", "BenchmarkDiTStep: the DiT's shape (zimage-tiny, zimage-turbo)")
+	benchSize  = flagpkg.Int("dit.size", 256, "BenchmarkDiTStep: the image side in pixels, a multiple of 16")
+	benchCap   = flagpkg.Int("dit.cap", 32, "BenchmarkDiTStep: caption rows (padded to a multiple of 32)")
+	benchReps  = flagpkg.Int("dit.reps", 10, "BenchmarkDiTStep: launches a kernel timing averages")
+)
+
+// BenchmarkDiTStep times one transformer evaluation on the GPU (the
+// blocks and the final layer: one upload of the embedded rows, the step's
+// CUDA graph, one readback) at the -dit.* shape with random weights,
+// every block sharing one block's weights (the device still reads a whole
+// block's matrices per block; memory holds one block's). The GPU time of
+// a step comes from CUDA events around the graph; then each kernel of a
+// block is timed alone (events around -dit.reps launches) and reported
+// with its TFLOP/s; and the device memory the runner holds.
+func BenchmarkDiTStep(b *testing.B) {
+	shape, ok := diffusion.SynthShapes[*benchShape]
+	if !ok {
+		b.Fatalf("-dit.shape %q: not a known shape", *benchShape)
+	}
+	if *benchSize%16 != 0 || *benchSize <= 0 || *benchCap < 1 {
+		b.Fatalf("-dit.size %d (a multiple of 16), -dit.cap %d", *benchSize, *benchCap)
+	}
+	dev := cudaDevice(b)
+	free0, total, _ := dev.MemInfo()
+	s := randomDiTSpec(shape().DiT)
+	t0 := time.Now()
+	run, err := NewDiTRunner(dev, s, testOptions(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer run.Close()
+	upload := time.Since(t0)
+	side := *benchSize / 16
+	in := randomDiTInput(s, side*side, *benchCap, 1)
+	rows := in.ImgRows + in.CapRows
+	b.Logf("%s on %s: dim %d, ffn %d, %d heads of %d, %d+%d refiners, %d layers; %dx%d: %d image + %d caption rows; weights uploaded in %.1fs",
+		*benchShape, dev.Info().Name, s.Dim, s.FFN, s.Heads, s.HeadDim, len(s.NoiseRefiner), len(s.ContextRefiner), len(s.Layers),
+		*benchSize, *benchSize, in.ImgRows, in.CapRows, upload.Seconds())
+	step := func() {
+		if _, err := run.Run(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	step() // capture
+	free1, _, _ := dev.MemInfo()
+	b.ResetTimer()
+	for b.Loop() {
+		step()
+	}
+	b.StopTimer()
+	d := run.recs[fmt.Sprintf("%d/%d/%d", in.ImgRows, in.NImg, in.CapRows)]
+	ms := timeGPU(b, dev, *benchReps, func() error { return dev.LaunchGraph(d.graph) })
+	flop := stepFlops(s, in)
+	b.ReportMetric(ms/1e3, "gpu-s/step")
+	b.ReportMetric(flop/(ms*1e9), "TFLOP/s")
+	b.ReportMetric(float64(d.launches), "launches/step")
+	fmt.Printf("dit step: %.2f ms GPU (graph of %d launches), %.1f TFLOP/s over %.1f TFLOP\n", ms, d.launches, flop/(ms*1e9), flop/1e12)
+	// The model's weights (every block its own) and what this runner holds.
+	perBlock := int64(2 * (4*s.Dim*s.Dim + 3*s.Dim*run.ffn))
+	nb := int64(len(s.NoiseRefiner) + len(s.ContextRefiner) + len(s.Layers))
+	fmt.Printf("memory: device used %.2f GiB of %.1f after the first step (runner: %.2f GiB weights of one shared block, %.2f GiB activations); a real model's f16 blocks add %.2f GiB\n",
+		float64(free0-free1)/(1<<30), float64(total)/(1<<30), float64(run.WeightBytes)/(1<<30),
+		float64(run.ActivationBytes(rows, in.NImg))/(1<<30), float64((nb-1)*perBlock)/(1<<30))
+	profileBlock(b, dev, run, d)
+}
+
+// stepFlops counts a step's multiply-adds ×2: every linear and the
+// attention's two products.
+func stepFlops(s *diffusion.DiTSpec, in *diffusion.DiTInput) float64 {
+	D, F := float64(s.Dim), float64(s.FFN)
+	block := func(n float64) float64 {
+		return 2*n*D*(4*D+3*F) + 4*n*n*D
+	}
+	f := 0.0
+	for range s.NoiseRefiner {
+		f += block(float64(in.ImgRows))
+	}
+	for range s.ContextRefiner {
+		f += block(float64(in.CapRows))
+	}
+	for range s.Layers {
+		f += block(float64(in.ImgRows + in.CapRows))
+	}
+	return f + 2*float64(in.NImg)*D*float64(s.PatchDim)
+}
+
+// timeGPU is the mean milliseconds of reps runs of f between CUDA events.
+func timeGPU(b *testing.B, dev driver.Device, reps int, f func() error) float64 {
+	if err := f(); err != nil { // warm
+		b.Fatal(err)
+	}
+	e0, err := dev.Record()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.DestroyEvent(e0)
+	for range reps {
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	e1, err := dev.Record()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.DestroyEvent(e1)
+	if err := dev.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	ms, err := dev.Elapsed(e0, e1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return float64(ms) / float64(reps)
+}
+
+// profileBlock times each kernel of one layer (the joint rows) alone.
+func profileBlock(b *testing.B, dev driver.Device, r *DiTRunner, d *ditRun) {
+	s := r.s
+	D, FP, n := s.Dim, r.ffn, d.rows
+	w := &r.layers[0]
+	one := func(name string, flop float64, q func()) {
+		ms := timeGPU(b, dev, *benchReps, func() error { q(); return d.err })
+		if flop > 0 {
+			fmt.Printf("  %-34s %8.3f ms %7.1f TFLOP/s\n", name, ms, flop/(ms*1e9))
+		} else {
+			fmt.Printf("  %-34s %8.3f ms\n", name, ms)
+		}
+	}
+	gemmName := func(what string, M, N, K int) string { return fmt.Sprintf("gemm %s M%d N%d K%d", what, M, N, K) }
+	fmt.Printf("one layer's kernels, %d rows:\n", n)
+	one("norm", 0, func() {
+		d.launch(kernels.DiTNorm, kernels.DiTRowsLaunch(n), p(d.h), p(d.u), p(w.an1), p(d.mod), driver.I32(D), driver.F32(s.Eps), driver.I32(0))
+	})
+	one(gemmName("qkv", n, 3*D, D), 2*float64(n)*float64(3*D)*float64(D), func() { d.gemm(kernels.DiTGemmHalf, d.qkv, d.h, w.qkv, 0, n, 3*D, D, 3*D) })
+	one("qk-norm+rope", 0, func() {
+		d.launch(kernels.DiTQKRope, kernels.DiTQKRopeLaunch(n, s.Heads), p(d.qkv), p(d.rope), p(w.qn), p(w.kn),
+			driver.I32(n), driver.I32(s.Heads), driver.I32(s.HeadDim), driver.I32(3*D), driver.F32(s.QKEps))
+	})
+	one(fmt.Sprintf("attention %d rows, %d heads of %d", n, s.Heads, s.HeadDim), 4*float64(n)*float64(n)*float64(D), func() {
+		d.launch(r.attn, kernels.DiTAttnLaunch(n, s.Heads, s.HeadDim), p(d.att), p(d.qkv), driver.I32(n), driver.I32(s.Heads),
+			driver.I32(3*D), driver.I32(D), driver.F32(float32(1/math.Sqrt(float64(s.HeadDim)))))
+	})
+	one(gemmName("o", n, D, D), 2*float64(n)*float64(D)*float64(D), func() { d.gemm(kernels.DiTGemmFloat, d.y, d.att, w.o, 0, n, D, D, D) })
+	one("norm+add", 0, func() {
+		d.launch(kernels.DiTNormAdd, kernels.DiTRowsLaunch(n), p(d.u), p(d.y), p(w.an2), 0, p(d.h), p(w.fn1), 0, driver.I32(D), driver.F32(s.Eps))
+	})
+	one(gemmName("w1w3+glu", n, 2*FP, D), 2*float64(n)*float64(2*FP)*float64(D), func() { d.gemm(kernels.DiTGemmGLU, d.g, d.h, w.w13, 0, n, 2*FP, D, FP) })
+	one(gemmName("w2", n, D, FP), 2*float64(n)*float64(D)*float64(FP), func() { d.gemm(kernels.DiTGemmFloat, d.y, d.g, w.w2, 0, n, D, FP, D) })
+	// Square shapes for comparison with other GEMM numbers.
+	one(gemmName("o-shape as f16 out", n, D, D), 2*float64(n)*float64(D)*float64(D), func() { d.gemm(kernels.DiTGemmHalf, d.h, d.att, w.o, 0, n, D, D, D) })
+}
+
+// randomDiTSpec is a DiT of config c whose blocks all share one block of
+// random weights (uniform, unit-variance outputs for unit inputs).
+func randomDiTSpec(c diffusion.DiTConfig) *diffusion.DiTSpec {
+	D := c.Dim
+	F := int(float64(D) / 3 * 8)
+	hd := D / c.Heads
+	rng := uint64(0x9e3779b97f4a7c15)
+	rnd := func(n int, a float32) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			rng ^= rng << 13
+			rng ^= rng >> 7
+			rng ^= rng << 17
+			x[i] = a * (float32(rng>>40)/float32(1<<24)*2 - 1)
+		}
+		return x
+	}
+	ones := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = 1
+		}
+		return x
+	}
+	wd, wf := float32(math.Sqrt(3/float64(D))), float32(math.Sqrt(3/float64(F)))
+	blk := diffusion.BlockSpec{Q: rnd(D*D, wd), K: rnd(D*D, wd), V: rnd(D*D, wd), O: rnd(D*D, wd),
+		AttnNorm1: ones(D), AttnNorm2: ones(D), FFNNorm1: ones(D), FFNNorm2: ones(D),
+		W1: rnd(F*D, wd), W3: rnd(F*D, wd), W2: rnd(D*F, wf)}
+	if c.QKNorm {
+		blk.QNorm, blk.KNorm = ones(hd), ones(hd)
+	}
+	patch := c.PatchSizes[0] * c.PatchSizes[0] * c.FPatchSizes[0] * c.InChannels
+	s := &diffusion.DiTSpec{Dim: D, Heads: c.Heads, HeadDim: hd, FFN: F, PatchDim: patch,
+		Eps: c.NormEps, QKEps: 1e-5, FinalEps: 1e-6, FinalW: rnd(patch*D, wd), FinalB: rnd(patch, 0.1)}
+	for range c.RefinerLayers {
+		s.NoiseRefiner = append(s.NoiseRefiner, blk)
+		s.ContextRefiner = append(s.ContextRefiner, blk)
+	}
+	for range c.Layers {
+		s.Layers = append(s.Layers, blk)
+	}
+	return s
+}
+
+// randomDiTInput is an evaluation of nImg image and capRows caption rows
+// (each padded to a multiple of 32) with random rows, rotations of random
+// angles and modulation vectors near the identity.
+func randomDiTInput(s *diffusion.DiTSpec, nImg, capRows int, seed uint64) *diffusion.DiTInput {
+	pad := func(n int) int { return (n + 31) &^ 31 }
+	rng := seed*0x9e3779b97f4a7c15 | 1
+	u := func() float32 {
+		rng ^= rng << 13
+		rng ^= rng >> 7
+		rng ^= rng << 17
+		return float32(rng>>40)/float32(1<<24)*2 - 1
+	}
+	rows := func(n int) []float32 {
+		x := make([]float32, n*s.Dim)
+		for i := range x {
+			x[i] = u()
+		}
+		return x
+	}
+	rope := func(n int) []float32 {
+		x := make([]float32, n*s.HeadDim)
+		for i := 0; i < len(x); i += 2 {
+			a := float64(u()) * math.Pi
+			x[i], x[i+1] = float32(math.Cos(a)), float32(math.Sin(a))
+		}
+		return x
+	}
+	m := make([]float32, 4*s.Dim)
+	for i := range m {
+		m[i] = 0.1 * u()
+		if (i/s.Dim)%2 == 0 {
+			m[i] += 1 // 1+scale
+		}
+	}
+	in := &diffusion.DiTInput{ImgRows: pad(nImg), NImg: nImg, CapRows: pad(capRows)}
+	in.Img, in.Cap = rows(in.ImgRows), rows(in.CapRows)
+	in.ImgRope, in.CapRope = rope(in.ImgRows), rope(in.CapRows)
+	for range s.NoiseRefiner {
+		in.NoiseMod = append(in.NoiseMod, m)
+	}
+	for range s.Layers {
+		in.LayerMod = append(in.LayerMod, m)
+	}
+	in.FinalScale = m[:s.Dim]
+	return in
+}
