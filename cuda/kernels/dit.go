@@ -61,3 +61,16 @@ func DiTRowsLaunch(rows int) Geometry { return geo(uint32(rows), 1, 1, 256, 0) }
 
 // DiTQKRopeLaunch is the geometry of ck_dit_qkrope.
 func DiTQKRopeLaunch(rows, heads int) Geometry { return geo(cdiv(rows*2*heads, 8), 1, 1, 256, 0) }
+
+// DiTNames are every dit.cu entry.
+func DiTNames() []string {
+	names := []string{DiTNorm, DiTNormAdd, DiTQKRope}
+	for _, m := range []string{DiTGemmHalf, DiTGemmFloat, DiTGemmBias, DiTGemmGLU} {
+		names = append(names, DiTGemmPrefix+m)
+	}
+	for _, hd := range []int{32, 64, 128} {
+		n, _ := DiTAttnName(hd)
+		names = append(names, n)
+	}
+	return names
+}
