@@ -32,12 +32,14 @@ __device__ __forceinline__ void dg_wait() { asm volatile("cp.async.wait_group %0
 __device__ __forceinline__ void dg_ldsm4(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
+               : "r"(addr)
+               : "memory");
 }
 __device__ __forceinline__ void dg_ldsm4t(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
+               : "r"(addr)
+               : "memory");
 }
 __device__ __forceinline__ void dg_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
@@ -49,41 +51,48 @@ __device__ __forceinline__ void dg_mma(float (&c)[4], const uint32_t (&a)[4], ui
 
 __device__ __forceinline__ float dg_silu(float x) { return x / (1.f + __expf(-x)); }
 
-// A shared tile row is 64 halves (128 bytes, 8 chunks of 16); chunk c of
-// row r sits at chunk c ^ (r & 7), so that ldmatrix's 8 rows at one chunk
-// and cp.async's stores land on distinct banks.
-__device__ __forceinline__ int dg_off(int r, int c) { return r * DG_BK + ((c ^ (r & 7)) << 3); }
+// A shared tile row is BK halves (BK 64: 128 bytes, 8 chunks of 16;
+// BK 32: 64 bytes, 4 chunks). Chunk c of row r sits at c ^ (r & 7) (BK
+// 64) or c ^ ((r >> 1) & 3) (BK 32), so that ldmatrix's 8 rows at one
+// chunk and cp.async's stores land on distinct banks.
+template <int BK>
+__device__ __forceinline__ int dg_off(int r, int c) {
+  if (BK == 64) return r * 64 + ((c ^ (r & 7)) << 3);
+  return r * 32 + ((c ^ ((r >> 1) & 3)) << 3);
+}
 
 enum { DG_H = 0, DG_F = 1, DG_FB = 2, DG_GLU = 3 };
 
-template <int MODE>
+// Block tile (64·WM) × (64·WN) of Y, WM×WN warps of 64×64, K tiles of BK
+// in ST stages.
+template <int MODE, int WM, int WN, int BK, int ST>
 __device__ __forceinline__ void dit_gemm(void* __restrict__ Y, const __half* __restrict__ A,
                                          const __half* __restrict__ W, const float* __restrict__ bias, int M, int N,
                                          int K, int ldy) {
+  constexpr int BM = 64 * WM, BN = 64 * WN, NT = 32 * WM * WN, CPR = BK / 8;
   extern __shared__ __align__(128) uint8_t smem[];
-  __half* As = reinterpret_cast<__half*>(smem);   // [ST][BM][BK]
-  __half* Bs = As + DG_ST * DG_BM * DG_BK;         // [ST][BN][BK]
+  __half* As = reinterpret_cast<__half*>(smem);  // [ST][BM][BK]
+  __half* Bs = As + ST * BM * BK;                 // [ST][BN][BK]
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int m0 = blockIdx.x * DG_BM, n0 = blockIdx.y * DG_BN;
-  const int wm = (warp & 1) * 64, wn = (warp >> 1) * 64;
-  const int KT = K / DG_BK;
+  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+  const int wm = (warp % WM) * 64, wn = (warp / WM) * 64;
+  const int KT = K / BK;
 
-  // Loader: A 1024 chunks (4 a thread), B 2048 (8 a thread); chunk i is
-  // row i/8, column chunk i%8.
+  // Loader: chunk i is row i / CPR, column chunk i % CPR.
   auto load = [&](int st, int kt) {
-    const int k0 = kt * DG_BK;
-    const uint32_t as = dg_smem(As + st * DG_BM * DG_BK), bs = dg_smem(Bs + st * DG_BN * DG_BK);
+    const int k0 = kt * BK;
+    const uint32_t as = dg_smem(As + st * BM * BK), bs = dg_smem(Bs + st * BN * BK);
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-      const int i = tid + 256 * j, r = i >> 3, c = i & 7, gm = m0 + r;
+    for (int j = 0; j < BM * CPR / NT; j++) {
+      const int i = tid + NT * j, r = i / CPR, c = i % CPR, gm = m0 + r;
       const bool ok = gm < M;
-      dg_cp16(as + 2 * dg_off(r, c), A + (size_t)(ok ? gm : 0) * K + k0 + c * 8, ok);
+      dg_cp16(as + 2 * dg_off<BK>(r, c), A + (size_t)(ok ? gm : 0) * K + k0 + c * 8, ok);
     }
 #pragma unroll
-    for (int j = 0; j < 8; j++) {
-      const int i = tid + 256 * j, r = i >> 3, c = i & 7, gn = n0 + r;
+    for (int j = 0; j < BN * CPR / NT; j++) {
+      const int i = tid + NT * j, r = i / CPR, c = i % CPR, gn = n0 + r;
       const bool ok = gn < N;
-      dg_cp16(bs + 2 * dg_off(r, c), W + (size_t)(ok ? gn : 0) * K + k0 + c * 8, ok);
+      dg_cp16(bs + 2 * dg_off<BK>(r, c), W + (size_t)(ok ? gn : 0) * K + k0 + c * 8, ok);
     }
   };
 
@@ -96,29 +105,29 @@ __device__ __forceinline__ void dit_gemm(void* __restrict__ Y, const __half* __r
       for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
 
 #pragma unroll
-  for (int s = 0; s < DG_ST - 1; s++) {
+  for (int s = 0; s < ST - 1; s++) {
     if (s < KT) load(s, s);
     dg_commit();
   }
   for (int kt = 0; kt < KT; kt++) {
-    dg_wait<DG_ST - 2>();
+    dg_wait<ST - 2>();
     __syncthreads();  // tile kt landed; every warp is done with tile kt-1's stage
-    if (kt + DG_ST - 1 < KT) load((kt + DG_ST - 1) % DG_ST, kt + DG_ST - 1);
+    if (kt + ST - 1 < KT) load((kt + ST - 1) % ST, kt + ST - 1);
     dg_commit();
-    const int st = kt % DG_ST;
-    const uint32_t as = dg_smem(As + st * DG_BM * DG_BK), bs = dg_smem(Bs + st * DG_BN * DG_BK);
+    const int st = kt % ST;
+    const uint32_t as = dg_smem(As + st * BM * BK), bs = dg_smem(Bs + st * BN * BK);
 #pragma unroll
-    for (int kk = 0; kk < DG_BK / 16; kk++) {
+    for (int kk = 0; kk < BK / 16; kk++) {
       uint32_t a[4][4], b[4][4];
 #pragma unroll
       for (int mi = 0; mi < 4; mi++) {
         const int r = wm + mi * 16 + (lane & 15), c = 2 * kk + (lane >> 4);
-        dg_ldsm4(a[mi], as + 2 * dg_off(r, c));
+        dg_ldsm4(a[mi], as + 2 * dg_off<BK>(r, c));
       }
 #pragma unroll
       for (int nj = 0; nj < 4; nj++) {
         const int r = wn + nj * 16 + (lane & 7) + ((lane >> 4) << 3), c = 2 * kk + ((lane >> 3) & 1);
-        dg_ldsm4(b[nj], bs + 2 * dg_off(r, c));
+        dg_ldsm4(b[nj], bs + 2 * dg_off<BK>(r, c));
       }
 #pragma unroll
       for (int mi = 0; mi < 4; mi++)
@@ -159,12 +168,27 @@ __device__ __forceinline__ void dit_gemm(void* __restrict__ Y, const __half* __r
 
 #define DIT_GEMM_ARGS                                                                                     \
   void *Y, const __half *A, const __half *W, const float *bias, int M, int N, int K, int ldy
-#define DEF_DIT_GEMM(name, MODE)                                                                          \
-  CK void __launch_bounds__(256, 1) ck_dit_gemm_##name(DIT_GEMM_ARGS) { dit_gemm<MODE>(Y, A, W, bias, M, N, K, ldy); }
-DEF_DIT_GEMM(h, DG_H)
-DEF_DIT_GEMM(f, DG_F)
-DEF_DIT_GEMM(fb, DG_FB)
-DEF_DIT_GEMM(glu, DG_GLU)
+#define DEF_DIT_GEMM(name, MODE, WM, WN, BK, ST)                                                          \
+  CK void __launch_bounds__(32 * WM * WN, 1) ck_dit_gemm_##name(DIT_GEMM_ARGS) {                          \
+    dit_gemm<MODE, WM, WN, BK, ST>(Y, A, W, bias, M, N, K, ldy);                                          \
+  }
+// The tiling of every product (kernels.DiTGemm*): 128×256, K tiles of 64,
+// 3 stages (144 KiB of shared memory).
+DEF_DIT_GEMM(h, DG_H, 2, 4, 64, 3)
+DEF_DIT_GEMM(f, DG_F, 2, 4, 64, 3)
+DEF_DIT_GEMM(fb, DG_FB, 2, 4, 64, 3)
+DEF_DIT_GEMM(glu, DG_GLU, 2, 4, 64, 3)
+#ifdef DIT_GEMM_VARIANTS
+// Other tilings, for the benchmark's comparison only (compiled into a
+// cubin with -DDIT_GEMM_VARIANTS; not in kernels.ptx):
+// ck_dit_gemm_v<WM><WN>_<BK>_<ST>, f16 out.
+DEF_DIT_GEMM(v24_64_4, DG_H, 2, 4, 64, 4)
+DEF_DIT_GEMM(v24_32_4, DG_H, 2, 4, 32, 4)
+DEF_DIT_GEMM(v42_64_3, DG_H, 4, 2, 64, 3)
+DEF_DIT_GEMM(v22_64_3, DG_H, 2, 2, 64, 3)
+DEF_DIT_GEMM(v22_64_4, DG_H, 2, 2, 64, 4)
+DEF_DIT_GEMM(v22_32_5, DG_H, 2, 2, 32, 5)
+#endif
 
 // ---- attention ----
 // Block: NW warps of 16 query rows each; key/value tiles of 64 rows

@@ -21,7 +21,12 @@ var (
 	benchSize  = flagpkg.Int("dit.size", 256, "BenchmarkDiTStep: the image side in pixels, a multiple of 16")
 	benchCap   = flagpkg.Int("dit.cap", 32, "BenchmarkDiTStep: caption rows (padded to a multiple of 32)")
 	benchReps  = flagpkg.Int("dit.reps", 10, "BenchmarkDiTStep: launches a kernel timing averages")
+	benchVars  = flagpkg.Bool("dit.variants", false, "BenchmarkDiTStep: also time the GEMM tilings of a cubin built with -DDIT_GEMM_VARIANTS")
 )
+
+// gemmVariants are dit.cu's DIT_GEMM_VARIANTS entries: warps along M and
+// N (64×64 each), K tile, stages.
+var gemmVariants = []struct{ wm, wn, bk, st int }{{2, 4, 64, 3}, {2, 4, 64, 4}, {2, 4, 32, 4}, {4, 2, 64, 3}, {2, 2, 64, 3}, {2, 2, 64, 4}, {2, 2, 32, 5}}
 
 // BenchmarkDiTStep times one transformer evaluation on the GPU (the
 // blocks and the final layer: one upload of the embedded rows, the step's
@@ -166,8 +171,30 @@ func profileBlock(b *testing.B, dev driver.Device, r *DiTRunner, d *ditRun) {
 	})
 	one(gemmName("w1w3+glu", n, 2*FP, D), 2*float64(n)*float64(2*FP)*float64(D), func() { d.gemm(kernels.DiTGemmGLU, d.g, d.h, w.w13, 0, n, 2*FP, D, FP) })
 	one(gemmName("w2", n, D, FP), 2*float64(n)*float64(D)*float64(FP), func() { d.gemm(kernels.DiTGemmFloat, d.y, d.g, w.w2, 0, n, D, FP, D) })
-	// Square shapes for comparison with other GEMM numbers.
-	one(gemmName("o-shape as f16 out", n, D, D), 2*float64(n)*float64(D)*float64(D), func() { d.gemm(kernels.DiTGemmHalf, d.h, d.att, w.o, 0, n, D, D, D) })
+	if !*benchVars {
+		return
+	}
+	fmt.Println("GEMM tilings (f16 out):")
+	scratch := d.buf(int64(2 * n * 2 * FP))
+	for _, sh := range []struct {
+		what string
+		a, w driver.Ptr
+		N, K int
+	}{{"qkv", d.h, w.qkv, 3 * D, D}, {"o", d.att, w.o, D, D}, {"w1w3", d.h, w.w13, 2 * FP, D}, {"w2", d.g, w.w2, D, FP}} {
+		for _, v := range gemmVariants {
+			name := fmt.Sprintf("v%d%d_%d_%d", v.wm, v.wn, v.bk, v.st)
+			if v == gemmVariants[0] {
+				name = kernels.DiTGemmHalf
+			}
+			bm, bn := 64*v.wm, 64*v.wn
+			g := kernels.Geometry{Grid: [3]uint32{uint32((n + bm - 1) / bm), uint32((sh.N + bn - 1) / bn), 1},
+				Block: [3]uint32{uint32(32 * v.wm * v.wn), 1, 1}, Shared: uint32(v.st * (bm + bn) * v.bk * 2)}
+			y := scratch
+			one(gemmName(sh.what+" "+name, n, sh.N, sh.K), 2*float64(n)*float64(sh.N)*float64(sh.K), func() {
+				d.launch(kernels.DiTGemmPrefix+name, g, p(y), p(sh.a), p(sh.w), 0, driver.I32(n), driver.I32(sh.N), driver.I32(sh.K), driver.I32(sh.N))
+			})
+		}
+	}
 }
 
 // randomDiTSpec is a DiT of config c whose blocks all share one block of
