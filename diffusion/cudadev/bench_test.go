@@ -24,9 +24,28 @@ var (
 	benchVars  = flagpkg.Bool("dit.variants", false, "BenchmarkDiTStep: also time the GEMM tilings of a cubin built with -DDIT_GEMM_VARIANTS")
 )
 
-// gemmVariants are dit.cu's DIT_GEMM_VARIANTS entries: warps along M and
-// N (64×64 each), K tile, stages.
-var gemmVariants = []struct{ wm, wn, bk, st int }{{2, 4, 64, 3}, {2, 4, 64, 4}, {2, 4, 32, 4}, {4, 2, 64, 3}, {2, 2, 64, 3}, {2, 2, 64, 4}, {2, 2, 32, 5}}
+// gemmVariants are dit.cu's DIT_GEMM_VARIANTS entries (v<WM><WN>_<BK>_<ST>,
+// p: fragments double-buffered): warps along M and N (64×64 each), K
+// tile, stages.
+var gemmVariants = []struct {
+	name              string
+	wm, wn, bk, stage int
+}{{"v24_64_3", 2, 4, 64, 3}, {"v24_64_3p", 2, 4, 64, 3}, {"v22_64_3", 2, 2, 64, 3}, {"v22_64_3p", 2, 2, 64, 3},
+	{"v22_32_5", 2, 2, 32, 5}, {"v22_32_5p", 2, 2, 32, 5}, {"v22_32_4p", 2, 2, 32, 4}, {"v22_64_2p", 2, 2, 64, 2}}
+
+// attnVariants are dit.cu's other attention kernels for head dim 128:
+// ck_dit_attn_128 (16 query rows a warp, 64 a block) and ck_dit_attn2b_128
+// (ck_dit_attn2_128 with key tiles of 32).
+var attnVariants = []struct {
+	name              string
+	rows, keys, qsmem int
+}{{"ck_dit_attn_128", 64, 64, 0}, {"ck_dit_attn2b_128", 128, 32, 128}}
+
+// attnGeometry is an attention variant's launch over n rows.
+func attnGeometry(rows, keys, qsmem, n, heads, hd int) kernels.Geometry {
+	return kernels.Geometry{Grid: [3]uint32{uint32((n + rows - 1) / rows), uint32(heads), 1}, Block: [3]uint32{128, 1, 1},
+		Shared: uint32((qsmem + 4*keys) * (hd + 8) * 2)}
+}
 
 // BenchmarkDiTStep times one transformer evaluation on the GPU (the
 // blocks and the final layer: one upload of the embedded rows, the step's
@@ -174,6 +193,18 @@ func profileBlock(b *testing.B, dev driver.Device, r *DiTRunner, d *ditRun) {
 	if !*benchVars {
 		return
 	}
+	const iters = 4096
+	blocks := 8 * dev.Info().SMs
+	one("mma.sync peak", float64(blocks)*8*iters*8*4096, func() {
+		d.launch("ck_dit_mma_peak", kernels.Geometry{Grid: [3]uint32{uint32(blocks), 1, 1}, Block: [3]uint32{256, 1, 1}}, p(d.y), driver.I32(iters))
+	})
+	for _, v := range attnVariants {
+		g := attnGeometry(v.rows, v.keys, v.qsmem, n, s.Heads, s.HeadDim)
+		one(v.name, 4*float64(n)*float64(n)*float64(D), func() {
+			d.launch(v.name, g, p(d.att), p(d.qkv), driver.I32(n), driver.I32(s.Heads), driver.I32(3*D), driver.I32(D),
+				driver.F32(float32(1/math.Sqrt(float64(s.HeadDim)))))
+		})
+	}
 	fmt.Println("GEMM tilings (f16 out):")
 	scratch := d.buf(int64(2 * n * 2 * FP))
 	for _, sh := range []struct {
@@ -182,13 +213,10 @@ func profileBlock(b *testing.B, dev driver.Device, r *DiTRunner, d *ditRun) {
 		N, K int
 	}{{"qkv", d.h, w.qkv, 3 * D, D}, {"o", d.att, w.o, D, D}, {"w1w3", d.h, w.w13, 2 * FP, D}, {"w2", d.g, w.w2, D, FP}} {
 		for _, v := range gemmVariants {
-			name := fmt.Sprintf("v%d%d_%d_%d", v.wm, v.wn, v.bk, v.st)
-			if v == gemmVariants[0] {
-				name = kernels.DiTGemmHalf
-			}
+			name := v.name
 			bm, bn := 64*v.wm, 64*v.wn
 			g := kernels.Geometry{Grid: [3]uint32{uint32((n + bm - 1) / bm), uint32((sh.N + bn - 1) / bn), 1},
-				Block: [3]uint32{uint32(32 * v.wm * v.wn), 1, 1}, Shared: uint32(v.st * (bm + bn) * v.bk * 2)}
+				Block: [3]uint32{uint32(32 * v.wm * v.wn), 1, 1}, Shared: uint32(v.stage * (bm + bn) * v.bk * 2)}
 			y := scratch
 			one(gemmName(sh.what+" "+name, n, sh.N, sh.K), 2*float64(n)*float64(sh.N)*float64(sh.K), func() {
 				d.launch(kernels.DiTGemmPrefix+name, g, p(y), p(sh.a), p(sh.w), 0, driver.I32(n), driver.I32(sh.N), driver.I32(sh.K), driver.I32(sh.N))

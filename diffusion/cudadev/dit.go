@@ -315,7 +315,7 @@ func p(x driver.Ptr) driver.Arg { return driver.P(x) }
 
 // gemm queues Y = A·Wᵀ (A [M][K] f16, W [N][K] f16) with epilogue mode.
 func (d *ditRun) gemm(mode string, y, a, w, bias driver.Ptr, M, N, K, ldy int) {
-	d.launch(kernels.DiTGemmPrefix+mode, kernels.DiTGemmLaunch(M, N), p(y), p(a), p(w), p(bias),
+	d.launch(kernels.DiTGemmPrefix+mode+kernels.DiTGemmTiling(N), kernels.DiTGemmLaunch(M, N), p(y), p(a), p(w), p(bias),
 		driver.I32(M), driver.I32(N), driver.I32(K), driver.I32(ldy))
 }
 
@@ -325,22 +325,33 @@ func rowOff(base driver.Ptr, r, cols, size int) driver.Ptr {
 	return base + driver.Ptr(r*cols*size)
 }
 
+// mods are modulation vector m's parts on the device: 1+scale_msa,
+// tanh(gate_msa), 1+scale_mlp, tanh(gate_mlp) (zeros: m < 0, unmodulated).
+func (d *ditRun) mods(m int) (sc1, g1, sc2, g2 driver.Ptr) {
+	if m < 0 {
+		return
+	}
+	D := d.r.s.Dim
+	base := d.mod + driver.Ptr(4*4*m*D)
+	return base, base + driver.Ptr(4*D), base + driver.Ptr(8*D), base + driver.Ptr(12*D)
+}
+
 // block queues one transformer block on rows [r0, r0+n) of the stream,
 // the attention over the same rows; m is the modulation vector's index
-// (< 0: unmodulated).
-func (d *ditRun) block(w *blockW, m, r0, n int) {
+// (< 0: unmodulated). With headDone the block's first norm is already in
+// h (the previous block's last kernel wrote it); with next, this block's
+// last kernel writes the next block's first norm (modulation nm) into h.
+func (d *ditRun) block(w *blockW, m, r0, n int, headDone bool, next *blockW, nm int) {
 	s := d.r.s
 	D, FP := s.Dim, d.r.ffn
-	var sc1, g1, sc2, g2 driver.Ptr
-	if m >= 0 {
-		base := d.mod + driver.Ptr(4*4*m*D)
-		sc1, g1, sc2, g2 = base, base+driver.Ptr(4*D), base+driver.Ptr(8*D), base+driver.Ptr(12*D)
-	}
+	sc1, g1, sc2, g2 := d.mods(m)
 	u, y := rowOff(d.u, r0, D, 4), rowOff(d.y, r0, D, 4)
 	h, att := rowOff(d.h, r0, D, 2), rowOff(d.att, r0, D, 2)
 	qkv, g := rowOff(d.qkv, r0, 3*D, 2), rowOff(d.g, r0, FP, 2)
 	rope := rowOff(d.rope, r0, s.HeadDim, 4)
-	d.launch(kernels.DiTNorm, kernels.DiTRowsLaunch(n), p(h), p(u), p(w.an1), p(sc1), driver.I32(D), driver.F32(s.Eps), driver.I32(0))
+	if !headDone {
+		d.launch(kernels.DiTNorm, kernels.DiTRowsLaunch(n), p(h), p(u), p(w.an1), p(sc1), driver.I32(D), driver.F32(s.Eps), driver.I32(0))
+	}
 	d.gemm(kernels.DiTGemmHalf, qkv, h, w.qkv, 0, n, 3*D, D, 3*D)
 	d.launch(kernels.DiTQKRope, kernels.DiTQKRopeLaunch(n, s.Heads), p(qkv), p(rope), p(w.qn), p(w.kn),
 		driver.I32(n), driver.I32(s.Heads), driver.I32(s.HeadDim), driver.I32(3*D), driver.F32(s.QKEps))
@@ -350,20 +361,32 @@ func (d *ditRun) block(w *blockW, m, r0, n int) {
 	d.launch(kernels.DiTNormAdd, kernels.DiTRowsLaunch(n), p(u), p(y), p(w.an2), p(g1), p(h), p(w.fn1), p(sc2), driver.I32(D), driver.F32(s.Eps))
 	d.gemm(kernels.DiTGemmGLU, g, h, w.w13, 0, n, 2*FP, D, FP)
 	d.gemm(kernels.DiTGemmFloat, y, g, w.w2, 0, n, D, FP, D)
-	d.launch(kernels.DiTNormAdd, kernels.DiTRowsLaunch(n), p(u), p(y), p(w.fn2), p(g2), 0, 0, 0, driver.I32(D), driver.F32(s.Eps))
+	var nh, nw, ns driver.Ptr
+	if next != nil {
+		nh, nw = h, next.an1
+		ns, _, _, _ = d.mods(nm)
+	}
+	d.launch(kernels.DiTNormAdd, kernels.DiTRowsLaunch(n), p(u), p(y), p(w.fn2), p(g2), p(nh), p(nw), p(ns), driver.I32(D), driver.F32(s.Eps))
 }
 
 // queue queues a whole evaluation of the layout.
 func (d *ditRun) queue() {
 	s, in := d.r.s, d.in
 	for j := range d.r.noise {
-		d.block(&d.r.noise[j], j, 0, in.ImgRows)
+		d.block(&d.r.noise[j], j, 0, in.ImgRows, false, nil, 0)
 	}
 	for j := range d.r.ctx {
-		d.block(&d.r.ctx[j], -1, in.ImgRows, in.CapRows)
+		d.block(&d.r.ctx[j], -1, in.ImgRows, in.CapRows, false, nil, 0)
 	}
-	for j := range d.r.layers {
-		d.block(&d.r.layers[j], len(d.r.noise)+j, 0, d.rows)
+	// The layers over all rows: each one's last kernel writes the next
+	// one's first norm.
+	L, nr := len(d.r.layers), len(d.r.noise)
+	for j := range L {
+		var next *blockW
+		if j+1 < L {
+			next = &d.r.layers[j+1]
+		}
+		d.block(&d.r.layers[j], nr+j, 0, d.rows, j > 0, next, nr+j+1)
 	}
 	d.launch(kernels.DiTNorm, kernels.DiTRowsLaunch(in.NImg), p(d.h), p(d.u), 0, p(d.fs), driver.I32(s.Dim), driver.F32(s.FinalEps), driver.I32(1))
 	d.gemm(kernels.DiTGemmBias, d.out, d.h, d.r.finalW, d.r.finalB, in.NImg, s.PatchDim, s.Dim, s.PatchDim)
@@ -455,8 +478,10 @@ func (r *DiTRunner) recorded(in *diffusion.DiTInput) (*ditRun, error) {
 			}
 		}
 		for _, m := range []string{kernels.DiTGemmHalf, kernels.DiTGemmFloat, kernels.DiTGemmBias, kernels.DiTGemmGLU} {
-			if _, err := r.fn(kernels.DiTGemmPrefix+m, kernels.DiTGemmLaunch(1, 1).Shared); err != nil {
-				d.err = err
+			for _, n := range []int{1, 1 << 20} { // both tilings
+				if _, err := r.fn(kernels.DiTGemmPrefix+m+kernels.DiTGemmTiling(n), kernels.DiTGemmLaunch(1, n).Shared); err != nil {
+					d.err = err
+				}
 			}
 		}
 	}

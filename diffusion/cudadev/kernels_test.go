@@ -79,22 +79,29 @@ func TestKernelsGPU(t *testing.T) {
 			t.Errorf("%s: max relative error %.3g > %.3g", name, worst, tol)
 		}
 	}
-	for _, mode := range []string{kernels.DiTGemmFloat, kernels.DiTGemmBias, kernels.DiTGemmHalf, kernels.DiTGemmGLU} {
+	for _, mt := range [][2]string{{kernels.DiTGemmFloat, "_a"}, {kernels.DiTGemmBias, "_a"}, {kernels.DiTGemmHalf, "_a"}, {kernels.DiTGemmGLU, "_a"},
+		{kernels.DiTGemmFloat, "_b"}, {kernels.DiTGemmBias, "_b"}, {kernels.DiTGemmHalf, "_b"}, {kernels.DiTGemmGLU, "_b"}} {
+		mode := mt[0]
 		ldy := N
 		if mode == kernels.DiTGemmGLU {
 			ldy = N / 2
 		}
-		d.gemm(mode, Y, A, W, B, M, N, K, ldy)
+		if err := dev.Zero(Y, 4*M*N); err != nil {
+			t.Fatal(err)
+		}
+		d.launch(kernels.DiTGemmPrefix+mode+mt[1], kernels.DiTGemmLaunchAs(M, N, mt[1]), p(Y), p(A), p(W), p(B),
+			driver.I32(M), driver.I32(N), driver.I32(K), driver.I32(ldy))
 		if d.err != nil {
 			t.Fatal(d.err)
 		}
-		switch mode {
+		mode += mt[1]
+		switch mt[0] {
 		case kernels.DiTGemmFloat, kernels.DiTGemmBias:
 			got := make([]float32, M*N)
 			if err := dev.Read(driver.Bytes(got), Y); err != nil {
 				t.Fatal(err)
 			}
-			b := mode == kernels.DiTGemmBias
+			b := mt[0] == kernels.DiTGemmBias
 			check("gemm_"+mode, got, func(i int) float64 {
 				if b {
 					return ref[i] + float64(bias[i%N])
@@ -110,7 +117,7 @@ func TestKernelsGPU(t *testing.T) {
 			for i, v := range h {
 				got[i] = tensor.F16ToF32(v)
 			}
-			check("gemm_h", got, func(i int) float64 { return ref[i] }, M*N, 1e-3)
+			check("gemm_"+mode, got, func(i int) float64 { return ref[i] }, M*N, 1e-3)
 		default:
 			h := make([]uint16, M*N/2)
 			if err := dev.Read(driver.Bytes(h), Y); err != nil {
@@ -120,7 +127,7 @@ func TestKernelsGPU(t *testing.T) {
 			for i, v := range h {
 				got[i] = tensor.F16ToF32(v)
 			}
-			check("gemm_glu", got, func(i int) float64 {
+			check("gemm_"+mode, got, func(i int) float64 {
 				m, j := i/(N/2), i%(N/2)
 				g, u := ref[m*N+2*j], ref[m*N+2*j+1]
 				return g / (1 + math.Exp(-g)) * u
@@ -136,18 +143,22 @@ func TestKernelsGPU(t *testing.T) {
 	O := d.buf(int64(2 * n * D))
 	name, _ := kernels.DiTAttnName(hd)
 	scale := 1 / math.Sqrt(hd)
-	d.launch(name, kernels.DiTAttnLaunch(n, H, hd), p(O), p(Q), driver.I32(n), driver.I32(H), driver.I32(3*D), driver.I32(D), driver.F32(float32(scale)))
-	if d.err != nil {
-		t.Fatal(d.err)
+	attn := func(name string, g kernels.Geometry) []float32 {
+		d.launch(name, g, p(O), p(Q), driver.I32(n), driver.I32(H), driver.I32(3*D), driver.I32(D), driver.F32(float32(scale)))
+		if d.err != nil {
+			t.Fatal(d.err)
+		}
+		oh := make([]uint16, n*D)
+		if err := dev.Read(driver.Bytes(oh), O); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, len(oh))
+		for i, v := range oh {
+			got[i] = tensor.F16ToF32(v)
+		}
+		return got
 	}
-	oh := make([]uint16, n*D)
-	if err := dev.Read(driver.Bytes(oh), O); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]float32, len(oh))
-	for i, v := range oh {
-		got[i] = tensor.F16ToF32(v)
-	}
+	got := attn(name, kernels.DiTAttnLaunch(n, H, hd))
 	want := make([]float64, n*D)
 	for h := range H {
 		for i := range n {
@@ -175,4 +186,34 @@ func TestKernelsGPU(t *testing.T) {
 		}
 	}
 	check("attention hd 128", got, func(i int) float64 { return want[i] }, n*D, 2e-3)
+	// The benchmark's other attention kernels, where the module has them.
+	for _, v := range attnVariants {
+		if _, err := dev.Function(mod, v.name); err != nil {
+			continue
+		}
+		g := attnGeometry(v.rows, v.keys, v.qsmem, n, H, hd)
+		check(v.name, attn(v.name, g), func(i int) float64 { return want[i] }, n*D, 2e-3)
+	}
+	// And the GEMM tilings (f16 out).
+	for _, v := range gemmVariants {
+		if _, err := dev.Function(mod, kernels.DiTGemmPrefix+v.name); err != nil {
+			continue
+		}
+		bm, bn := 64*v.wm, 64*v.wn
+		g := kernels.Geometry{Grid: [3]uint32{uint32((M + bm - 1) / bm), uint32((N + bn - 1) / bn), 1},
+			Block: [3]uint32{uint32(32 * v.wm * v.wn), 1, 1}, Shared: uint32(v.stage * (bm + bn) * v.bk * 2)}
+		d.launch(kernels.DiTGemmPrefix+v.name, g, p(Y), p(A), p(W), 0, driver.I32(M), driver.I32(N), driver.I32(K), driver.I32(N))
+		if d.err != nil {
+			t.Fatal(d.err)
+		}
+		h := make([]uint16, M*N)
+		if err := dev.Read(driver.Bytes(h), Y); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, len(h))
+		for i, v := range h {
+			got[i] = tensor.F16ToF32(v)
+		}
+		check("gemm "+v.name, got, func(i int) float64 { return ref[i] }, M*N, 1e-3)
+	}
 }
