@@ -283,10 +283,10 @@ func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where strin
 	// --backend cuda: the transformer blocks on the CUDA device, the rest
 	// as auto; without CUDA (no driver, no device, a model the kernels
 	// refuse) it says why and everything runs as auto.
-	msg, closeDiT, err := cudaDiT(pipe)
-	if err != nil {
+	msg, closeDiT, cerr := cudaDiT(pipe)
+	if cerr != nil {
 		where, release, err := gpuDevices(pipe, "auto", quant, false)
-		return "cuda refused (" + err.Error() + "); " + where, release, err
+		return "cuda refused (" + cerr.Error() + "); " + where, release, err
 	}
 	where, rest, err := gpuDevices(pipe, "auto", quant, true)
 	release = func() {
