@@ -38,7 +38,7 @@ DIFF=${DIFFUSERS_SRC:-/work/main/.devrun/diffusers/src}
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv
 if [ -x bin/cudadev.test ]; then
   MODARGS=""; VARS=""
-  [ -f bin/dit.cubin ] && MODARGS="-cudadev.module bin/dit.cubin" && VARS="-dit.variants"
+  [ -f bin/dit.cubin ] && MODARGS="-cudadev.module $PWD/bin/dit.cubin" && VARS="-dit.variants"
   (cd diffusion/cudadev && ../../bin/cudadev.test -test.run 'TestKernelsGPU|TestDiTRunner$' -test.v $MODARGS 2>&1 |
     grep -v '^=== RUN')
   for s in $SIZES; do
