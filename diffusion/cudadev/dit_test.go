@@ -106,25 +106,13 @@ func TestDiTRunner(t *testing.T) {
 	}
 	defer f.Close()
 	for _, sfx := range []string{"", "2"} {
-		x, _ := f.Float32s("x" + sfx)
-		tt, _ := f.Float32s("t" + sfx)
-		cap, _ := f.Float32s("cap_feats" + sfx)
+		fwd := func(dev diffusion.DiTDevice) []float32 { return refForward(t, p, f, sfx, dev) }
 		want, _ := f.Float32s("out" + sfx)
-		xi, _ := f.Info("x" + sfx)
 		ci, _ := f.Info("cap_feats" + sfx)
-		fwd := func(dev diffusion.DiTDevice) []float32 {
-			p.DiT.SetDevice(dev)
-			y, err := p.DiT.Forward(x, xi.Shape[2], xi.Shape[3], tt[0], cap, ci.Shape[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			return y
-		}
 		model := fwd(emu{spec, f16, nil})
 		got := fwd(run)
 		again := fwd(run) // the captured graph replayed
 		one := fwd(direct)
-		p.DiT.SetDevice(nil)
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(one[i]) || math.Float32bits(got[i]) != math.Float32bits(again[i]) {
 				t.Fatalf("forward %q: value %d graph %g, replayed %g, launched one by one %g", sfx, i, got[i], again[i], one[i])
@@ -138,6 +126,18 @@ func TestDiTRunner(t *testing.T) {
 		}
 	}
 
+	psnr := guidedPSNR(t, p, ref, run)
+	t.Logf("pipeline with the transformer on the GPU (CFG): PSNR %.1f dB", psnr)
+	if psnr < 60 {
+		t.Errorf("pipeline: PSNR %.1f dB < 60", psnr)
+	}
+}
+
+// guidedPSNR runs diffusers' reference generation (guided, its initial
+// noise) with the transformer's blocks on dev and returns the image's PSNR
+// against diffusers'.
+func guidedPSNR(t testing.TB, p *diffusion.Pipeline, ref string, dev diffusion.DiTDevice) float64 {
+	t.Helper()
 	pf, err := safetensors.Open(filepath.Join(ref, "ref_pipeline.safetensors"))
 	if err != nil {
 		t.Fatal(err)
@@ -146,18 +146,32 @@ func TestDiTRunner(t *testing.T) {
 	md := pf.Metadata()
 	lat, _ := pf.Float32s("latents")
 	want, _ := pf.Float32s("cfg_image")
-	p.DiT.SetDevice(run)
+	p.DiT.SetDevice(dev)
 	defer p.DiT.SetDevice(nil)
 	res, err := p.Generate(diffusion.Options{Prompt: md["prompt"], Negative: md["negative"], Width: 96, Height: 64,
 		Steps: 5, Guidance: 2.5, Latents: lat})
 	if err != nil {
 		t.Fatal(err)
 	}
-	psnr := psnrOf(res.Image, want)
-	t.Logf("pipeline with the transformer on the GPU (CFG): PSNR %.1f dB", psnr)
-	if psnr < 60 {
-		t.Errorf("pipeline: PSNR %.1f dB < 60", psnr)
+	return psnrOf(res.Image, want)
+}
+
+// refForward is the transformer's forward with its blocks on dev (nil:
+// the CPU) for the inputs of diffusers' reference forward sfx in f.
+func refForward(t testing.TB, p *diffusion.Pipeline, f *safetensors.File, sfx string, dev diffusion.DiTDevice) []float32 {
+	t.Helper()
+	x, _ := f.Float32s("x" + sfx)
+	tt, _ := f.Float32s("t" + sfx)
+	cap, _ := f.Float32s("cap_feats" + sfx)
+	xi, _ := f.Info("x" + sfx)
+	ci, _ := f.Info("cap_feats" + sfx)
+	p.DiT.SetDevice(dev)
+	defer p.DiT.SetDevice(nil)
+	y, err := p.DiT.Forward(x, xi.Shape[2], xi.Shape[3], tt[0], cap, ci.Shape[0])
+	if err != nil {
+		t.Fatal(err)
 	}
+	return y
 }
 
 func psnrOf(got, want []float32) float64 {
@@ -191,18 +205,8 @@ func TestDiTRunnerFake(t *testing.T) {
 	}
 	defer f.Close()
 	x, _ := f.Float32s("x")
-	tt, _ := f.Float32s("t")
-	cap, _ := f.Float32s("cap_feats")
-	xi, _ := f.Info("x")
-	ci, _ := f.Info("cap_feats")
-	p.DiT.SetDevice(run)
-	defer p.DiT.SetDevice(nil)
 	for range 2 {
-		y, err := p.DiT.Forward(x, xi.Shape[2], xi.Shape[3], tt[0], cap, ci.Shape[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(y) != len(x) {
+		if y := refForward(t, p, f, "", run); len(y) != len(x) {
 			t.Fatalf("output of %d values, want %d", len(y), len(x))
 		}
 	}

@@ -247,19 +247,9 @@ func TestPrecisionModel(t *testing.T) {
 		name  string
 		model emu
 	}{{"unrounded", emu{spec, f16, exact}}, {"f16", emu{spec, f16, nil}}, {"bf16", emu{spec, bf16, nil}}} {
-		p.DiT.SetDevice(m.model)
 		for _, sfx := range []string{"", "2"} {
-			x, _ := f.Float32s("x" + sfx)
-			tt, _ := f.Float32s("t" + sfx)
-			cap, _ := f.Float32s("cap_feats" + sfx)
 			want, _ := f.Float32s("out" + sfx)
-			xi, _ := f.Info("x" + sfx)
-			ci, _ := f.Info("cap_feats" + sfx)
-			got, err := p.DiT.Forward(x, xi.Shape[2], xi.Shape[3], tt[0], cap, ci.Shape[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := maxDiff(got, want)
+			d := maxDiff(refForward(t, p, f, sfx, m.model), want)
 			t.Logf("%s model, forward %q: max |diff| %.3g vs diffusers", m.name, sfx, d)
 			if m.name == "unrounded" && d > 1e-4 {
 				t.Errorf("unrounded model, forward %q: max |diff| %.3g > 1e-4: the model is not the kernels' math", sfx, d)
@@ -267,25 +257,11 @@ func TestPrecisionModel(t *testing.T) {
 		}
 	}
 
-	pf, err := safetensors.Open(filepath.Join(ref, "ref_pipeline.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
-	md := pf.Metadata()
-	lat, _ := pf.Float32s("latents")
-	want, _ := pf.Float32s("cfg_image")
 	for _, m := range []struct {
 		name  string
 		round func(float32) float32
 	}{{"f16", f16}, {"bf16", bf16}} {
-		p.DiT.SetDevice(emu{spec, m.round, nil})
-		res, err := p.Generate(diffusion.Options{Prompt: md["prompt"], Negative: md["negative"], Width: 96, Height: 64,
-			Steps: 5, Guidance: 2.5, Latents: lat})
-		if err != nil {
-			t.Fatal(err)
-		}
-		psnr := psnrOf(res.Image, want)
+		psnr := guidedPSNR(t, p, ref, emu{spec, m.round, nil})
 		t.Logf("%s model, guided pipeline: PSNR %.1f dB", m.name, psnr)
 		if m.name == "f16" && psnr < 60 {
 			t.Errorf("f16 model: PSNR %.1f dB < 60", psnr)

@@ -23,6 +23,20 @@ func halfRand(n int, a float32, seed uint64) ([]uint16, []float32) {
 	return h, f
 }
 
+// readHalf reads n f16 values at x as float32.
+func readHalf(t *testing.T, dev driver.Device, x driver.Ptr, n int) []float32 {
+	t.Helper()
+	h := make([]uint16, n)
+	if err := dev.Read(driver.Bytes(h), x); err != nil {
+		t.Fatal(err)
+	}
+	f := make([]float32, n)
+	for i, v := range h {
+		f[i] = tensor.F16ToF32(v)
+	}
+	return f
+}
+
 // TestKernelsGPU checks the GEMM (every epilogue, a K of many pipeline
 // stages, ragged M and N) and the attention (head dim 128, rows not a
 // multiple of the tiles) against float64 loops over the same f16 inputs.
@@ -109,24 +123,10 @@ func TestKernelsGPU(t *testing.T) {
 				return ref[i]
 			}, M*N, 1e-5)
 		case kernels.DiTGemmHalf:
-			h := make([]uint16, M*N)
-			if err := dev.Read(driver.Bytes(h), Y); err != nil {
-				t.Fatal(err)
-			}
-			got := make([]float32, len(h))
-			for i, v := range h {
-				got[i] = tensor.F16ToF32(v)
-			}
+			got := readHalf(t, dev, Y, M*N)
 			check("gemm_"+mode, got, func(i int) float64 { return ref[i] }, M*N, 1e-3)
 		default:
-			h := make([]uint16, M*N/2)
-			if err := dev.Read(driver.Bytes(h), Y); err != nil {
-				t.Fatal(err)
-			}
-			got := make([]float32, len(h))
-			for i, v := range h {
-				got[i] = tensor.F16ToF32(v)
-			}
+			got := readHalf(t, dev, Y, M*N/2)
 			check("gemm_"+mode, got, func(i int) float64 {
 				m, j := i/(N/2), i%(N/2)
 				g, u := ref[m*N+2*j], ref[m*N+2*j+1]
@@ -148,15 +148,7 @@ func TestKernelsGPU(t *testing.T) {
 		if d.err != nil {
 			t.Fatal(d.err)
 		}
-		oh := make([]uint16, n*D)
-		if err := dev.Read(driver.Bytes(oh), O); err != nil {
-			t.Fatal(err)
-		}
-		got := make([]float32, len(oh))
-		for i, v := range oh {
-			got[i] = tensor.F16ToF32(v)
-		}
-		return got
+		return readHalf(t, dev, O, n*D)
 	}
 	got := attn(name, kernels.DiTAttnLaunch(n, H, hd))
 	want := make([]float64, n*D)
@@ -206,14 +198,6 @@ func TestKernelsGPU(t *testing.T) {
 		if d.err != nil {
 			t.Fatal(d.err)
 		}
-		h := make([]uint16, M*N)
-		if err := dev.Read(driver.Bytes(h), Y); err != nil {
-			t.Fatal(err)
-		}
-		got := make([]float32, len(h))
-		for i, v := range h {
-			got[i] = tensor.F16ToF32(v)
-		}
-		check("gemm "+v.name, got, func(i int) float64 { return ref[i] }, M*N, 1e-3)
+		check("gemm "+v.name, readHalf(t, dev, Y, M*N), func(i int) float64 { return ref[i] }, M*N, 1e-3)
 	}
 }
