@@ -640,7 +640,6 @@ CK void __launch_bounds__(256) ck_dit_qkrope(__half* qkv, const float* rope, con
   if (item >= rows * 2 * heads) return;
   const int row = item / (2 * heads), hh = item % (2 * heads);
   const float* nw = hh < heads ? qn : kn;
-  const int hw = hh < heads ? hh : hh - heads;
   __half* x = qkv + (size_t)row * ld + (size_t)hh * hd;
   const float* cs = rope + (size_t)row * hd;
   float2 v[4];
@@ -668,5 +667,4 @@ CK void __launch_bounds__(256) ck_dit_qkrope(__half* qkv, const float* rope, con
       *reinterpret_cast<__half2*>(x + 2 * p) = __floats2half2_rn(a * c - b * s, a * s + b * c);
     }
   }
-  (void)hw;
 }
