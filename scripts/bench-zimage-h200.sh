@@ -2,6 +2,9 @@
 # Z-Image-Turbo shapes on one H200, where a step's time goes, beside diffusers bf16.
 # Build here first (the device tool carries at most 64 MiB):
 #   go test -c -ldflags "-s -w" -o bin/dit.test ./diffusion/device && gzip -kf bin/dit.test
+#   go test -c -ldflags "-s -w" -o bin/cudadev.test ./diffusion/cudadev && gzip -kf bin/cudadev.test
+#   nvcc -O3 -std=c++17 -cubin -arch=sm_90 -DDIT_GEMM_VARIANTS -o bin/dit.cubin cuda/kernels/dit.cu  # optional:
+#     loads in a moment (the embedded PTX is JIT-compiled: tens of seconds) and adds the tilings' comparison
 #   go build -ldflags "-s -w" -o bin/cortiq ./cmd/native && gzip -kf bin/cortiq   # only for FULL=1
 # then run it through the device tool from the repo root with carry [bin/dit.test.gz, .gl]
 # (and bin/cortiq.gz for FULL=1); diffusers' source at $DIFFUSERS_SRC.
@@ -12,15 +15,18 @@
 #    attention_tiled, rows_norm, norm_add, qk_rope) and dispatches per step.
 #    The VAE decoder (BenchmarkVAEDecode, random Flux-VAE weights) at both sizes, tiled and
 #    one-invocation-per-output convolutions.
+#    The same step on CUDA (diffusion/cudadev: f16 tensor cores, one CUDA graph a step) with
+#    the GPU time of each kernel of a layer and its TFLOP/s, the mma.sync ceiling, and memory.
 # 2. diffusers bf16: ZImageTransformer2DModel and the VAE decoder alone, same shapes (random
 #    weights built on the GPU).
 # 3. FULL=1: the whole pipeline as before (cortiq synth writes ~20 GB first: ~4 min), cortiq
 #    imagine's phases (text encoder: embeddings on the CPU, layers on the device; steps; VAE
 #    decode) against ZImagePipeline;
 #    f32 blocks on the device unless DITQ=q8_0 or q4_0.
-# Results under $OUT: dit-cortiq.txt, vae-cortiq.txt, dit-profile.txt, dit-diffusers.jsonl
+# Results under $OUT: dit-cuda.txt, dit-cortiq.txt, vae-cortiq.txt, dit-profile.txt, dit-diffusers.jsonl
 # (+ zimage-*.txt).
 [ -f bin/dit.test.gz ] && gunzip -kf bin/dit.test.gz
+[ -f bin/cudadev.test.gz ] && gunzip -kf bin/cudadev.test.gz
 [ -f bin/cortiq.gz ] && gunzip -kf bin/cortiq.gz
 for f in .gl/*.deb; do dpkg -x $f /; done 2>/dev/null; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
@@ -30,6 +36,17 @@ SIZES=${SIZES:-"512 1024"}
 CODECS=${CODECS:-"f32 f16"}
 DIFF=${DIFFUSERS_SRC:-/work/main/.devrun/diffusers/src}
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv
+if [ -x bin/cudadev.test ]; then
+  MODARGS=""; VARS=""
+  [ -f bin/dit.cubin ] && MODARGS="-cudadev.module $PWD/bin/dit.cubin" && VARS="-dit.variants"
+  (cd diffusion/cudadev && ../../bin/cudadev.test -test.run 'TestKernelsGPU|TestDiTRunner$' -test.v $MODARGS 2>&1 |
+    grep -v '^=== RUN')
+  for s in $SIZES; do
+    echo "== cortiq CUDA DiT step: ${s}²"
+    timeout ${TMO:-240} bin/cudadev.test -test.run '^$' -test.bench DiTStep -test.benchtime ${REPS:-3}x \
+      -dit.shape ${SHAPE:-zimage-turbo} -dit.size $s $MODARGS $VARS 2>&1 | grep -v '^goos\|^goarch\|^pkg\|^cpu'
+  done
+fi 2>&1 | tee $O/dit-cuda.txt
 T=bin/dit.test
 bench() { timeout ${TMO:-240} $T -test.run '^$' -test.bench DiTStep -test.benchtime ${REPS:-3}x \
   -dit.shape ${SHAPE:-zimage-turbo} "$@" 2>&1 | grep -v XDG; }
@@ -64,3 +81,6 @@ T=""; [ -x /usr/bin/time ] && T="/usr/bin/time -v"
 $T $B imagine -m $M -p "$PROMPT" --backend webgpu ${DITQ:+--dit-quant $DITQ} --size ${SIZE}x${SIZE} --steps $STEPS \
   --latents $O/zimage-noise.safetensors -o $O/zimage-cortiq.png 2>&1 | grep -v XDG | tr '\r' '\n' | \
   grep -E 'imagine: (loaded|phases|wrote)|Elapsed|Maximum resident' | tee $O/zimage-cortiq.txt
+$T $B imagine -m $M -p "$PROMPT" --backend cuda --size ${SIZE}x${SIZE} --steps $STEPS \
+  --latents $O/zimage-noise.safetensors -o $O/zimage-cuda.png 2>&1 | grep -v XDG | tr '\r' '\n' | \
+  grep -E 'imagine: (loaded|phases|wrote)|Elapsed|Maximum resident' | tee $O/zimage-cuda.txt

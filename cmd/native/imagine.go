@@ -13,7 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cortiq/cortiq/cuda/driver"
 	"github.com/cortiq/cortiq/diffusion"
+	"github.com/cortiq/cortiq/diffusion/cudadev"
 	"github.com/cortiq/cortiq/diffusion/device"
 	"github.com/cortiq/cortiq/gpu"
 	"github.com/cortiq/cortiq/safetensors"
@@ -22,7 +24,7 @@ import (
 )
 
 func init() {
-	register("imagine", "imagine -m MODEL -p PROMPT [--steps 8] [--size WxH] [--seed S] [--guidance G] [--negative TEXT] [--backend auto|cpu|webgpu] -o OUT.png", "text to image with a diffusers Z-Image model (PNG out)", cmdImagine)
+	register("imagine", "imagine -m MODEL -p PROMPT [--steps 8] [--size WxH] [--seed S] [--guidance G] [--negative TEXT] [--backend auto|cpu|webgpu|cuda] -o OUT.png", "text to image with a diffusers Z-Image model (PNG out)", cmdImagine)
 }
 
 func cmdImagine(args []string) error {
@@ -37,7 +39,7 @@ func cmdImagine(args []string) error {
 	cfgTrunc := fs.Float64("cfg-truncation", 1, "drop guidance on steps with t = 1 - timestep/1000 above this")
 	cfgNorm := fs.Float64("cfg-normalization", 0, "cap the guided prediction's norm at this multiple of the positive one's (0: off)")
 	quant := fs.String("dit-quant", "", "quantize the transformer blocks at load: q8_0 or q4_0 (default: the file's precision)")
-	backendName := fs.String("backend", "auto", "backend: webgpu (transformer blocks and VAE decoder on the GPU; the text encoder and the embedders stay on the CPU), cpu, or auto (webgpu on a hardware GPU that takes the model, else cpu)")
+	backendName := fs.String("backend", "auto", "backend: webgpu (transformer blocks and VAE decoder on the GPU; the text encoder and the embedders stay on the CPU), cuda (transformer blocks on an NVIDIA GPU's tensor cores, the rest as auto; without CUDA it says why and runs as auto), cpu, or auto (webgpu on a hardware GPU that takes the model, else cpu)")
 	latents := fs.String("latents", "", "initial noise: a safetensors file with tensor \"latents\" [1,C,H/8,W/8] (diffusers' latents=)")
 	rawOut := fs.String("raw-out", "", "also write the float image [3,H,W] in [0,1] before rounding as tensor \"image\" of this safetensors file")
 	out := fs.String("o", "", "output PNG file")
@@ -54,9 +56,9 @@ func cmdImagine(args []string) error {
 		return errors.New("-o OUT.png is required")
 	}
 	switch *backendName {
-	case "auto", "cpu", "webgpu":
+	case "auto", "cpu", "webgpu", "cuda":
 	default:
-		return fmt.Errorf("--backend %q: want auto, cpu or webgpu", *backendName)
+		return fmt.Errorf("--backend %q: want auto, cpu, webgpu or cuda", *backendName)
 	}
 	width, height, err := parseSize(*size)
 	if err != nil {
@@ -275,9 +277,34 @@ func (b *stepBar) finish() {
 // The device keeps the blocks' matrices in the pipeline's codec
 // (--dit-quant, or the CMF file's; f32 without one).
 func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where string, release func(), err error) {
+	if backend != "cuda" {
+		return gpuDevices(pipe, backend, quant, false)
+	}
+	// --backend cuda: the transformer blocks on the CUDA device, the rest
+	// as auto; without CUDA (no driver, no device, a model the kernels
+	// refuse) it says why and everything runs as auto.
+	msg, closeDiT, cerr := cudaDiT(pipe)
+	if cerr != nil {
+		where, release, err := gpuDevices(pipe, "auto", quant, false)
+		return "cuda refused (" + cerr.Error() + "); " + where, release, err
+	}
+	where, rest, err := gpuDevices(pipe, "auto", quant, true)
+	release = func() {
+		rest()
+		pipe.DiT.SetDevice(nil)
+		closeDiT()
+	}
+	return msg + "; " + where, release, err
+}
+
+// gpuDevices is imagineDevice for webgpu and auto; with keepDiT the
+// transformer blocks stay where they are (on CUDA).
+func gpuDevices(pipe *diffusion.Pipeline, backend, quant string, keepDiT bool) (where string, release func(), err error) {
 	var opened []func()
 	release = func() {
-		pipe.DiT.SetDevice(nil)
+		if !keepDiT {
+			pipe.DiT.SetDevice(nil)
+		}
 		pipe.SetDecoder(nil)
 		pipe.TextEncoder.SetLayers(nil)
 		for i := len(opened) - 1; i >= 0; i-- {
@@ -303,22 +330,27 @@ func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where strin
 	if backend == "auto" && dev.Info().Type == "cpu" {
 		return fail(fmt.Errorf("%q is a software adapter (--backend webgpu uses it anyway)", dev.Info().Name))
 	}
-	dspec, err := pipe.DiT.Spec()
-	if err != nil {
-		return fail(err)
-	}
-	var codec tensor.Codec // f32
-	if quant != "" {
-		if codec, err = tensor.ParseCodec(quant); err != nil {
+	where = "transformer blocks and VAE decoder on " + dev.Info().Name
+	if keepDiT {
+		where = "VAE decoder on " + dev.Info().Name
+	} else {
+		dspec, err := pipe.DiT.Spec()
+		if err != nil {
 			return fail(err)
 		}
+		var codec tensor.Codec // f32
+		if quant != "" {
+			if codec, err = tensor.ParseCodec(quant); err != nil {
+				return fail(err)
+			}
+		}
+		run, err := device.NewDiTRunner(dev, dspec, device.DiTOptions{Codec: codec})
+		if err != nil {
+			return fail(err)
+		}
+		opened = append(opened, run.Close)
+		pipe.DiT.SetDevice(run)
 	}
-	run, err := device.NewDiTRunner(dev, dspec, device.DiTOptions{Codec: codec})
-	if err != nil {
-		return fail(err)
-	}
-	opened = append(opened, run.Close)
-	pipe.DiT.SetDevice(run)
 	vspec, err := pipe.VAE.Spec()
 	if err != nil {
 		return fail(err)
@@ -329,7 +361,6 @@ func imagineDevice(pipe *diffusion.Pipeline, backend, quant string) (where strin
 	}
 	opened = append(opened, dec.Close)
 	pipe.SetDecoder(dec)
-	where = "transformer blocks and VAE decoder on " + dev.Info().Name
 	// The text encoder's feature layers on the device too; where its model
 	// does not go there, it stays on the CPU (and says why).
 	if msg, err := textEncoderDevice(pipe.TextEncoder, dev, &opened); err != nil {
@@ -350,4 +381,29 @@ func textEncoderDevice(te *diffusion.TextEncoder, dev *gpu.Device, opened *[]fun
 	*opened = append(*opened, func() { b.Close() })
 	te.SetLayers(b.NewSession)
 	return fmt.Sprintf("text encoder layers 0-%d there too (its embeddings on the CPU)", te.Layers()-1), nil
+}
+
+// cudaDiT puts the transformer blocks on CUDA device 0 (f16 weights,
+// whatever --dit-quant says: the blocks' matrices are decoded first),
+// returning where they run and what releases them.
+func cudaDiT(pipe *diffusion.Pipeline) (string, func(), error) {
+	dev, err := driver.Open(0)
+	if err != nil {
+		return "", nil, err
+	}
+	spec, err := pipe.DiT.Spec()
+	if err != nil {
+		dev.Close()
+		return "", nil, err
+	}
+	run, err := cudadev.NewDiTRunner(dev, spec, cudadev.DiTOptions{})
+	if err != nil {
+		dev.Close()
+		return "", nil, err
+	}
+	pipe.DiT.SetDevice(run)
+	return "transformer blocks on " + dev.Info().String() + " (f16 tensor cores)", func() {
+		run.Close()
+		dev.Close()
+	}, nil
 }

@@ -5,3 +5,4 @@
 #include "gemm.cu"
 #include "gemmq.cu"
 #include "flash.cu"
+#include "dit.cu"

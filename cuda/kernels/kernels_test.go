@@ -75,6 +75,7 @@ func TestPTXEntries(t *testing.T) {
 			FlashName(k, 64), FlashName(k, 128))
 	}
 	names = append(names, RMSNorm, AddRMSNorm, Add, Rope, AttnCombine, ActMul, ArgmaxRows, ArgmaxStep, Advance, QuantQ8)
+	names = append(names, DiTNames()...)
 	for _, k := range []string{"f32", "f16"} {
 		for _, hg := range [][2]int{{16, 4}, {64, 4}, {64, 8}, {128, 4}, {128, 8}} {
 			names = append(names, Decode1Name(k, hg[0], hg[1], 1))
