@@ -931,12 +931,18 @@ func (s *Session) DropGreedyBatch(g *GreedyBatch) error {
 
 // capture records k one-token steps into a graph: greedy steps (each
 // argmax feeding the next step's token) when argmax, else steps that leave
-// their logits.
+// their logits. The kernels are programmatic dependents where Backend.pdl
+// (each waits for the one before in griddepcontrol: kernels/common.cuh).
 func (s *Session) capture(k int, argmax bool) (driver.Graph, error) {
 	b := s.b
 	if err := b.dev.BeginCapture(); err != nil {
 		return 0, err
 	}
+	// Every kernel of a step is a programmatic dependent of the one before
+	// where the device and image allow (Backend.pdl): its launch overlaps
+	// its predecessor's run (a step is ~83 dependent launches).
+	b.dependent = b.pdl
+	defer func() { b.dependent = false }()
 	err := func() error {
 		for range k {
 			if err := s.embed(s.state+4*kernels.StateToken, 1); err != nil {

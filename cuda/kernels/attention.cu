@@ -140,9 +140,11 @@ __device__ __forceinline__ void attn_decode(float* __restrict__ partO, float* __
       int heads, int kvHeads, int hd, int ring, int window, float scale, float softcap, int nsplit, int qStride
 
 CK void __launch_bounds__(128) ck_attn_decode_f32(DEC_ARGS(float)) {
+  ck_pdl();
   attn_decode<float>(partO, partML, q, kc, vc, pos0, heads, kvHeads, hd, ring, window, scale, softcap, nsplit, qStride);
 }
 CK void __launch_bounds__(128) ck_attn_decode_f16(DEC_ARGS(__half)) {
+  ck_pdl();
   attn_decode<__half>(partO, partML, q, kc, vc, pos0, heads, kvHeads, hd, ring, window, scale, softcap, nsplit, qStride);
 }
 
@@ -151,6 +153,7 @@ CK void __launch_bounds__(128) ck_attn_decode_f16(DEC_ARGS(__half)) {
 // that the loads of all parts are in flight together.
 CK void ck_attn_combine(float* out, const float* __restrict__ partO, const float* __restrict__ partML,
                         const float* __restrict__ sinks, int T, int heads, int hd, int nsplit) {
+  ck_pdl();
   __shared__ float Wm[256], Wl[256];
   __shared__ float red[2];
   const int h = blockIdx.x, t = blockIdx.y, d = threadIdx.x;
@@ -294,9 +297,11 @@ __device__ __forceinline__ void attn_prefill(float* __restrict__ out, const floa
       int hd, int ring, int window, float scale, float softcap, const float *sinks, int qStride
 
 CK void __launch_bounds__(128) ck_attn_prefill_f32(PRE_ARGS(float)) {
+  ck_pdl();
   attn_prefill<float>(out, q, kc, vc, pos0, Tn, heads, kvHeads, hd, ring, window, scale, softcap, sinks, qStride);
 }
 CK void __launch_bounds__(128) ck_attn_prefill_f16(PRE_ARGS(__half)) {
+  ck_pdl();
   attn_prefill<__half>(out, q, kc, vc, pos0, Tn, heads, kvHeads, hd, ring, window, scale, softcap, sinks, qStride);
 }
 
@@ -467,10 +472,12 @@ __device__ __forceinline__ void fa_prefill(float* __restrict__ out, const float*
       int hd, int ring, int window, float scale, float softcap, const float *sinks, int qStride
 
 CK void __launch_bounds__(128) ck_fa_prefill_f32(FA_ARGS(float)) {
+  ck_pdl();
   if (hd == 64) fa_prefill<float, 64>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride);
   else fa_prefill<float, 128>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride);
 }
 CK void __launch_bounds__(128) ck_fa_prefill_f16(FA_ARGS(__half)) {
+  ck_pdl();
   if (hd == 64) fa_prefill<__half, 64>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride);
   else fa_prefill<__half, 128>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride);
 }
@@ -767,6 +774,7 @@ __device__ __forceinline__ void attn_decode1(float* __restrict__ out, float* __r
       int neox, float mscale
 #define DEF_DEC1(name, T, HD, GM)                                                                            \
   CK void __launch_bounds__(128) ck_attn_dec1_##name(DEC1_ARGS(T)) {                                        \
+    ck_pdl();                                                                                               \
     attn_decode1<T, HD, GM>(out, partO, partML, done, q, kc, vc, pos0, sinks, heads, kvHeads, ring, window, \
                             scale, softcap, nsplit, qStride, kNew, vNew, invFreq, rotDims, neox, mscale);   \
   }

@@ -14,6 +14,24 @@
 
 #define CK extern "C" __global__
 
+// Programmatic dependent launch (PDL). Inside the decode's CUDA graphs the
+// backend launches kernels with programmatic stream serialization on sm_90
+// (kernels.Dependent): a kernel may then start while the one before it on the
+// stream still runs. ck_pdl() waits (griddepcontrol.wait) until the kernels
+// before this one have finished and their writes are visible, then lets the
+// next kernel start launching (griddepcontrol.launch_dependents), whose blocks
+// in turn wait in their ck_pdl(). Every kernel calls it before it reads or
+// writes any buffer another kernel touches (read-only weights may be read, or
+// prefetched, before). Compiled only into the sm_90 cubin; the sm_80 cubin and
+// the compute_80 PTX have no such instructions (and are never launched so),
+// and in an ordinary launch both instructions return at once.
+__device__ __forceinline__ void ck_pdl() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float h2f(const uint8_t* p) {
   return __half2float(*reinterpret_cast<const __half*>(p));
 }

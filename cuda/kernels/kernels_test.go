@@ -15,8 +15,9 @@ import (
 	"unsafe"
 )
 
-// TestPTXFresh fails when a kernel source or the PTX differs from what
-// `make cuda-kernels` recorded in kernels.sha256 (the embedded PTX is stale).
+// TestPTXFresh fails when a kernel source, the PTX or the fatbin differs
+// from what `make cuda-kernels` recorded in kernels.sha256 (the embedded
+// image is stale).
 func TestPTXFresh(t *testing.T) {
 	sums := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(SourceSums), "\n") {
@@ -43,15 +44,20 @@ func TestPTXFresh(t *testing.T) {
 		case !ok:
 			t.Errorf("%s is not in kernels.sha256: the PTX was built without it; run `make cuda-kernels` (needs nvcc)", name)
 		case want != hex.EncodeToString(h[:]):
-			t.Errorf("%s changed since the PTX was built: run `make cuda-kernels` (needs nvcc) and commit kernels.ptx and kernels.sha256", name)
+			t.Errorf("%s changed since the PTX was built: run `make cuda-kernels` (needs nvcc) and commit kernels.ptx, kernels.fatbin and kernels.sha256", name)
 		}
 		delete(sums, name)
 	}
 	h := sha256.Sum256(PTX)
 	if want := sums["kernels.ptx"]; want != hex.EncodeToString(h[:]) {
-		t.Errorf("the embedded kernels.ptx is not the one `make cuda-kernels` recorded: run it again")
+		t.Errorf("kernels.ptx is not the one `make cuda-kernels` recorded: run it again")
 	}
 	delete(sums, "kernels.ptx")
+	h = sha256.Sum256(Image)
+	if want := sums["kernels.fatbin"]; want != hex.EncodeToString(h[:]) {
+		t.Errorf("the embedded kernels.fatbin is not the one `make cuda-kernels` recorded: run it again")
+	}
+	delete(sums, "kernels.fatbin")
 	for name := range sums {
 		t.Errorf("kernels.sha256 names %s, which is gone: run `make cuda-kernels`", name)
 	}

@@ -199,11 +199,13 @@ __device__ __forceinline__ void mv_q8(float* __restrict__ y, const uint8_t* __re
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int row0 = (blockIdx.x * (blockDim.x >> 5) + warp) * RPW;
   const int nrow = max(0, min(RPW, rows - row0));
-  // The warp's weight rows go to L2 while x is normalized and quantized.
+  // The warp's weight rows go to L2 while x is normalized and quantized
+  // (and, launched as a dependent, while the kernel before still runs).
   for (int k = 0; k < nrow; k++) {
     prefetch_l2(W + (size_t)(row0 + k) * rowBytes, rowBytes);
     if (W2) prefetch_l2(W2 + (size_t)(row0 + k) * rowBytes, rowBytes);
   }
+  ck_pdl();  // x (and y, r) only after the kernel before has finished
   quantize_x_shared(x, cols, xq, xds, nw, eps, plusOne);
   const int nchunk = cols >> 5;
   float acc[RPW], acc2[RPW];
@@ -240,9 +242,11 @@ __device__ __forceinline__ void mv_q8(float* __restrict__ y, const uint8_t* __re
 
 #define DEF_MV(name, C)                                                                                 \
   CK void __launch_bounds__(128) ck_mv_##name(MV_ARGS, const float* nw, float eps, int plusOne) {       \
+    ck_pdl();                                                                                           \
     mv_exact<C>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne);                           \
   }                                                                                                     \
   CK void __launch_bounds__(128) ck_mvb_##name(MV_ARGS, int n) {                                        \
+    ck_pdl();                                                                                           \
     mvb_exact<C>(y, W, W2, x, r, rows, cols, rowBytes, act, n);                                         \
   }
 
