@@ -152,6 +152,7 @@ type layer struct {
 	attnNorm, postAttnNorm, ffnNorm, postFF driver.Ptr
 	q, k, v, o                              matrix
 	qkv                                     matrix // [q;k;v] rows in one matrix (0 when their codecs differ)
+	qk                                      matrix // else [q;k] rows in one where ck_mvq2_ pairs them with v
 	// q, k and v biases (qwen2), each repeated for biasRows rows: the R input
 	// of the products ([T][rows], added to y); bqkv is one row of [q|k|v].
 	bq, bk, bv, bqkv driver.Ptr
@@ -512,6 +513,23 @@ func (b *Backend) qkvMatrices(m *model.Model, pre string, l *layer, qd, kvd int)
 			return err
 		}
 		ts[i] = t
+	}
+	if ts[0].Codec == ts[1].Codec && ts[0].Codec != ts[2].Codec && !b.opts.Exact && qd+kvd < kernels.PairRows &&
+		kernels.MatvecPairName(ts[0].Codec.String(), ts[2].Codec.String()) != "" {
+		// [q;k] in one matrix, v apart: one ck_mvq2_ launch decodes the three.
+		qk := &tensor.Tensor{Name: pre + "attn_qk", Codec: ts[0].Codec, Shape: []int{qd + kvd, H}}
+		qk.Data = append(append([]byte(nil), ts[0].Data...), ts[1].Data...)
+		w, err := b.upmatrix(qk, pre+model.AttnQ+"+k", qd+kvd, H)
+		if err != nil {
+			return err
+		}
+		l.qk = w
+		l.q, l.k = w, w
+		l.q.rows = qd
+		l.k.ptr += driver.Ptr(qd * w.rowBytes)
+		l.k.rows = kvd
+		l.v, err = b.matrix(m, pre+model.AttnV, kvd, H)
+		return err
 	}
 	if ts[0].Codec != ts[1].Codec || ts[0].Codec != ts[2].Codec {
 		var err error

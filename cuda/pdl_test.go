@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -145,17 +146,40 @@ func TestDependentParity(t *testing.T) {
 
 // TestBenchDependent measures greedy decode with and without programmatic
 // dependent launches, in one process on the same files, when
-// CORTIQ_CUDA_PDL_BENCH lists GGUF paths (comma-separated): tokens per
-// second of 128 greedy steps (graphs of 16) after prompts of 512 and 2048
-// tokens, the two backends alternating, best of 3; then the per-kernel GPU
-// time of 16 profiled decode steps after 2048 tokens. A measurement on the
-// GPU machine: it only logs.
+// CORTIQ_CUDA_PDL_BENCH lists GGUF paths (comma-separated): prefill of 512
+// and 2048 tokens, then tokens per second of 128 greedy steps after it, as
+// graphs of 16 steps and as one-step graphs submitted one ahead (as the
+// engine does), the backends alternating, best of 3; then the per-kernel
+// GPU time of 16 profiled decode steps after 2048 tokens.
+// CORTIQ_CUDA_PDL_IMAGES adds backends on other kernel images
+// (name=path,...: PTX text, JIT-compiled by the driver, or a fatbin);
+// CORTIQ_CUDA_PDL_REPS sets the rounds (3). A measurement on the GPU
+// machine: it only logs.
 func TestBenchDependent(t *testing.T) {
 	spec := os.Getenv("CORTIQ_CUDA_PDL_BENCH")
 	if spec == "" {
 		t.Skip("CORTIQ_CUDA_PDL_BENCH not set (a measurement on the GPU machine)")
 	}
 	needGPU(t)
+	type variant struct {
+		name string
+		opts cuda.Options
+	}
+	variants := []variant{{"dependent", cuda.Options{}}, {"plain", cuda.Options{PlainLaunches: true}}}
+	if imgs := os.Getenv("CORTIQ_CUDA_PDL_IMAGES"); imgs != "" {
+		for _, kv := range strings.Split(imgs, ",") {
+			name, path, _ := strings.Cut(kv, "=")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			variants = append(variants, variant{name, cuda.Options{Image: b}})
+		}
+	}
+	reps := 3
+	if n, err := strconv.Atoi(os.Getenv("CORTIQ_CUDA_PDL_REPS")); err == nil && n > 0 {
+		reps = n
+	}
 	for _, path := range strings.Split(spec, ",") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			m, err := importer.Open(context.Background(), path)
@@ -171,11 +195,9 @@ func TestBenchDependent(t *testing.T) {
 				}
 				return p
 			}
-			names := []string{"dependent", "plain"}
-			var bs []*cuda.Backend
-			var ss []greedySession
-			for _, plain := range []bool{false, true} {
-				b, err := cuda.Open(context.Background(), m, cuda.Options{PlainLaunches: plain})
+			var ss []pipelinedSession
+			for _, v := range variants {
+				b, err := cuda.Open(context.Background(), m, v.opts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -185,32 +207,61 @@ func TestBenchDependent(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer s.Close()
-				bs, ss = append(bs, b), append(ss, s.(greedySession))
+				ss = append(ss, s.(pipelinedSession))
 			}
 			for _, depth := range []int{512, 2048} {
-				best := make([]float64, len(ss))
-				for range 3 {
+				pre, g16, g1 := make([]float64, len(ss)), make([]float64, len(ss)), make([]float64, len(ss))
+				for range reps {
 					for i, s := range ss {
-						s.Reset()
-						if _, err := s.Forward(prompt(depth), false); err != nil {
-							t.Fatal(err)
-						}
-						if _, err := s.ForwardGreedy(1, 16); err != nil { // the graph captured, outside the timing
-							t.Fatal(err)
-						}
-						tok := 1
-						t0 := time.Now()
-						for range 8 {
-							ids, err := s.ForwardGreedy(tok, 16)
+						for _, k := range []int{16, 1} {
+							s.Reset()
+							t0 := time.Now()
+							if _, err := s.Forward(prompt(depth), false); err != nil {
+								t.Fatal(err)
+							}
+							pre[i] = max(pre[i], float64(depth)/time.Since(t0).Seconds())
+							if _, err := s.ForwardGreedy(1, k); err != nil { // the graph captured, outside the timing
+								t.Fatal(err)
+							}
+							t0 = time.Now()
+							if k == 16 {
+								tok := 1
+								for range 8 {
+									ids, err := s.ForwardGreedy(tok, 16)
+									if err != nil {
+										t.Fatal(err)
+									}
+									tok = ids[len(ids)-1]
+								}
+								g16[i] = max(g16[i], 128/time.Since(t0).Seconds())
+								continue
+							}
+							prev, err := s.SubmitGreedyBatch(1, 1)
 							if err != nil {
 								t.Fatal(err)
 							}
-							tok = ids[len(ids)-1]
+							for range 127 {
+								next, err := s.SubmitGreedyBatch(-1, 1)
+								if err != nil {
+									t.Fatal(err)
+								}
+								if _, err := s.CollectGreedyBatch(prev); err != nil {
+									t.Fatal(err)
+								}
+								prev = next
+							}
+							if _, err := s.CollectGreedyBatch(prev); err != nil {
+								t.Fatal(err)
+							}
+							g1[i] = max(g1[i], 128/time.Since(t0).Seconds())
 						}
-						best[i] = max(best[i], 128/time.Since(t0).Seconds())
 					}
 				}
-				t.Logf("decode after %d tokens: %s %.1f tok/s, %s %.1f tok/s (%.3f×)", depth, names[0], best[0], names[1], best[1], best[0]/best[1])
+				var sb strings.Builder
+				for i, v := range variants {
+					fmt.Fprintf(&sb, "\n  %-10s prefill %6.0f tok/s, decode %6.1f tok/s (graphs of 16), %6.1f (one step a graph, one ahead)", v.name, pre[i], g16[i], g1[i])
+				}
+				t.Logf("after %d tokens:%s", depth, sb.String())
 			}
 			b, err := cuda.Open(context.Background(), m, cuda.Options{Profile: true})
 			if err != nil {
@@ -236,7 +287,9 @@ func TestBenchDependent(t *testing.T) {
 	}
 }
 
-type greedySession interface {
+type pipelinedSession interface {
 	backend.Session
 	greedy
+	SubmitGreedyBatch(first, k int) (*cuda.GreedyBatch, error)
+	CollectGreedyBatch(g *cuda.GreedyBatch) ([]int, error)
 }

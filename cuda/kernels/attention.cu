@@ -561,11 +561,28 @@ __device__ __forceinline__ void attn_decode1(float* __restrict__ out, float* __r
   __shared__ float Rc[HD / 2], Rs[HD / 2];
   const int g = blockIdx.x, s = blockIdx.y, t = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int G = heads / kvHeads, kvDim = kvHeads * HD;
-  const int P = *pos0 + t;
+  // Before ck_pdl's wait (launched as a programmatic dependent, this runs
+  // while the kernel before it, the q/k/v product, still does): the
+  // position, the RoPE angles, and the block's cached keys and values
+  // before P to L2. The position comes from the step's argmax (or the
+  // host), kernels earlier than the one before, which were complete and
+  // their writes visible before the one before passed its own wait (read
+  // past L1: __ldcg); the keys before P were written by earlier steps. q
+  // and the new k, v are the kernel before's: read after the wait.
+  const int P = __ldcg(pos0) + t;
   const int first = window > 0 ? max(0, P - window + 1) : 0;
   const int n = P - first + 1;
   const int L = (n + nsplit - 1) / nsplit;
   const int start = first + s * L, end = min(start + L, P + 1);  // keys [start, end), maybe empty
+  {
+    constexpr int LINES = HD * (int)sizeof(T) / 128 > 0 ? HD * (int)sizeof(T) / 128 : 1;  // 128-byte lines a row
+    const int old = max(0, min(end, P) - start);                                        // keys before P
+    for (int i = tid; i < 2 * old * LINES; i += NW * 32) {
+      const int p = start + i / (2 * LINES), l = i % (2 * LINES);
+      const T* row = (l < LINES ? kc : vc) + (size_t)(p % ring) * kvDim + (size_t)g * HD;
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(row) + 128 * (l % LINES)));
+    }
+  }
   const size_t hbase = (size_t)t * heads + (size_t)g * G;          // the group's first head of token t
   const size_t pbase = hbase * nsplit + s;                         // head j's partial: pbase + j*nsplit
   const float* qt = q + (size_t)t * (qStride ? qStride : heads * HD) + (size_t)g * G * HD;
@@ -579,6 +596,9 @@ __device__ __forceinline__ void attn_decode1(float* __restrict__ out, float* __r
       Rc[i] = (float)cd * mscale;
       Rs[i] = (float)sd * mscale;
     }
+  }
+  ck_pdl();
+  if (kNew) {
     __syncthreads();
     for (int i = tid; i < GM * HD; i += NW * 32) {
       const int h = i / HD, d = i - h * HD;
@@ -774,7 +794,6 @@ __device__ __forceinline__ void attn_decode1(float* __restrict__ out, float* __r
       int neox, float mscale
 #define DEF_DEC1(name, T, HD, GM)                                                                            \
   CK void __launch_bounds__(128) ck_attn_dec1_##name(DEC1_ARGS(T)) {                                        \
-    ck_pdl();                                                                                               \
     attn_decode1<T, HD, GM>(out, partO, partML, done, q, kc, vc, pos0, sinks, heads, kvHeads, ring, window, \
                             scale, softcap, nsplit, qStride, kNew, vNew, invFreq, rotDims, neox, mscale);   \
   }

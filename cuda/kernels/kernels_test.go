@@ -81,6 +81,9 @@ func TestPTXEntries(t *testing.T) {
 			FlashName(k, 64), FlashName(k, 128))
 	}
 	names = append(names, RMSNorm, AddRMSNorm, Add, Rope, AttnCombine, ActMul, ArgmaxRows, ArgmaxStep, Advance, QuantQ8)
+	for _, p := range MatvecPairs {
+		names = append(names, MatvecPairName(p[0], p[1]))
+	}
 	for _, k := range []string{"f32", "f16"} {
 		for _, hg := range [][2]int{{16, 4}, {64, 4}, {64, 8}, {128, 4}, {128, 8}} {
 			names = append(names, Decode1Name(k, hg[0], hg[1], 1))
@@ -252,6 +255,7 @@ func TestParamsMatchPTX(t *testing.T) {
 		{AttnCombine, &AttnCombineArgs{}},
 		{RopeKVPrefix + "f16", &RopeKVArgs{}},
 		{MatvecInt8Prefix + "q8_0", &MatvecArgs{}},
+		{MatvecPairName("q4_K", "q6_K"), &MatvecPairArgs{}},
 		{MatvecPrefix + "q4_0", &MatvecArgs{}},
 		{MatvecBatchPrefix + "q4_K", &MatvecBatchArgs{}},
 		{EmbedPrefix + "q6_K", &EmbedArgs{}},
