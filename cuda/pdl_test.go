@@ -293,3 +293,33 @@ type pipelinedSession interface {
 	SubmitGreedyBatch(first, k int) (*cuda.GreedyBatch, error)
 	CollectGreedyBatch(g *cuda.GreedyBatch) ([]int, error)
 }
+
+// TestPairedQKV (CPU): a q4_K_M layer whose v is q6_K (q and k q4_K)
+// decodes its q, k and v in one ck_mvq2_q4_K_q6_K launch; Exact keeps the
+// three f32-activation matvecs.
+func TestPairedQKV(t *testing.T) {
+	m := synthModel(t, "q4_K_M") // layer 1 of 2 has a q6_K v (llama.cpp's use_more_bits)
+	pair := kernels.MatvecPairName("q4_K", "q6_K")
+	for _, exact := range []bool{false, true} {
+		fake := driver.NewFake(1 << 30)
+		b, err := cuda.Open(context.Background(), m, cuda.Options{Device: fake, Exact: exact})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := b.NewSession(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Forward([]int{1, 2, 3}, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Forward([]int{4}, false); err != nil {
+			t.Fatal(err)
+		}
+		if got := fake.Kernels[pair] > 0; got == exact {
+			t.Errorf("exact %v: %s looked up %d times", exact, pair, fake.Kernels[pair])
+		}
+		s.Close()
+		b.Close()
+	}
+}

@@ -23,6 +23,8 @@ type Fake struct {
 	// Dependent counts the programmatic dependent launches, captured ones
 	// included.
 	Dependent int
+	// Kernels counts the lookups of each kernel name (Function).
+	Kernels map[string]int
 }
 
 type fakeAlloc struct {
@@ -158,7 +160,15 @@ func (f *Fake) Zero(dst Ptr, n int64) error {
 
 func (f *Fake) Load(image []byte) (Module, error) { return 1, nil }
 
-func (f *Fake) Function(m Module, name string) (Func, error) { return 1, nil }
+func (f *Fake) Function(m Module, name string) (Func, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.Kernels == nil {
+		f.Kernels = map[string]int{}
+	}
+	f.Kernels[name]++
+	return 1, nil
+}
 
 func (f *Fake) SetSharedLimit(Func, int) error { return nil }
 

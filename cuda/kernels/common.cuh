@@ -190,20 +190,12 @@ struct CQ4_K {
       for (int i = 0; i < 16; i++) v[16 * k + i] = d * (float)((q[i] >> sh) & 15) - mn;
     }
   }
-  // The block's first 16 bytes (d, dmin, scales[12]) in one load: y, z,
-  // w hold scales 0-3, 4-7, 8-11; chunk j's 6-bit scale and min as
-  // q4k_scale_min picks them.
   static __device__ __forceinline__ float dotq(const uint8_t* row, int, int c, const int8_t* xq,
                                                const float2* xds) {
     const uint8_t* blk = row + (c >> 3) * 144;
     const int j = c & 7;
-    const uint4 hd = *reinterpret_cast<const uint4*>(blk);
-    const int sh8 = 8 * (j & 3);
-    const int lo = (hd.y >> sh8) & 0xff, mid = (hd.z >> sh8) & 0xff, hi = (hd.w >> sh8) & 0xff;
-    const int sc = j < 4 ? lo & 63 : (hi & 0xf) | ((lo >> 6) << 4);
-    const int m = j < 4 ? mid & 63 : (hi >> 4) | ((mid >> 6) << 4);
-    const float dd = __half2float(__ushort_as_half((unsigned short)(hd.x & 0xffff)));
-    const float dm = __half2float(__ushort_as_half((unsigned short)(hd.x >> 16)));
+    int sc, m;
+    q4k_scale_min(j, blk + 4, sc, m);
     const uint4* p = reinterpret_cast<const uint4*>(blk + 16 + 32 * (j >> 1));
     const int sh = 4 * (j & 1);
     const int4* x = reinterpret_cast<const int4*>(xq + c * 32);
@@ -215,7 +207,7 @@ struct CQ4_K {
     s = __dp4a((int)((b.x >> sh) & 0x0f0f0f0f), xb.x, s); s = __dp4a((int)((b.y >> sh) & 0x0f0f0f0f), xb.y, s);
     s = __dp4a((int)((b.z >> sh) & 0x0f0f0f0f), xb.z, s); s = __dp4a((int)((b.w >> sh) & 0x0f0f0f0f), xb.w, s);
     const float2 ds = xds[c];
-    return dd * (float)sc * ds.x * (float)s - dm * (float)m * ds.y;
+    return h2f(blk) * (float)sc * ds.x * (float)s - h2f(blk + 2) * (float)m * ds.y;
   }
 };
 
