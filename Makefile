@@ -75,7 +75,7 @@ clean:
 # which the driver JITs for newer chips. kernels.ptx is that PTX as text,
 # not embedded: the package's tests read the kernels' entries and
 # parameters from it. kernels.sha256 records the sources, the PTX and the
-# fatbin; TestPTXFresh fails when they differ. About 4 minutes on 2 cores.
+# fatbin; TestPTXFresh fails when they differ. 2-3 minutes on 2 cores.
 # The GPU harness (every kernel against a CPU loop, timings on llama-1b shapes):
 #   nvcc -O3 -std=c++17 -arch=sm_90 -o harness cuda/kernels/test/harness.cu && ./harness
 NVCC ?= nvcc
