@@ -67,15 +67,21 @@ e2e:
 clean:
 	rm -rf bin web/cortiq.wasm web/wasm_exec.js
 
-# The CUDA backend's kernels (cuda/kernels/*.cu), compiled ahead to one PTX
-# module on a machine with nvcc (CUDA 12 or newer; compute_80 PTX, which
-# the driver JITs for Ampere and newer) and embedded by cuda/kernels/embed.go.
-# kernels.sha256 records the sources and the PTX; the package's
-# TestPTXFresh fails when they differ. The GPU harness (every kernel against
-# a CPU loop, timings on llama-1b shapes):
+# The CUDA backend's kernels (cuda/kernels/*.cu), compiled ahead on a machine
+# with nvcc (CUDA 11.8 or newer) into one fatbin, embedded by
+# cuda/kernels/embed.go: sm_80 and sm_90 cubins (loaded as they are: no JIT
+# on Ampere and Hopper; the sm_90 one waits for its predecessor in
+# griddepcontrol, for programmatic dependent launch) and compute_80 PTX,
+# which the driver JITs for newer chips. kernels.ptx is that PTX as text,
+# not embedded: the package's tests read the kernels' entries and
+# parameters from it. kernels.sha256 records the sources, the PTX and the
+# fatbin; TestPTXFresh fails when they differ. 2-3 minutes on 2 cores.
+# The GPU harness (every kernel against a CPU loop, timings on llama-1b shapes):
 #   nvcc -O3 -std=c++17 -arch=sm_90 -o harness cuda/kernels/test/harness.cu && ./harness
 NVCC ?= nvcc
 CUDA_KERNEL_SRC = $(sort $(notdir $(wildcard cuda/kernels/*.cu cuda/kernels/*.cuh)))
+CUDA_ARCHS = -gencode arch=compute_80,code=[sm_80,compute_80] -gencode arch=compute_90,code=sm_90
 cuda-kernels:
 	$(NVCC) -O3 -std=c++17 -ptx -arch=compute_80 -o cuda/kernels/kernels.ptx cuda/kernels/kernels.cu
-	cd cuda/kernels && sha256sum $(CUDA_KERNEL_SRC) kernels.ptx > kernels.sha256
+	$(NVCC) -O3 -std=c++17 -fatbin $(CUDA_ARCHS) -o cuda/kernels/kernels.fatbin cuda/kernels/kernels.cu
+	cd cuda/kernels && sha256sum $(CUDA_KERNEL_SRC) kernels.ptx kernels.fatbin > kernels.sha256

@@ -39,8 +39,9 @@ type Options struct {
 	// Device, when set, is used instead of opening Ordinal (tests inject a
 	// driver.Fake or driver.Faulty here). The backend closes it.
 	Device driver.Device
-	// PTX is the kernel image; nil = kernels.PTX.
-	PTX []byte
+	// Image is the kernel image (a fatbin, or PTX text); nil =
+	// kernels.Image.
+	Image []byte
 	// VRAMBudget bounds the bytes the backend allocates (0 = the free
 	// memory the driver reports, less 5%).
 	VRAMBudget int64
@@ -72,6 +73,11 @@ type Options struct {
 	// then ck_attn_combine) where the one-pass ck_attn_dec1_* would serve:
 	// the kernels before it, for A/B runs and the parity tests of both.
 	TwoPassDecode bool
+	// PlainLaunches launches the decode graphs' kernels one after another
+	// where they would be programmatic dependents (sm_90 with the embedded
+	// fatbin: each kernel launched while the one before runs, waiting for
+	// it in griddepcontrol): for A/B runs and the parity tests of both.
+	PlainLaunches bool
 }
 
 // Backend is one model on one CUDA device.
@@ -94,6 +100,11 @@ type Backend struct {
 	allocs    []driver.Ptr
 	bytes     int64 // allocated
 	budget    int64
+
+	// pdl: the decode graphs' kernels may be programmatic dependents
+	// (kernels.Dependent, the device's Info().PDL, not PlainLaunches);
+	// dependent: launch them so now (while a graph is captured).
+	pdl, dependent bool
 
 	mu    sync.Mutex // one session computes at a time (one stream)
 	stats backend.Stats
@@ -141,6 +152,7 @@ type layer struct {
 	attnNorm, postAttnNorm, ffnNorm, postFF driver.Ptr
 	q, k, v, o                              matrix
 	qkv                                     matrix // [q;k;v] rows in one matrix (0 when their codecs differ)
+	qk                                      matrix // else [q;k] rows in one where ck_mvq2_ pairs them with v
 	// q, k and v biases (qwen2), each repeated for biasRows rows: the R input
 	// of the products ([T][rows], added to y); bqkv is one row of [q|k|v].
 	bq, bk, bv, bqkv driver.Ptr
@@ -297,14 +309,16 @@ func (b *Backend) load(ctx context.Context, m *model.Model) error {
 	if b.opts.VRAMBudget > 0 {
 		b.budget = min(b.budget, b.opts.VRAMBudget)
 	}
-	ptx := b.opts.PTX
-	if ptx == nil {
-		ptx = kernels.PTX
+	image := b.opts.Image
+	if image == nil {
+		image = kernels.Image
 	}
-	if _, real := b.dev.(*driver.Context); real && len(ptx) == 0 {
+	if _, real := b.dev.(*driver.Context); real && len(image) == 0 {
 		return fmt.Errorf("cuda: %w: this binary carries no kernel image (run make cuda-kernels)", ErrUnsupported)
 	}
-	if b.mod, err = b.dev.Load(ptx); err != nil {
+	info := b.dev.Info()
+	b.pdl = info.PDL && kernels.Dependent(image, info.Major, info.Minor) && !b.opts.PlainLaunches
+	if b.mod, err = b.dev.Load(image); err != nil {
 		if driver.Code(err) == errUnsupportedPTX {
 			return fmt.Errorf("cuda: loading the kernels: %w (the driver, CUDA %s, is older than the kernels' PTX: an NVIDIA driver for CUDA 13, 580 or newer, is needed)",
 				err, driver.DriverString(b.dev.Info().DriverVersion))
@@ -500,6 +514,23 @@ func (b *Backend) qkvMatrices(m *model.Model, pre string, l *layer, qd, kvd int)
 		}
 		ts[i] = t
 	}
+	if ts[0].Codec == ts[1].Codec && ts[0].Codec != ts[2].Codec && !b.opts.Exact && qd+kvd < kernels.PairRows &&
+		kernels.MatvecPairName(ts[0].Codec.String(), ts[2].Codec.String()) != "" {
+		// [q;k] in one matrix, v apart: one ck_mvq2_ launch decodes the three.
+		qk := &tensor.Tensor{Name: pre + "attn_qk", Codec: ts[0].Codec, Shape: []int{qd + kvd, H}}
+		qk.Data = append(append([]byte(nil), ts[0].Data...), ts[1].Data...)
+		w, err := b.upmatrix(qk, pre+model.AttnQ+"+k", qd+kvd, H)
+		if err != nil {
+			return err
+		}
+		l.qk = w
+		l.q, l.k = w, w
+		l.q.rows = qd
+		l.k.ptr += driver.Ptr(qd * w.rowBytes)
+		l.k.rows = kvd
+		l.v, err = b.matrix(m, pre+model.AttnV, kvd, H)
+		return err
+	}
 	if ts[0].Codec != ts[1].Codec || ts[0].Codec != ts[2].Codec {
 		var err error
 		if l.q, err = b.matrix(m, pre+model.AttnQ, qd, H); err != nil {
@@ -668,7 +699,11 @@ func (b *Backend) launch(name string, a launchable) error {
 	if b.prof != nil {
 		return b.timed(name, func() error { return b.dev.Launch(f, grid, block, int(g.Shared), args...) })
 	}
-	if err := b.dev.Launch(f, grid, block, int(g.Shared), args...); err != nil {
+	launch := b.dev.Launch
+	if b.dependent {
+		launch = b.dev.LaunchDependent
+	}
+	if err := launch(f, grid, block, int(g.Shared), args...); err != nil {
 		return fmt.Errorf("%w (kernel %s)", err, name)
 	}
 	return nil

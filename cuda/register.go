@@ -57,6 +57,9 @@ type Tuning struct {
 	// Exact keeps f32 activations in the quantized matvecs and f32 K/V in
 	// prefill attention (see Options.Exact).
 	Exact bool
+	// PlainLaunches turns programmatic dependent launches off (see
+	// Options.PlainLaunches): for A/B runs.
+	PlainLaunches bool
 }
 
 // open is the registered backend.Opener. Options.Layers are per-device
@@ -78,7 +81,7 @@ func OpenWith(ctx context.Context, m *model.Model, layers string, budget int64, 
 	if reserve <= 0 {
 		reserve = min(max(m.Arch.Context, 1), 4096)
 	}
-	return OpenDevices(ctx, m, Options{VRAMBudget: budget, KVF16: kvF16, Exact: t.Exact}, t.Devices, layers, reserve)
+	return OpenDevices(ctx, m, Options{VRAMBudget: budget, KVF16: kvF16, Exact: t.Exact, PlainLaunches: t.PlainLaunches}, t.Devices, layers, reserve)
 }
 
 // The session is a backend.GreedyStepper: greedy batches as CUDA graphs,

@@ -569,12 +569,19 @@ func (s *Session) layers(T int, _ int) error {
 		// A prompt without biases and q/k norms takes the fused [q;k;v] rows
 		// in one product too (one grid of 3072 rows fills the device where
 		// k's and v's 512 would not); rope and attention read the strided rows.
+		// One token with [q;k] and a v of another codec: one ck_mvq2_ launch.
 		fusedQKV := l.qkv.ptr != 0 && (T == 1 || T > kernels.MaxBatch && l.bq == 0 && at.QKNorm == model.QKNormNone)
-		if fusedQKV {
+		pairQKV := T == 1 && l.qk.ptr != 0
+		if fusedQKV || pairQKV {
 			kp, vp = s.q+driver.Ptr(qd*4), s.q+driver.Ptr((qd+kvd)*4)
 			qStride, kvStride = qd+2*kvd, qd+2*kvd
 			var err error
-			if T == 1 {
+			if pairQKV {
+				err = b.launch(kernels.MatvecPairName(l.qk.codec, l.v.codec), &kernels.MatvecPairArgs{Y: P(s.q),
+					WA: P(l.qk.ptr), WB: P(l.v.ptr), X: P(in), R: P(l.bqkv), RowsA: int32(l.qk.rows), RowsB: int32(l.v.rows),
+					Cols: int32(l.qk.cols), RowBytesA: int32(l.qk.rowBytes), RowBytesB: int32(l.v.rowBytes),
+					NormW: P(norm), Eps: a.NormEps, PlusOne: plusOne(a)})
+			} else if T == 1 {
 				err = s.mv(s.q, l.qkv, in, l.bqkv, norm)
 			} else {
 				err = s.mm(s.q, l.qkv, in, T)
@@ -931,12 +938,18 @@ func (s *Session) DropGreedyBatch(g *GreedyBatch) error {
 
 // capture records k one-token steps into a graph: greedy steps (each
 // argmax feeding the next step's token) when argmax, else steps that leave
-// their logits.
+// their logits. The kernels are programmatic dependents where Backend.pdl
+// (each waits for the one before in griddepcontrol: kernels/common.cuh).
 func (s *Session) capture(k int, argmax bool) (driver.Graph, error) {
 	b := s.b
 	if err := b.dev.BeginCapture(); err != nil {
 		return 0, err
 	}
+	// Every kernel of a step is a programmatic dependent of the one before
+	// where the device and image allow (Backend.pdl): its launch overlaps
+	// its predecessor's run (a step is ~83 dependent launches).
+	b.dependent = b.pdl
+	defer func() { b.dependent = false }()
 	err := func() error {
 		for range k {
 			if err := s.embed(s.state+4*kernels.StateToken, 1); err != nil {

@@ -88,7 +88,8 @@ func (m *modelFlags) load(ctx context.Context) (*engine.Engine, error) {
 			}
 			devices = append(devices, n)
 		}
-		tuning = cuda.Tuning{Devices: devices}
+		// CORTIQ_CUDA_PDL=0: the decode graphs' kernels launched plainly (A/B).
+		tuning = cuda.Tuning{Devices: devices, PlainLaunches: os.Getenv("CORTIQ_CUDA_PDL") == "0"}
 	} else if _, err := webgpu.ParseLayerRanges(m.gpuLayers, 0); err != nil {
 		return nil, fmt.Errorf("--gpu-layers (or CORTIQ_GPU_LAYERS): %w", err)
 	}

@@ -58,6 +58,10 @@ func load() (*lib, error) {
 			}
 			l.fn[s] = a
 		}
+		// Optional: programmatic dependent launch (CUDA 11.8+ drivers).
+		if a, err := purego.Dlsym(h, "cuLaunchKernelEx"); err == nil {
+			l.fn["cuLaunchKernelEx"] = a
+		}
 		// Optional: the CUDA 12.8+ name first (CUDA 13 headers map to it).
 		for _, s := range []string{"cuEventElapsedTime_v2", "cuEventElapsedTime"} {
 			if a, err := purego.Dlsym(h, s); err == nil {
@@ -186,6 +190,7 @@ func (l *lib) info(ordinal int) (Info, int32, error) {
 		}
 		*a.dst = int(x)
 	}
+	info.PDL = l.fn["cuLaunchKernelEx"] != 0 && info.Major >= 9
 	return info, dev, nil
 }
 
@@ -200,12 +205,40 @@ type Context struct {
 	info   Info
 	// args is pinned host memory for cuLaunchKernel's parameter array:
 	// maxArgs 8-byte values, then maxArgs pointers to them (the driver
-	// copies them at launch, so one area serves every launch).
+	// copies them at launch, so one area serves every launch), then
+	// cuLaunchKernelEx's launchConfig and its one launchAttr.
 	args   unsafe.Pointer
 	closed bool
 }
 
 const maxArgs = 64
+
+// argsBytes is the size of Context.args: the parameters and their
+// pointers, a launchConfig, a launchAttr.
+const argsBytes = maxArgs*16 + 64 + 128
+
+// launchConfig is CUlaunchConfig (cuda.h, 64-bit): 56 bytes.
+type launchConfig struct {
+	gridX, gridY, gridZ    uint32
+	blockX, blockY, blockZ uint32
+	shared                 uint32
+	_                      uint32
+	stream                 uintptr
+	attrs                  uintptr
+	numAttrs               uint32
+	_                      uint32
+}
+
+// launchAttr is CUlaunchAttribute: the id, padding to 8 bytes, a 64-byte
+// value union (an int for programmatic stream serialization).
+type launchAttr struct {
+	id    uint32
+	_     uint32
+	value [16]uint32
+}
+
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+const attrProgrammaticSerialization = 6
 
 // Open retains device ordinal's primary context and creates its stream.
 func Open(ordinal int) (*Context, error) {
@@ -233,7 +266,7 @@ func Open(ordinal int) (*Context, error) {
 		l.call("cuDevicePrimaryCtxRelease_v2", uintptr(dev))
 		return nil, err
 	}
-	if err := l.check("cuMemHostAlloc", l.call("cuMemHostAlloc", uintptr(unsafe.Pointer(&c.args)), maxArgs*16, 0)); err != nil {
+	if err := l.check("cuMemHostAlloc", l.call("cuMemHostAlloc", uintptr(unsafe.Pointer(&c.args)), argsBytes, 0)); err != nil {
 		l.call("cuStreamDestroy_v2", c.stream)
 		l.call("cuDevicePrimaryCtxRelease_v2", uintptr(dev))
 		return nil, err
@@ -400,6 +433,35 @@ func (c *Context) Launch(f Func, grid, block Dim3, shared int, args ...Arg) erro
 		uintptr(grid.X), uintptr(grid.Y), uintptr(grid.Z),
 		uintptr(block.X), uintptr(block.Y), uintptr(block.Z),
 		uintptr(shared), c.stream, uintptr(ptrsAt), 0))
+}
+
+func (c *Context) LaunchDependent(f Func, grid, block Dim3, shared int, args ...Arg) error {
+	if !c.info.PDL {
+		return fmt.Errorf("%w: %s (sm_%d%d, driver API %s)", ErrNoPDL, c.info.Name, c.info.Major, c.info.Minor, DriverString(c.info.DriverVersion))
+	}
+	if len(args) > maxArgs {
+		return fmt.Errorf("cuda: launch with %d arguments (at most %d)", len(args), maxArgs)
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	vals := unsafe.Slice((*uint64)(c.args), maxArgs)
+	ptrsAt := unsafe.Add(c.args, maxArgs*8)
+	ptrs := unsafe.Slice((*uintptr)(ptrsAt), maxArgs)
+	for i, a := range args {
+		vals[i] = uint64(a)
+		ptrs[i] = uintptr(unsafe.Pointer(&vals[i]))
+	}
+	cfgAt := unsafe.Add(c.args, maxArgs*16)
+	attrAt := unsafe.Add(cfgAt, 64)
+	attr := (*launchAttr)(attrAt)
+	*attr = launchAttr{id: attrProgrammaticSerialization}
+	attr.value[0] = 1
+	*(*launchConfig)(cfgAt) = launchConfig{gridX: grid.X, gridY: grid.Y, gridZ: grid.Z,
+		blockX: block.X, blockY: block.Y, blockZ: block.Z, shared: uint32(shared),
+		stream: c.stream, attrs: uintptr(attrAt), numAttrs: 1}
+	return c.l.check("cuLaunchKernelEx", c.l.call("cuLaunchKernelEx", uintptr(cfgAt), uintptr(f), uintptr(ptrsAt), 0))
 }
 
 func (c *Context) Sync() error { return c.do("cuStreamSynchronize", c.stream) }

@@ -27,6 +27,10 @@ import (
 // opened: the NVIDIA driver is not installed (or not for this OS).
 var ErrNoDriver = errors.New("cuda: no libcuda.so.1 (NVIDIA driver not installed)")
 
+// ErrNoPDL is wrapped by LaunchDependent's error where the driver or the
+// device has no programmatic dependent launch.
+var ErrNoPDL = errors.New("cuda: no programmatic dependent launch (cuLaunchKernelEx on sm_90 or newer)")
+
 // Ptr is a device address (CUdeviceptr).
 type Ptr uint64
 
@@ -69,6 +73,9 @@ type Info struct {
 	DriverVersion int // e.g. 13000 for CUDA 13.0
 	Major, Minor  int // compute capability
 	SMs           int
+	// PDL: LaunchDependent is there (the driver has cuLaunchKernelEx, CUDA
+	// 11.8 or newer, and the device is sm_90 or newer).
+	PDL bool
 }
 
 // DriverString renders a driver API version such as 13000 as "13.0".
@@ -100,6 +107,13 @@ type Device interface {
 	// SetSharedLimit lets f use up to bytes of dynamic shared memory.
 	SetSharedLimit(f Func, bytes int) error
 	Launch(f Func, grid, block Dim3, shared int, args ...Arg) error
+	// LaunchDependent is Launch as a programmatic dependent launch
+	// (cuLaunchKernelEx with programmatic stream serialization; in a
+	// captured graph a programmatic edge): f may start before the kernel
+	// before it on the stream has finished, so it must wait for it
+	// (griddepcontrol.wait) before it touches what that kernel reads or
+	// writes. Where Info().PDL is false it fails, wrapping ErrNoPDL.
+	LaunchDependent(f Func, grid, block Dim3, shared int, args ...Arg) error
 	// Sync waits for the stream's work; a kernel's fault surfaces here.
 	Sync() error
 	// BeginCapture starts recording the stream's launches and copies into

@@ -210,3 +210,28 @@ func TestFaulty(t *testing.T) {
 		t.Fatalf("allocation past the limit: %v", err)
 	}
 }
+
+func TestFakeDependent(t *testing.T) {
+	f := NewFake(1 << 20)
+	if !f.Info().PDL {
+		t.Fatal("the fake sm_90 device has no PDL")
+	}
+	if err := f.LaunchDependent(1, D1(1), D1(1), 0); err != nil || f.Dependent != 1 || f.Launches != 1 {
+		t.Fatalf("dependent launch: %v (%d dependent of %d)", err, f.Dependent, f.Launches)
+	}
+	f.SetPDL(false)
+	if err := f.LaunchDependent(1, D1(1), D1(1), 0); !errors.Is(err, ErrNoPDL) {
+		t.Fatalf("dependent launch without PDL: %v", err)
+	}
+	d := &Faulty{Device: NewFake(1 << 20), FailLaunch: 2}
+	if err := d.Launch(1, D1(1), D1(1), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.LaunchDependent(1, D1(1), D1(1), 0); Code(err) != ErrorLaunchFailed {
+		t.Fatalf("a failing dependent launch: %v", err)
+	}
+	d = &Faulty{Device: NewFake(1 << 20), LoseAfter: 1}
+	if err := d.LaunchDependent(1, D1(1), D1(1), 0); Code(err) != ErrorDeviceUnavail || !d.Lost() {
+		t.Fatalf("lost at a dependent launch: %v", err)
+	}
+}

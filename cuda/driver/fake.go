@@ -19,6 +19,12 @@ type Fake struct {
 	capture   []fakeOp
 	graphs    map[Graph][]fakeOp
 	capturing bool
+
+	// Dependent counts the programmatic dependent launches, captured ones
+	// included.
+	Dependent int
+	// Kernels counts the lookups of each kernel name (Function).
+	Kernels map[string]int
 }
 
 type fakeAlloc struct {
@@ -31,7 +37,7 @@ type fakeOp func() error
 // NewFake returns a fake device with totalMem bytes.
 func NewFake(totalMem int64) *Fake {
 	return &Fake{
-		info:   Info{Name: "fake CUDA device", TotalMem: totalMem, DriverVersion: 13000, Major: 9, Minor: 0, SMs: 132},
+		info:   Info{Name: "fake CUDA device", TotalMem: totalMem, DriverVersion: 13000, Major: 9, Minor: 0, SMs: 132, PDL: true},
 		next:   0x10000000,
 		graphs: map[Graph][]fakeOp{},
 	}
@@ -154,7 +160,15 @@ func (f *Fake) Zero(dst Ptr, n int64) error {
 
 func (f *Fake) Load(image []byte) (Module, error) { return 1, nil }
 
-func (f *Fake) Function(m Module, name string) (Func, error) { return 1, nil }
+func (f *Fake) Function(m Module, name string) (Func, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.Kernels == nil {
+		f.Kernels = map[string]int{}
+	}
+	f.Kernels[name]++
+	return 1, nil
+}
 
 func (f *Fake) SetSharedLimit(Func, int) error { return nil }
 
@@ -165,6 +179,27 @@ func (f *Fake) Launch(fn Func, grid, block Dim3, shared int, args ...Arg) error 
 		f.Launches++
 	}
 	return nil
+}
+
+func (f *Fake) LaunchDependent(fn Func, grid, block Dim3, shared int, args ...Arg) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.info.PDL {
+		return fmt.Errorf("%w: %s", ErrNoPDL, f.info.Name)
+	}
+	if !f.capturing {
+		f.Launches++
+	}
+	f.Dependent++
+	return nil
+}
+
+// SetPDL sets what Info().PDL reports (a device without programmatic
+// dependent launch when false).
+func (f *Fake) SetPDL(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.info.PDL = on
 }
 
 func (f *Fake) Sync() error { return nil }

@@ -130,6 +130,13 @@ func (f *Faulty) Launch(fn Func, grid, block Dim3, shared int, args ...Arg) erro
 	return f.Device.Launch(fn, grid, block, shared, args...)
 }
 
+func (f *Faulty) LaunchDependent(fn Func, grid, block Dim3, shared int, args ...Arg) error {
+	if err := f.launch("cuLaunchKernelEx"); err != nil {
+		return err
+	}
+	return f.Device.LaunchDependent(fn, grid, block, shared, args...)
+}
+
 func (f *Faulty) LaunchGraph(g Graph) error {
 	if err := f.launch("cuGraphLaunch"); err != nil {
 		return err

@@ -689,3 +689,47 @@ func CheckAttention(heads, kvHeads, headDim int) error {
 	}
 	return nil
 }
+
+// MatvecPairArgs is ck_mvq2_<a>_<b>: Y = [WA·X; WB·X] (+R), RowsA rows of
+// WA in codec a, then RowsB of WB in codec b, X quantized to int8 once per
+// block as in ck_mvq_* (NormW, Eps, PlusOne as MatvecArgs'): one launch for
+// a layer's [q;k] and a v of another codec. One row a warp: RowsA and
+// RowsB under 32768 (PairRows).
+type MatvecPairArgs struct {
+	Y, WA, WB, X, R      Ptr
+	RowsA, RowsB, Cols   int32
+	RowBytesA, RowBytesB int32
+	NormW                Ptr
+	Eps                  float32
+	PlusOne              int32
+}
+
+func (a *MatvecPairArgs) Params() []unsafe.Pointer {
+	return params(unsafe.Pointer(&a.Y), unsafe.Pointer(&a.WA), unsafe.Pointer(&a.WB), unsafe.Pointer(&a.X),
+		unsafe.Pointer(&a.R), unsafe.Pointer(&a.RowsA), unsafe.Pointer(&a.RowsB), unsafe.Pointer(&a.Cols),
+		unsafe.Pointer(&a.RowBytesA), unsafe.Pointer(&a.RowBytesB), unsafe.Pointer(&a.NormW), unsafe.Pointer(&a.Eps),
+		unsafe.Pointer(&a.PlusOne))
+}
+
+// PairRows bounds RowsA and RowsB of ck_mvq2_* (16 rows a block).
+const PairRows = 32768
+
+// Launch: 16 of WA's rows a block, then 16 of WB's; 512 threads.
+func (a *MatvecPairArgs) Launch() Geometry {
+	n := cdiv(int(a.RowsA), 16) + cdiv(int(a.RowsB), 16)
+	return geo(n, 1, 1, 512, uint32(a.Cols+8*(a.Cols/32)))
+}
+
+// MatvecPairs are the codec pairs (a, b) with a ck_mvq2_<a>_<b> kernel.
+var MatvecPairs = [][2]string{{"q4_K", "q6_K"}}
+
+// MatvecPairName is the ck_mvq2_* kernel for codecs a and b, or "" when
+// there is none.
+func MatvecPairName(a, b string) string {
+	for _, p := range MatvecPairs {
+		if p == [2]string{a, b} {
+			return "ck_mvq2_" + a + "_" + b
+		}
+	}
+	return ""
+}

@@ -140,9 +140,11 @@ __device__ __forceinline__ void attn_decode(float* __restrict__ partO, float* __
       int heads, int kvHeads, int hd, int ring, int window, float scale, float softcap, int nsplit, int qStride
 
 CK void __launch_bounds__(128) ck_attn_decode_f32(DEC_ARGS(float)) {
+  ck_pdl();
   attn_decode<float>(partO, partML, q, kc, vc, pos0, heads, kvHeads, hd, ring, window, scale, softcap, nsplit, qStride);
 }
 CK void __launch_bounds__(128) ck_attn_decode_f16(DEC_ARGS(__half)) {
+  ck_pdl();
   attn_decode<__half>(partO, partML, q, kc, vc, pos0, heads, kvHeads, hd, ring, window, scale, softcap, nsplit, qStride);
 }
 
@@ -151,6 +153,7 @@ CK void __launch_bounds__(128) ck_attn_decode_f16(DEC_ARGS(__half)) {
 // that the loads of all parts are in flight together.
 CK void ck_attn_combine(float* out, const float* __restrict__ partO, const float* __restrict__ partML,
                         const float* __restrict__ sinks, int T, int heads, int hd, int nsplit) {
+  ck_pdl();
   __shared__ float Wm[256], Wl[256];
   __shared__ float red[2];
   const int h = blockIdx.x, t = blockIdx.y, d = threadIdx.x;
@@ -294,9 +297,11 @@ __device__ __forceinline__ void attn_prefill(float* __restrict__ out, const floa
       int hd, int ring, int window, float scale, float softcap, const float *sinks, int qStride
 
 CK void __launch_bounds__(128) ck_attn_prefill_f32(PRE_ARGS(float)) {
+  ck_pdl();
   attn_prefill<float>(out, q, kc, vc, pos0, Tn, heads, kvHeads, hd, ring, window, scale, softcap, sinks, qStride);
 }
 CK void __launch_bounds__(128) ck_attn_prefill_f16(PRE_ARGS(__half)) {
+  ck_pdl();
   attn_prefill<__half>(out, q, kc, vc, pos0, Tn, heads, kvHeads, hd, ring, window, scale, softcap, sinks, qStride);
 }
 
@@ -467,10 +472,12 @@ __device__ __forceinline__ void fa_prefill(float* __restrict__ out, const float*
       int hd, int ring, int window, float scale, float softcap, const float *sinks, int qStride
 
 CK void __launch_bounds__(128) ck_fa_prefill_f32(FA_ARGS(float)) {
+  ck_pdl();
   if (hd == 64) fa_prefill<float, 64>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride);
   else fa_prefill<float, 128>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride);
 }
 CK void __launch_bounds__(128) ck_fa_prefill_f16(FA_ARGS(__half)) {
+  ck_pdl();
   if (hd == 64) fa_prefill<__half, 64>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride);
   else fa_prefill<__half, 128>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride);
 }
@@ -554,11 +561,28 @@ __device__ __forceinline__ void attn_decode1(float* __restrict__ out, float* __r
   __shared__ float Rc[HD / 2], Rs[HD / 2];
   const int g = blockIdx.x, s = blockIdx.y, t = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int G = heads / kvHeads, kvDim = kvHeads * HD;
-  const int P = *pos0 + t;
+  // Before ck_pdl's wait (launched as a programmatic dependent, this runs
+  // while the kernel before it, the q/k/v product, still does): the
+  // position, the RoPE angles, and the block's cached keys and values
+  // before P to L2. The position comes from the step's argmax (or the
+  // host), kernels earlier than the one before, which were complete and
+  // their writes visible before the one before passed its own wait (read
+  // past L1: __ldcg); the keys before P were written by earlier steps. q
+  // and the new k, v are the kernel before's: read after the wait.
+  const int P = __ldcg(pos0) + t;
   const int first = window > 0 ? max(0, P - window + 1) : 0;
   const int n = P - first + 1;
   const int L = (n + nsplit - 1) / nsplit;
   const int start = first + s * L, end = min(start + L, P + 1);  // keys [start, end), maybe empty
+  {
+    constexpr int LINES = HD * (int)sizeof(T) / 128 > 0 ? HD * (int)sizeof(T) / 128 : 1;  // 128-byte lines a row
+    const int old = max(0, min(end, P) - start);                                        // keys before P
+    for (int i = tid; i < 2 * old * LINES; i += NW * 32) {
+      const int p = start + i / (2 * LINES), l = i % (2 * LINES);
+      const T* row = (l < LINES ? kc : vc) + (size_t)(p % ring) * kvDim + (size_t)g * HD;
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(row) + 128 * (l % LINES)));
+    }
+  }
   const size_t hbase = (size_t)t * heads + (size_t)g * G;          // the group's first head of token t
   const size_t pbase = hbase * nsplit + s;                         // head j's partial: pbase + j*nsplit
   const float* qt = q + (size_t)t * (qStride ? qStride : heads * HD) + (size_t)g * G * HD;
@@ -572,6 +596,9 @@ __device__ __forceinline__ void attn_decode1(float* __restrict__ out, float* __r
       Rc[i] = (float)cd * mscale;
       Rs[i] = (float)sd * mscale;
     }
+  }
+  ck_pdl();
+  if (kNew) {
     __syncthreads();
     for (int i = tid; i < GM * HD; i += NW * 32) {
       const int h = i / HD, d = i - h * HD;

@@ -14,6 +14,24 @@
 
 #define CK extern "C" __global__
 
+// Programmatic dependent launch (PDL). Inside the decode's CUDA graphs the
+// backend launches kernels with programmatic stream serialization on sm_90
+// (kernels.Dependent): a kernel may then start while the one before it on the
+// stream still runs. ck_pdl() waits (griddepcontrol.wait) until the kernels
+// before this one have finished and their writes are visible, then lets the
+// next kernel start launching (griddepcontrol.launch_dependents), whose blocks
+// in turn wait in their ck_pdl(). Every kernel calls it before it reads or
+// writes any buffer another kernel touches (read-only weights may be read, or
+// prefetched, before). Compiled only into the sm_90 cubin; the sm_80 cubin and
+// the compute_80 PTX have no such instructions (and are never launched so),
+// and in an ordinary launch both instructions return at once.
+__device__ __forceinline__ void ck_pdl() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float h2f(const uint8_t* p) {
   return __half2float(*reinterpret_cast<const __half*>(p));
 }
@@ -229,7 +247,10 @@ struct CQ6_K {
     const float d = h2f(row + (nchunk >> 3) * 208 + 2 * b);
     const uint8_t* ql = blk + 64 * half + 8 * g;
     const uint8_t* qh = blk + 128 + 32 * half + 8 * g;
-    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192) + 8 * half + (g >> 1);
+    // The half's eight scales in one load; part p's is byte (g>>1) + 2p.
+    const uint2 sc8 = *reinterpret_cast<const uint2*>(blk + 192 + 8 * half);
+    const unsigned long long sc64 = ((unsigned long long)sc8.y << 32) | sc8.x;
+    const int scb = 8 * (g >> 1);
     uint2 la = *reinterpret_cast<const uint2*>(ql);
     uint2 lb = *reinterpret_cast<const uint2*>(ql + 32);
     uint2 hh = *reinterpret_cast<const uint2*>(qh);
@@ -253,7 +274,7 @@ struct CQ6_K {
         }
         s = __dp4a((int)__vsubss4(q, 0x20202020u), xw[k], s);
       }
-      acc += (float)sc[2 * part] * xds[xblk + part].x * (float)s;
+      acc += (float)(int8_t)(sc64 >> (scb + 16 * part)) * xds[xblk + part].x * (float)s;
     }
     return d * acc;
   }

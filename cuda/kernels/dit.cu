@@ -185,6 +185,7 @@ __device__ __forceinline__ void dit_gemm(void* __restrict__ Y, const __half* __r
   void *Y, const __half *A, const __half *W, const float *bias, int M, int N, int K, int ldy
 #define DEF_DIT_GEMM(name, MODE, WM, WN, BK, ST, PF)                                                      \
   CK void __launch_bounds__(32 * WM * WN, 1) ck_dit_gemm_##name(DIT_GEMM_ARGS) {                          \
+    ck_pdl();                                                                                             \
     dit_gemm<MODE, WM, WN, BK, ST, PF>(Y, A, W, bias, M, N, K, ldy);                                      \
   }
 // The products' two tilings (kernels.DiTGemmTiling): _a 128×128 blocks of
@@ -205,6 +206,7 @@ DEF_DIT_GEMM2(glu, DG_GLU)
 // The mma.sync ceiling: each warp iters × 8 independent m16n8k16 f16 → f32
 // products on registers (no memory); 4096 flops each.
 CK void __launch_bounds__(256) ck_dit_mma_peak(float* out, int iters) {
+  ck_pdl();
   uint32_t a[4] = {threadIdx.x, threadIdx.x * 3u, threadIdx.x * 5u, threadIdx.x * 7u};
   float c[8][4] = {};
   for (int i = 0; i < iters; i++) {
@@ -378,6 +380,7 @@ __device__ __forceinline__ void dit_attn(__half* __restrict__ out, const __half*
 #define DEF_DIT_ATTN(HD, NW)                                                                                \
   CK void __launch_bounds__(32 * NW) ck_dit_attn_##HD(__half* out, const __half* qkv, int n, int heads, int ld, \
                                                       int ldo, float scale) {                               \
+    ck_pdl();                                                                                               \
     dit_attn<HD, NW>(out, qkv, n, heads, ld, ldo, scale);                                                   \
   }
 DEF_DIT_ATTN(32, 4)
@@ -553,11 +556,13 @@ __device__ __forceinline__ void dit_attn2(__half* __restrict__ out, const __half
 // (ck_dit_attn_128: 188-201).
 CK void __launch_bounds__(128) ck_dit_attn2_128(__half* out, const __half* qkv, int n, int heads, int ld, int ldo,
                                                 float scale) {
+  ck_pdl();
   dit_attn2<128, 64>(out, qkv, n, heads, ld, ldo, scale);
 }
 #ifdef DIT_GEMM_VARIANTS
 CK void __launch_bounds__(128) ck_dit_attn2b_128(__half* out, const __half* qkv, int n, int heads, int ld, int ldo,
                                                  float scale) {
+  ck_pdl();
   dit_attn2<128, 32>(out, qkv, n, heads, ld, ldo, scale);
 }
 #endif
@@ -577,6 +582,7 @@ __device__ __forceinline__ float dg_block_sum(float v, float* red) {
 // without affine (eps); w and scale may be null.
 CK void __launch_bounds__(256) ck_dit_norm(__half* out, const float* x, const float* w, const float* scale, int D,
                                            float eps, int mode) {
+  ck_pdl();
   __shared__ float red[32];
   const float* xr = x + (size_t)blockIdx.x * D;
   __half* orow = out + (size_t)blockIdx.x * D;
@@ -604,6 +610,7 @@ CK void __launch_bounds__(256) ck_dit_norm(__half* out, const float* x, const fl
 // f16(rms(u[row])·w2·s2) (w2, s2 may be null).
 CK void __launch_bounds__(256) ck_dit_norm_add(float* u, const float* x, const float* w, const float* gate,
                                                __half* h, const float* w2, const float* s2, int D, float eps) {
+  ck_pdl();
   __shared__ float red[32];
   const float* xr = x + (size_t)blockIdx.x * D;
   float* ur = u + (size_t)blockIdx.x * D;
@@ -636,6 +643,7 @@ CK void __launch_bounds__(256) ck_dit_norm_add(float* u, const float* x, const f
 // (row, q-or-k head), hd ≤ 256 and even.
 CK void __launch_bounds__(256) ck_dit_qkrope(__half* qkv, const float* rope, const float* qn, const float* kn,
                                              int rows, int heads, int hd, int ld, float eps) {
+  ck_pdl();
   const int item = blockIdx.x * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
   if (item >= rows * 2 * heads) return;
   const int row = item / (2 * heads), hh = item % (2 * heads);

@@ -22,6 +22,7 @@ __device__ __forceinline__ void embed(float* __restrict__ out, const uint8_t* __
 #define DEF_EMBED(name, C)                                                                             \
   CK void ck_embed_##name(float* out, const uint8_t* table, const int* ids, int T, int dim, int rowBytes, \
                           float scale) {                                                               \
+    ck_pdl();                                                                                          \
     embed<C>(out, table, ids, dim, rowBytes, scale);                                                   \
   }
 DEF_EMBED(f32, CF32)
@@ -48,6 +49,7 @@ __device__ __forceinline__ void rms_apply(float* __restrict__ o, const float* xr
 // ---- rmsnorm: out = x/rms(x)·w; grid (rows), 256 threads. out may alias x.
 CK void __launch_bounds__(256) ck_rmsnorm(float* out, const float* x, const float* __restrict__ w, int rows,
                                           int dim, float eps, int plusOne) {
+  ck_pdl();
   const size_t off = (size_t)blockIdx.x * dim;
   rms_apply(out + off, x + off, w, dim, eps, plusOne);
 }
@@ -56,6 +58,7 @@ CK void __launch_bounds__(256) ck_rmsnorm(float* out, const float* x, const floa
 CK void __launch_bounds__(256) ck_add_rmsnorm(float* resid, const float* __restrict__ delta, float* out,
                                               const float* __restrict__ w, int rows, int dim, float eps,
                                               int plusOne, float deltaScale) {
+  ck_pdl();
   const size_t off = (size_t)blockIdx.x * dim;
   float* rr = resid + off;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) rr[i] = rr[i] + deltaScale * delta[off + i];
@@ -65,6 +68,7 @@ CK void __launch_bounds__(256) ck_add_rmsnorm(float* resid, const float* __restr
 
 // ---- add: out = a + bScale·b; grid ceil(n/1024), 256 threads × 4.
 CK void ck_add(float* out, const float* a, const float* b, int n, float bScale) {
+  ck_pdl();
   const int base = blockIdx.x * 1024 + threadIdx.x;
 #pragma unroll
   for (int k = 0; k < 4; k++) {
@@ -76,6 +80,7 @@ CK void ck_add(float* out, const float* a, const float* b, int n, float bScale) 
 // ---- rope: grid (T, heads), 64 threads; each thread rotates pairs.
 CK void ck_rope(float* x, const int* pos0, const float* __restrict__ invFreq, int T, int heads, int headDim,
                 int rotDims, int neox, float mscale) {
+  ck_pdl();
   const int t = blockIdx.x, h = blockIdx.y;
   const int pos = *pos0 + t;
   float* v = x + ((size_t)t * heads + h) * headDim;
@@ -144,9 +149,11 @@ __device__ __forceinline__ void rope_kv(float* q, const float* k, const float* v
   float *q, const float *k, const float *v, T *kc, T *vc, const int *pos0, const float *invFreq, int Tn, \
       int heads, int kvHeads, int hd, int rotDims, int neox, float mscale, int qStride, int kvStride, int ring
 CK void ck_rope_kv_f32(ROPEKV_ARGS(float)) {
+  ck_pdl();
   rope_kv<float>(q, k, v, kc, vc, pos0, invFreq, heads, kvHeads, hd, rotDims, neox, mscale, qStride, kvStride, ring);
 }
 CK void ck_rope_kv_f16(ROPEKV_ARGS(__half)) {
+  ck_pdl();
   rope_kv<__half>(q, k, v, kc, vc, pos0, invFreq, heads, kvHeads, hd, rotDims, neox, mscale, qStride, kvStride, ring);
 }
 
@@ -164,15 +171,18 @@ __device__ __forceinline__ void kv_write(T* kc, T* vc, const float* k, const flo
 }
 CK void ck_kv_write_f32(float* kc, float* vc, const float* k, const float* v, const int* pos0, int T, int kvDim,
                         int ring) {
+  ck_pdl();
   kv_write<float>(kc, vc, k, v, pos0, kvDim, ring);
 }
 CK void ck_kv_write_f16(__half* kc, __half* vc, const float* k, const float* v, const int* pos0, int T,
                         int kvDim, int ring) {
+  ck_pdl();
   kv_write<__half>(kc, vc, k, v, pos0, kvDim, ring);
 }
 
 // ---- act_mul: out[t][i] = act(g[t*gStride+i])·u[t*uStride+i]; grid (ceil(n/256), T).
 CK void ck_act_mul(float* out, const float* g, const float* u, int T, int n, int gStride, int uStride, int act) {
+  ck_pdl();
   const int i = blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
   if (i >= n) return;
   out[(size_t)t * n + i] = act_fn(g[(size_t)t * gStride + i], act) * u[(size_t)t * uStride + i];
@@ -213,6 +223,7 @@ __device__ __forceinline__ int block_argmax(const float* __restrict__ v, int n) 
 }
 
 CK void __launch_bounds__(1024) ck_argmax_rows(int* ids, const float* logits, int T, int vocab) {
+  ck_pdl();
   const int id = block_argmax(logits + (size_t)blockIdx.x * vocab, vocab);
   if (threadIdx.x == 0) ids[blockIdx.x] = id;
 }
@@ -220,6 +231,7 @@ CK void __launch_bounds__(1024) ck_argmax_rows(int* ids, const float* logits, in
 // The greedy step of a CUDA graph: the next token feeds embed through
 // state[1], the history ring keeps every step's id, the position advances.
 CK void __launch_bounds__(1024) ck_argmax_step(const float* logits, int vocab, int* state, int* hist, int histLen) {
+  ck_pdl();
   const int id = block_argmax(logits, vocab);
   if (threadIdx.x == 0) {
     state[1] = id;
@@ -230,5 +242,6 @@ CK void __launch_bounds__(1024) ck_argmax_step(const float* logits, int vocab, i
 }
 
 CK void ck_advance(int* state, int n) {
+  ck_pdl();
   if (threadIdx.x == 0) state[0] += n;
 }

@@ -235,6 +235,7 @@ __device__ __forceinline__ void flash_prefill(float* __restrict__ out, const flo
 // allocated per entry, and head dim 128 needs twice 64's).
 #define DEF_FLASH(T, name, HD)                                                                                 \
   CK void __launch_bounds__(128) ck_flash_prefill_##name##_##HD(FL_ARGS(T)) {                                \
+    ck_pdl();                                                                                                \
     flash_prefill<T, HD>(out, q, kc, vc, pos0, Tn, heads, kvHeads, ring, window, scale, softcap, sinks, qStride); \
   }
 DEF_FLASH(float, f32, 64)

@@ -117,6 +117,7 @@ __device__ __forceinline__ void gemm(float* __restrict__ Y, const uint8_t* __res
 #define DEF_GEMM(name, C)                                                                              \
   CK void __launch_bounds__(256) ck_gemm_##name(float* Y, const uint8_t* W, const float* X, const float* R, \
                                                 int rows, int cols, int rowBytes, int T) {             \
+    ck_pdl();                                                                                          \
     gemm<C>(Y, W, X, R, rows, cols, rowBytes, T);                                                      \
   }
 DEF_GEMM(f32, CF32)

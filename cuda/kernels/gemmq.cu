@@ -34,6 +34,7 @@
 // computes it).
 CK void __launch_bounds__(256) ck_quant_q8(int8_t* __restrict__ xq, float2* __restrict__ xds, const float* __restrict__ x,
                                            const float* __restrict__ u, int T, int cols, int xStride, int uStride, int act) {
+  ck_pdl();
   const int t = blockIdx.y, c = (blockIdx.x * 256 + threadIdx.x) * 4;
   if (t >= T || blockIdx.x * 1024 >= cols) return;  // whole blocks only: the shuffles below take the full warp
   const bool ok = c < cols;
@@ -373,10 +374,12 @@ __device__ __forceinline__ void mmq(float* __restrict__ Y, const uint8_t* __rest
 #define DEF_MMQ(name, C)                                                                                          \
   CK void __launch_bounds__(256) ck_mmq_##name(float* Y, const uint8_t* W, const int8_t* Xq, const float2* Xds,   \
                                                const float* R, int rows, int cols, int rowBytes, int T) {         \
+    ck_pdl();                                                                                                     \
     mmq<C, 128>(Y, W, Xq, Xds, R, rows, cols, rowBytes, T);                                                       \
   }                                                                                                               \
   CK void __launch_bounds__(256) ck_mmqs_##name(float* Y, const uint8_t* W, const int8_t* Xq, const float2* Xds,  \
                                                 const float* R, int rows, int cols, int rowBytes, int T) {        \
+    ck_pdl();                                                                                                     \
     mmq<C, 64>(Y, W, Xq, Xds, R, rows, cols, rowBytes, T);                                                        \
   }
 DEF_MMQ(q8_0, CQ8_0)

@@ -15,8 +15,9 @@ import (
 	"unsafe"
 )
 
-// TestPTXFresh fails when a kernel source or the PTX differs from what
-// `make cuda-kernels` recorded in kernels.sha256 (the embedded PTX is stale).
+// TestPTXFresh fails when a kernel source, the PTX or the fatbin differs
+// from what `make cuda-kernels` recorded in kernels.sha256 (the embedded
+// image is stale).
 func TestPTXFresh(t *testing.T) {
 	sums := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(SourceSums), "\n") {
@@ -43,15 +44,20 @@ func TestPTXFresh(t *testing.T) {
 		case !ok:
 			t.Errorf("%s is not in kernels.sha256: the PTX was built without it; run `make cuda-kernels` (needs nvcc)", name)
 		case want != hex.EncodeToString(h[:]):
-			t.Errorf("%s changed since the PTX was built: run `make cuda-kernels` (needs nvcc) and commit kernels.ptx and kernels.sha256", name)
+			t.Errorf("%s changed since the PTX was built: run `make cuda-kernels` (needs nvcc) and commit kernels.ptx, kernels.fatbin and kernels.sha256", name)
 		}
 		delete(sums, name)
 	}
 	h := sha256.Sum256(PTX)
 	if want := sums["kernels.ptx"]; want != hex.EncodeToString(h[:]) {
-		t.Errorf("the embedded kernels.ptx is not the one `make cuda-kernels` recorded: run it again")
+		t.Errorf("kernels.ptx is not the one `make cuda-kernels` recorded: run it again")
 	}
 	delete(sums, "kernels.ptx")
+	h = sha256.Sum256(Image)
+	if want := sums["kernels.fatbin"]; want != hex.EncodeToString(h[:]) {
+		t.Errorf("the embedded kernels.fatbin is not the one `make cuda-kernels` recorded: run it again")
+	}
+	delete(sums, "kernels.fatbin")
 	for name := range sums {
 		t.Errorf("kernels.sha256 names %s, which is gone: run `make cuda-kernels`", name)
 	}
@@ -76,6 +82,9 @@ func TestPTXEntries(t *testing.T) {
 	}
 	names = append(names, RMSNorm, AddRMSNorm, Add, Rope, AttnCombine, ActMul, ArgmaxRows, ArgmaxStep, Advance, QuantQ8)
 	names = append(names, DiTNames()...)
+	for _, p := range MatvecPairs {
+		names = append(names, MatvecPairName(p[0], p[1]))
+	}
 	for _, k := range []string{"f32", "f16"} {
 		for _, hg := range [][2]int{{16, 4}, {64, 4}, {64, 8}, {128, 4}, {128, 8}} {
 			names = append(names, Decode1Name(k, hg[0], hg[1], 1))
@@ -247,6 +256,7 @@ func TestParamsMatchPTX(t *testing.T) {
 		{AttnCombine, &AttnCombineArgs{}},
 		{RopeKVPrefix + "f16", &RopeKVArgs{}},
 		{MatvecInt8Prefix + "q8_0", &MatvecArgs{}},
+		{MatvecPairName("q4_K", "q6_K"), &MatvecPairArgs{}},
 		{MatvecPrefix + "q4_0", &MatvecArgs{}},
 		{MatvecBatchPrefix + "q4_K", &MatvecBatchArgs{}},
 		{EmbedPrefix + "q6_K", &EmbedArgs{}},

@@ -192,18 +192,20 @@ template <class C, int U, int RPW>
 __device__ __forceinline__ void mv_q8(float* __restrict__ y, const uint8_t* __restrict__ W,
                                       const uint8_t* __restrict__ W2, const float* __restrict__ x,
                                       const float* __restrict__ r, int rows, int cols, int rowBytes, int act,
-                                      const float* __restrict__ nw, float eps, int plusOne) {
+                                      const float* __restrict__ nw, float eps, int plusOne, int bx) {
   extern __shared__ __align__(16) uint8_t smem[];
   int8_t* xq = reinterpret_cast<int8_t*>(smem);
   float2* xds = reinterpret_cast<float2*>(smem + cols);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int row0 = (blockIdx.x * (blockDim.x >> 5) + warp) * RPW;
+  const int row0 = (bx * (blockDim.x >> 5) + warp) * RPW;
   const int nrow = max(0, min(RPW, rows - row0));
-  // The warp's weight rows go to L2 while x is normalized and quantized.
+  // The warp's weight rows go to L2 while x is normalized and quantized
+  // (and, launched as a dependent, while the kernel before still runs).
   for (int k = 0; k < nrow; k++) {
     prefetch_l2(W + (size_t)(row0 + k) * rowBytes, rowBytes);
     if (W2) prefetch_l2(W2 + (size_t)(row0 + k) * rowBytes, rowBytes);
   }
+  ck_pdl();  // x (and y, r) only after the kernel before has finished
   quantize_x_shared(x, cols, xq, xds, nw, eps, plusOne);
   const int nchunk = cols >> 5;
   float acc[RPW], acc2[RPW];
@@ -240,9 +242,11 @@ __device__ __forceinline__ void mv_q8(float* __restrict__ y, const uint8_t* __re
 
 #define DEF_MV(name, C)                                                                                 \
   CK void __launch_bounds__(128) ck_mv_##name(MV_ARGS, const float* nw, float eps, int plusOne) {       \
+    ck_pdl();                                                                                           \
     mv_exact<C>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne);                           \
   }                                                                                                     \
   CK void __launch_bounds__(128) ck_mvb_##name(MV_ARGS, int n) {                                        \
+    ck_pdl();                                                                                           \
     mvb_exact<C>(y, W, W2, x, r, rows, cols, rowBytes, act, n);                                         \
   }
 
@@ -254,14 +258,45 @@ DEF_MV(q4_0, CQ4_0)
 DEF_MV(q4_K, CQ4_K)
 DEF_MV(q6_K, CQ6_K)
 
+// ck_mvq_*'s body for the rows of block bx. ck_mvq_* and ck_mvq2_* keep
+// to 64 registers (two 512-thread blocks a multiprocessor): a grid of a
+// few hundred blocks then runs in one or two waves.
+template <class C>
+__device__ __forceinline__ void mvq(float* __restrict__ y, const uint8_t* __restrict__ W,
+                                    const uint8_t* __restrict__ W2, const float* __restrict__ x,
+                                    const float* __restrict__ r, int rows, int cols, int rowBytes, int act,
+                                    const float* __restrict__ nw, float eps, int plusOne, int bx) {
+  if (mvq_rows_per_warp(rows) == 4) mv_q8<C, MVQ_U, 4>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne, bx);
+  else if (cols >= MVQ_WIDE_COLS) mv_q8<C, 8, 1>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne, bx);
+  else mv_q8<C, MVQ_U, 1>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne, bx);
+}
+
 #define DEF_MVQ(name, C)                                                                                \
-  CK void __launch_bounds__(512) ck_mvq_##name(MV_ARGS, const float* nw, float eps, int plusOne) {      \
-    if (mvq_rows_per_warp(rows) == 4) mv_q8<C, MVQ_U, 4>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne); \
-    else if (cols >= MVQ_WIDE_COLS) mv_q8<C, 8, 1>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne); \
-    else mv_q8<C, MVQ_U, 1>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne);                 \
+  CK void __launch_bounds__(512, 2) ck_mvq_##name(MV_ARGS, const float* nw, float eps, int plusOne) {   \
+    mvq<C>(y, W, W2, x, r, rows, cols, rowBytes, act, nw, eps, plusOne, blockIdx.x);                    \
   }
 
 DEF_MVQ(q8_0, CQ8_0)
 DEF_MVQ(q4_0, CQ4_0)
 DEF_MVQ(q4_K, CQ4_K)
 DEF_MVQ(q6_K, CQ6_K)
+
+// ---- ck_mvq2_<a>_<b>: two ck_mvq_ products of one x in one launch, y =
+// [WA·x; WB·x] (+ r, rows rowsA + rowsB), WA in codec a, WB in codec b: a
+// layer's [q;k] and v where v has a codec of its own (q4_K_M's q6_K v in
+// some layers). The first blocks take WA's rows as ck_mvq_a's would, the
+// rest WB's, one row a warp (rowsA and rowsB under 32768, abi.go
+// MatvecPairArgs).
+#define DEF_MVQ2(na, CA, nb, CB)                                                                        \
+  CK void __launch_bounds__(512, 2) ck_mvq2_##na##_##nb(                                                \
+      float* __restrict__ y, const uint8_t* __restrict__ WA, const uint8_t* __restrict__ WB,            \
+      const float* __restrict__ x, const float* __restrict__ r, int rowsA, int rowsB, int cols,         \
+      int rowBytesA, int rowBytesB, const float* nw, float eps, int plusOne) {                          \
+    const int perA = blockDim.x >> 5, nbA = (rowsA + perA - 1) / perA;                                  \
+    if ((int)blockIdx.x < nbA)                                                                          \
+      mv_q8<CA, MVQ_U, 1>(y, WA, nullptr, x, r, rowsA, cols, rowBytesA, 0, nw, eps, plusOne, blockIdx.x); \
+    else                                                                                                \
+      mv_q8<CB, MVQ_U, 1>(y + rowsA, WB, nullptr, x, r ? r + rowsA : nullptr, rowsB, cols, rowBytesB, 0, \
+                          nw, eps, plusOne, blockIdx.x - nbA);                                          \
+  }
+DEF_MVQ2(q4_K, CQ4_K, q6_K, CQ6_K)

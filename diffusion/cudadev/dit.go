@@ -14,7 +14,7 @@ import (
 
 // DiTOptions tunes NewDiTRunner.
 type DiTOptions struct {
-	// Module is the kernel image to load (nil: kernels.PTX, every ck_*
+	// Module is the kernel image to load (nil: kernels.Image, every ck_*
 	// kernel); a cubin of dit.cu for the device is quicker to load.
 	Module []byte
 	// NoGraph launches a step's kernels one by one instead of replaying
@@ -81,7 +81,7 @@ func NewDiTRunner(dev driver.Device, s *diffusion.DiTSpec, opts DiTOptions) (*Di
 		ffn: (s.FFN + kernels.DiTGemmBK - 1) / kernels.DiTGemmBK * kernels.DiTGemmBK, attn: attn, graph: !opts.NoGraph}
 	img := opts.Module
 	if img == nil {
-		img = kernels.PTX
+		img = kernels.Image
 	}
 	if r.mod, err = dev.Load(img); err != nil {
 		return nil, fmt.Errorf("cuda: dit: load kernels: %w", err)

@@ -13,7 +13,7 @@ import (
 	"github.com/cortiq/cortiq/safetensors"
 )
 
-// moduleFile is a kernel image to load instead of kernels.PTX (a cubin of
+// moduleFile is a kernel image to load instead of kernels.Image (a cubin of
 // dit.cu for the GPU loads in a fraction of the PTX's JIT time):
 //
 //	nvcc -O3 -std=c++17 -cubin -arch=sm_90 -o dit.cubin cuda/kernels/dit.cu

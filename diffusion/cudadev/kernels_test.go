@@ -45,7 +45,7 @@ func TestKernelsGPU(t *testing.T) {
 	opts := testOptions(t)
 	img := opts.Module
 	if img == nil {
-		img = kernels.PTX
+		img = kernels.Image
 	}
 	mod, err := dev.Load(img)
 	if err != nil {
