@@ -18,7 +18,10 @@ import (
 // that every polling helper sees (no channel operation per helper), so
 // its cost does not grow with the thread count; a helper polls for a
 // while after each job before it parks (waking a parked goroutine costs
-// tens of microseconds in a VM, a large share of a small product).
+// tens of microseconds in a VM, a large share of a small product). The
+// polling is plain loads and PAUSE, never runtime.Gosched: at 16 threads
+// the helpers' yields queued on the scheduler's lock and cost more than
+// the products.
 //
 // One call at a time uses the team; a call that finds it busy (another
 // goroutine's products, or a call made from inside a job) runs inline on
@@ -113,10 +116,10 @@ func (h *helper) await(seen uint64) uint64 {
 		if g := team.gen.Load(); g != seen {
 			return g
 		}
+		spinPause()
 		if spin%64 != 63 {
 			continue
 		}
-		runtime.Gosched()
 		if t0.IsZero() {
 			t0 = time.Now()
 			continue
@@ -249,10 +252,10 @@ func parallelRun(n, grain int, fn func(lo, hi int), ms []matvec) {
 func (j *job) wait(n int64) {
 	var t0 time.Time
 	for spin := 0; j.done.Load() != n; spin++ {
+		spinPause()
 		if spin%64 != 63 {
 			continue
 		}
-		runtime.Gosched()
 		if t0.IsZero() {
 			t0 = time.Now()
 			continue
