@@ -237,8 +237,10 @@ func runMatVecs(ms []matvec) {
 	if total == 0 {
 		return
 	}
-	// Split so that each chunk reads at least ~64 KiB of weights.
-	grain := max(1, (64<<10)/max(1, bytes/total))
+	// Split so that each chunk reads at least ~64 KiB of weights, less
+	// when that would leave workers idle (at 16 threads a 896-row product
+	// is 7 such chunks): at least 8 chunks a worker, down to 8 KiB.
+	grain := max(1, min(64<<10, max(8<<10, bytes/(8*Workers())))/max(1, bytes/total))
 	parallelRun(total, grain, nil, ms)
 }
 
