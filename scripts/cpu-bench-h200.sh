@@ -12,6 +12,11 @@
 #   files  synth qwen-0.5b and llama-1b at q4_0, q8_0, q4_K_M into /tmp/m
 #   run    per thread count (THREADS, default "16 2"), ROUNDS rounds (default 1), per file:
 #          read bandwidth, each cortiq binary (bench --backend cpu), llama-bench -t T
+#   prof   CPU profiles of the last binary at the first of THREADS: prefill (prompt 128) and
+#          decode (64 tokens) of qwen-0.5b and llama-1b q4_0 (pf-*.prof, dec-*.prof under $OUT)
+#   final  the issue-16 lease in one command (~7 min with two binaries): build, files, every
+#          file at 16 threads, q4_0 at 8 and 2 threads, profiles; then on this side
+#          `python3 scripts/cpu-bench-table.py cpu.jsonl` prints the table (ratios to llama.cpp)
 # Example: bash scripts/cpu-bench-h200.sh build files run   (about 7 min with two binaries;
 # QUANTS=q4_0 halves it; a second command with ROUNDS=1 again gives the A B A B)
 set -u
@@ -52,4 +57,15 @@ run)
       fi
     done; done
   done; done ;;
+prof)
+  T=$(echo $THREADS | awk '{print $1}')
+  for f in qwen-0.5b-q4_0 llama-1b-q4_0; do [ -f /tmp/m/$f.gguf ] || continue
+    GOMAXPROCS=$T timeout 60 $LAST bench -m /tmp/m/$f.gguf --backend cpu --prompt 128 --gen 0 --reps 3 --cpuprofile $O/pf-$f.prof > /dev/null 2>&1
+    GOMAXPROCS=$T timeout 60 $LAST bench -m /tmp/m/$f.gguf --backend cpu --prompt 1 --gen 64 --reps 2 --cpuprofile $O/dec-$f.prof > /dev/null 2>&1
+  done ;;
+final)
+  bash $0 build files
+  THREADS=16 bash $0 run
+  THREADS="8 2" QUANTS=q4_0 bash $0 run
+  THREADS=16 bash $0 prof ;;
 esac; done
