@@ -431,10 +431,8 @@ func (s *Session) norm(dst, x, w []float32, n int) {
 		kernel.RMSNorm(dst[:H], x[:H], w, a.NormEps, a.Norm == model.NormRMSPlusOne)
 		return
 	}
-	parallelTokens(n, func(lo, hi int) {
-		for t := lo; t < hi; t++ {
-			kernel.RMSNorm(dst[t*H:(t+1)*H], x[t*H:(t+1)*H], w, a.NormEps, a.Norm == model.NormRMSPlusOne)
-		}
+	kernel.ParallelFor(n, 4, func(lo, hi int) { // rows in fours: RMSNormRows
+		kernel.RMSNormRows(dst[lo*H:hi*H], x[lo*H:hi*H], w, H, a.NormEps, a.Norm == model.NormRMSPlusOne)
 	})
 }
 
