@@ -49,17 +49,18 @@ func packAMXPanels(x []float32, n, cols int) *[]byte {
 	}
 	*bp = (*bp)[:size]
 	xp := *bp
-	parallelFor(np, 1, func(lo, hi int) {
-		for p := lo; p < hi; p++ {
+	// Panels past the tokens' are cleared whole, a partial one before its
+	// rows are written; then the rows in parallel (at 16 threads, four
+	// panels of a 64-token prompt would keep twelve workers idle).
+	if n%amxTokens != 0 || n < np*amxTokens {
+		clear(xp[n/amxTokens*nb*amxPanelB:])
+	}
+	parallelFor(n, 4, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			p, t := r/amxTokens, r%amxTokens
 			panel := xp[p*nb*amxPanelB : (p+1)*nb*amxPanelB]
-			nt := min(amxTokens, n-p*amxTokens)
-			if nt < amxTokens {
-				clear(panel)
-			}
-			for t := range max(nt, 0) {
-				_ = x[(p*amxTokens+t+1)*cols-1]
-				quantRowAMX(&x[(p*amxTokens+t)*cols], nb, &panel[32*t], &panel[512+4*t])
-			}
+			_ = x[(r+1)*cols-1]
+			quantRowAMX(&x[r*cols], nb, &panel[32*t], &panel[512+4*t])
 		}
 	})
 	return bp
