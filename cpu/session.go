@@ -345,8 +345,12 @@ func (e *NonFiniteError) Error() string {
 }
 
 // firstNonFinite returns the index of x's first NaN or infinity, or -1. It
-// tests the exponent bits, so it costs about as much as a copy.
+// tests the exponent bits (kernel.AllFinite first, in SIMD), so it costs
+// about as much as a copy.
 func firstNonFinite(x []float32) int {
+	if kernel.AllFinite(x) {
+		return -1
+	}
 	for i, v := range x {
 		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
 			return i

@@ -294,7 +294,11 @@ func MatMul(y []float32, w *tensor.Tensor, x []float32, n int) {
 // model would generate garbage instead of stopping at the layer that broke
 // (the engine names it). The scan costs about a copy of x, little next to
 // the weights a product streams.
-func allFinite(x []float32) bool {
+func allFinite(x []float32) bool { return AllFinite(x) }
+
+// AllFinite reports whether x holds no NaN or infinity (SIMD where the
+// level has it: about the cost of a copy of x).
+func AllFinite(x []float32) bool {
 	n := simdLen(len(x)) &^ 31
 	if n > 0 && !allFiniteSIMD(&x[0], n) {
 		return false
