@@ -79,12 +79,19 @@ const spinFor = 200 * time.Microsecond
 // spinLimit is spinFor, or a twentieth of it when there are more workers
 // than CPUs: then a polling helper holds a core another worker (or the
 // caller) needs, and parking sooner measured faster (qwen-0.5b decode at
-// GOMAXPROCS=16 on 2 cores).
-func spinLimit() time.Duration {
-	if Workers() > numCPU {
-		return spinFor / 20
+// GOMAXPROCS=16 on 2 cores). Each call sets it (parallelRun): the polling
+// loops read it, never runtime.GOMAXPROCS, which takes the scheduler's
+// lock.
+var spinLimit atomic.Int64
+
+func setSpinLimit(nw int) {
+	d := spinFor
+	if nw > numCPU {
+		d = spinFor / 20
 	}
-	return spinFor
+	if spinLimit.Load() != int64(d) {
+		spinLimit.Store(int64(d))
+	}
 }
 
 var numCPU = runtime.NumCPU()
@@ -137,7 +144,7 @@ func (h *helper) await(seen uint64) uint64 {
 			t0 = time.Now()
 			continue
 		}
-		if time.Since(t0) < spinLimit() {
+		if time.Since(t0) < time.Duration(spinLimit.Load()) {
 			continue
 		}
 		h.parked.Store(true)
@@ -228,6 +235,7 @@ func parallelRun(n, grain int, fn func(lo, hi int), ms []matvec) {
 		}
 		return
 	}
+	setSpinLimit(nw)
 	nchunks := (n + chunk - 1) / chunk
 	helpers := min(nw-1, nchunks-1)
 	ensureHelpers(helpers)
@@ -273,7 +281,7 @@ func (j *job) wait(n int64) {
 			t0 = time.Now()
 			continue
 		}
-		if time.Since(t0) < spinLimit() {
+		if time.Since(t0) < time.Duration(spinLimit.Load()) {
 			continue
 		}
 		j.waiting.Store(true)
