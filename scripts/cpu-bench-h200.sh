@@ -67,5 +67,7 @@ final)
   bash $0 build files
   THREADS=16 bash $0 run
   THREADS="8 2" QUANTS=q4_0 bash $0 run
-  THREADS=16 bash $0 prof ;;
+  THREADS=16 bash $0 prof
+  # the device tool brings back at most 8 files: profiles and logs in one
+  (cd $O && tar czf prof-logs.tgz *.prof *.log lscpu.txt 2>/dev/null && rm -f *.prof *.log lscpu.txt) ;;
 esac; done
