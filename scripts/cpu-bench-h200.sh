@@ -14,9 +14,12 @@
 #          read bandwidth, each cortiq binary (bench --backend cpu), llama-bench -t T
 #   prof   CPU profiles of the last binary at the first of THREADS: prefill (prompt 128) and
 #          decode (64 tokens) of qwen-0.5b and llama-1b q4_0 (pf-*.prof, dec-*.prof under $OUT)
-#   final  the issue-16 lease in one command (~7 min with two binaries): build, files, every
-#          file at 16 threads, q4_0 at 8 and 2 threads, profiles; then on this side
-#          `python3 scripts/cpu-bench-table.py cpu.jsonl` prints the table (ratios to llama.cpp)
+#   final  the issue-16 lease in one command (~7-8 min with two binaries): build, files, every
+#          file at 16 threads, q4_0 at 8 threads, profiles, then the profiles and logs packed
+#          into prof-logs.tgz; on this side `python3 scripts/cpu-bench-table.py cpu.jsonl`
+#          prints the table (ratios to llama.cpp). A second call for the rest of the sweep:
+#          THREADS="4 2 1" QUANTS=q4_0 bash scripts/cpu-bench-h200.sh files run (~3 min).
+#          Carry [".devrun/ab", ".devrun/llamacpp-src.tgz"] (the whole .devrun is over 64 MiB).
 # Example: bash scripts/cpu-bench-h200.sh build files run   (about 7 min with two binaries;
 # QUANTS=q4_0 halves it; a second command with ROUNDS=1 again gives the A B A B)
 set -u
@@ -66,7 +69,7 @@ prof)
 final)
   bash $0 build files
   THREADS=16 bash $0 run
-  THREADS="8 2" QUANTS=q4_0 bash $0 run
+  THREADS=8 QUANTS=q4_0 bash $0 run
   THREADS=16 bash $0 prof
   # the device tool brings back at most 8 files: profiles and logs in one
   (cd $O && tar czf prof-logs.tgz *.prof *.log lscpu.txt 2>/dev/null && rm -f *.prof *.log lscpu.txt) ;;
