@@ -1,6 +1,10 @@
 package cpu
 
-import "github.com/cortiq/cortiq/model"
+import (
+	"slices"
+
+	"github.com/cortiq/cortiq/model"
+)
 
 // rotate rotates every head of x (heads*headDim values) for one position
 // by t (model.NewRopeTable: the frequencies every backend shares), given
@@ -37,12 +41,13 @@ type ropeRows struct {
 }
 
 // ropeFor returns the cos and sin rows of positions s.pos..s.pos+n-1 for
-// table t, computed once per step for every layer that shares t (the
-// session forgets them when the next step starts, in runLayers).
+// table t, computed once per step for every layer whose table is equal
+// to t (each layer has its own; most models' are all equal). The session
+// forgets them when the next step starts, in runLayers.
 func (s *Session) ropeFor(t *model.RopeTable, n int) ([]float32, []float32) {
 	half := t.Dims / 2
 	for i := range s.rope {
-		if r := &s.rope[i]; r.t == t && r.pos == s.pos && r.n == n {
+		if r := &s.rope[i]; r.pos == s.pos && r.n == n && sameRope(r.t, t) {
 			return r.cos, r.sin
 		}
 	}
@@ -68,4 +73,9 @@ func grow(s []float32, n int) []float32 {
 		return make([]float32, n)
 	}
 	return s[:n]
+}
+
+// sameRope reports whether two tables give the same cos and sin.
+func sameRope(a, b *model.RopeTable) bool {
+	return a == b || a.Dims == b.Dims && a.MScale == b.MScale && slices.Equal(a.InvFreq, b.InvFreq)
 }

@@ -515,6 +515,9 @@ func (s *Session) runLayers(x []float32, n, from, to int) error {
 	defer func() {
 		s.tmp.reset()
 		s.tmp.trim(64 << 20)
+		if n > 4096 {
+			s.rope = nil // a long prompt's rows: decode needs one
+		}
 	}()
 	s.tmp.reset()
 	s.rope = s.rope[:0]
