@@ -139,11 +139,16 @@ func TestActivationsBitIdentical(t *testing.T) {
 		SetLevel(Generic)
 		a := append([]float32(nil), x...)
 		f.fn(a)
-		SetLevel(AVX2)
-		b := append([]float32(nil), x...)
-		f.fn(b)
-		if i := same(a, b); i >= 0 {
-			t.Errorf("%s(%g): portable %g, SIMD %g", f.name, x[i], a[i], b[i])
+		for _, l := range []Level{AVX2, AVX512} {
+			if !hasLevel(l) {
+				continue
+			}
+			SetLevel(l)
+			b := append([]float32(nil), x...)
+			f.fn(b)
+			if i := same(a, b); i >= 0 {
+				t.Errorf("%s(%g): portable %g, %s %g", f.name, x[i], a[i], l, b[i])
+			}
 		}
 	}
 }
