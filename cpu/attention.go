@@ -2,9 +2,7 @@ package cpu
 
 import (
 	"math"
-	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/cortiq/cortiq/cpu/kernel"
 	"github.com/cortiq/cortiq/model"
@@ -43,12 +41,10 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 		q = qq
 	}
 
-	plusOne := a.Norm == model.NormRMSPlusOne
-	cos := s.tmp.get(hd / 2)
-	sin := s.tmp.get(hd / 2)
 	cache := s.caches[i]
 	cache.ensure(s.pos + n)
 	att := s.tmp.get(n * qDim)
+	cos, sin := s.ropeFor(w.rope, n)
 	// A ring cache takes the step in pieces that fit it: a piece's rows
 	// overwrite only positions before the window of its first query.
 	piece := n
@@ -57,31 +53,15 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 	}
 	for t0 := 0; t0 < n; t0 += piece {
 		t1 := min(n, t0+piece)
-		for t := t0; t < t1; t++ {
-			qt, kt, vt := q[t*qDim:(t+1)*qDim], k[t*kvDim:(t+1)*kvDim], v[t*kvDim:(t+1)*kvDim]
-			if w.qb != nil {
-				kernel.Add(qt, w.qb)
-				kernel.Add(kt, w.kb)
-				kernel.Add(vt, w.vb)
-			}
-			switch at.QKNorm {
-			case model.QKNormPerHead:
-				for hh := range at.Heads {
-					r := qt[hh*hd : (hh+1)*hd]
-					kernel.RMSNorm(r, r, w.qNorm, a.NormEps, plusOne)
+		if t1-t0 == 1 {
+			s.prepToken(w, cache, q, k, v, t0, cos, sin)
+		} else {
+			q := q
+			parallelTokens(t1-t0, func(lo, hi int) {
+				for t := t0 + lo; t < t0+hi; t++ {
+					s.prepToken(w, cache, q, k, v, t, cos, sin)
 				}
-				for hh := range at.KVHeads {
-					r := kt[hh*hd : (hh+1)*hd]
-					kernel.RMSNorm(r, r, w.kNorm, a.NormEps, plusOne)
-				}
-			case model.QKNormFull:
-				kernel.RMSNorm(qt, qt, w.qNorm, a.NormEps, plusOne)
-				kernel.RMSNorm(kt, kt, w.kNorm, a.NormEps, plusOne)
-			}
-			pos := s.pos + t
-			applyRope(w.rope, qt, at.Heads, hd, pos, cos, sin)
-			applyRope(w.rope, kt, at.KVHeads, hd, pos, cos, sin)
-			cache.put(pos, kt, vt)
+			})
 		}
 		s.attend(at, w.sinks, cache, q, att, t0, t1)
 	}
@@ -99,6 +79,53 @@ func (s *Session) attention(i int, w *attnWeights, h []float32, n int) []float32
 		}
 	}
 	return out
+}
+
+// prepToken readies the step's token t for attention: the q/k/v biases,
+// the q/k norms and RoPE (cos and sin: the step's rows, ropeFor) on its
+// query and key, whose key and value then go to the cache.
+func (s *Session) prepToken(w *attnWeights, cache *kvCache, q, k, v []float32, t int, cos, sin []float32) {
+	at, a := w.spec, s.b.arch
+	hd := at.HeadDim
+	qDim, kvDim := at.Heads*hd, at.KVHeads*hd
+	plusOne := a.Norm == model.NormRMSPlusOne
+	qt, kt, vt := q[t*qDim:(t+1)*qDim], k[t*kvDim:(t+1)*kvDim], v[t*kvDim:(t+1)*kvDim]
+	if w.qb != nil {
+		kernel.Add(qt, w.qb)
+		kernel.Add(kt, w.kb)
+		kernel.Add(vt, w.vb)
+	}
+	switch at.QKNorm {
+	case model.QKNormPerHead:
+		for hh := range at.Heads {
+			r := qt[hh*hd : (hh+1)*hd]
+			kernel.RMSNorm(r, r, w.qNorm, a.NormEps, plusOne)
+		}
+		for hh := range at.KVHeads {
+			r := kt[hh*hd : (hh+1)*hd]
+			kernel.RMSNorm(r, r, w.kNorm, a.NormEps, plusOne)
+		}
+	case model.QKNormFull:
+		kernel.RMSNorm(qt, qt, w.qNorm, a.NormEps, plusOne)
+		kernel.RMSNorm(kt, kt, w.kNorm, a.NormEps, plusOne)
+	}
+	half := w.rope.Dims / 2
+	c, sn := cos[t*half:(t+1)*half], sin[t*half:(t+1)*half]
+	rotate(w.rope, qt, at.Heads, hd, c, sn)
+	rotate(w.rope, kt, at.KVHeads, hd, c, sn)
+	cache.put(s.pos+t, kt, vt)
+}
+
+// parallelTokens runs fn over [0, n) on the kernels' workers when n > 1:
+// a prefill step's per-token work (norms, RoPE, the gated activation),
+// which on one thread would leave the other cores idle between the
+// parallel products.
+func parallelTokens(n int, fn func(lo, hi int)) {
+	if n > 1 {
+		kernel.ParallelFor(n, 1, fn)
+		return
+	}
+	fn(0, n)
 }
 
 // attend computes softmax attention for the step's tokens [t0, t1) (at
@@ -173,32 +200,26 @@ func (s *Session) attend(at *model.Attention, sinks []float32, cache *kvCache, q
 	}, s.maxLen+2*hd)
 }
 
-// parallel splits [0, n) over the cores; each worker gets a scratch buffer
-// of scratchLen floats. Workers claim small chunks as they go: causal
+// parallel splits [0, n) over the kernels' workers (kernel.ParallelFor);
+// each chunk gets a scratch buffer of scratchLen floats (stale contents).
+// Workers claim chunks as they go, long first and short last: causal
 // attention's tasks grow with the token's position, so equal static
 // shares would leave the first worker idle half the time.
 func parallel(n int, fn func(lo, hi int, scratch []float32), scratchLen int) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
+	if kernel.Workers() <= 1 || n <= 1 {
 		fn(0, n, make([]float32, scratchLen))
 		return
 	}
-	chunk := max(1, n/(8*workers))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			scratch := make([]float32, scratchLen)
-			for {
-				lo := int(next.Add(int64(chunk))) - chunk
-				if lo >= n {
-					return
-				}
-				fn(lo, min(lo+chunk, n), scratch)
-			}
-		}()
-	}
-	wg.Wait()
+	kernel.ParallelFor(n, 1, func(lo, hi int) {
+		bp, _ := scratchPool.Get().(*[]float32)
+		if bp == nil || cap(*bp) < scratchLen {
+			b := make([]float32, scratchLen)
+			bp = &b
+		}
+		fn(lo, hi, (*bp)[:scratchLen])
+		scratchPool.Put(bp)
+	})
 }
+
+// scratchPool recycles parallel's scratch buffers.
+var scratchPool sync.Pool

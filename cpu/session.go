@@ -25,7 +25,8 @@ type Session struct {
 	// (layer -1) and after every layer: n rows of Hidden values.
 	hook func(layer int, x []float32, n int)
 
-	tmp scratch // a layer's activations (attention, dense FFN)
+	tmp  scratch    // a layer's activations (attention, dense FFN)
+	rope []ropeRows // this step's RoPE rows per table (ropeFor)
 }
 
 // scratch hands out zeroed float32 buffers that live until the next
@@ -344,8 +345,12 @@ func (e *NonFiniteError) Error() string {
 }
 
 // firstNonFinite returns the index of x's first NaN or infinity, or -1. It
-// tests the exponent bits, so it costs about as much as a copy.
+// tests the exponent bits (kernel.AllFinite first, in SIMD), so it costs
+// about as much as a copy.
 func firstNonFinite(x []float32) int {
+	if kernel.AllFinite(x) {
+		return -1
+	}
 	for i, v := range x {
 		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
 			return i
@@ -426,9 +431,13 @@ func (s *Session) norm(dst, x, w []float32, n int) {
 	}
 	a := s.b.arch
 	H := a.Hidden
-	for t := range n {
-		kernel.RMSNorm(dst[t*H:(t+1)*H], x[t*H:(t+1)*H], w, a.NormEps, a.Norm == model.NormRMSPlusOne)
+	if n == 1 {
+		kernel.RMSNorm(dst[:H], x[:H], w, a.NormEps, a.Norm == model.NormRMSPlusOne)
+		return
 	}
+	kernel.ParallelFor(n, 4, func(lo, hi int) { // rows in fours: RMSNormRows
+		kernel.RMSNormRows(dst[lo*H:hi*H], x[lo*H:hi*H], w, H, a.NormEps, a.Norm == model.NormRMSPlusOne)
+	})
 }
 
 // residual adds a branch output (optionally post-normed, then scaled) to x.
@@ -437,7 +446,17 @@ func (s *Session) residual(x, out, postNorm []float32, n int) {
 	if postNorm != nil {
 		s.norm(out, out, postNorm, n)
 	}
-	if sc := a.Scales().Residual; sc != 1 {
+	if n == 1 {
+		addScaled(x, out, a.Scales().Residual)
+		return
+	}
+	H := a.Hidden
+	parallelTokens(n, func(lo, hi int) { addScaled(x[lo*H:hi*H], out[lo*H:hi*H], a.Scales().Residual) })
+}
+
+// addScaled adds sc·out to x.
+func addScaled(x, out []float32, sc float32) {
+	if sc != 1 {
 		kernel.Axpy(x, sc, out)
 		return
 	}
@@ -450,7 +469,11 @@ func (s *Session) denseFFN(f *ffnWeights, h []float32, n, ff int) []float32 {
 	g := s.tmp.out(n * ff)
 	u := s.tmp.out(n * ff)
 	kernel.MatMuls(h, n, kernel.Product{Y: g, W: f.gate}, kernel.Product{Y: u, W: f.up})
-	gated(a, g, u)
+	if n == 1 {
+		gated(a, g, u)
+	} else {
+		parallelTokens(n, func(lo, hi int) { gated(a, g[lo*ff:hi*ff], u[lo*ff:hi*ff]) })
+	}
 	out := s.tmp.out(n * a.Hidden)
 	kernel.MatMul(out, f.down, g, n)
 	return out
@@ -492,8 +515,12 @@ func (s *Session) runLayers(x []float32, n, from, to int) error {
 	defer func() {
 		s.tmp.reset()
 		s.tmp.trim(64 << 20)
+		if n > 4096 {
+			s.rope = nil // a long prompt's rows: decode needs one
+		}
 	}()
 	s.tmp.reset()
+	s.rope = s.rope[:0]
 	h := s.tmp.get(n * b.arch.Hidden)
 	mark := s.tmp.next
 	for i := from; i < to; i++ {

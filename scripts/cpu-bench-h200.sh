@@ -12,11 +12,20 @@
 #   files  synth qwen-0.5b and llama-1b at q4_0, q8_0, q4_K_M into /tmp/m
 #   run    per thread count (THREADS, default "16 2"), ROUNDS rounds (default 1), per file:
 #          read bandwidth, each cortiq binary (bench --backend cpu), llama-bench -t T
+#   prof   CPU profiles of binary PROF (default: the first not named main) at the first of
+#          THREADS: prefill (prompt 128) and decode (64 tokens) of qwen-0.5b and llama-1b q4_0
+#          (pf-*.prof, dec-*.prof under $OUT)
+#   final  the issue-16 lease in one command (~7-8 min with two binaries): build, files, every
+#          file at 16 threads, q4_0 at 8 threads, profiles, then the profiles and logs packed
+#          into prof-logs.tgz; on this side `python3 scripts/cpu-bench-table.py cpu.jsonl`
+#          prints the table (ratios to llama.cpp). A second call for the rest of the sweep:
+#          THREADS="4 2 1" QUANTS=q4_0 bash scripts/cpu-bench-h200.sh files run (~3 min).
+#          Carry [".devrun/ab", ".devrun/llamacpp-src.tgz"] (the whole .devrun is over 64 MiB).
 # Example: bash scripts/cpu-bench-h200.sh build files run   (about 7 min with two binaries;
 # QUANTS=q4_0 halves it; a second command with ROUNDS=1 again gives the A B A B)
 set -u
 O=${OUT:-/tmp}; mkdir -p /tmp/m /tmp/ab
-for z in .devrun/ab/*.gz; do [ -f "$z" ] || continue; n=$(basename $z .gz); [ -x /tmp/ab/$n ] || { gunzip -c $z > /tmp/ab/$n; chmod +x /tmp/ab/$n; }; done
+for z in .devrun/ab/*.gz; do [ -f "$z" ] || continue; n=$(basename $z .gz); [ -x /tmp/ab/$n ] && [ /tmp/ab/$n -nt $z ] || { gunzip -c $z > /tmp/ab/$n; chmod +x /tmp/ab/$n; }; done
 BINS=$(ls /tmp/ab 2>/dev/null)
 LAST=/tmp/ab/$(echo $BINS | awk '{print $NF}')
 SHAPES=${SHAPES:-"qwen-0.5b llama-1b"}
@@ -52,4 +61,18 @@ run)
       fi
     done; done
   done; done ;;
+prof)
+  T=$(echo $THREADS | awk '{print $1}')
+  P=/tmp/ab/${PROF:-$(ls /tmp/ab | grep -vx main | head -1)}; [ -x "$P" ] || P=$LAST
+  for f in qwen-0.5b-q4_0 llama-1b-q4_0; do [ -f /tmp/m/$f.gguf ] || continue
+    GOMAXPROCS=$T timeout 60 $P bench -m /tmp/m/$f.gguf --backend cpu --prompt 128 --gen 0 --reps 3 --cpuprofile $O/pf-$f.prof > /dev/null 2>&1
+    GOMAXPROCS=$T timeout 60 $P bench -m /tmp/m/$f.gguf --backend cpu --prompt 1 --gen 64 --reps 2 --cpuprofile $O/dec-$f.prof > /dev/null 2>&1
+  done ;;
+final)
+  bash $0 build files
+  THREADS=16 bash $0 run
+  THREADS=8 QUANTS=q4_0 bash $0 run
+  THREADS=16 bash $0 prof
+  # the device tool brings back at most 8 files: profiles and logs in one
+  (cd $O && tar czf prof-logs.tgz *.prof *.log lscpu.txt 2>/dev/null && rm -f *.prof *.log lscpu.txt) ;;
 esac; done

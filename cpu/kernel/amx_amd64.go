@@ -49,17 +49,18 @@ func packAMXPanels(x []float32, n, cols int) *[]byte {
 	}
 	*bp = (*bp)[:size]
 	xp := *bp
-	parallelFor(np, 1, func(lo, hi int) {
-		for p := lo; p < hi; p++ {
+	// Panels past the tokens' are cleared whole, a partial one before its
+	// rows are written; then the rows in parallel (at 16 threads, four
+	// panels of a 64-token prompt would keep twelve workers idle).
+	if n%amxTokens != 0 || n < np*amxTokens {
+		clear(xp[n/amxTokens*nb*amxPanelB:])
+	}
+	parallelFor(n, 4, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			p, t := r/amxTokens, r%amxTokens
 			panel := xp[p*nb*amxPanelB : (p+1)*nb*amxPanelB]
-			nt := min(amxTokens, n-p*amxTokens)
-			if nt < amxTokens {
-				clear(panel)
-			}
-			for t := range max(nt, 0) {
-				_ = x[(p*amxTokens+t+1)*cols-1]
-				quantRowAMX(&x[(p*amxTokens+t)*cols], nb, &panel[32*t], &panel[512+4*t])
-			}
+			_ = x[(r+1)*cols-1]
+			quantRowAMX(&x[r*cols], nb, &panel[32*t], &panel[512+4*t])
 		}
 	})
 	return bp
@@ -114,8 +115,18 @@ func runAMX(x []float32, n, cols int, ps []tileProduct) bool {
 	defer bytePool.Put(bp)
 	xp := *bp
 	nb, pairs := cols/32, (n+2*amxTokens-1)/(2*amxTokens)
-	parallelFor(total, max(1, (16<<10)/max(1, bytes/total)), func(lo, hi int) {
-		b := getAMXBuf(pairs)
+	// A unit is a pair of 16-row groups against a span of the token
+	// pairs: all of them (each weight read once) unless that leaves
+	// fewer than four units a worker (many threads, few rows: a 896-row
+	// product is 28 pairs of groups), then spans of fewer token pairs.
+	spans := 1
+	if nw := Workers(); total < 4*nw {
+		spans = min(pairs, (4*nw+total-1)/total)
+	}
+	per := (pairs + spans - 1) / spans
+	spans = (pairs + per - 1) / per
+	parallelFor(total*spans, max(1, (16<<10)/max(1, bytes/total)), func(lo, hi int) {
+		b := getAMXBuf(per)
 		defer amxBufPool.Put(b)
 		base := 0
 		for _, p := range ps {
@@ -125,19 +136,21 @@ func runAMX(x []float32, n, cols int, ps []tileProduct) bool {
 				tile = gemmQ4_0AMX
 			}
 			np := (p.pw.ng + 1) / 2
-			for gp := max(lo-base, 0); gp < min(hi-base, np); gp++ {
+			for u := max(lo-base, 0); u < min(hi-base, np*spans); u++ {
+				gp, q0 := u/spans, u%spans*per
+				npp := min(per, pairs-q0)
 				g0 := 2 * gp
 				g1 := min(g0+1, p.pw.ng-1) // an odd last group is computed twice, stored once
-				tile(&p.pw.data[g0*nb*gs], &p.pw.data[g1*nb*gs], &xp[0], nb, pairs, &b.acc[0], &amxConfig, b.scratch)
-				for q := range pairs {
+				tile(&p.pw.data[g0*nb*gs], &p.pw.data[g1*nb*gs], &xp[q0*2*nb*amxPanelB], nb, npp, &b.acc[0], &amxConfig, b.scratch)
+				for q := q0; q < q0+npp; q++ {
 					nt := min(2*amxTokens, n-q*2*amxTokens)
 					for g := g0; g <= g1; g++ {
 						r0 := g * i8Rows
-						storeTile(p.y[q*2*amxTokens*p.rows:], r0, min(i8Rows, p.rows-r0), p.rows, b.acc[q*1024+(g-g0)*512:], nt)
+						storeTile(p.y[q*2*amxTokens*p.rows:], r0, min(i8Rows, p.rows-r0), p.rows, b.acc[(q-q0)*1024+(g-g0)*512:], nt)
 					}
 				}
 			}
-			base += np
+			base += np * spans
 		}
 	})
 	return true

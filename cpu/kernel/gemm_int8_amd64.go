@@ -102,15 +102,15 @@ func packPanels(x []float32, n, cols int) *[]byte {
 	}
 	*bp = (*bp)[:size]
 	xp := *bp
-	parallelFor(np, 1, func(lo, hi int) {
-		for p := lo; p < hi; p++ {
-			panel := xp[p*nb*i8PanelB : (p+1)*nb*i8PanelB]
-			if p == np-1 && n%i8Tokens != 0 {
-				clear(panel) // tokens past n: zero quads, scales and offsets
-			}
-			for t := range min(i8Tokens, n-p*i8Tokens) {
-				quantPanelRow(&x[(p*i8Tokens+t)*cols], nb, &panel[4*t])
-			}
+	if n%i8Tokens != 0 {
+		clear(xp[(np-1)*nb*i8PanelB:]) // tokens past n: zero quads, scales and offsets
+	}
+	// The rows in parallel, not the panels (at 16 threads a 64-token
+	// prompt is eight panels).
+	parallelFor(n, 4, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			p, t := r/i8Tokens, r%i8Tokens
+			quantPanelRow(&x[r*cols], nb, &xp[p*nb*i8PanelB+4*t])
 		}
 	})
 	return bp

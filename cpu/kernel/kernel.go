@@ -237,8 +237,10 @@ func runMatVecs(ms []matvec) {
 	if total == 0 {
 		return
 	}
-	// Split so that each chunk reads at least ~64 KiB of weights.
-	grain := max(1, (64<<10)/max(1, bytes/total))
+	// Split so that each chunk reads at least ~64 KiB of weights, less
+	// when that would leave workers idle (at 16 threads a 896-row product
+	// is 7 such chunks): at least 8 chunks a worker, down to 8 KiB.
+	grain := max(1, min(64<<10, max(8<<10, bytes/(8*Workers())))/max(1, bytes/total))
 	parallelRun(total, grain, nil, ms)
 }
 
@@ -292,7 +294,11 @@ func MatMul(y []float32, w *tensor.Tensor, x []float32, n int) {
 // model would generate garbage instead of stopping at the layer that broke
 // (the engine names it). The scan costs about a copy of x, little next to
 // the weights a product streams.
-func allFinite(x []float32) bool {
+func allFinite(x []float32) bool { return AllFinite(x) }
+
+// AllFinite reports whether x holds no NaN or infinity (SIMD where the
+// level has it: about the cost of a copy of x).
+func AllFinite(x []float32) bool {
 	n := simdLen(len(x)) &^ 31
 	if n > 0 && !allFiniteSIMD(&x[0], n) {
 		return false

@@ -94,6 +94,7 @@ func applyLevel(l Level) {
 	int8MatMul, int8MatMuls, packedDecode, quantRowImpl = nil, false, false, nil
 	if l >= AVX512 {
 		quantRowImpl = quantRow
+		siluImpl = siluAVX512Slice
 		useAVX512(l >= AVX512VNNI)
 	}
 	if l >= AVX512VNNI {

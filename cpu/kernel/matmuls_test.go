@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/cortiq/cortiq/tensor"
@@ -81,13 +82,22 @@ func TestMatMulsTiles(t *testing.T) {
 // and q5_0 packed as q8_0) are bit for bit those of the AVX512VNNI
 // tiles (the same integer block sums, scaled and added in the same
 // order), alone and as one MatMuls pass, with odd 16-row groups and
-// partial pairs of token panels.
+// partial pairs of token panels, at 2 and 16 workers (which split the
+// token pairs of small products).
 func TestAMXTiles(t *testing.T) {
 	if !hasLevel(AMX) {
 		t.Skip("this CPU (or build) has no AMX level")
 	}
 	defer SetMode(SetMode(Int8))
 	defer SetLevel(CurrentLevel())
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{2, 16} {
+		runtime.GOMAXPROCS(procs)
+		testAMXTiles(t)
+	}
+}
+
+func testAMXTiles(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 16))
 	for _, sh := range [][2]int{{16, 32}, {48, 96}, {200, 512}, {40, 896}} {
 		rows, cols := sh[0], sh[1]

@@ -3,6 +3,7 @@ package kernel
 import (
 	"cmp"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -176,4 +177,104 @@ func TestDecodeStreamSpeed(t *testing.T) {
 		slices.Sort(r)
 		fmt.Printf("%-5s decode step %6.2f GB/s median, %6.2f best (1 thread, CPU time, level %s)\n", c, r[len(r)/2], r[len(r)-1], CurrentLevel())
 	}
+}
+
+// TestPrefillStepSpeed prints the int8 operations a second of the matrix
+// products of one prefill step (n tokens, default 64) through every layer
+// of Qwen2.5-0.5B (CORTIQ_KSPEED_SHAPE=llama-1b: Llama-3.2-1B), issued as
+// the CPU session issues them (q/k/v and gate/up as MatMuls groups), on
+// one thread in thread CPU time (median and best of 8 steps): what the
+// products cost with their activation quantization, panel packing and
+// stores, on weights past the caches. CORTIQ_KSPEED=1 go test -run
+// PrefillStepSpeed -v ./cpu/kernel (CORTIQ_KSPEED_N, CORTIQ_KSPEED_CODECS).
+func TestPrefillStepSpeed(t *testing.T) {
+	if os.Getenv("CORTIQ_KSPEED") == "" {
+		t.Skip("set CORTIQ_KSPEED=1 to measure")
+	}
+	if l, err := ParseLevel(os.Getenv("CORTIQ_KSPEED")); err == nil {
+		defer SetLevel(SetLevel(l))
+	}
+	defer SetMode(SetMode(Int8))
+	// CORTIQ_KSPEED_WALL=1: all workers, wall clock (the hand-offs
+	// between the workers included).
+	wall := os.Getenv("CORTIQ_KSPEED_WALL") != ""
+	serialForTest = !wall
+	defer func() { serialForTest = false }()
+	n := 64
+	if v, err := strconv.Atoi(os.Getenv("CORTIQ_KSPEED_N")); err == nil {
+		n = v
+	}
+	for _, name := range strings.Split(cmp.Or(os.Getenv("CORTIQ_KSPEED_CODECS"), "q4_0,q8_0,q4_K"), ",") {
+		c, err := tensor.ParseCodec(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shape := [5]int{896, 4864, 128, 24, 896}
+		if os.Getenv("CORTIQ_KSPEED_SHAPE") == "llama-1b" {
+			shape = [5]int{2048, 8192, 512, 16, 2048}
+		}
+		if _, err := c.RowBytes(shape[0]); err != nil {
+			fmt.Printf("%-5s prefill step: skipped (%v)\n", c, err)
+			continue
+		}
+		step, ops, done := prefillStep(c, shape[0], shape[1], shape[2], shape[4], shape[3], n)
+		runtime.LockOSThread()
+		step()
+		var r []float64
+		for range 8 {
+			t0, w0 := threadCPU(), time.Now()
+			step()
+			if wall {
+				r = append(r, ops/float64(time.Since(w0)))
+				continue
+			}
+			r = append(r, ops/float64(threadCPU()-t0))
+		}
+		runtime.UnlockOSThread()
+		done()
+		slices.Sort(r)
+		how := "1 thread, CPU time"
+		if wall {
+			how = fmt.Sprintf("%d workers, wall clock", Workers())
+		}
+		fmt.Printf("%-5s prefill step n=%d %7.1f GOP/s median, %7.1f best (%s, level %s)\n", c, n, r[len(r)/2], r[len(r)-1], how, CurrentLevel())
+	}
+}
+
+// prefillStep is decodeStep's products for n tokens (no output head).
+func prefillStep(c tensor.Codec, hidden, ffn, kv, qdim, layers, n int) (step func(), ops float64, done func()) {
+	type layer struct{ q, k, v, o, gate, up, down *tensor.Tensor }
+	ls := make([]layer, layers)
+	var all []*tensor.Tensor
+	for i := range ls {
+		ls[i] = layer{
+			benchWeight(c, qdim, hidden), benchWeight(c, kv, hidden), benchWeight(c, kv, hidden),
+			benchWeight(c, hidden, qdim), benchWeight(c, ffn, hidden), benchWeight(c, ffn, hidden),
+			benchWeight(c, hidden, ffn),
+		}
+		all = append(all, ls[i].q, ls[i].k, ls[i].v, ls[i].o, ls[i].gate, ls[i].up, ls[i].down)
+	}
+	for _, w := range all {
+		ops += 2 * float64(n) * float64(matRows(w)) * float64(w.Cols())
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	x := randX(r, n*hidden)
+	h := make([]float32, n*ffn)
+	g := make([]float32, n*ffn)
+	y := make([]float32, n*hidden)
+	q, k, v := make([]float32, n*qdim), make([]float32, n*kv), make([]float32, n*kv)
+	step = func() {
+		for _, l := range ls {
+			MatMuls(x, n, Product{q, l.q}, Product{k, l.k}, Product{v, l.v})
+			MatMul(y, l.o, q, n)
+			MatMuls(x, n, Product{g, l.gate}, Product{h, l.up})
+			MatMul(y, l.down, h, n)
+		}
+	}
+	done = func() {
+		for _, w := range all {
+			Unpack(w)
+		}
+	}
+	return step, ops, done
 }

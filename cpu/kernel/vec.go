@@ -10,23 +10,56 @@ func RMSNorm(dst, x, w []float32, eps float32, plusOne bool) {
 	for _, v := range x {
 		ss += float64(v) * float64(v)
 	}
-	inv := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	rmsScale(dst, x, w, rmsInv(ss, len(x), eps), plusOne)
+}
+
+// RMSNormRows is RMSNorm of the rows of x (cols values each) into dst,
+// bit for bit: four rows' sums of squares run as independent chains (each
+// in RMSNorm's order), and the scaling is the SIMD Scale and Mul
+// (the same two roundings per element). dst and x may be the same.
+func RMSNormRows(dst, x, w []float32, cols int, eps float32, plusOne bool) {
+	n := len(x) / cols
+	r := 0
+	for ; r+4 <= n; r += 4 {
+		x0, x1, x2, x3 := x[r*cols:(r+1)*cols], x[(r+1)*cols:(r+2)*cols], x[(r+2)*cols:(r+3)*cols], x[(r+3)*cols:(r+4)*cols]
+		var s0, s1, s2, s3 float64
+		for i := range x0 {
+			s0 += float64(x0[i]) * float64(x0[i])
+			s1 += float64(x1[i]) * float64(x1[i])
+			s2 += float64(x2[i]) * float64(x2[i])
+			s3 += float64(x3[i]) * float64(x3[i])
+		}
+		for k, ss := range [4]float64{s0, s1, s2, s3} {
+			row := (r + k) * cols
+			rmsScale(dst[row:row+cols], x[row:row+cols], w, rmsInv(ss, cols, eps), plusOne)
+		}
+	}
+	for ; r < n; r++ {
+		RMSNorm(dst[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], w, eps, plusOne)
+	}
+}
+
+func rmsInv(ss float64, n int, eps float32) float32 {
+	return float32(1 / math.Sqrt(ss/float64(n)+float64(eps)))
+}
+
+// rmsScale sets dst = x·inv·w (·(1+w) when plusOne; ·1 when w is nil),
+// rounded after each multiply.
+func rmsScale(dst, x, w []float32, inv float32, plusOne bool) {
 	dst = dst[:len(x)]
 	switch {
 	case w == nil:
-		for i, v := range x {
-			dst[i] = v * inv
-		}
+		copy(dst, x)
+		Scale(dst, inv)
 	case plusOne:
 		w = w[:len(x)]
 		for i, v := range x {
 			dst[i] = v * inv * (1 + w[i])
 		}
 	default:
-		w = w[:len(x)]
-		for i, v := range x {
-			dst[i] = v * inv * w[i]
-		}
+		copy(dst, x)
+		Scale(dst, inv)
+		Mul(dst, w[:len(x)])
 	}
 }
 

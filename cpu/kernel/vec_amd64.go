@@ -59,6 +59,19 @@ var vecConsts = func() (t [17][8]float32) {
 	return
 }()
 
+//go:noescape
+func siluAVX512(x *float32, n int)
+
+// siluAVX512Slice is siluAVX2Slice on 16 lanes (level AVX512 and up), bit
+// for bit the same.
+func siluAVX512Slice(x []float32) {
+	n16 := len(x) &^ 15
+	if n16 > 0 {
+		siluAVX512(&x[0], n16)
+	}
+	siluAVX2Slice(x[n16:])
+}
+
 func siluAVX2Slice(x []float32) {
 	n8 := len(x) &^ 7
 	if n8 > 0 {

@@ -336,3 +336,66 @@ finite_loop:
 	VZEROUPPER
 	MOVB AX, ret+16(FP)
 	RET
+
+// Z0 = Exp32(Z0) on 16 lanes, EXP8's operations in its order (bit for bit
+// the same); clobbers Z1-Z3. Z15 = lower clamp, Z14 = upper clamp, Z13 = 1
+// (VECCONSTS16); the other constants are broadcast from vecConsts' rows.
+#define EXP16 \
+	VMAXPS Z0, Z15, Z0; \
+	VMINPS Z0, Z14, Z0; \
+	VMULPS.BCST C_LOG2E(R8), Z0, Z1; \
+	VADDPS.BCST C_HALF(R8), Z1, Z1; \
+	VRNDSCALEPS $1, Z1, Z1; \
+	VMULPS.BCST C_C1(R8), Z1, Z2; \
+	VSUBPS Z2, Z0, Z0; \
+	VMULPS.BCST C_C2(R8), Z1, Z2; \
+	VSUBPS Z2, Z0, Z0; \
+	VMULPS Z0, Z0, Z3; \
+	VBROADCASTSS C_P0(R8), Z2; \
+	VMULPS Z0, Z2, Z2; \
+	VADDPS.BCST C_P1(R8), Z2, Z2; \
+	VMULPS Z0, Z2, Z2; \
+	VADDPS.BCST C_P2(R8), Z2, Z2; \
+	VMULPS Z0, Z2, Z2; \
+	VADDPS.BCST C_P3(R8), Z2, Z2; \
+	VMULPS Z0, Z2, Z2; \
+	VADDPS.BCST C_P4(R8), Z2, Z2; \
+	VMULPS Z0, Z2, Z2; \
+	VADDPS.BCST C_P5(R8), Z2, Z2; \
+	VMULPS Z3, Z2, Z2; \
+	VADDPS Z0, Z2, Z2; \
+	VADDPS Z13, Z2, Z2; \
+	VCVTTPS2DQ Z1, Z1; \
+	VPADDD.BCST C_127(R8), Z1, Z1; \
+	VPSLLD $23, Z1, Z1; \
+	VMULPS Z1, Z2, Z0
+
+#define VECCONSTS16 \
+	MOVQ $·vecConsts(SB), R8; \
+	VBROADCASTSS C_LO(R8), Z15; \
+	VBROADCASTSS C_HI(R8), Z14; \
+	VBROADCASTSS C_ONE(R8), Z13
+
+// func siluAVX512(x *float32, n int)
+// siluAVX2 on 16 lanes; n is a multiple of 16.
+TEXT ·siluAVX512(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	VECCONSTS16
+	SHRQ $4, CX
+	JZ   silu16done
+
+silu16loop:
+	VMOVUPS (DI), Z4
+	VPXORD.BCST C_SIGN(R8), Z4, Z0
+	EXP16
+	VADDPS Z13, Z0, Z0
+	VDIVPS Z0, Z4, Z4
+	VMOVUPS Z4, (DI)
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  silu16loop
+
+silu16done:
+	VZEROUPPER
+	RET

@@ -139,11 +139,16 @@ func TestActivationsBitIdentical(t *testing.T) {
 		SetLevel(Generic)
 		a := append([]float32(nil), x...)
 		f.fn(a)
-		SetLevel(AVX2)
-		b := append([]float32(nil), x...)
-		f.fn(b)
-		if i := same(a, b); i >= 0 {
-			t.Errorf("%s(%g): portable %g, SIMD %g", f.name, x[i], a[i], b[i])
+		for _, l := range []Level{AVX2, AVX512} {
+			if !hasLevel(l) {
+				continue
+			}
+			SetLevel(l)
+			b := append([]float32(nil), x...)
+			f.fn(b)
+			if i := same(a, b); i >= 0 {
+				t.Errorf("%s(%g): portable %g, %s %g", f.name, x[i], a[i], l, b[i])
+			}
 		}
 	}
 }
@@ -260,4 +265,68 @@ func TestAllFinite(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRMSNormRows checks RMSNorm and RMSNormRows against the scalar
+// loops (rmsNormRef) row by row, bit for bit, with and without weights, plus-one weights, in place, and with row
+// counts that leave a remainder after the groups of four.
+func TestRMSNormRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 21))
+	for _, cols := range []int{1, 7, 64, 896, 2050} {
+		for _, n := range []int{1, 3, 4, 9} {
+			x := make([]float32, n*cols)
+			for i := range x {
+				x[i] = float32(r.NormFloat64()) * 3
+			}
+			w := make([]float32, cols)
+			for i := range w {
+				w[i] = float32(r.NormFloat64())
+			}
+			for _, tc := range []struct {
+				w       []float32
+				plusOne bool
+			}{{nil, false}, {w, false}, {w, true}} {
+				want := make([]float32, len(x))
+				for row := range n {
+					rmsNormRef(want[row*cols:(row+1)*cols], x[row*cols:(row+1)*cols], tc.w, 1e-6, tc.plusOne)
+					one := make([]float32, cols)
+					RMSNorm(one, x[row*cols:(row+1)*cols], tc.w, 1e-6, tc.plusOne)
+					for i, v := range one {
+						if math.Float32bits(v) != math.Float32bits(want[row*cols+i]) {
+							t.Fatalf("RMSNorm cols %d: [%d] = %g, want %g", cols, i, v, want[row*cols+i])
+						}
+					}
+				}
+				got := make([]float32, len(x))
+				RMSNormRows(got, x, tc.w, cols, 1e-6, tc.plusOne)
+				inPlace := append([]float32(nil), x...)
+				RMSNormRows(inPlace, inPlace, tc.w, cols, 1e-6, tc.plusOne)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(inPlace[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("cols %d rows %d weights %v plusOne %v: [%d] = %g (in place %g), want %g", cols, n, tc.w != nil, tc.plusOne, i, got[i], inPlace[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// rmsNormRef is RMSNorm as scalar loops: a float64 sum of squares, then
+// x·inv·w rounded after each multiply.
+func rmsNormRef(dst, x, w []float32, eps float32, plusOne bool) {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	inv := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	for i, v := range x {
+		switch {
+		case w == nil:
+			dst[i] = v * inv
+		case plusOne:
+			dst[i] = v * inv * (1 + w[i])
+		default:
+			dst[i] = v * inv * w[i]
+		}
+	}
 }
