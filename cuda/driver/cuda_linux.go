@@ -414,6 +414,20 @@ func (c *Context) SetSharedLimit(f Func, bytes int) error {
 	return c.do("cuFuncSetAttribute", uintptr(f), funcMaxDynamicShared, uintptr(bytes))
 }
 
+// packArgs writes args into the context's argument area (the values,
+// then a pointer to each, as cuLaunchKernel's kernelParams) and returns
+// the pointers' address. The caller holds the context (enter).
+func (c *Context) packArgs(args []Arg) unsafe.Pointer {
+	vals := unsafe.Slice((*uint64)(c.args), maxArgs)
+	ptrsAt := unsafe.Add(c.args, maxArgs*8)
+	ptrs := unsafe.Slice((*uintptr)(ptrsAt), maxArgs)
+	for i, a := range args {
+		vals[i] = uint64(a)
+		ptrs[i] = uintptr(unsafe.Pointer(&vals[i]))
+	}
+	return ptrsAt
+}
+
 func (c *Context) Launch(f Func, grid, block Dim3, shared int, args ...Arg) error {
 	if len(args) > maxArgs {
 		return fmt.Errorf("cuda: launch with %d arguments (at most %d)", len(args), maxArgs)
@@ -422,13 +436,7 @@ func (c *Context) Launch(f Func, grid, block Dim3, shared int, args ...Arg) erro
 		return err
 	}
 	defer c.exit()
-	vals := unsafe.Slice((*uint64)(c.args), maxArgs)
-	ptrsAt := unsafe.Add(c.args, maxArgs*8)
-	ptrs := unsafe.Slice((*uintptr)(ptrsAt), maxArgs)
-	for i, a := range args {
-		vals[i] = uint64(a)
-		ptrs[i] = uintptr(unsafe.Pointer(&vals[i]))
-	}
+	ptrsAt := c.packArgs(args)
 	return c.l.check("cuLaunchKernel", c.l.call("cuLaunchKernel", uintptr(f),
 		uintptr(grid.X), uintptr(grid.Y), uintptr(grid.Z),
 		uintptr(block.X), uintptr(block.Y), uintptr(block.Z),
@@ -446,13 +454,7 @@ func (c *Context) LaunchDependent(f Func, grid, block Dim3, shared int, args ...
 		return err
 	}
 	defer c.exit()
-	vals := unsafe.Slice((*uint64)(c.args), maxArgs)
-	ptrsAt := unsafe.Add(c.args, maxArgs*8)
-	ptrs := unsafe.Slice((*uintptr)(ptrsAt), maxArgs)
-	for i, a := range args {
-		vals[i] = uint64(a)
-		ptrs[i] = uintptr(unsafe.Pointer(&vals[i]))
-	}
+	ptrsAt := c.packArgs(args)
 	cfgAt := unsafe.Add(c.args, maxArgs*16)
 	attrAt := unsafe.Add(cfgAt, 64)
 	attr := (*launchAttr)(attrAt)
