@@ -131,20 +131,12 @@ func (h *helper) loop(id int, seen uint64) {
 // await polls the generation until it differs from seen, then returns it;
 // after spinFor without one it parks until a caller wakes it.
 func (h *helper) await(seen uint64) uint64 {
-	var t0 time.Time
-	for spin := 0; ; spin++ {
+	var b backoff
+	for {
 		if g := team.gen.Load(); g != seen {
 			return g
 		}
-		spinPause()
-		if spin%64 != 63 {
-			continue
-		}
-		if t0.IsZero() {
-			t0 = time.Now()
-			continue
-		}
-		if time.Since(t0) < time.Duration(spinLimit.Load()) {
+		if b.poll() {
 			continue
 		}
 		h.parked.Store(true)
@@ -157,9 +149,28 @@ func (h *helper) await(seen uint64) uint64 {
 			return g
 		}
 		<-h.wake
-		t0 = time.Time{}
-		spin = -1
+		b = backoff{}
 	}
+}
+
+// backoff paces a polling loop: poll pauses once and reports whether to
+// poll again — true until the loop has polled for spinLimit (the clock
+// is read every 64 pauses), then false: time to park.
+type backoff struct {
+	spins int
+	t0    time.Time
+}
+
+func (b *backoff) poll() bool {
+	spinPause()
+	if b.spins++; b.spins%64 != 0 {
+		return true
+	}
+	if b.t0.IsZero() {
+		b.t0 = time.Now()
+		return true
+	}
+	return time.Since(b.t0) < time.Duration(spinLimit.Load())
 }
 
 // run claims and runs chunks of generation gen until none is left.
@@ -271,17 +282,9 @@ func parallelRun(n, grain int, fn func(lo, hi int), ms []matvec) {
 // wait returns when n items are done: it polls for spinFor, then parks
 // until the helper that finishes the last chunk wakes it.
 func (j *job) wait(n int64) {
-	var t0 time.Time
-	for spin := 0; j.done.Load() != n; spin++ {
-		spinPause()
-		if spin%64 != 63 {
-			continue
-		}
-		if t0.IsZero() {
-			t0 = time.Now()
-			continue
-		}
-		if time.Since(t0) < time.Duration(spinLimit.Load()) {
+	var b backoff
+	for j.done.Load() != n {
+		if b.poll() {
 			continue
 		}
 		j.waiting.Store(true)
