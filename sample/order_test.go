@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"sort"
@@ -79,14 +80,20 @@ func TestFastOrderExact(t *testing.T) {
 			if !ok {
 				t.Fatalf("trial %d k %d: dist not ok", trial, k)
 			}
-			if len(got) != len(want) {
-				t.Fatalf("trial %d k %d: %d candidates, want %d", trial, k, len(got), len(want))
-			}
-			for i := range want {
-				if got[i] != want[i] || gotP[i] != wantP[i] {
-					t.Fatalf("trial %d k %d: candidate %d = %v (p %v), want %v (p %v)", trial, k, i, got[i], gotP[i], want[i], wantP[i])
-				}
-			}
+			sameDist(t, fmt.Sprintf("trial %d k %d", trial, k), got, gotP, want, wantP)
+		}
+	}
+}
+
+// sameDist fails t unless got and gotP equal want and wantP bit for bit.
+func sameDist(t *testing.T, what string, got []candidate, gotP []float64, want []candidate, wantP []float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d candidates, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] || gotP[i] != wantP[i] {
+			t.Fatalf("%s: candidate %d = %v (p %v), want %v (p %v)", what, i, got[i], gotP[i], want[i], wantP[i])
 		}
 	}
 }
@@ -117,14 +124,7 @@ func TestParallelOrderExact(t *testing.T) {
 			for _, w := range []int{1, 3, 7} {
 				parallelMin, maxWorkers = 1024, w
 				got, gotP, _, _ := New(p).dist(append([]float32(nil), logits...), nil)
-				if len(got) != len(want) {
-					t.Fatalf("trial %d k %d workers %d: %d candidates, want %d", trial, k, w, len(got), len(want))
-				}
-				for i := range want {
-					if got[i] != want[i] || gotP[i] != wantP[i] {
-						t.Fatalf("trial %d k %d workers %d: candidate %d = %v (p %v), want %v (p %v)", trial, k, w, i, got[i], gotP[i], want[i], wantP[i])
-					}
-				}
+				sameDist(t, fmt.Sprintf("trial %d k %d workers %d", trial, k, w), got, gotP, want, wantP)
 			}
 		}
 	}

@@ -120,10 +120,7 @@ func radixDesc(c []candidate, logits []float32, keys []uint64) []uint64 {
 	}
 	src, dst := keys[:n], keys[n:2*n]
 	w := workers(n)
-	chunk := (n + w - 1) / w
-	span := func(j int) (int, int) { return min(j*chunk, n), min((j+1)*chunk, n) }
-	parallel(w, func(j int) {
-		lo, hi := span(j)
+	chunks(w, n, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			x := c[i]
 			v := x.v
@@ -142,8 +139,7 @@ func radixDesc(c []candidate, logits []float32, keys []uint64) []uint64 {
 	counts := make([][1 << 11]int, w)
 	for _, d := range [...]struct{ shift, bits uint }{{32, 11}, {43, 11}, {54, 10}} {
 		mask := uint64(1)<<d.bits - 1
-		parallel(w, func(j int) {
-			lo, hi := span(j)
+		chunks(w, n, func(j, lo, hi int) {
 			cnt := &counts[j]
 			*cnt = [1 << 11]int{}
 			for _, k := range src[lo:hi] {
@@ -168,8 +164,7 @@ func radixDesc(c []candidate, logits []float32, keys []uint64) []uint64 {
 				at += m
 			}
 		}
-		parallel(w, func(j int) {
-			lo, hi := span(j)
+		chunks(w, n, func(j, lo, hi int) {
 			cnt := &counts[j]
 			for _, k := range src[lo:hi] {
 				b := (k >> d.shift) & mask
@@ -179,8 +174,7 @@ func radixDesc(c []candidate, logits []float32, keys []uint64) []uint64 {
 		})
 		src, dst = dst, src
 	}
-	parallel(w, func(j int) {
-		lo, hi := span(j)
+	chunks(w, n, func(_, lo, hi int) {
 		for i, k := range src[lo:hi] {
 			id := int(uint32(k))
 			c[lo+i] = candidate{id, logits[id]}
@@ -205,11 +199,13 @@ func workers(n int) int {
 	return max(1, min(maxWorkers, runtime.GOMAXPROCS(0), n/(parallelMin/4)))
 }
 
-// parallel runs f(0..w-1), on w goroutines when w > 1, and returns when
-// all are done.
-func parallel(w int, f func(j int)) {
+// chunks splits [0, n) into w contiguous chunks and runs f(j, lo, hi)
+// for each, on w goroutines when w > 1; it returns when all are done.
+func chunks(w, n int, f func(j, lo, hi int)) {
+	size := (n + w - 1) / w
+	run := func(j int) { f(j, min(j*size, n), min((j+1)*size, n)) }
 	if w == 1 {
-		f(0)
+		run(0)
 		return
 	}
 	var wg sync.WaitGroup
@@ -217,10 +213,10 @@ func parallel(w int, f func(j int)) {
 	for j := 1; j < w; j++ {
 		go func() {
 			defer wg.Done()
-			f(j)
+			run(j)
 		}()
 	}
-	f(0)
+	run(0)
 	wg.Wait()
 }
 
@@ -352,9 +348,8 @@ func (s *Sampler) dist(logits []float32, history []int) (c []candidate, probs []
 	// candidates warrant); the sum runs in the candidates' order, so the
 	// bits do not depend on the split.
 	w := workers(len(c))
-	chunk := (len(c) + w - 1) / w
-	parallel(w, func(j int) {
-		for i := j * chunk; i < min((j+1)*chunk, len(c)); i++ {
+	chunks(w, len(c), func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
 			probs[i] = math.Exp((float64(c[i].v) - maxv) * invT)
 		}
 	})
@@ -362,8 +357,8 @@ func (s *Sampler) dist(logits []float32, history []int) (c []candidate, probs []
 	for _, e := range probs {
 		sum += e
 	}
-	parallel(w, func(j int) {
-		for i := j * chunk; i < min((j+1)*chunk, len(c)); i++ {
+	chunks(w, len(c), func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
 			probs[i] /= sum
 		}
 	})
